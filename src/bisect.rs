@@ -1,0 +1,1 @@
+//! Noisy bisection policy (placeholder until the search lands).

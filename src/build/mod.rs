@@ -1,0 +1,269 @@
+//! Building commits in perfbisect's worktrees and caching their artifacts per (commit, recipe).
+//! Builds may run in parallel (one worktree slot per job); a failed build is recorded with its
+//! log's tail so it is skipped, not retried, unless asked.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use gix::ObjectId;
+use rayon::prelude::*;
+
+use crate::config::Build;
+use crate::git::worktree::Worktree;
+use crate::measure::process::{self, Output, Spec, Status};
+use crate::store::cache::Cache;
+
+/// What the cache knows about a commit's build.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum State {
+    /// Artifacts are cached here.
+    Cached(PathBuf),
+    /// The build failed before; the tail of its log.
+    Failed(String),
+    Missing,
+}
+
+/// Look a commit up in the cache.
+pub fn state(cache: &Cache, build: &Build, commit: &ObjectId) -> State {
+    let recipe = build.recipe_hash();
+    let art = cache.artifacts(commit, recipe);
+    if art.is_dir() {
+        return State::Cached(art);
+    }
+    match fs::read_to_string(cache.failed(commit, recipe)) {
+        Ok(tail) => State::Failed(tail),
+        Err(_) => State::Missing,
+    }
+}
+
+/// The result of one build.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub commit: ObjectId,
+    pub result: Result<PathBuf, String>,
+    pub seconds: f64,
+    /// Stopped by Ctrl-C: neither cached nor recorded as failed.
+    pub interrupted: bool,
+}
+
+/// Build `commits` (none of which is cached), up to `jobs` at once, calling `done` as each
+/// finishes. Each job owns one worktree slot and takes a contiguous run of commits, so
+/// successive builds in a slot are incremental.
+pub fn build_all(
+    git_dir: &Path,
+    cache: &Cache,
+    build: &Build,
+    commits: &[ObjectId],
+    jobs: usize,
+    done: &(dyn Fn(&Outcome) + Sync),
+) -> anyhow::Result<Vec<Outcome>> {
+    let jobs = jobs.clamp(1, commits.len().max(1));
+    let chunk = commits.len().div_ceil(jobs).max(1);
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(jobs)
+        .build()
+        .context("cannot start build threads")?;
+    let results: Vec<anyhow::Result<Vec<Outcome>>> = pool.install(|| {
+        commits
+            .chunks(chunk)
+            .enumerate()
+            .collect::<Vec<_>>()
+            .into_par_iter()
+            .map(|(slot, part)| {
+                // gix repositories stay on one thread: each job opens its own.
+                let repo = gix::open(git_dir)
+                    .with_context(|| format!("cannot open {}", git_dir.display()))?;
+                let wt = Worktree::slot(&cache.worktrees(), slot);
+                let mut out = Vec::new();
+                for &c in part {
+                    if crate::interrupt::requested() {
+                        break;
+                    }
+                    let o = build_one(&repo, cache, build, &wt, c)?;
+                    done(&o);
+                    let stop = o.interrupted;
+                    out.push(o);
+                    if stop {
+                        break;
+                    }
+                }
+                Ok(out)
+            })
+            .collect()
+    });
+    let mut all = Vec::new();
+    for r in results {
+        all.extend(r?);
+    }
+    Ok(all)
+}
+
+/// Check out and build one commit in `wt`, caching artifacts or recording the failure.
+pub fn build_one(
+    repo: &gix::Repository,
+    cache: &Cache,
+    build: &Build,
+    wt: &Worktree,
+    commit: ObjectId,
+) -> anyhow::Result<Outcome> {
+    let start = Instant::now();
+    let recipe = build.recipe_hash();
+    fs::create_dir_all(cache.worktrees())?;
+    wt.switch(repo, commit)
+        .with_context(|| format!("cannot check out {commit} into {}", wt.dir.display()))?;
+    let log_path = cache.log(&commit, recipe);
+    fs::create_dir_all(log_path.parent().expect("log has a parent"))?;
+    let failure = |tail: String| -> anyhow::Result<Outcome> {
+        record_failure(cache, &commit, recipe, &tail)?;
+        Ok(Outcome {
+            commit,
+            result: Err(tail),
+            seconds: start.elapsed().as_secs_f64(),
+            interrupted: false,
+        })
+    };
+    if let Some(cmd) = &build.command {
+        let log = fs::File::create(&log_path)
+            .with_context(|| format!("cannot create {}", log_path.display()))?;
+        let mut env: Vec<(String, String)> = build
+            .env
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        env.push(("PERFBISECT_COMMIT".into(), commit.to_string()));
+        let fin = process::run(Spec {
+            command: cmd,
+            dir: &wt.dir,
+            env,
+            timeout: build.timeout,
+            output: Output::File(log),
+            interrupt: Some(&crate::interrupt::REQUESTED),
+            kill_leftovers: true,
+        })?;
+        match fin.status {
+            Status::Interrupted => {
+                return Ok(Outcome {
+                    commit,
+                    result: Err("interrupted".into()),
+                    seconds: start.elapsed().as_secs_f64(),
+                    interrupted: true,
+                })
+            }
+            s if !s.success() => {
+                let what = if s == Status::TimedOut {
+                    format!(
+                        "build timed out after {}",
+                        humantime::format_duration(build.timeout)
+                    )
+                } else {
+                    format!("build failed ({s})")
+                };
+                return failure(format!("{what}\n{}", process::file_tail(&log_path)));
+            }
+            _ => {}
+        }
+    }
+    let dest = cache.artifacts(&commit, recipe);
+    match copy_artifacts(cache, &wt.dir, &build.artifacts, &dest) {
+        Ok(()) => Ok(Outcome {
+            commit,
+            result: Ok(dest),
+            seconds: start.elapsed().as_secs_f64(),
+            interrupted: false,
+        }),
+        Err(ArtifactError::Missing(a)) => failure(format!(
+            "artifact `{a}` does not exist after the build\n{}",
+            process::file_tail(&log_path)
+        )),
+        Err(ArtifactError::Io(e)) => Err(e),
+    }
+}
+
+enum ArtifactError {
+    Missing(String),
+    Io(anyhow::Error),
+}
+
+/// Copy artifacts into a temp dir, then rename it into place: a crash or a full disk leaves
+/// no half entry.
+fn copy_artifacts(
+    cache: &Cache,
+    worktree: &Path,
+    artifacts: &[String],
+    dest: &Path,
+) -> Result<(), ArtifactError> {
+    let tmp_root = cache.tmp();
+    fs::create_dir_all(&tmp_root)
+        .and_then(|()| fs::create_dir_all(dest.parent().expect("artifacts have a parent")))
+        .map_err(|e| {
+            ArtifactError::Io(anyhow::Error::new(e).context("cannot create cache dirs"))
+        })?;
+    let tmp = tempfile::Builder::new()
+        .prefix("artifacts.")
+        .tempdir_in(&tmp_root)
+        .map_err(|e| ArtifactError::Io(e.into()))?;
+    for a in artifacts {
+        let src = worktree.join(a);
+        if !src.exists() {
+            return Err(ArtifactError::Missing(a.clone()));
+        }
+        let to = tmp.path().join(a);
+        copy_tree(&src, &to).map_err(|e| {
+            ArtifactError::Io(e.context(format!("cannot copy artifact `{a}` into the cache")))
+        })?;
+    }
+    let path = tmp.keep();
+    if let Err(e) = fs::rename(&path, dest) {
+        let _ = fs::remove_dir_all(&path);
+        if dest.is_dir() {
+            // Another process cached the same build first; theirs is as good as ours.
+            return Ok(());
+        }
+        return Err(ArtifactError::Io(
+            anyhow::Error::new(e).context(format!("cannot move artifacts to {}", dest.display())),
+        ));
+    }
+    crate::store::sync_dir(dest.parent().expect("artifacts have a parent"));
+    Ok(())
+}
+
+fn copy_tree(src: &Path, to: &Path) -> anyhow::Result<()> {
+    if let Some(p) = to.parent() {
+        fs::create_dir_all(p)?;
+    }
+    if src.is_dir() {
+        fs::create_dir_all(to)?;
+        for e in fs::read_dir(src)? {
+            let e = e?;
+            copy_tree(&e.path(), &to.join(e.file_name()))?;
+        }
+    } else {
+        fs::copy(src, to)?;
+        fs::File::open(to)?.sync_all()?;
+    }
+    Ok(())
+}
+
+fn record_failure(cache: &Cache, commit: &ObjectId, recipe: u64, tail: &str) -> anyhow::Result<()> {
+    let path = cache.failed(commit, recipe);
+    let dir = path.parent().expect("failed records have a parent");
+    fs::create_dir_all(dir)?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    std::io::Write::write_all(&mut tmp, tail.as_bytes())?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(&path)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
+}
+
+/// Forget a failed build so it is tried again.
+pub fn forget_failure(cache: &Cache, build: &Build, commit: &ObjectId) {
+    let _ = fs::remove_file(cache.failed(commit, build.recipe_hash()));
+}
+
+/// Seconds as a short human string.
+pub fn fmt_secs(s: f64) -> String {
+    humantime::format_duration(Duration::from_millis((s * 1000.0) as u64)).to_string()
+}

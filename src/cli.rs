@@ -1,0 +1,221 @@
+//! Command-line definitions (clap derive only; no logic lives here).
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Find which commit moved a performance metric.
+///
+/// `perfbisect TEST RANGE` is the same as `perfbisect find TEST RANGE`.
+#[derive(Debug, Parser)]
+#[command(
+    name = "perfbisect",
+    version,
+    about,
+    args_conflicts_with_subcommands = true
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
+    /// TEST and RANGE for the default `find` command.
+    #[arg(value_name = "TEST RANGE", num_args = 0..=2)]
+    pub find_args: Vec<String>,
+}
+
+/// Options every subcommand understands.
+#[derive(Debug, Args, Clone, Default)]
+pub struct Global {
+    /// The git repository (default: the one holding the current directory).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub repo: Option<PathBuf>,
+    /// Configuration file (default: ./perfbisect.toml, else REPO/perfbisect.toml).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Cache directory (default: $PERFBISECT_CACHE, else cache/ beside the config file).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub cache: Option<PathBuf>,
+    /// Print only results and errors.
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+    /// Print more about what happens (build logs, each run).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// Never draw progress bars.
+    #[arg(long, global = true)]
+    pub no_progress: bool,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Find the commit that moved TEST within RANGE (noisy bisection).
+    Find(FindArgs),
+    /// Build and measure TESTS on every commit of RANGE.
+    Run(RunArgs),
+    /// Show stored results of TEST per commit, with a summary.
+    Show(ShowArgs),
+    /// Detect change points in stored results or in a CSV file.
+    Detect(DetectArgs),
+    /// Compare TEST between two revisions, runs interleaved.
+    Compare(CompareArgs),
+    /// Measure the noise of TEST on this machine (A/A runs of one build).
+    Calibrate(CalibrateArgs),
+    /// For `git bisect run`: classify the commit at HEAD as old (0) or new (1).
+    Step(StepArgs),
+    /// List the commits of RANGE as perfbisect walks them (first parent, oldest first).
+    Log(LogArgs),
+    /// Inspect or trim the cache of built artifacts.
+    Cache(CacheArgs),
+    /// Create a small demo repository with a known regression and find it.
+    Demo(DemoArgs),
+}
+
+/// Output formats for results.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum Format {
+    #[default]
+    Text,
+    Json,
+    Csv,
+    Md,
+}
+
+#[derive(Debug, Args)]
+pub struct FindArgs {
+    /// Test name from the config.
+    pub test: String,
+    /// Revision range `OLD..NEW`.
+    pub range: String,
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// Build up to N commits at once.
+    #[arg(short, long, default_value_t = 1)]
+    pub jobs: usize,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Comma-separated test names, or `all`.
+    pub tests: String,
+    /// Revision range `A..B`, or a single revision.
+    pub range: String,
+    /// Only measure commits that have no sample of the test yet.
+    #[arg(long)]
+    pub gaps: bool,
+    /// Add a new round of `repeats` runs to every commit.
+    #[arg(long, conflicts_with = "gaps")]
+    pub again: bool,
+    /// Build again commits whose build failed before.
+    #[arg(long)]
+    pub retry_failed: bool,
+    /// Build up to N commits at once (never while measuring).
+    #[arg(short, long, default_value_t = 1)]
+    pub jobs: usize,
+    /// Only handle shard I of N (1-based), e.g. `--shard 2/4`.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<String>,
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+}
+
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// Test name from the config.
+    pub test: String,
+    /// Revision range `A..B` or a single revision (default: every commit with results).
+    pub range: Option<String>,
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+}
+
+#[derive(Debug, Args)]
+pub struct DetectArgs {
+    /// Test name from the config (not with --input).
+    #[arg(required_unless_present = "input", conflicts_with = "input")]
+    pub test: Option<String>,
+    /// Revision range `A..B`.
+    pub range: Option<String>,
+    /// Read a CSV with header `index,value` instead of the store.
+    #[arg(long, value_name = "FILE.csv")]
+    pub input: Option<PathBuf>,
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// Family-wise significance level for confirming change points.
+    #[arg(long)]
+    pub alpha: Option<f64>,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    pub test: String,
+    pub rev_a: String,
+    pub rev_b: String,
+    /// Runs per side (default: the test's repeats, at least 5).
+    #[arg(long)]
+    pub runs: Option<usize>,
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+}
+
+#[derive(Debug, Args)]
+pub struct CalibrateArgs {
+    pub test: String,
+    /// Revision to measure (default: HEAD).
+    pub rev: Option<String>,
+    /// Runs (default 30).
+    #[arg(long, default_value_t = 30)]
+    pub runs: usize,
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+}
+
+#[derive(Debug, Args)]
+pub struct StepArgs {
+    pub test: String,
+    /// A commit known to have the old behaviour.
+    #[arg(long)]
+    pub old: String,
+    /// A commit known to have the new behaviour.
+    #[arg(long)]
+    pub new: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct LogArgs {
+    /// Revision range `A..B`, or a single revision.
+    pub range: String,
+    /// Print only the number of commits.
+    #[arg(long)]
+    pub count: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CacheArgs {
+    #[command(subcommand)]
+    pub action: CacheAction,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CacheAction {
+    /// List cached builds and failed builds.
+    Ls,
+    /// Remove the oldest cached builds until the cache is under SIZE.
+    Gc {
+        /// e.g. 10G, 500M (default: remove only stale temp files)
+        #[arg(long)]
+        max_size: Option<String>,
+    },
+    /// Remove the cached build (or failure record) of REV.
+    Rm { rev: String },
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Where to create the demo repository (default: CACHE/demo).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+}

@@ -1,0 +1,127 @@
+//! `perfbisect demo`: make a small repository with known regressions, then run the pipeline
+//! on it and say what was found.
+
+use std::path::PathBuf;
+
+use crate::cli::{DetectArgs, FindArgs, Format, Global, RunArgs, ShowArgs};
+use crate::demo::{create_repo, CommitSpec, CONFIG};
+
+/// Commits in the demo repository.
+const COMMITS: usize = 24;
+/// 1-based commit where the printed value rises by 8 %.
+const VALUE_STEP: usize = 17;
+/// 1-based commit where memory grows from 20 to 60 MB.
+const RSS_STEP: usize = 9;
+/// 1-based commit that does not compile.
+const BROKEN: usize = 5;
+
+fn specs() -> Vec<CommitSpec> {
+    (1..=COMMITS)
+        .map(|n| CommitSpec {
+            subject: match n {
+                1 => "Initial version".into(),
+                BROKEN => "Refactor parser (does not compile)".into(),
+                RSS_STEP => "Keep a bigger buffer around".into(),
+                VALUE_STEP => "Add a slower code path".into(),
+                _ => format!("Unrelated change {n}"),
+            },
+            metric: if n >= VALUE_STEP { 1080.0 } else { 1000.0 },
+            megabytes: if n >= RSS_STEP { 60 } else { 20 },
+            broken: n == BROKEN,
+            ..CommitSpec::default()
+        })
+        .collect()
+}
+
+pub fn demo(g: &Global, args: crate::cli::DemoArgs) -> anyhow::Result<()> {
+    let root = match args.dir {
+        Some(d) => d,
+        None => g
+            .cache
+            .clone()
+            .or_else(|| std::env::var_os("PERFBISECT_CACHE").map(PathBuf::from))
+            .unwrap_or_else(|| PathBuf::from("cache"))
+            .join("demo"),
+    };
+    let repo = root.join("repo");
+    let config = root.join("perfbisect.toml");
+    let ids = match crate::demo::git(&repo, &["rev-list", "--reverse", "main"], None) {
+        Ok(out) if out.lines().count() == COMMITS && repo.join("app.c").is_file() => {
+            out.lines().map(str::to_string).collect::<Vec<_>>()
+        }
+        _ => {
+            if repo.exists() {
+                std::fs::remove_dir_all(&repo)?;
+            }
+            create_repo(&repo, &specs())?
+        }
+    };
+    std::fs::write(&config, CONFIG)?;
+    println!(
+        "demo repository: {} ({COMMITS} commits of a small C program)",
+        repo.display()
+    );
+    println!(
+        "known changes: commit {BROKEN} does not build; commit {RSS_STEP} ({}) grows memory 20 -> 60 MB; commit {VALUE_STEP} ({}) raises the printed value by 8 %",
+        &ids[RSS_STEP - 1][..10],
+        &ids[VALUE_STEP - 1][..10]
+    );
+    let g = Global {
+        repo: Some(repo.clone()),
+        config: Some(config.clone()),
+        cache: Some(root.join("cache")),
+        ..g.clone()
+    };
+    let range = format!("{}..main", &ids[0][..10]);
+    println!("\n$ perfbisect run value,rss {range}");
+    super::run::run(
+        &g,
+        RunArgs {
+            tests: "value,rss".into(),
+            range: range.clone(),
+            gaps: false,
+            again: false,
+            retry_failed: false,
+            jobs: 2,
+            shard: None,
+            format: Format::Text,
+        },
+    )?;
+    println!("\n$ perfbisect show value {range}");
+    super::show::show(
+        &g,
+        ShowArgs {
+            test: "value".into(),
+            range: Some(range.clone()),
+            format: Format::Text,
+        },
+    )?;
+    println!("\n$ perfbisect detect rss {range}");
+    super::detect::detect(
+        &g,
+        DetectArgs {
+            test: Some("rss".into()),
+            range: Some(range.clone()),
+            input: None,
+            format: Format::Text,
+            alpha: None,
+        },
+    )?;
+    println!("\n$ perfbisect find value {range}");
+    super::find::find(
+        &g,
+        FindArgs {
+            test: "value".into(),
+            range,
+            format: Format::Text,
+            jobs: 1,
+        },
+    )?;
+    println!(
+        "\nTry it yourself: perfbisect --repo {} --config {} --cache {} show rss",
+        repo.display(),
+        config.display(),
+        root.join("cache").display()
+    );
+    Ok(())
+}

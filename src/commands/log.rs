@@ -1,0 +1,22 @@
+//! `perfbisect log RANGE`: the commits perfbisect would walk, first parent, oldest first.
+
+use std::io::Write;
+
+use crate::cli::{Global, LogArgs};
+use crate::git::Repo;
+
+pub fn log(g: &Global, args: LogArgs) -> anyhow::Result<()> {
+    let repo = Repo::open(g.repo.as_deref())?;
+    let range = repo.range(&args.range)?;
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    if args.count {
+        writeln!(out, "{}", range.commits.len())?;
+    } else {
+        for c in &range.commits {
+            writeln!(out, "{} {}", c.id, c.subject)?;
+        }
+    }
+    out.flush()?;
+    Ok(())
+}

@@ -1,0 +1,187 @@
+//! `perfbisect run TESTS RANGE`: build what is missing, then top every commit up to its
+//! repeats (or add a round, or fill only the gaps).
+
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::build::State;
+use crate::cli::{Format, Global, RunArgs};
+use crate::git;
+use crate::pipeline::Workspace;
+
+use super::{check_format, locations, verbosity, Interrupted};
+
+#[derive(Debug, Serialize)]
+struct Summary {
+    builds: usize,
+    cache_hits: usize,
+    runs: usize,
+    failed_builds: Vec<String>,
+    failed_runs: usize,
+}
+
+pub fn run(g: &Global, args: RunArgs) -> anyhow::Result<()> {
+    check_format(args.format, &[Format::Text, Format::Json], "run")?;
+    if args.jobs == 0 {
+        crate::usage!("--jobs must be at least 1");
+    }
+    let shard = args.shard.as_deref().map(parse_shard).transpose()?;
+    let ws = Workspace::open(&locations(g), verbosity(g), true)?;
+    let tests = ws.config.select(&args.tests)?;
+    let range = ws.repo.range(&args.range)?;
+    let commits: Vec<_> = range
+        .commits
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| shard.is_none_or(|(k, n)| i % n == k - 1))
+        .map(|(_, c)| c.clone())
+        .collect();
+    let started = Instant::now();
+
+    // What each (commit, test) still needs.
+    let mut plan: Vec<Vec<(usize, u32)>> = vec![Vec::new(); commits.len()];
+    for test in &tests {
+        let samples = ws.samples(test)?;
+        if samples.stale > 0 && !g.quiet {
+            ws.note(&format!(
+                "note: {} stored samples of `{}` come from an earlier test or build definition and are not used",
+                samples.stale, test.name
+            ));
+        }
+        for (ci, c) in commits.iter().enumerate() {
+            let recs = samples.records(&c.id);
+            let have = recs.len();
+            let next_round = recs.iter().map(|s| s.round + 1).max().unwrap_or(0);
+            let (need, round) = if args.again {
+                (test.repeats, next_round)
+            } else if args.gaps {
+                (if have == 0 { test.repeats } else { 0 }, 0)
+            } else {
+                (
+                    test.repeats.saturating_sub(have),
+                    next_round.saturating_sub(1),
+                )
+            };
+            plan[ci].push((need, round));
+        }
+    }
+
+    let mut summary = Summary {
+        builds: 0,
+        cache_hits: 0,
+        runs: 0,
+        failed_builds: Vec::new(),
+        failed_runs: 0,
+    };
+    let mut to_build = Vec::new();
+    for (ci, c) in commits.iter().enumerate() {
+        let needed = plan[ci].iter().any(|(n, _)| *n > 0);
+        match ws.build_state(&c.id) {
+            State::Cached(_) => summary.cache_hits += 1,
+            State::Failed(_) if !args.retry_failed => {}
+            _ if needed => to_build.push(c.id),
+            _ => {}
+        }
+    }
+    let outcomes = ws.build_missing(&to_build, args.jobs, args.retry_failed)?;
+    summary.builds = outcomes.iter().filter(|o| !o.interrupted).count();
+    if crate::interrupt::requested() {
+        return Err(Interrupted.into());
+    }
+
+    let total: usize = plan.iter().flatten().map(|(n, _)| n).sum();
+    let bar = ws.progress.bar(total as u64, "run");
+    let mut appenders = Vec::new();
+    for t in &tests {
+        appenders.push(ws.appender(t)?);
+    }
+    'commits: for (ci, c) in commits.iter().enumerate() {
+        let artifacts = match ws.build_state(&c.id) {
+            State::Cached(p) => p,
+            State::Failed(_) => {
+                summary.failed_builds.push(c.id.to_string());
+                let skipped: u64 = plan[ci].iter().map(|(n, _)| *n as u64).sum();
+                bar.inc(skipped);
+                continue;
+            }
+            State::Missing => {
+                let skipped: u64 = plan[ci].iter().map(|(n, _)| *n as u64).sum();
+                bar.inc(skipped);
+                continue;
+            }
+        };
+        for (ti, test) in tests.iter().enumerate() {
+            let (need, round) = plan[ci][ti];
+            if need == 0 {
+                continue;
+            }
+            bar.set_message(format!("{} {} {}", c.short(), test.name, c.subject));
+            let got = ws.measure(
+                &mut appenders[ti],
+                test,
+                c.id,
+                &artifacts,
+                need,
+                round,
+                &mut |_| bar.inc(1),
+            )?;
+            summary.runs += got.len();
+            summary.failed_runs += got.iter().filter(|s| s.value.is_none()).count();
+            if crate::interrupt::requested() {
+                break 'commits;
+            }
+        }
+    }
+    bar.finish_and_clear();
+    if crate::interrupt::requested() {
+        print_summary(&ws, &summary, args.format, started)?;
+        return Err(Interrupted.into());
+    }
+    print_summary(&ws, &summary, args.format, started)
+}
+
+fn print_summary(
+    ws: &Workspace,
+    s: &Summary,
+    format: Format,
+    started: Instant,
+) -> anyhow::Result<()> {
+    match format {
+        Format::Json => println!("{}", serde_json::to_string(s)?),
+        _ => {
+            println!(
+                "{} built, {} cached, {} build{} failed, {} run{} ({} failed) in {}",
+                s.builds,
+                s.cache_hits,
+                s.failed_builds.len(),
+                if s.failed_builds.len() == 1 { "" } else { "s" },
+                s.runs,
+                if s.runs == 1 { "" } else { "s" },
+                s.failed_runs,
+                crate::build::fmt_secs(started.elapsed().as_secs_f64())
+            );
+            for f in &s.failed_builds {
+                let id = gix::ObjectId::from_hex(f.as_bytes())?;
+                let subject = ws.repo.info(id).map(|i| i.subject).unwrap_or_default();
+                println!("  build failed: {} {}", git::short(&id), subject);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn parse_shard(s: &str) -> anyhow::Result<(usize, usize)> {
+    let bad = || {
+        crate::error::UsageError::new(format!(
+            "--shard `{s}`: expected I/N with 1 <= I <= N, e.g. 2/4"
+        ))
+    };
+    let (i, n) = s.split_once('/').ok_or_else(bad)?;
+    let i: usize = i.trim().parse().map_err(|_| bad())?;
+    let n: usize = n.trim().parse().map_err(|_| bad())?;
+    if i == 0 || n == 0 || i > n {
+        return Err(bad());
+    }
+    Ok((i, n))
+}

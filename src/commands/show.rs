@@ -1,0 +1,72 @@
+//! `perfbisect show TEST [RANGE]`: stored results per commit and a summary of the range.
+
+use crate::build::State;
+use crate::cli::{Format, Global, ShowArgs};
+use crate::git::CommitInfo;
+use crate::pipeline::Workspace;
+use crate::report::show::{self as view, CommitRow, Status};
+
+use super::{check_format, locations, verbosity};
+
+pub fn show(g: &Global, args: ShowArgs) -> anyhow::Result<()> {
+    check_format(
+        args.format,
+        &[Format::Text, Format::Json, Format::Csv],
+        "show",
+    )?;
+    let ws = Workspace::open(&locations(g), verbosity(g), false)?;
+    let test = ws.config.test(&args.test)?;
+    let samples = ws.samples(test)?;
+    let commits: Vec<CommitInfo> = match &args.range {
+        Some(r) => ws.repo.range(r)?.commits,
+        None => {
+            // Every commit with results, in HEAD's first-parent order.
+            let head = ws.repo.head()?;
+            let mut out = Vec::new();
+            for id in ws.repo.walk(head, None)? {
+                if samples
+                    .by_commit
+                    .contains_key(&crate::store::commit_key(&id))
+                {
+                    out.push(ws.repo.info(id)?);
+                }
+            }
+            out
+        }
+    };
+    let rows: Vec<CommitRow> = commits
+        .into_iter()
+        .map(|c| {
+            let records = samples.records(&c.id).to_vec();
+            let values: Vec<f64> = records.iter().filter_map(|s| s.value).collect();
+            let status = if !values.is_empty() {
+                Status::Ok
+            } else if matches!(ws.build_state(&c.id), State::Failed(_)) {
+                Status::BuildFailed
+            } else if !records.is_empty() {
+                Status::RunFailed
+            } else {
+                Status::Missing
+            };
+            CommitRow {
+                commit: c,
+                values,
+                records,
+                status,
+            }
+        })
+        .collect();
+    let out = match args.format {
+        Format::Json => view::json(test, &rows)?,
+        Format::Csv => view::csv(test, &rows),
+        _ => view::text(test, &rows),
+    };
+    print!("{out}");
+    if samples.stale > 0 && args.format == Format::Text && !g.quiet {
+        eprintln!(
+            "note: {} stored samples come from an earlier test or build definition and are not shown",
+            samples.stale
+        );
+    }
+    Ok(())
+}

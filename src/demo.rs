@@ -1,0 +1,205 @@
+//! Generated git repositories of a small C program whose printed metric, speed and memory
+//! change at known commits: the bundled demo, and the fixture of the integration tests and
+//! benchmarks. Written with `git fast-import`, so a thousand commits take a fraction of a second.
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use anyhow::{bail, Context};
+
+/// The C program. Its behaviour is set by `params.h`, which every commit rewrites.
+pub const APP_C: &str = r#"/* perfbisect fixture: prints a metric with noise, allocates memory, burns CPU. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+#include "params.h"
+
+static unsigned long long rng_state;
+
+static double uniform(void) {
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return ((rng_state >> 11) + 0.5) / 9007199254740992.0;
+}
+
+int main(void) {
+    FILE *f = fopen("/dev/urandom", "rb");
+    if (!f || fread(&rng_state, sizeof rng_state, 1, f) != 1) return 3;
+    fclose(f);
+    rng_state |= 1;
+
+    size_t bytes = (size_t)MEGABYTES << 20;
+    char *p = malloc(bytes ? bytes : 1);
+    if (!p) return 4;
+    memset(p, 1, bytes);
+
+    volatile unsigned long long x = 0;
+    for (long long i = 0; i < WORK; i++) x += (unsigned long long)i ^ (x >> 3);
+
+    double noise = sqrt(-2.0 * log(uniform())) * cos(6.283185307179586 * uniform());
+    double v = METRIC * (1.0 + NOISE_PCT / 100.0 * noise);
+    if (uniform() < OUTLIER_RATE) v *= 1.3;
+    printf("value: %.6f\n", v);
+    printf("checksum: %d\n", (int)(x & 1) + p[bytes ? bytes - 1 : 0]);
+    free(p);
+    return 0;
+}
+"#;
+
+/// One commit of a generated repository.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CommitSpec {
+    pub subject: String,
+    /// The value the program prints, before noise.
+    pub metric: f64,
+    /// Gaussian noise, % of the metric (0: a deterministic metric).
+    pub noise_pct: f64,
+    /// Share of runs whose value is 1.3 times too high.
+    pub outlier_rate: f64,
+    /// Memory allocated and touched.
+    pub megabytes: u32,
+    /// Iterations of a busy loop.
+    pub work: u64,
+    /// The commit does not compile.
+    pub broken: bool,
+}
+
+impl Default for CommitSpec {
+    fn default() -> Self {
+        CommitSpec {
+            subject: String::new(),
+            metric: 1000.0,
+            noise_pct: 1.0,
+            outlier_rate: 0.0,
+            megabytes: 1,
+            work: 1000,
+            broken: false,
+        }
+    }
+}
+
+/// The config that builds and measures the fixture program.
+pub const CONFIG: &str = r#"# perfbisect config for the generated demo repository
+[build]
+command = "cc -O1 -o app app.c -lm"
+artifacts = ["app"]
+timeout = "2m"
+
+[tests.value]
+command = "./app"
+metric = { regex = "^value: ([0-9.]+)" }
+unit = "units"
+direction = "lower"
+repeats = 5
+threshold = "2%"
+description = "The number the program prints (1% noise)"
+
+[tests.rss]
+command = "./app"
+metric = "max-rss"
+direction = "lower"
+repeats = 3
+threshold = "10%"
+description = "Peak memory of one run"
+
+[tests.speed]
+command = "./app"
+metric = "wall"
+direction = "lower"
+repeats = 5
+threshold = "10%"
+description = "Wall time of one run"
+"#;
+
+fn params_h(c: &CommitSpec, n: usize) -> String {
+    let mut s = format!(
+        "/* commit {n} */\n#define METRIC {:.6}\n#define NOISE_PCT {:.6}\n#define OUTLIER_RATE {:.6}\n#define MEGABYTES {}\n#define WORK {}LL\n",
+        c.metric, c.noise_pct, c.outlier_rate, c.megabytes, c.work
+    );
+    if c.broken {
+        s.push_str("#error this commit does not build\n");
+    }
+    s
+}
+
+/// Create a repository at `dir` (which must not exist or be empty) with one commit per spec
+/// on branch `main`, the work tree checked out. Returns the commit ids, oldest first.
+pub fn create_repo(dir: &Path, commits: &[CommitSpec]) -> anyhow::Result<Vec<String>> {
+    if commits.is_empty() {
+        bail!("a demo repository needs at least one commit");
+    }
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    git(dir, &["init", "-q", "-b", "main", "."], None)?;
+    let mut stream = String::new();
+    let t0 = 1_700_000_000u64;
+    for (i, c) in commits.iter().enumerate() {
+        let n = i + 1;
+        let subject = if c.subject.is_empty() {
+            format!("Commit {n}")
+        } else {
+            c.subject.clone()
+        };
+        let msg = format!("{subject}\n");
+        let when = t0 + 60 * i as u64;
+        let _ = writeln!(stream, "commit refs/heads/main\nmark :{n}");
+        let _ = writeln!(stream, "author Dev One <dev@example.com> {when} +0000");
+        let _ = writeln!(stream, "committer Dev One <dev@example.com> {when} +0000");
+        let _ = write!(stream, "data {}\n{msg}", msg.len());
+        if n > 1 {
+            let _ = writeln!(stream, "from :{}", n - 1);
+        } else {
+            let _ = write!(
+                stream,
+                "M 100644 inline app.c\ndata {}\n{APP_C}\n",
+                APP_C.len()
+            );
+        }
+        let p = params_h(c, n);
+        let _ = write!(stream, "M 100644 inline params.h\ndata {}\n{p}\n", p.len());
+    }
+    git(dir, &["fast-import", "--quiet"], Some(stream.as_bytes()))?;
+    git(dir, &["checkout", "-q", "-f", "main"], None)?;
+    let ids = git(dir, &["rev-list", "--reverse", "main"], None)?;
+    Ok(ids.lines().map(str::to_string).collect())
+}
+
+/// Run git in `dir`; returns stdout.
+pub fn git(dir: &Path, args: &[&str], stdin: Option<&[u8]>) -> anyhow::Result<String> {
+    let mut cmd = Command::new("git");
+    cmd.args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "Dev One")
+        .env("GIT_AUTHOR_EMAIL", "dev@example.com")
+        .env("GIT_COMMITTER_NAME", "Dev One")
+        .env("GIT_COMMITTER_EMAIL", "dev@example.com")
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().context("cannot run git (is it installed?)")?;
+    if let Some(data) = stdin {
+        child
+            .stdin
+            .take()
+            .expect("piped stdin")
+            .write_all(data)
+            .context("cannot feed git")?;
+    }
+    let out = child.wait_with_output()?;
+    if !out.status.success() {
+        bail!(
+            "git {} failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}

@@ -1,0 +1,193 @@
+//! Read-only access to the user's repository through gix: revisions, ranges, commit metadata.
+//! Nothing here writes to the user's repository.
+
+pub mod worktree;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use gix::ObjectId;
+
+use crate::error::UsageError;
+
+/// One commit as perfbisect lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommitInfo {
+    pub id: ObjectId,
+    pub subject: String,
+    pub author: String,
+    /// Author time, seconds since the epoch.
+    pub time: i64,
+}
+
+impl CommitInfo {
+    /// The first 10 hex digits.
+    pub fn short(&self) -> String {
+        short(&self.id)
+    }
+}
+
+/// The first 10 hex digits of an id.
+pub fn short(id: &ObjectId) -> String {
+    id.to_hex_with_len(10).to_string()
+}
+
+/// A resolved range: the commits to walk, and the commit just before them (the old end).
+#[derive(Debug, Clone)]
+pub struct Range {
+    /// What the user typed.
+    pub spec: String,
+    /// `A` in `A..B`; the first parent of the revision for a single revision (if any).
+    pub base: Option<CommitInfo>,
+    /// First-parent commits, oldest first.
+    pub commits: Vec<CommitInfo>,
+}
+
+/// The user's repository.
+pub struct Repo {
+    repo: gix::Repository,
+}
+
+impl Repo {
+    /// Open the repository holding `dir` (default: the current directory).
+    pub fn open(dir: Option<&Path>) -> anyhow::Result<Repo> {
+        let start = dir
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| PathBuf::from("."));
+        let mut repo = gix::discover(&start).map_err(|e| {
+            UsageError::new(format!(
+                "{} is not in a git repository ({e}); pass --repo DIR",
+                start.display()
+            ))
+        })?;
+        repo.object_cache_size_if_unset(16 * 1024 * 1024);
+        Ok(Repo { repo })
+    }
+
+    /// The working directory (or the git dir for a bare repository).
+    pub fn dir(&self) -> &Path {
+        self.repo.workdir().unwrap_or_else(|| self.repo.git_dir())
+    }
+
+    /// The `.git` directory.
+    pub fn git_dir(&self) -> &Path {
+        self.repo.git_dir()
+    }
+
+    /// The underlying gix repository.
+    pub fn gix(&self) -> &gix::Repository {
+        &self.repo
+    }
+
+    /// Resolve a revision as users write it (hash, short hash, tag, branch, `HEAD~3`, `@`)
+    /// to a commit. Unknown revisions are usage errors naming the revision.
+    pub fn resolve(&self, rev: &str) -> anyhow::Result<ObjectId> {
+        let rev = rev.trim();
+        if rev.is_empty() {
+            crate::usage!("empty revision");
+        }
+        let id = self
+            .repo
+            .rev_parse_single(rev)
+            .map_err(|e| UsageError::new(format!("unknown revision `{rev}`: {e}")))?;
+        let commit = id
+            .object()
+            .and_then(|o| o.peel_to_commit())
+            .map_err(|e| UsageError::new(format!("revision `{rev}` is not a commit: {e}")))?;
+        Ok(commit.id)
+    }
+
+    /// The commit HEAD points at (read only).
+    pub fn head(&self) -> anyhow::Result<ObjectId> {
+        Ok(self
+            .repo
+            .head_id()
+            .context("cannot read HEAD of the repository")?
+            .detach())
+    }
+
+    /// Metadata of one commit.
+    pub fn info(&self, id: ObjectId) -> anyhow::Result<CommitInfo> {
+        let commit = self
+            .repo
+            .find_commit(id)
+            .with_context(|| format!("cannot read commit {id}"))?;
+        let decoded = commit.decode()?;
+        let subject = decoded.message_summary().to_string();
+        let author = decoded.author()?;
+        let time = author.time().map(|t| t.seconds).unwrap_or(0);
+        Ok(CommitInfo {
+            id,
+            subject,
+            author: format!("{} <{}>", author.name, author.email),
+            time,
+        })
+    }
+
+    /// First parent of a commit, if any.
+    pub fn first_parent(&self, id: ObjectId) -> anyhow::Result<Option<ObjectId>> {
+        let commit = self.repo.find_commit(id)?;
+        let parent = commit.parent_ids().next().map(|p| p.detach());
+        Ok(parent)
+    }
+
+    /// Resolve `A..B` (either side may be empty, meaning HEAD) or a single revision.
+    ///
+    /// `A..B` lists the commits reachable from B and not from A, following first parents,
+    /// oldest first; its base is A. A single revision lists just that commit; its base is
+    /// its first parent.
+    pub fn range(&self, spec: &str) -> anyhow::Result<Range> {
+        let spec_t = spec.trim();
+        if spec_t.contains("...") {
+            crate::usage!(
+                "range `{spec_t}`: `A...B` (symmetric difference) is not supported; use `A..B`"
+            );
+        }
+        if let Some((a, b)) = spec_t.split_once("..") {
+            let a = if a.is_empty() { "HEAD" } else { a };
+            let b = if b.is_empty() { "HEAD" } else { b };
+            let from = self.resolve(a)?;
+            let to = self.resolve(b)?;
+            let ids = self.walk(to, Some(from))?;
+            if ids.is_empty() {
+                crate::usage!(
+                    "range `{spec_t}` is empty: `{b}` has no commit that `{a}` does not have (is the order reversed?)"
+                );
+            }
+            let commits = ids
+                .into_iter()
+                .map(|id| self.info(id))
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            Ok(Range {
+                spec: spec_t.to_string(),
+                base: Some(self.info(from)?),
+                commits,
+            })
+        } else {
+            let id = self.resolve(spec_t)?;
+            let base = match self.first_parent(id)? {
+                Some(p) => Some(self.info(p)?),
+                None => None,
+            };
+            Ok(Range {
+                spec: spec_t.to_string(),
+                base,
+                commits: vec![self.info(id)?],
+            })
+        }
+    }
+
+    /// First-parent commits reachable from `to` and not from `hide`, oldest first.
+    pub fn walk(&self, to: ObjectId, hide: Option<ObjectId>) -> anyhow::Result<Vec<ObjectId>> {
+        let mut platform = self.repo.rev_walk([to]).first_parent_only();
+        if let Some(h) = hide {
+            platform = platform.with_hidden([h]);
+        }
+        let mut ids = Vec::new();
+        for info in platform.all().context("cannot walk the commit graph")? {
+            ids.push(info.context("cannot walk the commit graph")?.id);
+        }
+        ids.reverse();
+        Ok(ids)
+    }
+}

@@ -1,0 +1,5 @@
+//! The `perfbisect` binary: everything lives in the library; this only maps the outcome to an exit code.
+
+fn main() {
+    std::process::exit(perfbisect::main_with_args(std::env::args_os()));
+}

@@ -1,0 +1,249 @@
+//! Measuring a test on a built commit: setup, warm-ups, repeats, teardown; each run's wall,
+//! user and sys time, max RSS and metric. A run that fails or whose metric cannot be read is
+//! recorded as failed with the tail of its output, never dropped and never given a value.
+
+pub mod process;
+
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use anyhow::Context as _;
+use gix::ObjectId;
+
+use crate::config::{Metric, Test};
+use crate::store::{commit_key, Sample};
+use process::{Output, Spec, Status};
+
+/// Largest stdout read whole for a JSON metric.
+const JSON_STDOUT_LIMIT: usize = 16 * 1024 * 1024;
+
+/// What a run is measured with.
+pub struct Context<'a> {
+    pub test: &'a Test,
+    pub config_dir: &'a Path,
+    pub artifacts: &'a Path,
+    pub commit: ObjectId,
+    pub recipe_hash: u64,
+    pub round: u32,
+}
+
+impl Context<'_> {
+    fn env(&self) -> Vec<(String, String)> {
+        vec![
+            ("PERFBISECT_COMMIT".into(), self.commit.to_string()),
+            (
+                "PERFBISECT_ARTIFACTS".into(),
+                self.artifacts.display().to_string(),
+            ),
+            ("PERFBISECT_TEST".into(), self.test.name.clone()),
+            (
+                "PERFBISECT_CONFIG_DIR".into(),
+                self.config_dir.display().to_string(),
+            ),
+        ]
+    }
+
+    /// Run the test's `setup` (if any); Err carries the reason it failed.
+    pub fn setup(&self) -> anyhow::Result<Result<(), String>> {
+        self.hook(self.test.setup.as_deref(), "setup")
+    }
+
+    /// Run the test's `teardown` (if any).
+    pub fn teardown(&self) -> anyhow::Result<Result<(), String>> {
+        self.hook(self.test.teardown.as_deref(), "teardown")
+    }
+
+    fn hook(&self, cmd: Option<&str>, what: &str) -> anyhow::Result<Result<(), String>> {
+        let Some(cmd) = cmd else { return Ok(Ok(())) };
+        // Hooks may start servers that outlive them, so their output goes to a file, not a pipe.
+        let log = tempfile::tempfile().context("cannot create a temp file")?;
+        let mut log_read = log.try_clone()?;
+        let fin = process::run(Spec {
+            command: cmd,
+            dir: self.artifacts,
+            env: self.env(),
+            timeout: self.test.timeout,
+            output: Output::File(log),
+            interrupt: None,
+            kill_leftovers: false,
+        })?;
+        if fin.status.success() {
+            return Ok(Ok(()));
+        }
+        use std::io::{Read, Seek, SeekFrom};
+        let len = log_read.seek(SeekFrom::End(0)).unwrap_or(0);
+        let _ = log_read.seek(SeekFrom::Start(
+            len.saturating_sub(process::TAIL_BYTES as u64),
+        ));
+        let mut tail = String::new();
+        let _ = log_read.read_to_string(&mut tail);
+        Ok(Err(format!(
+            "{what} `{cmd}` failed ({})\n{tail}",
+            fin.status
+        )))
+    }
+
+    /// Run the test command once and read its metric.
+    pub fn run_once(&self) -> anyhow::Result<Sample> {
+        let (regex, keep) = match &self.test.metric {
+            Metric::Regex(r) => (Some(r.clone()), 0),
+            Metric::Json(_) => (None, JSON_STDOUT_LIMIT),
+            _ => (None, 0),
+        };
+        let fin = process::run(Spec {
+            command: &self.test.command,
+            dir: self.artifacts,
+            env: self.env(),
+            timeout: self.test.timeout,
+            output: Output::Capture {
+                regex,
+                keep_stdout: keep,
+            },
+            interrupt: None,
+            kill_leftovers: true,
+        })?;
+        let (value, error) = match read_metric(&self.test.metric, &fin, self.test) {
+            Ok(v) => (Some(v), None),
+            Err(e) => (None, Some(e)),
+        };
+        Ok(Sample {
+            commit: commit_key(&self.commit),
+            test_hash: self.test.definition_hash(),
+            recipe_hash: self.recipe_hash,
+            time: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0),
+            round: self.round,
+            wall: fin.wall,
+            user: fin.user,
+            sys: fin.sys,
+            max_rss: fin.max_rss,
+            value,
+            error,
+        })
+    }
+
+    /// A failed sample that records why no run could happen (e.g. `setup` failed).
+    pub fn failed_sample(&self, error: String) -> Sample {
+        Sample {
+            commit: commit_key(&self.commit),
+            test_hash: self.test.definition_hash(),
+            recipe_hash: self.recipe_hash,
+            time: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0),
+            round: self.round,
+            wall: 0.0,
+            user: 0.0,
+            sys: 0.0,
+            max_rss: 0,
+            value: None,
+            error: Some(error),
+        }
+    }
+}
+
+/// Measure `runs` runs (after the test's warm-ups), handing each sample to `sink` before the
+/// next run starts. Stops early on Ctrl-C. Returns the number of samples produced.
+pub fn batch(
+    ctx: &Context<'_>,
+    runs: usize,
+    sink: &mut dyn FnMut(Sample) -> anyhow::Result<()>,
+) -> anyhow::Result<usize> {
+    if runs == 0 {
+        return Ok(0);
+    }
+    if let Err(why) = ctx.setup()? {
+        sink(ctx.failed_sample(why))?;
+        let _ = ctx.teardown()?;
+        return Ok(1);
+    }
+    let result = (|| {
+        for _ in 0..ctx.test.warmup {
+            if crate::interrupt::requested() {
+                return Ok(0);
+            }
+            ctx.run_once()?;
+        }
+        let mut n = 0;
+        for _ in 0..runs {
+            if crate::interrupt::requested() {
+                break;
+            }
+            sink(ctx.run_once()?)?;
+            n += 1;
+        }
+        Ok(n)
+    })();
+    if let Err(why) = ctx.teardown()? {
+        eprintln!("perfbisect: warning: {why}");
+    }
+    result
+}
+
+fn read_metric(metric: &Metric, fin: &process::Finished, test: &Test) -> Result<f64, String> {
+    let tail = || {
+        if fin.tail.trim().is_empty() {
+            String::from("(no output)")
+        } else {
+            fin.tail.clone()
+        }
+    };
+    if fin.status != Status::Exited(0) {
+        let what = match fin.status {
+            Status::TimedOut => format!(
+                "timed out after {}",
+                humantime::format_duration(test.timeout)
+            ),
+            s => format!("{s}"),
+        };
+        return Err(format!("test command {what}\n{}", tail()));
+    }
+    match metric {
+        Metric::Wall => Ok(fin.wall),
+        Metric::User => Ok(fin.user),
+        Metric::Sys => Ok(fin.sys),
+        Metric::MaxRss => Ok(fin.max_rss as f64),
+        Metric::Regex(re) => match &fin.regex_match {
+            None => Err(format!(
+                "no line of stdout matched the metric regex `{}`\n{}",
+                re.as_str(),
+                tail()
+            )),
+            Some(m) => parse_number(m).ok_or_else(|| {
+                format!(
+                    "the metric regex `{}` captured `{m}`, which is not a number",
+                    re.as_str()
+                )
+            }),
+        },
+        Metric::Json(ptr) => {
+            if fin.stdout_truncated {
+                return Err(format!(
+                    "stdout is longer than {} MiB; cannot read the JSON metric",
+                    JSON_STDOUT_LIMIT >> 20
+                ));
+            }
+            let v: serde_json::Value = serde_json::from_slice(&fin.stdout)
+                .map_err(|e| format!("stdout is not JSON ({e})\n{}", tail()))?;
+            let at = v
+                .pointer(ptr)
+                .ok_or_else(|| format!("JSON pointer `{ptr}` is not in stdout\n{}", tail()))?;
+            match at {
+                serde_json::Value::Number(n) => n
+                    .as_f64()
+                    .ok_or_else(|| format!("`{ptr}` is not a finite number")),
+                serde_json::Value::String(s) => parse_number(s)
+                    .ok_or_else(|| format!("`{ptr}` is `{s}`, which is not a number")),
+                other => Err(format!("`{ptr}` is {other}, not a number")),
+            }
+        }
+    }
+}
+
+fn parse_number(s: &str) -> Option<f64> {
+    let v: f64 = s.trim().parse().ok()?;
+    v.is_finite().then_some(v)
+}

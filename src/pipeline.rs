@@ -1,0 +1,251 @@
+//! The workspace every command works in: the repository, the config, the cache and its lock,
+//! and the steps they share (load samples, build what is missing, measure and store).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+use gix::ObjectId;
+
+use crate::build::{self, State};
+use crate::config::{Config, Test};
+use crate::git::{self, Repo};
+use crate::measure;
+use crate::progress::Progress;
+use crate::store::cache::{Cache, CacheLock};
+use crate::store::{commit_key, Appender, Sample};
+
+/// How chatty to be.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Verbosity {
+    pub quiet: bool,
+    pub verbose: u8,
+    pub progress: bool,
+}
+
+/// Where perfbisect works.
+pub struct Workspace {
+    pub repo: Repo,
+    pub config: Config,
+    pub cache: Cache,
+    pub verbosity: Verbosity,
+    pub progress: Progress,
+    _lock: Option<CacheLock>,
+}
+
+/// The options that pick the repository, config and cache.
+#[derive(Debug, Clone, Default)]
+pub struct Locations {
+    pub repo: Option<PathBuf>,
+    pub config: Option<PathBuf>,
+    pub cache: Option<PathBuf>,
+}
+
+/// Samples of one test, grouped by commit, only those of the current test and build
+/// definitions.
+#[derive(Debug, Default)]
+pub struct Samples {
+    pub by_commit: HashMap<[u8; 20], Vec<Sample>>,
+    /// Samples ignored because the test or build definition changed since.
+    pub stale: usize,
+}
+
+impl Samples {
+    /// All records (ok and failed) of a commit.
+    pub fn records(&self, id: &ObjectId) -> &[Sample] {
+        self.by_commit
+            .get(&commit_key(id))
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
+    }
+
+    /// Metric values of the successful runs of a commit.
+    pub fn values(&self, id: &ObjectId) -> Vec<f64> {
+        self.records(id).iter().filter_map(|s| s.value).collect()
+    }
+}
+
+impl Workspace {
+    /// Open the repository, read the config and open the cache; `lock` takes the cache lock
+    /// for commands that write.
+    pub fn open(loc: &Locations, verbosity: Verbosity, lock: bool) -> anyhow::Result<Workspace> {
+        let repo = Repo::open(loc.repo.as_deref())?;
+        let config_path = crate::config::locate(loc.config.as_deref(), Some(repo.dir()))?;
+        let config = crate::config::load(&config_path)?;
+        let cache_dir = loc
+            .cache
+            .clone()
+            .or_else(|| std::env::var_os("PERFBISECT_CACHE").map(PathBuf::from))
+            .unwrap_or_else(|| config.dir.join("cache"));
+        let cache = Cache::open(&cache_dir)?;
+        let lock = if lock {
+            Some(cache.lock(verbosity.quiet)?)
+        } else {
+            None
+        };
+        Ok(Workspace {
+            repo,
+            config,
+            cache,
+            progress: Progress::new(verbosity.progress),
+            verbosity,
+            _lock: lock,
+        })
+    }
+
+    /// A warning on stderr (kept clear of progress bars); hidden with `-q`.
+    pub fn warn(&self, msg: &str) {
+        if !self.verbosity.quiet {
+            self.progress
+                .println(&format!("perfbisect: warning: {msg}"));
+        }
+    }
+
+    /// A progress note on stderr; hidden with `-q`.
+    pub fn note(&self, msg: &str) {
+        if !self.verbosity.quiet {
+            self.progress.println(msg);
+        }
+    }
+
+    /// Load the stored samples of `test`, keeping only those of the current definitions.
+    pub fn samples(&self, test: &Test) -> anyhow::Result<Samples> {
+        let loaded = self.cache.store().load(&test.name)?;
+        for w in &loaded.warnings {
+            if self.verbosity.verbose > 0 {
+                self.warn(w);
+            }
+        }
+        let th = test.definition_hash();
+        let rh = self.config.build.recipe_hash();
+        let mut out = Samples::default();
+        for s in loaded.samples {
+            if s.test_hash == th && s.recipe_hash == rh {
+                out.by_commit.entry(s.commit).or_default().push(s);
+            } else {
+                out.stale += 1;
+            }
+        }
+        Ok(out)
+    }
+
+    /// Build state of a commit.
+    pub fn build_state(&self, id: &ObjectId) -> State {
+        build::state(&self.cache, &self.config.build, id)
+    }
+
+    /// Build the given commits that are not cached (skipping recorded failures unless
+    /// `retry_failed`), up to `jobs` at once.
+    pub fn build_missing(
+        &self,
+        commits: &[ObjectId],
+        jobs: usize,
+        retry_failed: bool,
+    ) -> anyhow::Result<Vec<build::Outcome>> {
+        let mut todo = Vec::new();
+        for c in commits {
+            match self.build_state(c) {
+                State::Cached(_) => {}
+                State::Failed(_) if !retry_failed => {}
+                State::Failed(_) => {
+                    build::forget_failure(&self.cache, &self.config.build, c);
+                    todo.push(*c);
+                }
+                State::Missing => todo.push(*c),
+            }
+        }
+        if todo.is_empty() {
+            return Ok(Vec::new());
+        }
+        let bar = self.progress.bar(todo.len() as u64, "build");
+        let verbose = self.verbosity.verbose > 0;
+        let done = |o: &build::Outcome| {
+            bar.inc(1);
+            bar.set_message(git::short(&o.commit));
+            match &o.result {
+                Ok(_) if verbose => bar.println(format!(
+                    "built {} in {}",
+                    git::short(&o.commit),
+                    build::fmt_secs(o.seconds)
+                )),
+                Err(tail) if !o.interrupted => bar.println(format!(
+                    "perfbisect: build of {} failed; it will be skipped (--retry-failed builds it again):\n{}",
+                    git::short(&o.commit),
+                    indent(tail.trim_end())
+                )),
+                _ => {}
+            }
+        };
+        let out = build::build_all(
+            self.repo.git_dir(),
+            &self.cache,
+            &self.config.build,
+            &todo,
+            jobs,
+            &done,
+        );
+        bar.finish_and_clear();
+        out
+    }
+
+    /// Open the store for appending one test's samples, reporting repairs.
+    pub fn appender(&self, test: &Test) -> anyhow::Result<Appender> {
+        let a = self
+            .cache
+            .store()
+            .appender(&test.name)
+            .with_context(|| format!("cannot open the result store of test `{}`", test.name))?;
+        for w in &a.warnings {
+            self.warn(w);
+        }
+        Ok(a)
+    }
+
+    /// Measure `runs` runs of `test` on a built commit, storing each before the next starts;
+    /// `each` sees every sample after it is stored.
+    pub fn measure(
+        &self,
+        appender: &mut Appender,
+        test: &Test,
+        commit: ObjectId,
+        artifacts: &Path,
+        runs: usize,
+        round: u32,
+        each: &mut dyn FnMut(&Sample),
+    ) -> anyhow::Result<Vec<Sample>> {
+        let ctx = measure::Context {
+            test,
+            config_dir: &self.config.dir,
+            artifacts,
+            commit,
+            recipe_hash: self.config.build.recipe_hash(),
+            round,
+        };
+        let mut got = Vec::new();
+        measure::batch(&ctx, runs, &mut |s| {
+            appender.append(&s)?;
+            if let Some(e) = &s.error {
+                if self.verbosity.verbose > 0 || got.is_empty() {
+                    self.warn(&format!(
+                        "run of `{}` on {} failed: {}",
+                        test.name,
+                        git::short(&commit),
+                        e.trim_end()
+                    ));
+                }
+            }
+            each(&s);
+            got.push(s);
+            Ok(())
+        })?;
+        Ok(got)
+    }
+}
+
+/// Indent every line by four spaces.
+pub fn indent(s: &str) -> String {
+    s.lines()
+        .map(|l| format!("    {l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}

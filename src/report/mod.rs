@@ -1,0 +1,33 @@
+//! Rendering results for terminals, scripts and bug trackers.
+
+pub mod show;
+
+/// A number with about four significant digits; integers stay integers.
+pub fn fmt_num(v: f64) -> String {
+    if !v.is_finite() {
+        return v.to_string();
+    }
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        return format!("{}", v as i64);
+    }
+    let mag = if v == 0.0 {
+        0
+    } else {
+        v.abs().log10().floor() as i32
+    };
+    let decimals = (3 - mag).clamp(0, 9) as usize;
+    format!("{v:.decimals$}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fmt_num;
+
+    #[test]
+    fn numbers_read_well() {
+        assert_eq!(fmt_num(3064.0), "3064");
+        assert_eq!(fmt_num(1.23456), "1.235");
+        assert_eq!(fmt_num(0.0012345), "0.001235");
+        assert_eq!(fmt_num(12345.678), "12346");
+    }
+}

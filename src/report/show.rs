@@ -1,0 +1,288 @@
+//! What `show` prints: per commit rows and a range summary like curl's performance page.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::config::{Direction, Test};
+use crate::git::CommitInfo;
+use crate::stats::{self, Summary};
+use crate::store::Sample;
+
+use super::fmt_num;
+
+/// Status of one commit in `show`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    Ok,
+    BuildFailed,
+    /// Runs were made but none produced a value.
+    RunFailed,
+    Missing,
+}
+
+/// One commit with its samples.
+pub struct CommitRow {
+    pub commit: CommitInfo,
+    pub values: Vec<f64>,
+    pub records: Vec<Sample>,
+    pub status: Status,
+}
+
+/// The stake verdict, worded like curl's page.
+#[derive(Debug, Clone, Serialize)]
+pub struct StakeVerdict {
+    pub stake: f64,
+    pub vs_mean: f64,
+    pub vs_mean_pct: f64,
+    pub vs_p50: f64,
+    pub vs_p50_pct: f64,
+    /// Median of the newest measured commit.
+    pub current: f64,
+    /// "better", "worse" or "equal" by the test's direction.
+    pub verdict: &'static str,
+}
+
+/// The range as a whole.
+#[derive(Debug, Clone, Serialize)]
+pub struct RangeSummary {
+    pub samples: usize,
+    pub commits_measured: usize,
+    pub p0: f64,
+    pub p25: f64,
+    pub p50: f64,
+    pub p75: f64,
+    pub p100: f64,
+    pub mean: f64,
+    pub std_dev: f64,
+    pub std_dev_pct: f64,
+    pub span: f64,
+    pub stake: Option<StakeVerdict>,
+}
+
+/// Summarise the whole range; `None` when nothing was measured.
+pub fn summarize(test: &Test, rows: &[CommitRow]) -> Option<RangeSummary> {
+    let all: Vec<f64> = rows.iter().flat_map(|r| r.values.iter().copied()).collect();
+    let s: Summary = stats::summarize(&all)?;
+    let stake = test.stake.map(|stake| {
+        let current = rows
+            .iter()
+            .rev()
+            .find_map(|r| stats::median(&r.values))
+            .unwrap_or(s.median);
+        let pct = |d: f64| if stake != 0.0 { d / stake * 100.0 } else { 0.0 };
+        let better = match test.direction {
+            Direction::Lower => current < stake,
+            Direction::Higher => current > stake,
+        };
+        StakeVerdict {
+            stake,
+            vs_mean: s.mean - stake,
+            vs_mean_pct: pct(s.mean - stake),
+            vs_p50: s.median - stake,
+            vs_p50_pct: pct(s.median - stake),
+            current,
+            verdict: if current == stake {
+                "equal"
+            } else if better {
+                "better"
+            } else {
+                "worse"
+            },
+        }
+    });
+    Some(RangeSummary {
+        samples: s.n,
+        commits_measured: rows.iter().filter(|r| !r.values.is_empty()).count(),
+        p0: s.min,
+        p25: s.p25,
+        p50: s.median,
+        p75: s.p75,
+        p100: s.max,
+        mean: s.mean,
+        std_dev: s.std_dev,
+        std_dev_pct: s.cv_percent(),
+        span: s.span(),
+        stake,
+    })
+}
+
+/// Text for the terminal.
+pub fn text(test: &Test, rows: &[CommitRow]) -> String {
+    let mut o = String::new();
+    let unit = if test.unit.is_empty() {
+        String::new()
+    } else {
+        format!(", {}", test.unit)
+    };
+    let _ = writeln!(
+        o,
+        "{} ({}{unit}, {} is better){}",
+        test.name,
+        test.metric.describe(),
+        test.direction.as_str(),
+        test.description
+            .as_deref()
+            .map(|d| format!(": {d}"))
+            .unwrap_or_default()
+    );
+    let _ = writeln!(
+        o,
+        "{:<10}  {:>4}  {:>12}  {:>12}  {:>12}  subject",
+        "commit", "n", "min", "median", "max"
+    );
+    for r in rows {
+        let (n, min, med, max) = match stats::summarize(&r.values) {
+            Some(s) => (
+                s.n.to_string(),
+                fmt_num(s.min),
+                fmt_num(s.median),
+                fmt_num(s.max),
+            ),
+            None => {
+                let what = match r.status {
+                    Status::BuildFailed => "build failed",
+                    Status::RunFailed => "runs failed",
+                    _ => "-",
+                };
+                ("0".into(), String::new(), what.into(), String::new())
+            }
+        };
+        let _ = writeln!(
+            o,
+            "{:<10}  {:>4}  {:>12}  {:>12}  {:>12}  {}",
+            r.commit.short(),
+            n,
+            min,
+            med,
+            max,
+            r.commit.subject
+        );
+    }
+    match summarize(test, rows) {
+        None => {
+            let _ = writeln!(o, "\nno samples in this range");
+        }
+        Some(s) => {
+            let _ = writeln!(
+                o,
+                "\n{} samples over {} of {} commits",
+                s.samples,
+                s.commits_measured,
+                rows.len()
+            );
+            let _ = writeln!(
+                o,
+                "P0 {}  P25 {}  P50 {}  P75 {}  P100 {}",
+                fmt_num(s.p0),
+                fmt_num(s.p25),
+                fmt_num(s.p50),
+                fmt_num(s.p75),
+                fmt_num(s.p100)
+            );
+            let _ = writeln!(
+                o,
+                "mean {}  std dev {} ({:.2}% of mean)  span {}",
+                fmt_num(s.mean),
+                fmt_num(s.std_dev),
+                s.std_dev_pct,
+                fmt_num(s.span)
+            );
+            if let Some(k) = &s.stake {
+                let word = match k.verdict {
+                    "better" => "current results are BETTER",
+                    "worse" => "current results are worse",
+                    _ => "current results equal the stake",
+                };
+                let _ = writeln!(
+                    o,
+                    "stake {}: mean {:+} ({:+.2}%), P50 {:+} ({:+.2}%); newest median {}: {word}",
+                    fmt_num(k.stake),
+                    fmt_num(k.vs_mean),
+                    k.vs_mean_pct,
+                    fmt_num(k.vs_p50),
+                    k.vs_p50_pct,
+                    fmt_num(k.current)
+                );
+            }
+        }
+    }
+    o
+}
+
+#[derive(Serialize)]
+struct JsonCommit<'a> {
+    commit: String,
+    subject: &'a str,
+    n: usize,
+    min: Option<f64>,
+    median: Option<f64>,
+    max: Option<f64>,
+    status: Status,
+}
+
+#[derive(Serialize)]
+struct JsonShow<'a> {
+    test: &'a str,
+    unit: &'a str,
+    direction: Direction,
+    commits: Vec<JsonCommit<'a>>,
+    summary: Option<RangeSummary>,
+}
+
+/// `--format json`, one object.
+pub fn json(test: &Test, rows: &[CommitRow]) -> anyhow::Result<String> {
+    let commits = rows
+        .iter()
+        .map(|r| {
+            let s = stats::summarize(&r.values);
+            JsonCommit {
+                commit: r.commit.id.to_string(),
+                subject: &r.commit.subject,
+                n: r.values.len(),
+                min: s.map(|s| s.min),
+                median: s.map(|s| s.median),
+                max: s.map(|s| s.max),
+                status: r.status,
+            }
+        })
+        .collect();
+    let out = JsonShow {
+        test: &test.name,
+        unit: &test.unit,
+        direction: test.direction,
+        commits,
+        summary: summarize(test, rows),
+    };
+    Ok(serde_json::to_string_pretty(&out)? + "\n")
+}
+
+/// `--format csv`: one row per sample, failed runs included.
+pub fn csv(test: &Test, rows: &[CommitRow]) -> String {
+    let mut o = String::from("commit,round,time,value,wall,user,sys,max_rss,error\n");
+    for r in rows {
+        for s in &r.records {
+            let err = s
+                .error
+                .as_deref()
+                .map(|e| e.lines().next().unwrap_or("").replace('"', "'"))
+                .unwrap_or_default();
+            let _ = writeln!(
+                o,
+                "{},{},{},{},{},{},{},{},\"{}\"",
+                r.commit.id,
+                s.round,
+                s.time,
+                s.value.map(|v| v.to_string()).unwrap_or_default(),
+                s.wall,
+                s.user,
+                s.sys,
+                s.max_rss,
+                err
+            );
+        }
+    }
+    let _ = test;
+    o
+}

@@ -1,0 +1,392 @@
+//! The result store: one append-only file per test, bincode records framed with a length and
+//! a CRC, each fsynced before the next run starts. A torn tail (a crash mid-write) is dropped
+//! with a warning; corrupt records elsewhere are reported with file and offset and skipped,
+//! keeping every intact record.
+
+pub mod cache;
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+
+/// File header: magic then the format version (u32, little endian).
+const MAGIC: &[u8; 8] = b"PBSTORE\0";
+/// The file format this build writes and reads.
+pub const FORMAT_VERSION: u32 = 1;
+/// The record layout this build writes; newer records are skipped with a warning.
+pub const RECORD_VERSION: u8 = 1;
+const HEADER_LEN: usize = 12;
+const FRAME_HEAD: usize = 8;
+/// No record is this large; a longer length field is corruption.
+const MAX_RECORD: usize = 1 << 20;
+
+/// One run of one test on one commit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    pub commit: [u8; 20],
+    /// `Test::definition_hash` of the test that produced it.
+    pub test_hash: u64,
+    /// `Build::recipe_hash` of the build that was measured.
+    pub recipe_hash: u64,
+    /// Seconds since the epoch when the run finished.
+    pub time: u64,
+    /// Which round of `run` produced it (0 first, `--again` adds one).
+    pub round: u32,
+    pub wall: f64,
+    pub user: f64,
+    pub sys: f64,
+    pub max_rss: u64,
+    /// The test's metric; `None` for a failed run.
+    pub value: Option<f64>,
+    /// Why the run failed, with the tail of its output.
+    pub error: Option<String>,
+}
+
+impl Sample {
+    /// The commit as a gix id.
+    pub fn commit_id(&self) -> gix::ObjectId {
+        gix::ObjectId::from_bytes_or_panic(&self.commit)
+    }
+}
+
+/// Raw commit bytes of an id.
+pub fn commit_key(id: &gix::ObjectId) -> [u8; 20] {
+    let mut k = [0u8; 20];
+    let b = id.as_bytes();
+    k.copy_from_slice(&b[..20.min(b.len())]);
+    k
+}
+
+/// What a load found.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    pub samples: Vec<Sample>,
+    /// Problems found and stepped over (file and offset named).
+    pub warnings: Vec<String>,
+    /// Byte offset after the last intact record (where a writer appends).
+    pub valid_end: u64,
+    /// The file ends in an incomplete record.
+    pub torn_tail: bool,
+}
+
+/// Errors that callers match on.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("{file}: not a perfbisect result file (bad header)")]
+    NotAStore { file: PathBuf },
+    #[error("{file}: written by a newer perfbisect (format {found}, this one reads {FORMAT_VERSION}); upgrade perfbisect")]
+    NewerFormat { file: PathBuf, found: u32 },
+}
+
+/// The store directory (`cache/results`).
+#[derive(Debug, Clone)]
+pub struct Store {
+    dir: PathBuf,
+}
+
+impl Store {
+    pub fn new(dir: impl Into<PathBuf>) -> Store {
+        Store { dir: dir.into() }
+    }
+
+    /// The file holding one test's samples.
+    pub fn path(&self, test: &str) -> PathBuf {
+        self.dir.join(format!("{test}.pbs"))
+    }
+
+    /// Every sample stored for `test` (none if the file does not exist).
+    pub fn load(&self, test: &str) -> anyhow::Result<Loaded> {
+        let path = self.path(test);
+        match std::fs::read(&path) {
+            Ok(bytes) => Ok(decode_file(&path, &bytes)?),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Loaded::default()),
+            Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
+        }
+    }
+
+    /// Open a test's file for appending, creating it, and cutting off a torn tail.
+    pub fn appender(&self, test: &str) -> anyhow::Result<Appender> {
+        std::fs::create_dir_all(&self.dir)
+            .with_context(|| format!("cannot create {}", self.dir.display()))?;
+        let path = self.path(test);
+        let mut warnings = Vec::new();
+        let exists = path.exists();
+        let mut file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create(true)
+            .open(&path)
+            .with_context(|| format!("cannot open {}", path.display()))?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        if bytes.is_empty() {
+            let mut header = Vec::with_capacity(HEADER_LEN);
+            header.extend_from_slice(MAGIC);
+            header.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+            file.write_all(&header)
+                .and_then(|()| file.sync_all())
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            if !exists {
+                sync_dir(&self.dir);
+            }
+        } else {
+            let loaded = decode_file(&path, &bytes)?;
+            warnings.extend(loaded.warnings);
+            if loaded.torn_tail {
+                file.set_len(loaded.valid_end)
+                    .and_then(|()| file.sync_all())
+                    .with_context(|| format!("cannot cut the torn tail of {}", path.display()))?;
+            }
+        }
+        Ok(Appender {
+            file,
+            path,
+            warnings,
+        })
+    }
+}
+
+/// Appends samples to one test's file, durably.
+pub struct Appender {
+    file: File,
+    path: PathBuf,
+    /// Problems found when the file was opened.
+    pub warnings: Vec<String>,
+}
+
+impl Appender {
+    /// Append one sample and wait until it is on disk.
+    pub fn append(&mut self, sample: &Sample) -> anyhow::Result<()> {
+        let frame = encode_frame(sample)?;
+        // One write of the whole frame: a crash leaves either nothing or a torn tail.
+        self.file
+            .write_all(&frame)
+            .and_then(|()| self.file.sync_data())
+            .with_context(|| format!("cannot append to {}", self.path.display()))
+    }
+}
+
+/// Frame one sample: length, CRC32 of (version + payload), version, payload.
+pub fn encode_frame(sample: &Sample) -> anyhow::Result<Vec<u8>> {
+    let payload = bincode::serde::encode_to_vec(sample, bincode::config::standard())
+        .context("cannot encode sample")?;
+    let len = (payload.len() + 1) as u32;
+    let mut crc = crc32fast::Hasher::new();
+    crc.update(&[RECORD_VERSION]);
+    crc.update(&payload);
+    let mut frame = Vec::with_capacity(FRAME_HEAD + len as usize);
+    frame.extend_from_slice(&len.to_le_bytes());
+    frame.extend_from_slice(&crc.finalize().to_le_bytes());
+    frame.push(RECORD_VERSION);
+    frame.extend_from_slice(&payload);
+    Ok(frame)
+}
+
+/// A frame at `off`: Ok(Some((end, version, payload))) when its length and CRC check out.
+fn frame_at(bytes: &[u8], off: usize) -> Option<(usize, u8, &[u8])> {
+    let head = bytes.get(off..off + FRAME_HEAD)?;
+    let len = u32::from_le_bytes(head[0..4].try_into().ok()?) as usize;
+    let crc = u32::from_le_bytes(head[4..8].try_into().ok()?);
+    if len == 0 || len > MAX_RECORD {
+        return None;
+    }
+    let body = bytes.get(off + FRAME_HEAD..off + FRAME_HEAD + len)?;
+    if crc32fast::hash(body) != crc {
+        return None;
+    }
+    Some((off + FRAME_HEAD + len, body[0], &body[1..]))
+}
+
+/// Decode a whole file; never panics on any input.
+pub fn decode_file(path: &Path, bytes: &[u8]) -> Result<Loaded, StoreError> {
+    let file = path.to_path_buf();
+    if bytes.len() < HEADER_LEN || &bytes[..8] != MAGIC {
+        if bytes.len() < HEADER_LEN && MAGIC.starts_with(&bytes[..bytes.len().min(8)]) {
+            // A crash while the header was being written: nothing was stored yet.
+            return Ok(Loaded {
+                torn_tail: !bytes.is_empty(),
+                warnings: if bytes.is_empty() {
+                    vec![]
+                } else {
+                    vec![format!("{}: incomplete header dropped", path.display())]
+                },
+                ..Loaded::default()
+            });
+        }
+        return Err(StoreError::NotAStore { file });
+    }
+    let version = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
+    if version > FORMAT_VERSION {
+        return Err(StoreError::NewerFormat {
+            file,
+            found: version,
+        });
+    }
+    let mut out = Loaded {
+        samples: Vec::with_capacity(bytes.len() / 96),
+        ..Loaded::default()
+    };
+    let mut off = HEADER_LEN;
+    let mut valid_end = off;
+    while off < bytes.len() {
+        match frame_at(bytes, off) {
+            Some((end, ver, payload)) => {
+                if ver > RECORD_VERSION {
+                    out.warnings.push(format!(
+                        "{}: record at offset {off} has version {ver}, newer than this perfbisect reads ({RECORD_VERSION}); skipped",
+                        path.display()
+                    ));
+                } else {
+                    match bincode::serde::decode_from_slice::<Sample, _>(
+                        payload,
+                        bincode::config::standard(),
+                    ) {
+                        Ok((s, _)) => out.samples.push(s),
+                        Err(e) => out.warnings.push(format!(
+                            "{}: record at offset {off} cannot be decoded ({e}); skipped",
+                            path.display()
+                        )),
+                    }
+                }
+                off = end;
+                valid_end = end;
+            }
+            None => {
+                // Look for the next intact frame; if there is none, this is a torn tail.
+                let next = (off + 1..bytes.len().saturating_sub(FRAME_HEAD - 1))
+                    .find(|&o| frame_at(bytes, o).is_some());
+                match next {
+                    Some(n) => {
+                        out.warnings.push(format!(
+                            "{}: bytes {off}..{n} are corrupt (checksum or length mismatch); skipped, later records kept",
+                            path.display()
+                        ));
+                        off = n;
+                    }
+                    None => {
+                        out.warnings.push(format!(
+                            "{}: incomplete record at offset {off} ({} bytes, from an interrupted write) dropped",
+                            path.display(),
+                            bytes.len() - off
+                        ));
+                        out.torn_tail = true;
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    out.valid_end = valid_end as u64;
+    Ok(out)
+}
+
+/// Make a rename or a new file in `dir` durable.
+pub fn sync_dir(dir: &Path) {
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(i: u64) -> Sample {
+        Sample {
+            commit: [i as u8; 20],
+            test_hash: 1,
+            recipe_hash: 2,
+            time: i,
+            round: 0,
+            wall: 0.5,
+            user: 0.25,
+            sys: 0.125,
+            max_rss: 1024,
+            value: Some(i as f64),
+            error: None,
+        }
+    }
+
+    fn write(dir: &Path, n: u64) -> PathBuf {
+        let store = Store::new(dir);
+        let mut a = store.appender("t").unwrap();
+        for i in 0..n {
+            a.append(&sample(i)).unwrap();
+        }
+        store.path("t")
+    }
+
+    #[test]
+    fn round_trip() {
+        let d = tempfile::tempdir().unwrap();
+        write(d.path(), 10);
+        let l = Store::new(d.path()).load("t").unwrap();
+        assert_eq!(l.samples.len(), 10);
+        assert_eq!(l.samples[3], sample(3));
+        assert!(l.warnings.is_empty());
+    }
+
+    #[test]
+    fn torn_tail_is_dropped_and_cut() {
+        let d = tempfile::tempdir().unwrap();
+        let p = write(d.path(), 5);
+        let len = std::fs::metadata(&p).unwrap().len();
+        let f = OpenOptions::new().write(true).open(&p).unwrap();
+        f.set_len(len - 3).unwrap();
+        let l = Store::new(d.path()).load("t").unwrap();
+        assert_eq!(l.samples.len(), 4);
+        assert!(l.torn_tail);
+        let mut a = Store::new(d.path()).appender("t").unwrap();
+        assert_eq!(a.warnings.len(), 1);
+        a.append(&sample(9)).unwrap();
+        let l = Store::new(d.path()).load("t").unwrap();
+        assert_eq!(l.samples.len(), 5);
+        assert!(l.warnings.is_empty());
+    }
+
+    #[test]
+    fn flipped_byte_in_the_middle_keeps_the_rest() {
+        let d = tempfile::tempdir().unwrap();
+        let p = write(d.path(), 5);
+        let mut bytes = std::fs::read(&p).unwrap();
+        let frame = encode_frame(&sample(0)).unwrap().len();
+        bytes[HEADER_LEN + frame + 12] ^= 0x40;
+        std::fs::write(&p, &bytes).unwrap();
+        let l = Store::new(d.path()).load("t").unwrap();
+        assert_eq!(l.samples.len(), 4);
+        assert!(!l.torn_tail);
+        assert!(l.warnings[0].contains(&format!("bytes {}", HEADER_LEN + frame)));
+    }
+
+    #[test]
+    fn newer_format_is_an_error() {
+        let d = tempfile::tempdir().unwrap();
+        let p = write(d.path(), 1);
+        let mut bytes = std::fs::read(&p).unwrap();
+        bytes[8] = 9;
+        std::fs::write(&p, &bytes).unwrap();
+        let e = Store::new(d.path()).load("t").unwrap_err();
+        assert!(format!("{e:#}").contains("newer perfbisect"));
+    }
+
+    #[test]
+    fn garbage_never_panics() {
+        let path = Path::new("x.pbs");
+        let mut rng = 0x1234_5678_u64;
+        for len in 0..400 {
+            let mut bytes: Vec<u8> = MAGIC.to_vec();
+            bytes.extend_from_slice(&1u32.to_le_bytes());
+            for _ in 0..len {
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                bytes.push(rng as u8);
+            }
+            let _ = decode_file(path, &bytes);
+        }
+    }
+}
