@@ -8,23 +8,17 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 ///
 /// `perfbisect TEST RANGE` is the same as `perfbisect find TEST RANGE`.
 #[derive(Debug, Parser)]
-#[command(
-    name = "perfbisect",
-    version,
-    about,
-    args_conflicts_with_subcommands = true
-)]
+#[command(name = "perfbisect", version, about)]
 pub struct Cli {
     #[command(flatten)]
     pub global: Global,
 
     #[command(subcommand)]
-    pub command: Option<Command>,
-
-    /// TEST and RANGE for the default `find` command.
-    #[arg(value_name = "TEST RANGE", num_args = 0..=2)]
-    pub find_args: Vec<String>,
+    pub command: Command,
 }
+
+/// Global options that take a value (to find where the subcommand starts).
+pub const GLOBAL_WITH_VALUE: &[&str] = &["--repo", "--config", "--cache"];
 
 /// Options every subcommand understands.
 #[derive(Debug, Args, Clone, Default)]

@@ -13,7 +13,7 @@ mod step;
 
 use clap::Parser;
 
-use crate::cli::{Cli, Command, FindArgs, Format, Global};
+use crate::cli::{Cli, Command, Format, Global};
 use crate::pipeline::{Locations, Verbosity};
 
 /// The run was stopped by Ctrl-C after storing what was measured: exit code 130.
@@ -27,6 +27,7 @@ where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
+    let args = default_to_find(args.into_iter().map(Into::into).collect());
     let cli = match Cli::try_parse_from(args) {
         Ok(c) => c,
         Err(e) => {
@@ -36,23 +37,7 @@ where
     };
     crate::interrupt::install();
     let g = cli.global.clone();
-    let command = match cli.command {
-        Some(c) => c,
-        None => match <[String; 2]>::try_from(cli.find_args) {
-            Ok([test, range]) => Command::Find(FindArgs {
-                test,
-                range,
-                format: Format::Text,
-                jobs: 1,
-            }),
-            Err(_) => {
-                eprintln!(
-                    "error: expected `perfbisect TEST RANGE` or a subcommand; see `perfbisect --help`"
-                );
-                return 2;
-            }
-        },
-    };
+    let command = cli.command;
     if let Command::Step(args) = command {
         return step::step(&g, args);
     }
@@ -79,6 +64,37 @@ where
             crate::error::exit_code(&e)
         }
     }
+}
+
+/// `perfbisect [GLOBAL] TEST RANGE` means `perfbisect [GLOBAL] find TEST RANGE`: insert `find`
+/// when the first word after the global options is not a subcommand.
+fn default_to_find(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    use clap::CommandFactory;
+    let cmd = Cli::command();
+    let mut i = 1;
+    while i < args.len() {
+        let a = args[i].to_string_lossy();
+        if a == "--" {
+            return args;
+        }
+        if crate::cli::GLOBAL_WITH_VALUE.contains(&a.as_ref()) {
+            i += 2;
+            continue;
+        }
+        if a.starts_with('-') {
+            i += 1;
+            continue;
+        }
+        let known = cmd
+            .get_subcommands()
+            .any(|s| s.get_name() == a || s.get_all_aliases().any(|x| x == a))
+            || a == "help";
+        if !known {
+            args.insert(i, "find".into());
+        }
+        return args;
+    }
+    args
 }
 
 fn locations(g: &Global) -> Locations {
