@@ -231,10 +231,15 @@ pub fn parse(text: &str, path: &Path) -> anyhow::Result<Config> {
     let raw: RawConfig = toml::from_str(text).map_err(|e| {
         let line = e.span().map(|s| line_of(text, s.start));
         let msg = e.message().trim().to_string();
-        let key = unknown_key_hint(&msg);
+        let hint = unknown_key_hint(&msg);
         UsageError::new(match line {
-            Some(l) => format!("{file}:{l}: {msg}{key}"),
-            None => format!("{file}: {msg}{key}"),
+            Some(l) => match key_at(text, l) {
+                Some(k) if !msg.contains("unknown field") => {
+                    format!("{file}:{l}: key `{k}`: {msg}{hint}")
+                }
+                _ => format!("{file}:{l}: {msg}{hint}"),
+            },
+            None => format!("{file}: {msg}{hint}"),
         })
     })?;
     let at = |span: std::ops::Range<usize>| format!("{file}:{}", line_of(text, span.start));
@@ -452,6 +457,27 @@ fn line_of(text: &str, offset: usize) -> usize {
         .filter(|&&b| b == b'\n')
         .count()
         + 1
+}
+
+/// The dotted key assigned on `line` (1-based), from the nearest table header above it.
+fn key_at(text: &str, line: usize) -> Option<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let here = lines.get(line.checked_sub(1)?)?.trim();
+    let (key, _) = here.split_once('=')?;
+    let key = key.trim().trim_matches('"');
+    if key.is_empty() || key.starts_with('[') {
+        return None;
+    }
+    let table = lines[..line - 1]
+        .iter()
+        .rev()
+        .map(|l| l.trim())
+        .find(|l| l.starts_with('[') && l.ends_with(']'))
+        .map(|l| l.trim_matches(|c| c == '[' || c == ']').replace('"', ""));
+    Some(match table {
+        Some(t) => format!("{t}.{key}"),
+        None => key.to_string(),
+    })
 }
 
 fn unknown_key_hint(msg: &str) -> String {

@@ -39,11 +39,16 @@ impl Fixture {
 
     /// The binary with --repo, --config and --cache set.
     pub fn cmd(&self) -> assert_cmd::Command {
+        self.cmd_config(&self.config)
+    }
+
+    /// The binary with another config file.
+    pub fn cmd_config(&self, config: &Path) -> assert_cmd::Command {
         let mut c = assert_cmd::Command::cargo_bin("perfbisect").unwrap();
         c.arg("--repo")
             .arg(&self.repo)
             .arg("--config")
-            .arg(&self.config)
+            .arg(config)
             .arg("--cache")
             .arg(&self.cache)
             .arg("--no-progress")
