@@ -1,7 +1,139 @@
-//! `perfbisect detect`.
+//! `perfbisect detect TEST [RANGE]` and `detect --input FILE.csv`: change points of a series.
 
-use crate::cli::{DetectArgs, Global};
+use std::io::Write;
 
-pub fn detect(_g: &Global, _args: DetectArgs) -> anyhow::Result<()> {
-    anyhow::bail!("`detect` is not implemented yet")
+use serde::Serialize;
+
+use crate::cli::{DetectArgs, Format, Global};
+use crate::error::UsageError;
+use crate::git::CommitInfo;
+use crate::pipeline::Workspace;
+use crate::report::fmt_num;
+use crate::stats::{self, changepoint};
+
+use super::{check_format, locations, verbosity};
+
+#[derive(Serialize)]
+struct Point {
+    index: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    commit: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    subject: Option<String>,
+    before: f64,
+    after: f64,
+    rel_change: f64,
+    p_value: f64,
+}
+
+#[derive(Serialize)]
+struct Output {
+    change_points: Vec<Point>,
+}
+
+pub fn detect(g: &Global, args: DetectArgs) -> anyhow::Result<()> {
+    check_format(args.format, &[Format::Text, Format::Json], "detect")?;
+    if let Some(a) = args.alpha {
+        if !(a > 0.0 && a < 1.0) {
+            crate::usage!("--alpha {a}: must be between 0 and 1");
+        }
+    }
+    let out = match &args.input {
+        Some(path) => {
+            let file = std::fs::File::open(path)
+                .map_err(|e| UsageError::new(format!("cannot read {}: {e}", path.display())))?;
+            let series = stats::read_series_csv(std::io::BufReader::new(file))
+                .map_err(|e| UsageError::new(format!("{}: {e}", path.display())))?;
+            let mut opts = changepoint::Options::default();
+            if let Some(a) = args.alpha {
+                opts.alpha = a;
+            }
+            let points = stats::detect(&series.samples, &opts)
+                .into_iter()
+                .map(|c| Point {
+                    index: series.index[c.index],
+                    commit: None,
+                    subject: None,
+                    before: c.before,
+                    after: c.after,
+                    rel_change: c.rel_change,
+                    p_value: c.p_value,
+                })
+                .collect();
+            Output {
+                change_points: points,
+            }
+        }
+        None => {
+            let name = args
+                .test
+                .as_deref()
+                .expect("clap requires TEST without --input");
+            let ws = Workspace::open(&locations(g), verbosity(g), false)?;
+            let test = ws.config.test(name)?;
+            let samples = ws.samples(test)?;
+            let commits: Vec<CommitInfo> = match &args.range {
+                Some(r) => ws.repo.range(r)?.commits,
+                None => {
+                    let head = ws.repo.head()?;
+                    let mut v = Vec::new();
+                    for id in ws.repo.walk(head, None)? {
+                        if samples
+                            .by_commit
+                            .contains_key(&crate::store::commit_key(&id))
+                        {
+                            v.push(ws.repo.info(id)?);
+                        }
+                    }
+                    v
+                }
+            };
+            let series: Vec<Vec<f64>> = commits.iter().map(|c| samples.values(&c.id)).collect();
+            let opts = changepoint::Options {
+                alpha: args.alpha.unwrap_or(changepoint::Options::default().alpha),
+                threshold: test.threshold,
+                ..changepoint::Options::default()
+            };
+            let points = stats::detect(&series, &opts)
+                .into_iter()
+                .map(|c| Point {
+                    index: c.index as i64,
+                    commit: Some(commits[c.index].id.to_string()),
+                    subject: Some(commits[c.index].subject.clone()),
+                    before: c.before,
+                    after: c.after,
+                    rel_change: c.rel_change,
+                    p_value: c.p_value,
+                })
+                .collect();
+            Output {
+                change_points: points,
+            }
+        }
+    };
+    let stdout = std::io::stdout();
+    let mut w = stdout.lock();
+    match args.format {
+        Format::Json => writeln!(w, "{}", serde_json::to_string(&out)?)?,
+        _ => {
+            if out.change_points.is_empty() {
+                writeln!(w, "no change points")?;
+            }
+            for p in &out.change_points {
+                let at = match (&p.commit, &p.subject) {
+                    (Some(c), Some(s)) => format!("{} {s}", &c[..10]),
+                    _ => format!("index {}", p.index),
+                };
+                writeln!(
+                    w,
+                    "{at}: {} -> {} ({:+.2} %), p = {:.2e}",
+                    fmt_num(p.before),
+                    fmt_num(p.after),
+                    p.rel_change * 100.0,
+                    p.p_value
+                )?;
+            }
+        }
+    }
+    Ok(())
 }

@@ -1,86 +1,107 @@
-//! Statistics on slices (placeholder until the full engine lands).
+//! Pure statistics of perfbisect: summaries, two-sample tests, trend, down-sampling,
+//! change-point detection and the `detect --input` CSV reader. No I/O beyond parsing text.
 
-/// Smallest change that matters.
+pub mod changepoint;
+pub mod compare;
+pub mod input;
+pub mod lttb;
+pub mod summary;
+pub mod trend;
+
+pub use changepoint::{detect, ChangePoint, Options};
+pub use compare::{
+    bootstrap_median_ratio, differ, mann_whitney_u, min_detectable_change, repeats_needed,
+    robust_cv, welch_t, Difference, TestResult,
+};
+pub use input::{read_series_csv, InputError, Series};
+pub use lttb::lttb;
+pub use summary::{median, percentile, summarize, Summary};
+pub use trend::{mann_kendall, Trend, TrendDirection};
+
+/// The smallest change of medians that matters for a test.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Threshold {
+    /// Relative change of the median: 0.02 = 2 %.
     Relative(f64),
+    /// Change in the metric's own unit.
     Absolute(f64),
 }
 
 impl Threshold {
-    /// Whether the change from `before` to `after` reaches the threshold.
+    /// True when the change from `before` to `after` (medians) reaches the threshold.
+    ///
+    /// A relative threshold against a `before` of 0 is reached by any non-zero `after`
+    /// (the relative change is infinite). NaN inputs never reach a threshold.
     pub fn reached(&self, before: f64, after: f64) -> bool {
+        if before.is_nan() || after.is_nan() {
+            return false;
+        }
         match *self {
             Threshold::Relative(r) => {
-                before != 0.0 && ((after - before) / before).abs() >= r
-                    || before == 0.0 && after != 0.0
+                let r = if r.is_nan() { 0.0 } else { r.abs() };
+                if before == 0.0 {
+                    return after != 0.0 || r == 0.0;
+                }
+                let rel = (after - before).abs() / before.abs();
+                // Equal infinities give NaN: no change then.
+                if rel.is_nan() {
+                    return r == 0.0;
+                }
+                rel >= r
             }
-            Threshold::Absolute(a) => (after - before).abs() >= a,
+            Threshold::Absolute(a) => {
+                let a = if a.is_nan() { 0.0 } else { a.abs() };
+                let d = (after - before).abs();
+                if d.is_nan() {
+                    return a == 0.0;
+                }
+                d >= a
+            }
         }
     }
 }
 
-/// Summary of one sample.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
-pub struct Summary {
-    pub n: usize,
-    pub min: f64,
-    pub p25: f64,
-    pub median: f64,
-    pub p75: f64,
-    pub max: f64,
-    pub mean: f64,
-    pub std_dev: f64,
-}
-
-impl Summary {
-    pub fn cv_percent(&self) -> f64 {
-        if self.mean == 0.0 {
+/// Relative change `after / before - 1`, with a zero `before` giving 0 (no change) or ±inf.
+pub(crate) fn rel_change(before: f64, after: f64) -> f64 {
+    if before == 0.0 {
+        if after == 0.0 {
             0.0
         } else {
-            self.std_dev / self.mean.abs() * 100.0
+            f64::INFINITY.copysign(after)
         }
-    }
-    pub fn span(&self) -> f64 {
-        self.max - self.min
-    }
-}
-
-pub fn percentile(sorted: &[f64], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let h = (sorted.len() - 1) as f64 * q.clamp(0.0, 1.0);
-    let lo = h.floor() as usize;
-    let hi = h.ceil() as usize;
-    sorted[lo] + (h - lo as f64) * (sorted[hi] - sorted[lo])
-}
-
-pub fn summarize(xs: &[f64]) -> Option<Summary> {
-    let mut v: Vec<f64> = xs.iter().copied().filter(|x| !x.is_nan()).collect();
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(|a, b| a.total_cmp(b));
-    let n = v.len();
-    let mean = v.iter().sum::<f64>() / n as f64;
-    let var = if n > 1 {
-        v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64
     } else {
-        0.0
-    };
-    Some(Summary {
-        n,
-        min: v[0],
-        p25: percentile(&v, 0.25),
-        median: percentile(&v, 0.5),
-        p75: percentile(&v, 0.75),
-        max: v[n - 1],
-        mean,
-        std_dev: var.sqrt(),
-    })
+        after / before - 1.0
+    }
 }
 
-pub fn median(xs: &[f64]) -> Option<f64> {
-    summarize(xs).map(|s| s.median)
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_threshold() {
+        let t = Threshold::Relative(0.02);
+        assert!(t.reached(100.0, 102.0));
+        assert!(t.reached(100.0, 98.0));
+        assert!(!t.reached(100.0, 101.9));
+        assert!(t.reached(0.0, 1.0));
+        assert!(!t.reached(0.0, 0.0));
+        assert!(!t.reached(f64::NAN, 1.0));
+        assert!(Threshold::Relative(0.0).reached(5.0, 5.0));
+    }
+
+    #[test]
+    fn absolute_threshold() {
+        let t = Threshold::Absolute(8.0);
+        assert!(t.reached(3064.0, 3072.0));
+        assert!(!t.reached(3064.0, 3071.0));
+        assert!(t.reached(3064.0, 3056.0));
+    }
+
+    #[test]
+    fn rel_change_zero_before() {
+        assert_eq!(rel_change(0.0, 0.0), 0.0);
+        assert_eq!(rel_change(0.0, -1.0), f64::NEG_INFINITY);
+        assert!((rel_change(100.0, 103.0) - 0.03).abs() < 1e-12);
+    }
 }
