@@ -26,3 +26,18 @@ where
 {
     commands::dispatch(args)
 }
+
+/// Process-wide settings of the binary: a closed stdout pipe (`perfbisect show | head`) ends
+/// the process quietly like other Unix tools, and an internal error prints one line instead of
+/// a backtrace.
+pub fn install_process_defaults() {
+    // SAFETY: restoring the default disposition of SIGPIPE before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+    if std::env::var_os("RUST_BACKTRACE").is_none() {
+        std::panic::set_hook(Box::new(|info| {
+            eprintln!("perfbisect: internal error: {info}; please report it (RUST_BACKTRACE=1 shows where)");
+        }));
+    }
+}

@@ -1,7 +1,148 @@
-//! `perfbisect cache ls | gc | rm`.
+//! `perfbisect cache ls | gc [--max-size SIZE] | rm REV`.
 
-use crate::cli::{CacheArgs, Global};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
-pub fn cache(_g: &Global, _args: CacheArgs) -> anyhow::Result<()> {
-    anyhow::bail!("`cache` is not implemented yet")
+use bytesize::ByteSize;
+
+use crate::cli::{CacheAction, CacheArgs, Global};
+use crate::error::UsageError;
+use crate::pipeline::Workspace;
+
+use super::{locations, verbosity};
+
+struct Entry {
+    path: PathBuf,
+    name: String,
+    size: u64,
+    modified: SystemTime,
+}
+
+fn entries(dir: &Path) -> Vec<Entry> {
+    let mut out = Vec::new();
+    let Ok(rd) = fs::read_dir(dir) else {
+        return out;
+    };
+    for e in rd.flatten() {
+        let path = e.path();
+        let modified = e
+            .metadata()
+            .and_then(|m| m.modified())
+            .unwrap_or(SystemTime::UNIX_EPOCH);
+        out.push(Entry {
+            name: e.file_name().to_string_lossy().into_owned(),
+            size: du(&path),
+            path,
+            modified,
+        });
+    }
+    out.sort_by_key(|e| e.modified);
+    out
+}
+
+fn du(p: &Path) -> u64 {
+    match fs::symlink_metadata(p) {
+        Ok(m) if m.is_dir() => fs::read_dir(p)
+            .map(|rd| rd.flatten().map(|e| du(&e.path())).sum())
+            .unwrap_or(0),
+        Ok(m) => m.len(),
+        Err(_) => 0,
+    }
+}
+
+pub fn cache(g: &Global, args: CacheArgs) -> anyhow::Result<()> {
+    let write = !matches!(args.action, CacheAction::Ls);
+    let ws = Workspace::open(&locations(g), verbosity(g), write)?;
+    let root = &ws.cache.root;
+    let subject = |name: &str| -> String {
+        name.get(..40)
+            .and_then(|h| gix::ObjectId::from_hex(h.as_bytes()).ok())
+            .and_then(|id| ws.repo.info(id).ok())
+            .map(|i| i.subject)
+            .unwrap_or_default()
+    };
+    match args.action {
+        CacheAction::Ls => {
+            let arts = entries(&root.join("artifacts"));
+            let total: u64 = arts.iter().map(|e| e.size).sum();
+            println!(
+                "{} ({} cached builds, {})",
+                root.display(),
+                arts.len(),
+                ByteSize(total)
+            );
+            for e in &arts {
+                println!(
+                    "  {:<10} {:>10}  {}",
+                    &e.name[..10.min(e.name.len())],
+                    ByteSize(e.size).to_string(),
+                    subject(&e.name)
+                );
+            }
+            let failed = entries(&root.join("failed"));
+            if !failed.is_empty() {
+                println!("failed builds ({}):", failed.len());
+                for e in &failed {
+                    println!(
+                        "  {:<10} {}",
+                        &e.name[..10.min(e.name.len())],
+                        subject(&e.name)
+                    );
+                }
+            }
+        }
+        CacheAction::Gc { max_size } => {
+            let mut freed = 0u64;
+            for e in entries(&ws.cache.tmp()) {
+                freed += e.size;
+                remove(&e.path)?;
+            }
+            if let Some(max) = max_size {
+                let max: ByteSize = max.parse().map_err(|e| {
+                    UsageError::new(format!("--max-size `{max}`: {e} (use e.g. 500M or 10G)"))
+                })?;
+                let arts = entries(&root.join("artifacts"));
+                let mut total: u64 = arts.iter().map(|e| e.size).sum();
+                // Oldest first: recently built commits are the likeliest to be measured again.
+                for e in arts {
+                    if total <= max.as_u64() {
+                        break;
+                    }
+                    remove(&e.path)?;
+                    total -= e.size;
+                    freed += e.size;
+                }
+            }
+            println!("freed {}", ByteSize(freed));
+        }
+        CacheAction::Rm { rev } => {
+            let id = ws.repo.resolve(&rev)?;
+            let hex = id.to_string();
+            let mut n = 0;
+            for dir in ["artifacts", "failed"] {
+                for e in entries(&root.join(dir)) {
+                    if e.name.starts_with(&hex) {
+                        remove(&e.path)?;
+                        n += 1;
+                    }
+                }
+            }
+            println!(
+                "removed {n} cache entr{} of {}",
+                if n == 1 { "y" } else { "ies" },
+                &hex[..10]
+            );
+        }
+    }
+    Ok(())
+}
+
+fn remove(p: &Path) -> anyhow::Result<()> {
+    let r = if p.is_dir() {
+        fs::remove_dir_all(p)
+    } else {
+        fs::remove_file(p)
+    };
+    r.map_err(|e| anyhow::anyhow!("cannot remove {}: {e}", p.display()))
 }
