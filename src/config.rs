@@ -220,7 +220,7 @@ pub fn locate(explicit: Option<&Path>, repo_dir: Option<&Path>) -> anyhow::Resul
 /// Read and validate a config file.
 pub fn load(path: &Path) -> anyhow::Result<Config> {
     let text = std::fs::read_to_string(path)
-        .map_err(|e| UsageError::new(format!("cannot read config file {}: {e}", path.display())))?;
+        .map_err(|e| UsageError::err(format!("cannot read config file {}: {e}", path.display())))?;
     let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
     parse(&text, &abs)
 }
@@ -232,7 +232,7 @@ pub fn parse(text: &str, path: &Path) -> anyhow::Result<Config> {
         let line = e.span().map(|s| line_of(text, s.start));
         let msg = e.message().trim().to_string();
         let hint = unknown_key_hint(&msg);
-        UsageError::new(match line {
+        UsageError::err(match line {
             Some(l) => match key_at(text, l) {
                 Some(k) if !msg.contains("unknown field") => {
                     format!("{file}:{l}: key `{k}`: {msg}{hint}")
@@ -327,7 +327,7 @@ pub fn parse(text: &str, path: &Path) -> anyhow::Result<Config> {
         let count = |v: &Option<Spanned<i64>>, k: &str, min: i64, default: usize| match v {
             None => Ok(default),
             Some(v) if *v.get_ref() >= min && *v.get_ref() <= 100_000 => Ok(*v.get_ref() as usize),
-            Some(v) => Err(UsageError::new(format!(
+            Some(v) => Err(UsageError::err(format!(
                 "{}: key `{}`: {} is out of range ({min} to 100000)",
                 at(v.span()),
                 key(k),
@@ -412,7 +412,7 @@ impl Config {
     /// Look up a test by name; an unknown name is a usage error listing the known ones.
     pub fn test(&self, name: &str) -> anyhow::Result<&Test> {
         self.tests.get(name).ok_or_else(|| {
-            UsageError::new(format!(
+            UsageError::err(format!(
                 "unknown test `{name}` (tests in {}: {})",
                 self.path.display(),
                 self.known_tests()
@@ -507,7 +507,7 @@ fn metric(v: &Spanned<toml::Value>, key: &str, at: &str) -> anyhow::Result<Metri
             match k.as_str() {
                 "regex" => {
                     let re = regex::Regex::new(s).map_err(|e| {
-                        UsageError::new(format!("{at}: key `{key}.regex`: invalid regex: {e}"))
+                        UsageError::err(format!("{at}: key `{key}.regex`: invalid regex: {e}"))
                     })?;
                     if re.captures_len() < 2 {
                         crate::usage!(
@@ -537,7 +537,7 @@ fn metric(v: &Spanned<toml::Value>, key: &str, at: &str) -> anyhow::Result<Metri
 
 fn threshold(v: &Spanned<toml::Value>, key: &str, at: &str) -> anyhow::Result<Threshold> {
     let bad = || {
-        UsageError::new(format!(
+        UsageError::err(format!(
             "{at}: key `{key}` must be a percentage like \"2%\" or a non-negative number"
         ))
     };
@@ -559,7 +559,7 @@ fn threshold(v: &Spanned<toml::Value>, key: &str, at: &str) -> anyhow::Result<Th
 fn duration(v: &Spanned<toml::Value>, key: &str, at: &str) -> anyhow::Result<Duration> {
     let d = match v.get_ref() {
         toml::Value::String(s) => humantime::parse_duration(s.trim()).map_err(|e| {
-            UsageError::new(format!(
+            UsageError::err(format!(
                 "{at}: key `{key}`: `{s}` is not a duration like \"90s\", \"20m\", \"1h\" ({e})"
             ))
         })?,

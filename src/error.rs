@@ -9,7 +9,7 @@ pub struct UsageError(pub String);
 
 impl UsageError {
     /// Build an `anyhow::Error` carrying a usage error.
-    pub fn new(msg: impl Into<String>) -> anyhow::Error {
+    pub fn err(msg: impl Into<String>) -> anyhow::Error {
         anyhow::Error::new(UsageError(msg.into()))
     }
 }
@@ -32,6 +32,6 @@ pub fn is_usage(err: &anyhow::Error) -> bool {
 #[macro_export]
 macro_rules! usage {
     ($($arg:tt)*) => {
-        return Err($crate::error::UsageError::new(format!($($arg)*)))
+        return Err($crate::error::UsageError::err(format!($($arg)*)))
     };
 }

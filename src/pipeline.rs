@@ -201,18 +201,21 @@ impl Workspace {
         Ok(a)
     }
 
-    /// Measure `runs` runs of `test` on a built commit, storing each before the next starts;
-    /// `each` sees every sample after it is stored.
+    /// Measure a batch of runs of a test on a built commit, storing each before the next
+    /// starts; `each` sees every sample after it is stored.
     pub fn measure(
         &self,
         appender: &mut Appender,
-        test: &Test,
-        commit: ObjectId,
-        artifacts: &Path,
-        runs: usize,
-        round: u32,
+        batch: Batch<'_>,
         each: &mut dyn FnMut(&Sample),
     ) -> anyhow::Result<Vec<Sample>> {
+        let Batch {
+            test,
+            commit,
+            artifacts,
+            runs,
+            round,
+        } = batch;
         let ctx = measure::Context {
             test,
             config_dir: &self.config.dir,
@@ -240,6 +243,16 @@ impl Workspace {
         })?;
         Ok(got)
     }
+}
+
+/// What to measure: `runs` runs of `test` on `commit`, whose artifacts are at `artifacts`,
+/// stored as round `round`.
+pub struct Batch<'a> {
+    pub test: &'a Test,
+    pub commit: ObjectId,
+    pub artifacts: &'a Path,
+    pub runs: usize,
+    pub round: u32,
 }
 
 /// Indent every line by four spaces.

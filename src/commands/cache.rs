@@ -100,7 +100,7 @@ pub fn cache(g: &Global, args: CacheArgs) -> anyhow::Result<()> {
             }
             if let Some(max) = max_size {
                 let max: ByteSize = max.parse().map_err(|e| {
-                    UsageError::new(format!("--max-size `{max}`: {e} (use e.g. 500M or 10G)"))
+                    UsageError::err(format!("--max-size `{max}`: {e} (use e.g. 500M or 10G)"))
                 })?;
                 let arts = entries(&root.join("artifacts"));
                 let mut total: u64 = arts.iter().map(|e| e.size).sum();

@@ -41,9 +41,9 @@ pub fn detect(g: &Global, args: DetectArgs) -> anyhow::Result<()> {
     let out = match &args.input {
         Some(path) => {
             let file = std::fs::File::open(path)
-                .map_err(|e| UsageError::new(format!("cannot read {}: {e}", path.display())))?;
+                .map_err(|e| UsageError::err(format!("cannot read {}: {e}", path.display())))?;
             let series = stats::read_series_csv(std::io::BufReader::new(file))
-                .map_err(|e| UsageError::new(format!("{}: {e}", path.display())))?;
+                .map_err(|e| UsageError::err(format!("{}: {e}", path.display())))?;
             let mut opts = changepoint::Options::default();
             if let Some(a) = args.alpha {
                 opts.alpha = a;

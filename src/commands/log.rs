@@ -7,14 +7,14 @@ use crate::git::Repo;
 
 pub fn log(g: &Global, args: LogArgs) -> anyhow::Result<()> {
     let repo = Repo::open(g.repo.as_deref())?;
-    let range = repo.range(&args.range)?;
+    let (_, ids) = repo.range_ids(&args.range)?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     if args.count {
-        writeln!(out, "{}", range.commits.len())?;
+        writeln!(out, "{}", ids.len())?;
     } else {
-        for c in &range.commits {
-            writeln!(out, "{} {}", c.id, c.subject)?;
+        for id in ids {
+            writeln!(out, "{id} {}", repo.info(id)?.subject)?;
         }
     }
     out.flush()?;

@@ -8,7 +8,7 @@ use serde::Serialize;
 use crate::build::State;
 use crate::cli::{Format, Global, RunArgs};
 use crate::git;
-use crate::pipeline::Workspace;
+use crate::pipeline::{Batch, Workspace};
 
 use super::{check_format, locations, verbosity, Interrupted};
 
@@ -117,15 +117,14 @@ pub fn run(g: &Global, args: RunArgs) -> anyhow::Result<()> {
                 continue;
             }
             bar.set_message(format!("{} {} {}", c.short(), test.name, c.subject));
-            let got = ws.measure(
-                &mut appenders[ti],
+            let batch = Batch {
                 test,
-                c.id,
-                &artifacts,
-                need,
+                commit: c.id,
+                artifacts: &artifacts,
+                runs: need,
                 round,
-                &mut |_| bar.inc(1),
-            )?;
+            };
+            let got = ws.measure(&mut appenders[ti], batch, &mut |_| bar.inc(1))?;
             summary.runs += got.len();
             summary.failed_runs += got.iter().filter(|s| s.value.is_none()).count();
             if crate::interrupt::requested() {
@@ -173,7 +172,7 @@ fn print_summary(
 
 fn parse_shard(s: &str) -> anyhow::Result<(usize, usize)> {
     let bad = || {
-        crate::error::UsageError::new(format!(
+        crate::error::UsageError::err(format!(
             "--shard `{s}`: expected I/N with 1 <= I <= N, e.g. 2/4"
         ))
     };

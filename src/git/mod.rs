@@ -55,7 +55,7 @@ impl Repo {
             .map(Path::to_path_buf)
             .unwrap_or_else(|| PathBuf::from("."));
         let mut repo = gix::discover(&start).map_err(|e| {
-            UsageError::new(format!(
+            UsageError::err(format!(
                 "{} is not in a git repository ({e}); pass --repo DIR",
                 start.display()
             ))
@@ -89,11 +89,11 @@ impl Repo {
         let id = self
             .repo
             .rev_parse_single(rev)
-            .map_err(|e| UsageError::new(format!("unknown revision `{rev}`: {e}")))?;
+            .map_err(|e| UsageError::err(format!("unknown revision `{rev}`: {e}")))?;
         let commit = id
             .object()
             .and_then(|o| o.peel_to_commit())
-            .map_err(|e| UsageError::new(format!("revision `{rev}` is not a commit: {e}")))?;
+            .map_err(|e| UsageError::err(format!("revision `{rev}` is not a commit: {e}")))?;
         Ok(commit.id)
     }
 
@@ -137,6 +137,20 @@ impl Repo {
     /// oldest first; its base is A. A single revision lists just that commit; its base is
     /// its first parent.
     pub fn range(&self, spec: &str) -> anyhow::Result<Range> {
+        let (base, ids) = self.range_ids(spec)?;
+        let commits = ids
+            .into_iter()
+            .map(|id| self.info(id))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        Ok(Range {
+            spec: spec.trim().to_string(),
+            base: base.map(|b| self.info(b)).transpose()?,
+            commits,
+        })
+    }
+
+    /// Like [`Repo::range`], ids only: no commit is decoded beyond what the walk needs.
+    pub fn range_ids(&self, spec: &str) -> anyhow::Result<(Option<ObjectId>, Vec<ObjectId>)> {
         let spec_t = spec.trim();
         if spec_t.contains("...") {
             crate::usage!(
@@ -154,38 +168,46 @@ impl Repo {
                     "range `{spec_t}` is empty: `{b}` has no commit that `{a}` does not have (is the order reversed?)"
                 );
             }
-            let commits = ids
-                .into_iter()
-                .map(|id| self.info(id))
-                .collect::<anyhow::Result<Vec<_>>>()?;
-            Ok(Range {
-                spec: spec_t.to_string(),
-                base: Some(self.info(from)?),
-                commits,
-            })
+            Ok((Some(from), ids))
         } else {
             let id = self.resolve(spec_t)?;
-            let base = match self.first_parent(id)? {
-                Some(p) => Some(self.info(p)?),
-                None => None,
-            };
-            Ok(Range {
-                spec: spec_t.to_string(),
-                base,
-                commits: vec![self.info(id)?],
-            })
+            Ok((self.first_parent(id)?, vec![id]))
         }
     }
 
     /// First-parent commits reachable from `to` and not from `hide`, oldest first.
     pub fn walk(&self, to: ObjectId, hide: Option<ObjectId>) -> anyhow::Result<Vec<ObjectId>> {
-        let mut platform = self.repo.rev_walk([to]).first_parent_only();
-        if let Some(h) = hide {
-            platform = platform.with_hidden([h]);
-        }
+        // The usual range has its old end on the new end's first-parent chain: then the
+        // answer is that chain down to the old end, and stopping there is much cheaper than
+        // computing everything the old end can reach.
         let mut ids = Vec::new();
-        for info in platform.all().context("cannot walk the commit graph")? {
-            ids.push(info.context("cannot walk the commit graph")?.id);
+        let mut found = hide.is_none();
+        for info in self
+            .repo
+            .rev_walk([to])
+            .first_parent_only()
+            .all()
+            .context("cannot walk the commit graph")?
+        {
+            let id = info.context("cannot walk the commit graph")?.id;
+            if Some(id) == hide {
+                found = true;
+                break;
+            }
+            ids.push(id);
+        }
+        if !found {
+            // The old end is off the chain (a side branch, a tag on a release branch): hide
+            // everything it reaches, as git does.
+            ids.clear();
+            let platform = self
+                .repo
+                .rev_walk([to])
+                .first_parent_only()
+                .with_hidden(hide);
+            for info in platform.all().context("cannot walk the commit graph")? {
+                ids.push(info.context("cannot walk the commit graph")?.id);
+            }
         }
         ids.reverse();
         Ok(ids)

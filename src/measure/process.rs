@@ -7,8 +7,6 @@ use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
-use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -93,8 +91,12 @@ pub struct Finished {
 }
 
 /// Run `spec` to completion.
+///
+/// One thread does everything: it polls the output pipes (or, for file output, the child)
+/// with a short timeout, so the deadline and the interrupt flag are checked without helper
+/// threads; that keeps the overhead per run near that of a bare fork and exec.
 pub fn run(spec: Spec<'_>) -> anyhow::Result<Finished> {
-    let mut cmd = Command::new("sh");
+    let mut cmd = Command::new("/bin/sh");
     cmd.arg("-c")
         .arg(spec.command)
         .current_dir(spec.dir)
@@ -119,63 +121,144 @@ pub fn run(spec: Spec<'_>) -> anyhow::Result<Finished> {
         .spawn()
         .with_context(|| format!("cannot start `sh -c {}`", spec.command))?;
     let pid = child.id() as libc::pid_t;
-
-    let out_reader = child
-        .stdout
-        .take()
-        .map(|s| thread::spawn(move || read_stream(s, regex, keep_stdout)));
-    let err_reader = child
-        .stderr
-        .take()
-        .map(|s| thread::spawn(move || read_stream(s, None, 0)));
-
-    // The watcher kills the group at the deadline or on interrupt.
-    let timed_out = Arc::new(AtomicBool::new(false));
-    let interrupted = Arc::new(AtomicBool::new(false));
-    let (done_tx, done_rx) = mpsc::channel::<()>();
     let deadline = start + spec.timeout;
-    let watcher = {
-        let timed_out = timed_out.clone();
-        let interrupted = interrupted.clone();
-        let flag = spec.interrupt;
-        thread::spawn(move || loop {
-            let now = Instant::now();
-            if now >= deadline {
-                timed_out.store(true, Ordering::SeqCst);
-                kill_group(pid);
-                return;
-            }
-            if flag.is_some_and(|f| f.load(Ordering::SeqCst)) {
-                interrupted.store(true, Ordering::SeqCst);
-                kill_group(pid);
-                return;
-            }
-            let wait = (deadline - now).min(Duration::from_millis(50));
-            match done_rx.recv_timeout(wait) {
-                Ok(()) | Err(mpsc::RecvTimeoutError::Disconnected) => return,
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
-            }
-        })
-    };
+    let mut out = StreamReader::new(regex, keep_stdout);
+    let mut err = StreamReader::new(None, 0);
+    let stdout = child.stdout.take();
+    let stderr = child.stderr.take();
+    let mut ended: Option<(libc::c_int, libc::rusage)> = None;
+    let mut killed: Option<Status> = None;
 
-    let (raw_status, usage) = wait4(pid).context("waiting for the command failed")?;
+    {
+        use std::os::fd::AsRawFd;
+        let mut fds: Vec<(libc::c_int, Box<dyn Read>, bool)> = Vec::new();
+        if let Some(s) = stdout {
+            fds.push((s.as_raw_fd(), Box::new(s), true));
+        }
+        if let Some(s) = stderr {
+            fds.push((s.as_raw_fd(), Box::new(s), false));
+        }
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut idle_wait = Duration::from_micros(20);
+        // A pidfd becomes readable when the child exits, so one poll waits for output,
+        // exit, deadline and interrupt at once (Linux 5.3+; older kernels fall back to
+        // sleeping between non-blocking reaps).
+        // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
+        let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as libc::c_int;
+        let pidfd = (pidfd >= 0).then(|| {
+            use std::os::fd::FromRawFd;
+            // SAFETY: a fresh fd that nothing else owns.
+            unsafe { std::os::fd::OwnedFd::from_raw_fd(pidfd) }
+        });
+        loop {
+            if killed.is_none() {
+                if Instant::now() >= deadline {
+                    kill_group(pid);
+                    killed = Some(Status::TimedOut);
+                } else if spec.interrupt.is_some_and(|f| f.load(Ordering::SeqCst)) {
+                    kill_group(pid);
+                    killed = Some(Status::Interrupted);
+                }
+            }
+            if fds.is_empty() && ended.is_some() {
+                break;
+            }
+            if fds.is_empty() && pidfd.is_none() {
+                match wait4(pid, true).context("waiting for the command failed")? {
+                    Some(r) => {
+                        ended = Some(r);
+                        break;
+                    }
+                    None => {
+                        let left = deadline.saturating_duration_since(Instant::now());
+                        thread::sleep(idle_wait.min(left));
+                        idle_wait = (idle_wait * 2).min(Duration::from_millis(50));
+                        continue;
+                    }
+                }
+            }
+            let mut pfds: Vec<libc::pollfd> = fds
+                .iter()
+                .map(|(fd, _, _)| libc::pollfd {
+                    fd: *fd,
+                    events: libc::POLLIN,
+                    revents: 0,
+                })
+                .collect();
+            let watch_exit = ended.is_none() && pidfd.is_some();
+            if watch_exit {
+                use std::os::fd::AsRawFd;
+                pfds.push(libc::pollfd {
+                    fd: pidfd.as_ref().expect("checked").as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                });
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            let timeout_ms = left.min(Duration::from_millis(50)).as_millis() as libc::c_int;
+            // SAFETY: pfds is a valid array of pollfd for its length.
+            let r =
+                unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, timeout_ms) };
+            if r < 0 {
+                let e = std::io::Error::last_os_error();
+                if e.kind() == std::io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(e).context("poll on the command's output failed");
+            }
+            let exited = watch_exit && pfds.last().is_some_and(|p| p.revents != 0);
+            if exited || (r == 0 && ended.is_none() && pidfd.is_none()) {
+                // The command is done (or, without a pidfd, may be): reap it. Whatever it
+                // left running in its group would hold our pipes open, so clear it out.
+                if let Some(res) = wait4(pid, true)? {
+                    ended = Some(res);
+                    if capture {
+                        kill_group(pid);
+                    }
+                }
+            }
+            if watch_exit {
+                pfds.pop();
+            }
+            if r == 0 {
+                continue;
+            }
+            let mut closed = Vec::new();
+            for (i, p) in pfds.iter().enumerate() {
+                if p.revents == 0 {
+                    continue;
+                }
+                let (_, reader, is_out) = &mut fds[i];
+                match reader.read(&mut buf) {
+                    Ok(0) => closed.push(i),
+                    Ok(n) => {
+                        if *is_out {
+                            out.feed(&buf[..n]);
+                        } else {
+                            err.feed(&buf[..n]);
+                        }
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(_) => closed.push(i),
+                }
+            }
+            for i in closed.into_iter().rev() {
+                fds.remove(i);
+            }
+        }
+    }
+    let (raw_status, usage) = match ended {
+        Some(r) => r,
+        None => wait4(pid, false)?.expect("blocking wait4 returns the child"),
+    };
     let wall = start.elapsed().as_secs_f64();
-    let _ = done_tx.send(());
-    let _ = watcher.join();
     if spec.kill_leftovers || capture {
-        // Whatever is left in the group would keep our pipes open.
         kill_group(pid);
     }
     drop(child);
 
-    let (stdout, stdout_truncated, regex_match, out_tail) = match out_reader {
-        Some(h) => h.join().unwrap_or_default(),
-        None => Default::default(),
-    };
-    let err_tail = match err_reader {
-        Some(h) => h.join().unwrap_or_default().3,
-        None => Vec::new(),
-    };
+    let (stdout, stdout_truncated, regex_match, out_tail) = out.finish();
+    let err_tail = err.finish().3;
     let mut tail = String::from_utf8_lossy(&err_tail).into_owned();
     let out_tail = String::from_utf8_lossy(&out_tail);
     if !out_tail.trim().is_empty() {
@@ -185,10 +268,8 @@ pub fn run(spec: Spec<'_>) -> anyhow::Result<Finished> {
         tail.push_str(&out_tail);
     }
 
-    let status = if interrupted.load(Ordering::SeqCst) {
-        Status::Interrupted
-    } else if timed_out.load(Ordering::SeqCst) {
-        Status::TimedOut
+    let status = if let Some(k) = killed {
+        k
     } else if libc::WIFEXITED(raw_status) {
         Status::Exited(libc::WEXITSTATUS(raw_status))
     } else if libc::WIFSIGNALED(raw_status) {
@@ -230,15 +311,20 @@ fn kill_group(pid: libc::pid_t) {
     }
 }
 
-fn wait4(pid: libc::pid_t) -> std::io::Result<(libc::c_int, libc::rusage)> {
+/// Reap `pid` with its resource usage; `nohang` returns `None` while it still runs.
+fn wait4(pid: libc::pid_t, nohang: bool) -> std::io::Result<Option<(libc::c_int, libc::rusage)>> {
     let mut status: libc::c_int = 0;
     // SAFETY: rusage is plain old data; wait4 fills it.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let flags = if nohang { libc::WNOHANG } else { 0 };
     loop {
         // SAFETY: valid pointers to locals; pid is our own child.
-        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+        let r = unsafe { libc::wait4(pid, &mut status, flags, &mut usage) };
         if r == pid {
-            return Ok((status, usage));
+            return Ok(Some((status, usage)));
+        }
+        if r == 0 {
+            return Ok(None);
         }
         let err = std::io::Error::last_os_error();
         if err.kind() != std::io::ErrorKind::Interrupted {
@@ -247,65 +333,75 @@ fn wait4(pid: libc::pid_t) -> std::io::Result<(libc::c_int, libc::rusage)> {
     }
 }
 
-/// Reads a stream to its end with bounded memory. Returns (kept stdout, truncated,
-/// first regex match, tail).
-fn read_stream(
-    mut s: impl Read,
+/// Takes a stream's bytes as they come, with bounded memory: the first `keep` bytes whole,
+/// group 1 of the first line matching `regex`, and a tail.
+struct StreamReader {
     regex: Option<regex::Regex>,
     keep: usize,
-) -> (Vec<u8>, bool, Option<String>, Vec<u8>) {
-    let mut kept = Vec::new();
-    let mut truncated = false;
-    let mut found: Option<String> = None;
-    let mut line: Vec<u8> = Vec::new();
-    let mut tail: Vec<u8> = Vec::new();
-    let mut buf = vec![0u8; 64 * 1024];
-    let scan_line = |line: &[u8], found: &mut Option<String>| {
-        if found.is_some() {
-            return;
+    kept: Vec<u8>,
+    truncated: bool,
+    found: Option<String>,
+    line: Vec<u8>,
+    tail: Vec<u8>,
+}
+
+impl StreamReader {
+    fn new(regex: Option<regex::Regex>, keep: usize) -> Self {
+        StreamReader {
+            regex,
+            keep,
+            kept: Vec::new(),
+            truncated: false,
+            found: None,
+            line: Vec::new(),
+            tail: Vec::new(),
         }
-        if let Some(re) = &regex {
-            let text = String::from_utf8_lossy(line);
-            if let Some(c) = re.captures(&text) {
-                *found = c.get(1).map(|m| m.as_str().to_string());
-            }
+    }
+
+    fn feed(&mut self, chunk: &[u8]) {
+        if self.kept.len() < self.keep {
+            let take = (self.keep - self.kept.len()).min(chunk.len());
+            self.kept.extend_from_slice(&chunk[..take]);
+            self.truncated |= take < chunk.len();
+        } else if self.keep > 0 {
+            self.truncated = true;
         }
-    };
-    loop {
-        let n = match s.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(_) => break,
-        };
-        let chunk = &buf[..n];
-        if kept.len() < keep {
-            let take = (keep - kept.len()).min(n);
-            kept.extend_from_slice(&chunk[..take]);
-            truncated |= take < n;
-        } else if keep > 0 {
-            truncated = true;
+        self.tail.extend_from_slice(chunk);
+        if self.tail.len() > 2 * TAIL_BYTES {
+            self.tail.drain(..self.tail.len() - TAIL_BYTES);
         }
-        tail.extend_from_slice(chunk);
-        if tail.len() > 2 * TAIL_BYTES {
-            tail.drain(..tail.len() - TAIL_BYTES);
-        }
-        if regex.is_some() && found.is_none() {
+        if self.regex.is_some() && self.found.is_none() {
             for &b in chunk {
                 if b == b'\n' {
-                    scan_line(&line, &mut found);
-                    line.clear();
-                } else if line.len() < MAX_LINE {
-                    line.push(b);
+                    self.scan_line();
+                    self.line.clear();
+                    if self.found.is_some() {
+                        break;
+                    }
+                } else if self.line.len() < MAX_LINE {
+                    self.line.push(b);
                 }
             }
         }
     }
-    if !line.is_empty() {
-        scan_line(&line, &mut found);
+
+    fn scan_line(&mut self) {
+        if let (Some(re), None) = (&self.regex, &self.found) {
+            let text = String::from_utf8_lossy(&self.line);
+            if let Some(c) = re.captures(&text) {
+                self.found = c.get(1).map(|m| m.as_str().to_string());
+            }
+        }
     }
-    if tail.len() > TAIL_BYTES {
-        tail.drain(..tail.len() - TAIL_BYTES);
+
+    /// (kept bytes, truncated, first match, tail)
+    fn finish(mut self) -> (Vec<u8>, bool, Option<String>, Vec<u8>) {
+        if !self.line.is_empty() {
+            self.scan_line();
+        }
+        if self.tail.len() > TAIL_BYTES {
+            self.tail.drain(..self.tail.len() - TAIL_BYTES);
+        }
+        (self.kept, self.truncated, self.found, self.tail)
     }
-    (kept, truncated, found, tail)
 }
