@@ -24,3 +24,8 @@ pub fn install() {
 pub fn requested() -> bool {
     REQUESTED.load(Ordering::SeqCst)
 }
+
+/// The run was stopped by Ctrl-C after storing what was measured: exit code 130.
+#[derive(Debug, thiserror::Error)]
+#[error("interrupted; everything measured so far is stored: run the same command again to resume")]
+pub struct Interrupted;

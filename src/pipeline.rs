@@ -201,6 +201,59 @@ impl Workspace {
         Ok(a)
     }
 
+    /// The artifacts of a commit, building it first if needed. `None`: it does not build
+    /// (now or before). The flag says whether a build ran now.
+    pub fn ensure_built(&self, id: &ObjectId) -> anyhow::Result<(Option<PathBuf>, bool)> {
+        match self.build_state(id) {
+            State::Cached(p) => return Ok((Some(p), false)),
+            State::Failed(_) => return Ok((None, false)),
+            State::Missing => {}
+        }
+        let outcomes = self.build_missing(&[*id], 1, false)?;
+        if crate::interrupt::requested() {
+            return Err(crate::interrupt::Interrupted.into());
+        }
+        let built = !outcomes.is_empty();
+        match self.build_state(id) {
+            State::Cached(p) => Ok((Some(p), built)),
+            _ => Ok((None, built)),
+        }
+    }
+
+    fn context<'a>(&'a self, x: &Batch<'a>) -> measure::Context<'a> {
+        measure::Context {
+            test: x.test,
+            config_dir: &self.config.dir,
+            artifacts: x.artifacts,
+            commit: x.commit,
+            recipe_hash: self.config.build.recipe_hash(),
+            round: x.round,
+        }
+    }
+
+    /// Run two batches interleaved (A B A B ...), each sample stored before the next run.
+    pub fn measure_interleaved(
+        &self,
+        appender: &mut Appender,
+        a: Batch<'_>,
+        b: Batch<'_>,
+        each: &mut dyn FnMut(&Sample),
+    ) -> anyhow::Result<(Vec<Sample>, Vec<Sample>)> {
+        let (ca, cb) = (self.context(&a), self.context(&b));
+        let mut got = (Vec::new(), Vec::new());
+        measure::interleaved(&ca, &cb, a.runs.min(b.runs), &mut |side, s| {
+            appender.append(&s)?;
+            each(&s);
+            if side {
+                got.1.push(s);
+            } else {
+                got.0.push(s);
+            }
+            Ok(())
+        })?;
+        Ok(got)
+    }
+
     /// Measure a batch of runs of a test on a built commit, storing each before the next
     /// starts; `each` sees every sample after it is stored.
     pub fn measure(

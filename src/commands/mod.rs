@@ -16,10 +16,7 @@ use clap::Parser;
 use crate::cli::{Cli, Command, Format, Global};
 use crate::pipeline::{Locations, Verbosity};
 
-/// The run was stopped by Ctrl-C after storing what was measured: exit code 130.
-#[derive(Debug, thiserror::Error)]
-#[error("interrupted; everything measured so far is stored: run the same command again to resume")]
-pub struct Interrupted;
+pub use crate::interrupt::Interrupted;
 
 /// Parse `args`, run the command and return the exit code.
 pub fn dispatch<I, T>(args: I) -> i32

@@ -183,6 +183,50 @@ pub fn batch(
     result
 }
 
+/// Run `a` and `b` alternately (A B A B ...) `runs` times each, so that drift of the machine
+/// hits both sides alike; each sample goes to `sink` (with `true` for side B) before the next
+/// run. Returns how many pairs ran.
+pub fn interleaved(
+    a: &Context<'_>,
+    b: &Context<'_>,
+    runs: usize,
+    sink: &mut dyn FnMut(bool, Sample) -> anyhow::Result<()>,
+) -> anyhow::Result<usize> {
+    if runs == 0 {
+        return Ok(0);
+    }
+    for (side, ctx) in [(false, a), (true, b)] {
+        if let Err(why) = ctx.setup()? {
+            sink(side, ctx.failed_sample(why))?;
+            let _ = a.teardown()?;
+            let _ = b.teardown()?;
+            return Ok(0);
+        }
+    }
+    let result = (|| {
+        for _ in 0..a.test.warmup {
+            a.run_once()?;
+            b.run_once()?;
+        }
+        let mut n = 0;
+        for _ in 0..runs {
+            if crate::interrupt::requested() {
+                break;
+            }
+            sink(false, a.run_once()?)?;
+            sink(true, b.run_once()?)?;
+            n += 1;
+        }
+        Ok(n)
+    })();
+    for ctx in [a, b] {
+        if let Err(why) = ctx.teardown()? {
+            eprintln!("perfbisect: warning: {why}");
+        }
+    }
+    result
+}
+
 fn read_metric(metric: &Metric, fin: &process::Finished, test: &Test) -> Result<f64, String> {
     let tail = || {
         if fin.tail.trim().is_empty() {

@@ -1,5 +1,6 @@
 //! Rendering results for terminals, scripts and bug trackers.
 
+pub mod find;
 pub mod show;
 
 /// A number with up to six significant digits, trailing zeros dropped; integers stay integers.
