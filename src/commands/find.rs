@@ -21,6 +21,9 @@ pub fn find(g: &Global, args: FindArgs) -> anyhow::Result<()> {
     )?;
     let ws = Workspace::open(&locations(g), verbosity(g), true)?;
     let test = ws.config.test(&args.test)?.clone();
+    if let Some(w) = super::calibrate::threshold_warning(&ws.cache, &test) {
+        ws.warn(&w);
+    }
     let range = ws.repo.range(&args.range)?;
     let Some(base) = range.base.clone() else {
         crate::usage!(

@@ -1,7 +1,7 @@
 //! One function per subcommand, and the dispatcher that maps outcomes to exit codes.
 
 mod cache;
-mod calibrate;
+pub mod calibrate;
 mod compare;
 mod demo;
 mod detect;

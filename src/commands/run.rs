@@ -29,6 +29,11 @@ pub fn run(g: &Global, args: RunArgs) -> anyhow::Result<()> {
     let shard = args.shard.as_deref().map(parse_shard).transpose()?;
     let ws = Workspace::open(&locations(g), verbosity(g), true)?;
     let tests = ws.config.select(&args.tests)?;
+    for t in &tests {
+        if let Some(w) = super::calibrate::threshold_warning(&ws.cache, t) {
+            ws.warn(&w);
+        }
+    }
     let range = ws.repo.range(&args.range)?;
     let commits: Vec<_> = range
         .commits

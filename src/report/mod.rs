@@ -3,7 +3,7 @@
 pub mod find;
 pub mod show;
 
-/// A number with up to six significant digits, trailing zeros dropped; integers stay integers.
+/// A number with up to five significant digits, trailing zeros dropped; integers stay integers.
 pub fn fmt_num(v: f64) -> String {
     if !v.is_finite() {
         return v.to_string();
@@ -16,7 +16,7 @@ pub fn fmt_num(v: f64) -> String {
     } else {
         v.abs().log10().floor() as i32
     };
-    let decimals = (5 - mag).clamp(0, 12) as usize;
+    let decimals = (4 - mag).clamp(0, 12) as usize;
     let s = format!("{v:.decimals$}");
     if s.contains('.') {
         s.trim_end_matches('0').trim_end_matches('.').to_string()
@@ -32,9 +32,9 @@ mod tests {
     #[test]
     fn numbers_read_well() {
         assert_eq!(fmt_num(3064.0), "3064");
-        assert_eq!(fmt_num(1.234567), "1.23457");
+        assert_eq!(fmt_num(1.234567), "1.2346");
         assert_eq!(fmt_num(0.0012345), "0.0012345");
-        assert_eq!(fmt_num(12345.678), "12345.7");
+        assert_eq!(fmt_num(12345.678), "12346");
         assert_eq!(fmt_num(3002.5), "3002.5");
     }
 }
