@@ -73,7 +73,18 @@ pub fn demo(g: &Global, args: crate::cli::DemoArgs) -> anyhow::Result<()> {
         ..g.clone()
     };
     let range = format!("{}..main", &ids[0][..10]);
-    println!("\n$ perfbisect run value,rss {range}");
+    // Bisection first, on an empty cache: it builds only the commits it probes.
+    println!("\n$ perfbisect find value {range}");
+    super::find::find(
+        &g,
+        FindArgs {
+            test: "value".into(),
+            range: range.clone(),
+            format: Format::Text,
+            jobs: 1,
+        },
+    )?;
+    println!("\n$ perfbisect run value,rss {range} --jobs 2");
     super::run::run(
         &g,
         RunArgs {
@@ -96,27 +107,19 @@ pub fn demo(g: &Global, args: crate::cli::DemoArgs) -> anyhow::Result<()> {
             format: Format::Text,
         },
     )?;
-    println!("\n$ perfbisect detect rss {range}");
-    super::detect::detect(
-        &g,
-        DetectArgs {
-            test: Some("rss".into()),
-            range: Some(range.clone()),
-            input: None,
-            format: Format::Text,
-            alpha: None,
-        },
-    )?;
-    println!("\n$ perfbisect find value {range}");
-    super::find::find(
-        &g,
-        FindArgs {
-            test: "value".into(),
-            range,
-            format: Format::Text,
-            jobs: 1,
-        },
-    )?;
+    for test in ["value", "rss"] {
+        println!("\n$ perfbisect detect {test} {range}");
+        super::detect::detect(
+            &g,
+            DetectArgs {
+                test: Some(test.into()),
+                range: Some(range.clone()),
+                input: None,
+                format: Format::Text,
+                alpha: None,
+            },
+        )?;
+    }
     println!(
         "\nTry it yourself: perfbisect --repo {} --config {} --cache {} show rss",
         repo.display(),
