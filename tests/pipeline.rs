@@ -47,6 +47,13 @@ fn run_builds_measures_and_resumes_nothing_twice() {
             (n, None) => panic!("commit {n} has no samples"),
         }
     }
+    // A 10 % step up in a lower-is-better test reads as an upward trend: getting worse.
+    assert_eq!(
+        value["summary"]["trend"]["direction"], "increasing",
+        "{value}"
+    );
+    assert_eq!(value["summary"]["trend"]["verdict"], "worse");
+    assert!(value["summary"]["trend"]["p_value"].as_f64().unwrap() < 0.01);
     let rss = medians(&f.show("rss", &range));
     for (k, m) in rss.iter().enumerate() {
         let n = k + 2;
@@ -175,6 +182,11 @@ stake = 3064
         "{text}"
     );
     assert!(text.contains("current results are BETTER"), "{text}");
+    assert!(
+        text.contains("stake 3064: mean -61 (-1.99%), P50 -61 (-1.99%)"),
+        "{text}"
+    );
+    assert!(text.contains("Mann-Kendall over commit medians"), "{text}");
     let json = f.show("size", &f.range());
     assert_eq!(json["summary"]["stake"]["verdict"], "better");
     assert_eq!(json["summary"]["samples"], 3);

@@ -25,6 +25,15 @@ pub fn fmt_num(v: f64) -> String {
     }
 }
 
+/// [`fmt_num`] with an explicit sign.
+pub fn fmt_signed(v: f64) -> String {
+    if v > 0.0 {
+        format!("+{}", fmt_num(v))
+    } else {
+        fmt_num(v)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::fmt_num;

@@ -9,7 +9,7 @@ use crate::git::CommitInfo;
 use crate::stats::{self, Summary};
 use crate::store::Sample;
 
-use super::fmt_num;
+use super::{fmt_num, fmt_signed};
 
 /// Status of one commit in `show`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -44,6 +44,23 @@ pub struct StakeVerdict {
     pub verdict: &'static str,
 }
 
+/// Mann-Kendall over the per-commit medians, in commit order.
+#[derive(Debug, Clone, Serialize)]
+pub struct TrendSummary {
+    pub p_value: f64,
+    pub tau: f64,
+    /// Sen's slope: change per commit, in the metric's unit.
+    pub sen_slope: f64,
+    /// Sen's slope as % of the median, per commit.
+    pub sen_slope_pct: f64,
+    pub direction: stats::TrendDirection,
+    /// "better", "worse" or "none" by the test's direction.
+    pub verdict: &'static str,
+}
+
+/// Significance level of the trend test (as on curl's page).
+const TREND_ALPHA: f64 = 0.05;
+
 /// The range as a whole.
 #[derive(Debug, Clone, Serialize)]
 pub struct RangeSummary {
@@ -58,6 +75,7 @@ pub struct RangeSummary {
     pub std_dev: f64,
     pub std_dev_pct: f64,
     pub span: f64,
+    pub trend: Option<TrendSummary>,
     pub stake: Option<StakeVerdict>,
 }
 
@@ -92,6 +110,29 @@ pub fn summarize(test: &Test, rows: &[CommitRow]) -> Option<RangeSummary> {
             },
         }
     });
+    let medians: Vec<f64> = rows
+        .iter()
+        .map(|r| stats::median(&r.values).unwrap_or(f64::NAN))
+        .collect();
+    let trend = stats::mann_kendall(&medians, TREND_ALPHA)
+        .filter(|_| rows.iter().filter(|r| !r.values.is_empty()).count() >= 3)
+        .map(|t| TrendSummary {
+            p_value: t.p_value,
+            tau: t.tau,
+            sen_slope: t.sen_slope,
+            sen_slope_pct: if s.median != 0.0 {
+                t.sen_slope / s.median.abs() * 100.0
+            } else {
+                0.0
+            },
+            direction: t.direction,
+            verdict: match (t.direction, test.direction) {
+                (stats::TrendDirection::None, _) => "none",
+                (stats::TrendDirection::Increasing, Direction::Lower)
+                | (stats::TrendDirection::Decreasing, Direction::Higher) => "worse",
+                _ => "better",
+            },
+        });
     Some(RangeSummary {
         samples: s.n,
         commits_measured: rows.iter().filter(|r| !r.values.is_empty()).count(),
@@ -104,6 +145,7 @@ pub fn summarize(test: &Test, rows: &[CommitRow]) -> Option<RangeSummary> {
         std_dev: s.std_dev,
         std_dev_pct: s.cv_percent(),
         span: s.span(),
+        trend,
         stake,
     })
 }
@@ -189,6 +231,26 @@ pub fn text(test: &Test, rows: &[CommitRow]) -> String {
                 s.std_dev_pct,
                 fmt_num(s.span)
             );
+            if let Some(t) = &s.trend {
+                let what = match t.verdict {
+                    "none" => "no significant trend".to_string(),
+                    v => format!(
+                        "{} trend: getting {v}",
+                        if t.sen_slope > 0.0 {
+                            "upward"
+                        } else {
+                            "downward"
+                        }
+                    ),
+                };
+                let _ = writeln!(
+                    o,
+                    "Mann-Kendall over commit medians: {what} (p = {:.3}, Sen's slope {} per commit, {:+.3}%)",
+                    t.p_value,
+                    fmt_signed(t.sen_slope),
+                    t.sen_slope_pct
+                );
+            }
             if let Some(k) = &s.stake {
                 let word = match k.verdict {
                     "better" => "current results are BETTER",
@@ -197,11 +259,11 @@ pub fn text(test: &Test, rows: &[CommitRow]) -> String {
                 };
                 let _ = writeln!(
                     o,
-                    "stake {}: mean {:+} ({:+.2}%), P50 {:+} ({:+.2}%); newest median {}: {word}",
+                    "stake {}: mean {} ({:+.2}%), P50 {} ({:+.2}%); newest median {}: {word}",
                     fmt_num(k.stake),
-                    fmt_num(k.vs_mean),
+                    fmt_signed(k.vs_mean),
                     k.vs_mean_pct,
-                    fmt_num(k.vs_p50),
+                    fmt_signed(k.vs_p50),
                     k.vs_p50_pct,
                     fmt_num(k.current)
                 );
