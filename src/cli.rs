@@ -212,4 +212,23 @@ pub struct DemoArgs {
     /// Where to create the demo repository (default: CACHE/demo).
     #[arg(long)]
     pub dir: Option<PathBuf>,
+    /// Only create a repository (DIR/repo) and its config (DIR/perfbisect.toml) with the
+    /// shape below, for experiments and benchmarks; measure nothing.
+    #[arg(long)]
+    pub create_only: bool,
+    /// With --create-only: number of commits.
+    #[arg(long, default_value_t = 24, requires = "create_only")]
+    pub commits: usize,
+    /// With --create-only: 1-based commit where the printed value steps.
+    #[arg(long, requires = "create_only")]
+    pub step_at: Option<usize>,
+    /// With --create-only: size of the step, % of the value (negative: down).
+    #[arg(long, default_value_t = 5.0, requires = "create_only", allow_negative_numbers = true)]
+    pub step_pct: f64,
+    /// With --create-only: Gaussian noise of the value, % (0: deterministic).
+    #[arg(long, default_value_t = 1.0, requires = "create_only")]
+    pub noise_pct: f64,
+    /// With --create-only: share of runs whose value is 1.3 times too high.
+    #[arg(long, default_value_t = 0.0, requires = "create_only")]
+    pub outlier_rate: f64,
 }

@@ -34,7 +34,7 @@ fn specs() -> Vec<CommitSpec> {
 }
 
 pub fn demo(g: &Global, args: crate::cli::DemoArgs) -> anyhow::Result<()> {
-    let root = match args.dir {
+    let root = match args.dir.clone() {
         Some(d) => d,
         None => g
             .cache
@@ -45,6 +45,9 @@ pub fn demo(g: &Global, args: crate::cli::DemoArgs) -> anyhow::Result<()> {
     };
     let repo = root.join("repo");
     let config = root.join("perfbisect.toml");
+    if args.create_only {
+        return create_only(&repo, &config, &args);
+    }
     let ids = match crate::demo::git(&repo, &["rev-list", "--reverse", "main"], None) {
         Ok(out) if out.lines().count() == COMMITS && repo.join("app.c").is_file() => {
             out.lines().map(str::to_string).collect::<Vec<_>>()
@@ -126,5 +129,45 @@ pub fn demo(g: &Global, args: crate::cli::DemoArgs) -> anyhow::Result<()> {
         config.display(),
         root.join("cache").display()
     );
+    Ok(())
+}
+
+/// `demo --create-only`: a repository of the requested shape and the demo config.
+fn create_only(
+    repo: &std::path::Path,
+    config: &std::path::Path,
+    a: &crate::cli::DemoArgs,
+) -> anyhow::Result<()> {
+    if a.commits == 0 {
+        crate::usage!("--commits must be at least 1");
+    }
+    if let Some(k) = a.step_at {
+        if k == 0 || k > a.commits {
+            crate::usage!("--step-at {k}: must be between 1 and --commits ({})", a.commits);
+        }
+    }
+    if repo.exists() {
+        crate::usage!("{} exists; pick another --dir", repo.display());
+    }
+    let specs: Vec<CommitSpec> = (1..=a.commits)
+        .map(|n| CommitSpec {
+            subject: if Some(n) == a.step_at {
+                format!("Change {n}: moves the value by {:+} %", a.step_pct)
+            } else {
+                format!("Change {n}")
+            },
+            metric: if a.step_at.is_some_and(|k| n >= k) {
+                1000.0 * (1.0 + a.step_pct / 100.0)
+            } else {
+                1000.0
+            },
+            noise_pct: a.noise_pct,
+            outlier_rate: a.outlier_rate,
+            ..CommitSpec::default()
+        })
+        .collect();
+    let ids = create_repo(repo, &specs)?;
+    std::fs::write(config, CONFIG)?;
+    println!("{}", ids.join("\n"));
     Ok(())
 }
