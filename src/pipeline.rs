@@ -262,23 +262,10 @@ impl Workspace {
         batch: Batch<'_>,
         each: &mut dyn FnMut(&Sample),
     ) -> anyhow::Result<Vec<Sample>> {
-        let Batch {
-            test,
-            commit,
-            artifacts,
-            runs,
-            round,
-        } = batch;
-        let ctx = measure::Context {
-            test,
-            config_dir: &self.config.dir,
-            artifacts,
-            commit,
-            recipe_hash: self.config.build.recipe_hash(),
-            round,
-        };
+        let ctx = self.context(&batch);
+        let (test, commit) = (batch.test, batch.commit);
         let mut got = Vec::new();
-        measure::batch(&ctx, runs, &mut |s| {
+        measure::batch(&ctx, batch.runs, &mut |s| {
             appender.append(&s)?;
             if let Some(e) = &s.error {
                 if self.verbosity.verbose > 0 || got.is_empty() {
