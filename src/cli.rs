@@ -86,9 +86,6 @@ pub struct FindArgs {
     pub range: String,
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
-    /// Build up to N commits at once.
-    #[arg(short, long, default_value_t = 1)]
-    pub jobs: usize,
 }
 
 #[derive(Debug, Args)]

@@ -84,7 +84,6 @@ pub fn demo(g: &Global, args: crate::cli::DemoArgs) -> anyhow::Result<()> {
             test: "value".into(),
             range: range.clone(),
             format: Format::Text,
-            jobs: 1,
         },
     )?;
     println!("\n$ perfbisect run value,rss {range} --jobs 2");
