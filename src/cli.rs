@@ -220,7 +220,12 @@ pub struct DemoArgs {
     #[arg(long, requires = "create_only")]
     pub step_at: Option<usize>,
     /// With --create-only: size of the step, % of the value (negative: down).
-    #[arg(long, default_value_t = 5.0, requires = "create_only", allow_negative_numbers = true)]
+    #[arg(
+        long,
+        default_value_t = 5.0,
+        requires = "create_only",
+        allow_negative_numbers = true
+    )]
     pub step_pct: f64,
     /// With --create-only: Gaussian noise of the value, % (0: deterministic).
     #[arg(long, default_value_t = 1.0, requires = "create_only")]

@@ -250,7 +250,9 @@ fn record_failure(cache: &Cache, commit: &ObjectId, recipe: u64, tail: &str) -> 
     let path = cache.failed(commit, recipe);
     let dir = path.parent().expect("failed records have a parent");
     fs::create_dir_all(dir)?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    // Written in tmp/ (cleaned by `cache gc`), so a crash leaves no stray file in failed/.
+    fs::create_dir_all(cache.tmp())?;
+    let mut tmp = tempfile::NamedTempFile::new_in(cache.tmp())?;
     std::io::Write::write_all(&mut tmp, tail.as_bytes())?;
     tmp.as_file().sync_all()?;
     tmp.persist(&path)

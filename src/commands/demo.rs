@@ -142,7 +142,10 @@ fn create_only(
     }
     if let Some(k) = a.step_at {
         if k == 0 || k > a.commits {
-            crate::usage!("--step-at {k}: must be between 1 and --commits ({})", a.commits);
+            crate::usage!(
+                "--step-at {k}: must be between 1 and --commits ({})",
+                a.commits
+            );
         }
     }
     if repo.exists() {

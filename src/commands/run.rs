@@ -19,6 +19,9 @@ struct Summary {
     runs: usize,
     failed_builds: Vec<String>,
     failed_runs: usize,
+    /// Why each of `failed_builds` failed (the first line of its record), for the text output.
+    #[serde(skip)]
+    failed_reasons: Vec<String>,
 }
 
 pub fn run(g: &Global, args: RunArgs) -> anyhow::Result<()> {
@@ -78,6 +81,7 @@ pub fn run(g: &Global, args: RunArgs) -> anyhow::Result<()> {
         runs: 0,
         failed_builds: Vec::new(),
         failed_runs: 0,
+        failed_reasons: Vec::new(),
     };
     let mut to_build = Vec::new();
     for (ci, c) in commits.iter().enumerate() {
@@ -104,8 +108,11 @@ pub fn run(g: &Global, args: RunArgs) -> anyhow::Result<()> {
     'commits: for (ci, c) in commits.iter().enumerate() {
         let artifacts = match ws.build_state(&c.id) {
             State::Cached(p) => p,
-            State::Failed(_) => {
+            State::Failed(tail) => {
                 summary.failed_builds.push(c.id.to_string());
+                summary
+                    .failed_reasons
+                    .push(tail.lines().next().unwrap_or("").trim().to_string());
                 let skipped: u64 = plan[ci].iter().map(|(n, _)| *n as u64).sum();
                 bar.inc(skipped);
                 continue;
@@ -165,10 +172,10 @@ fn print_summary(
                 s.failed_runs,
                 crate::build::fmt_secs(started.elapsed().as_secs_f64())
             );
-            for f in &s.failed_builds {
+            for (f, why) in s.failed_builds.iter().zip(&s.failed_reasons) {
                 let id = gix::ObjectId::from_hex(f.as_bytes())?;
                 let subject = ws.repo.info(id).map(|i| i.subject).unwrap_or_default();
-                println!("  build failed: {} {}", git::short(&id), subject);
+                println!("  build failed: {} {subject} ({why})", git::short(&id));
             }
         }
     }

@@ -121,6 +121,8 @@ pub fn run(spec: Spec<'_>) -> anyhow::Result<Finished> {
         .spawn()
         .with_context(|| format!("cannot start `sh -c {}`", spec.command))?;
     let pid = child.id() as libc::pid_t;
+    // A second Ctrl-C ends perfbisect at once; it takes this command's group with it.
+    let _group = GroupGuard::register(pid);
     let deadline = start + spec.timeout;
     let mut out = StreamReader::new(regex, keep_stdout);
     let mut err = StreamReader::new(None, 0);
@@ -304,6 +306,22 @@ pub fn file_tail(path: &Path) -> String {
     String::from_utf8_lossy(&buf).into_owned()
 }
 
+/// Keeps a command's process group on the list a second Ctrl-C kills, while it runs.
+struct GroupGuard(libc::pid_t);
+
+impl GroupGuard {
+    fn register(pgid: libc::pid_t) -> GroupGuard {
+        crate::interrupt::register_group(pgid);
+        GroupGuard(pgid)
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        crate::interrupt::unregister_group(self.0);
+    }
+}
+
 fn kill_group(pid: libc::pid_t) {
     // SAFETY: killpg only sends a signal; a group that is gone yields ESRCH, which is fine.
     unsafe {
@@ -335,13 +353,20 @@ fn wait4(pid: libc::pid_t, nohang: bool) -> std::io::Result<Option<(libc::c_int,
 
 /// Takes a stream's bytes as they come, with bounded memory: the first `keep` bytes whole,
 /// group 1 of the first line matching `regex`, and a tail.
+///
+/// A line longer than `MAX_LINE` is matched on its first `MAX_LINE` bytes and, failing
+/// that, on its last `MAX_LINE` bytes, so a metric printed at the end of a huge line (after
+/// progress output without newlines, say) is still found.
 struct StreamReader {
     regex: Option<regex::Regex>,
     keep: usize,
     kept: Vec<u8>,
     truncated: bool,
     found: Option<String>,
+    /// The start of the current line (up to `MAX_LINE` bytes).
     line: Vec<u8>,
+    /// The bytes of the current line after `line`, of which the last `MAX_LINE + 1` count.
+    line_end: Vec<u8>,
     tail: Vec<u8>,
 }
 
@@ -354,6 +379,7 @@ impl StreamReader {
             truncated: false,
             found: None,
             line: Vec::new(),
+            line_end: Vec::new(),
             tail: Vec::new(),
         }
     }
@@ -370,28 +396,56 @@ impl StreamReader {
         if self.tail.len() > 2 * TAIL_BYTES {
             self.tail.drain(..self.tail.len() - TAIL_BYTES);
         }
-        if self.regex.is_some() && self.found.is_none() {
-            for &b in chunk {
-                if b == b'\n' {
-                    self.scan_line();
-                    self.line.clear();
-                    if self.found.is_some() {
-                        break;
-                    }
-                } else if self.line.len() < MAX_LINE {
-                    self.line.push(b);
-                }
+        if self.regex.is_none() || self.found.is_some() {
+            return;
+        }
+        let mut rest = chunk;
+        while let Some(nl) = rest.iter().position(|&b| b == b'\n') {
+            self.push_line(&rest[..nl]);
+            self.scan_line();
+            if self.found.is_some() {
+                return;
             }
+            rest = &rest[nl + 1..];
+        }
+        self.push_line(rest);
+    }
+
+    /// Add a part of the current line.
+    fn push_line(&mut self, part: &[u8]) {
+        let take = (MAX_LINE - self.line.len().min(MAX_LINE)).min(part.len());
+        self.line.extend_from_slice(&part[..take]);
+        let over = &part[take..];
+        if over.is_empty() {
+            return;
+        }
+        self.line_end.extend_from_slice(over);
+        if self.line_end.len() > 2 * (MAX_LINE + 1) {
+            self.line_end.drain(..self.line_end.len() - (MAX_LINE + 1));
         }
     }
 
+    /// Match the line just ended, and start a new one.
     fn scan_line(&mut self) {
         if let (Some(re), None) = (&self.regex, &self.found) {
             let text = String::from_utf8_lossy(&self.line);
-            if let Some(c) = re.captures(&text) {
-                self.found = c.get(1).map(|m| m.as_str().to_string());
+            self.found = re
+                .captures(&text)
+                .and_then(|c| c.get(1).map(|m| m.as_str().to_string()));
+            if self.found.is_none() && !self.line_end.is_empty() {
+                // The end of an over-long line. Its first character is context only, so that
+                // `^` cannot match in the middle of the line.
+                let end = &self.line_end[self.line_end.len().saturating_sub(MAX_LINE + 1)..];
+                let text = String::from_utf8_lossy(end);
+                if let Some((from, _)) = text.char_indices().nth(1) {
+                    self.found = re
+                        .captures_at(&text, from)
+                        .and_then(|c| c.get(1).map(|m| m.as_str().to_string()));
+                }
             }
         }
+        self.line.clear();
+        self.line_end.clear();
     }
 
     /// (kept bytes, truncated, first match, tail)
@@ -403,5 +457,72 @@ impl StreamReader {
             self.tail.drain(..self.tail.len() - TAIL_BYTES);
         }
         (self.kept, self.truncated, self.found, self.tail)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn matched(regex: &str, chunks: &[&[u8]]) -> Option<String> {
+        let mut r = StreamReader::new(Some(regex::Regex::new(regex).unwrap()), 0);
+        for c in chunks {
+            r.feed(c);
+        }
+        r.finish().2
+    }
+
+    #[test]
+    fn lines_split_across_chunks_match() {
+        assert_eq!(
+            matched(
+                "^value: ([0-9]+)",
+                &[b"noise\nval", b"ue: 4", b"2\nvalue: 7\n"]
+            ),
+            Some("42".into())
+        );
+        assert_eq!(
+            matched("^value: ([0-9]+)", &[b"x\nvalue: 9"]),
+            Some("9".into())
+        );
+        assert_eq!(matched("^value: ([0-9]+)", &[b"x value: 9\n"]), None);
+    }
+
+    #[test]
+    fn over_long_lines_match_at_start_or_end_only() {
+        let long = vec![b'y'; 3 * MAX_LINE + 17];
+        // At the end of a huge line, after it in another chunk.
+        assert_eq!(
+            matched("value: ([0-9]+)", &[&long, &long, b"value: 5"]),
+            Some("5".into())
+        );
+        assert_eq!(
+            matched("value: ([0-9]+)", &[&long, b"value: 6\n"]),
+            Some("6".into())
+        );
+        // `^` never matches inside a line, whatever the window.
+        let mut mid = vec![b'y'; MAX_LINE + 5];
+        mid.extend_from_slice(b"value: 7");
+        let tail_start = mid.len() - 8;
+        assert!(tail_start > MAX_LINE);
+        assert_eq!(matched("^value: ([0-9]+)", &[&mid, b"\n"]), None);
+        let mut exact = vec![b'y'; MAX_LINE + MAX_LINE / 2];
+        exact.extend_from_slice(b"value: 8");
+        exact.extend(vec![b'z'; MAX_LINE + 1 - 8]);
+        assert_eq!(matched("^value: ([0-9]+)", &[&exact, b"\n"]), None);
+        assert_eq!(matched("value: ([0-9]+)", &[&exact]), None);
+        let mut second = vec![b'y'; MAX_LINE + MAX_LINE / 2];
+        second.extend_from_slice(b"value: 9");
+        second.extend(vec![b'z'; MAX_LINE - 8]);
+        assert_eq!(matched("^value: ([0-9]+)", &[&second]), None);
+        assert_eq!(matched("value: ([0-9]+)", &[&second]), Some("9".into()));
+        // The start of a long line still counts, and the next line after it.
+        let mut start = b"value: 3".to_vec();
+        start.extend_from_slice(&long);
+        assert_eq!(matched("^value: ([0-9]+)", &[&start]), Some("3".into()));
+        assert_eq!(
+            matched("^value: ([0-9]+)", &[&long, b"\nvalue: 4\n"]),
+            Some("4".into())
+        );
     }
 }

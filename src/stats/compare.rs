@@ -564,6 +564,7 @@ mod tests {
     }
 
     proptest! {
+        #![proptest_config(crate::stats::proptest_config(256))]
         #[test]
         fn mwu_in_range(a in proptest::collection::vec(-100f64..100.0, 1..30),
                         b in proptest::collection::vec(-100f64..100.0, 1..30)) {

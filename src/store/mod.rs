@@ -123,23 +123,29 @@ impl Store {
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes)
             .with_context(|| format!("cannot read {}", path.display()))?;
-        if bytes.is_empty() {
-            let mut header = Vec::with_capacity(HEADER_LEN);
-            header.extend_from_slice(MAGIC);
-            header.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
-            file.write_all(&header)
-                .and_then(|()| file.sync_all())
-                .with_context(|| format!("cannot write {}", path.display()))?;
-            if !exists {
-                sync_dir(&self.dir);
-            }
-        } else {
+        let mut len = bytes.len() as u64;
+        if !bytes.is_empty() {
             let loaded = decode_file(&path, &bytes)?;
             warnings.extend(loaded.warnings);
             if loaded.torn_tail {
                 file.set_len(loaded.valid_end)
                     .and_then(|()| file.sync_all())
                     .with_context(|| format!("cannot cut the torn tail of {}", path.display()))?;
+                len = loaded.valid_end;
+            }
+        }
+        if len == 0 {
+            // A new file, or one whose header a crash or a full disk cut short: (re)write the
+            // header, or records appended now would follow no header.
+            let mut header = Vec::with_capacity(HEADER_LEN);
+            header.extend_from_slice(MAGIC);
+            header.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+            if let Err(e) = file.write_all(&header).and_then(|()| file.sync_all()) {
+                let _ = file.set_len(0);
+                return Err(e).with_context(|| format!("cannot write {}", path.display()));
+            }
+            if !exists {
+                sync_dir(&self.dir);
             }
         }
         Ok(Appender {
@@ -159,14 +165,28 @@ pub struct Appender {
 }
 
 impl Appender {
-    /// Append one sample and wait until it is on disk.
+    /// Append one sample and wait until it is on disk. On an error (a full disk) the file is
+    /// cut back to where it was, so no half record stays behind.
     pub fn append(&mut self, sample: &Sample) -> anyhow::Result<()> {
         let frame = encode_frame(sample)?;
+        let before = self
+            .file
+            .metadata()
+            .with_context(|| format!("cannot read {}", self.path.display()))?
+            .len();
         // One write of the whole frame: a crash leaves either nothing or a torn tail.
-        self.file
+        let written = self
+            .file
             .write_all(&frame)
-            .and_then(|()| self.file.sync_data())
-            .with_context(|| format!("cannot append to {}", self.path.display()))
+            .and_then(|()| self.file.sync_data());
+        if let Err(e) = written {
+            let _ = self
+                .file
+                .set_len(before)
+                .and_then(|()| self.file.sync_data());
+            return Err(e).with_context(|| format!("cannot append to {}", self.path.display()));
+        }
+        Ok(())
     }
 }
 

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Change-point detection on the shared cpd harness (../shared/bench/cpd): runs the real
+# `perfbisect detect --input FILE.csv --format json` on the public set (seed 1) and on a second
+# set (seed 2), and prints the harness's tables (P, R, F1, exact, time per series). The anchors'
+# numbers (ruptures PELT/Binseg, E-divisive, Otava) on the public set are in
+# ../shared/bench/cpd/results.md, measured by the same harness on a machine like this one.
+# Usage: scripts/bench-cpd.sh [SCRATCH_DIR]     (needs python3; installs numpy into a venv)
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+SRC="${CPD_SRC:-$ROOT/../shared/bench/cpd}"
+CPD="${1:-${TMPDIR:-/tmp}/perfbisect-cpd}"
+mkdir -p "$CPD"
+cp -n "$SRC"/*.py "$CPD"/ 2>/dev/null || true
+cd "$ROOT" && cargo build --release -q
+BIN="$ROOT/target/release/perfbisect"
+PY="$CPD/.venv/bin/python"
+if [ ! -x "$PY" ]; then
+    python3 -m venv "$CPD/.venv"
+    "$CPD/.venv/bin/pip" install -q numpy==2.2.0
+fi
+cd "$CPD"
+for seed in 1 2; do
+    set_dir="data/seed$seed"
+    [ -f "$set_dir/manifest.json" ] || "$PY" gen.py --seed "$seed" --out "$set_dir" >/dev/null
+    rm -rf "out/pb_seed$seed"
+    "$PY" run_anchors.py --data "$set_dir" --out "out/pb_seed$seed" --algos none \
+        --tool "$BIN" --tool-name perfbisect > "out/pb_seed$seed.log" 2>&1
+    echo "## seed $seed"
+    grep -E '^\| (algo|---|perfbisect) ' "out/pb_seed$seed/summary.md" | head -8
+    echo
+done

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Fuzz the parsers that read untrusted bytes: the config (`config::parse`), the
+# `detect --input` CSV reader (`stats::read_series_csv`) and the result store decoder
+# (`store::decode_file`). Each target runs for a bounded time; a crash stops the script
+# with the input saved under fuzz/artifacts/TARGET/.
+#
+# Usage: scripts/fuzz.sh [SECONDS_PER_TARGET (default 60)] [TARGET...]   (targets: config csv store)
+#
+# Needs cargo-fuzz (installed here with `cargo install cargo-fuzz` if missing, from crates.io)
+# and a nightly toolchain for -Zsanitizer. If `rustup toolchain list` shows no nightly and
+# rustup cannot download one (no network beyond package registries), the script falls back to
+# the stable toolchain with RUSTC_BOOTSTRAP=1, which lets stable rustc accept the nightly
+# flags cargo-fuzz passes. Seeds: fuzz/seeds/TARGET (checked in); the growing corpus goes to
+# fuzz/corpus/TARGET (git-ignored). Keep every crash as a case in tests/fuzz_regressions.rs.
+set -euo pipefail
+cd "$(dirname "$0")/../fuzz"
+
+secs=${1:-60}
+shift || true
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(config csv store)
+
+command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
+
+toolchain=()
+if rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
+    toolchain=(+nightly)
+elif rustup toolchain install nightly --profile minimal >/dev/null 2>&1; then
+    toolchain=(+nightly)
+else
+    echo "no nightly toolchain: using stable with RUSTC_BOOTSTRAP=1" >&2
+    export RUSTC_BOOTSTRAP=1
+fi
+
+status=0
+for t in "${targets[@]}"; do
+    mkdir -p "corpus/$t"
+    echo "== $t: ${secs}s"
+    log=$(mktemp)
+    set +e
+    # -O: release build with debug assertions (overflow checks find bugs too).
+    cargo "${toolchain[@]}" fuzz run -O "$t" "corpus/$t" "seeds/$t" -- \
+        -max_total_time="$secs" -rss_limit_mb=2048 -max_len=8192 -print_final_stats=1 >"$log" 2>&1
+    rc=$?
+    set -e
+    grep -E '^(Done [0-9]+ runs|stat::number_of_executed_units|stat::peak_rss_mb)' "$log" || true
+    if [ $rc -ne 0 ]; then
+        tail -n 40 "$log" >&2
+        echo "!! $t: exit $rc (a crash is saved under fuzz/artifacts/$t/)" >&2
+        status=1
+    fi
+    rm -f "$log"
+done
+exit $status
