@@ -111,9 +111,21 @@ impl Workspace {
     /// Load the stored samples of `test`, keeping only those of the current definitions.
     pub fn samples(&self, test: &Test) -> anyhow::Result<Samples> {
         let loaded = self.cache.store().load(&test.name)?;
-        for w in &loaded.warnings {
-            if self.verbosity.verbose > 0 {
+        if self.verbosity.verbose > 0 {
+            for w in &loaded.warnings {
                 self.warn(w);
+            }
+        } else {
+            // Skipped records are news even without -v (once per load); a torn tail is not:
+            // it is a crash's leftover or another process's write in progress.
+            let skipped = loaded.warnings.len() - usize::from(loaded.torn_tail);
+            if let Some(first) = loaded.warnings.first().filter(|_| skipped > 0) {
+                let more = if skipped > 1 {
+                    format!(" (and {} more; -v lists them)", skipped - 1)
+                } else {
+                    String::new()
+                };
+                self.warn(&format!("{first}{more}"));
             }
         }
         let th = test.definition_hash();
@@ -160,15 +172,23 @@ impl Workspace {
         let bar = self.progress.bar(todo.len() as u64, "build");
         let verbose = self.verbosity.verbose > 0;
         let done = |o: &build::Outcome| {
+            // A hidden bar prints nothing: say it on stderr then (CI logs, --no-progress).
+            let say = |msg: String| {
+                if bar.is_hidden() {
+                    eprintln!("{msg}")
+                } else {
+                    bar.println(msg)
+                }
+            };
             bar.inc(1);
             bar.set_message(git::short(&o.commit));
             match &o.result {
-                Ok(_) if verbose => bar.println(format!(
+                Ok(_) if verbose => say(format!(
                     "built {} in {}",
                     git::short(&o.commit),
                     build::fmt_secs(o.seconds)
                 )),
-                Err(tail) if !o.interrupted => bar.println(format!(
+                Err(tail) if !o.interrupted => say(format!(
                     "perfbisect: build of {} failed; it will be skipped (--retry-failed builds it again):\n{}",
                     git::short(&o.commit),
                     indent(tail.trim_end())

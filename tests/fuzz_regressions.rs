@@ -28,6 +28,18 @@ fn inputs() -> Vec<(PathBuf, Vec<u8>)> {
 
 /// The checks of the three fuzz targets on one input.
 fn check(data: &[u8]) {
+    check_one(data);
+    // The store target also decodes the input as one frame with a correct checksum.
+    if !data.is_empty() {
+        let mut framed = b"PBSTORE\0\x01\0\0\0".to_vec();
+        framed.extend_from_slice(&(data.len() as u32).to_le_bytes());
+        framed.extend_from_slice(&crc32fast::hash(data).to_le_bytes());
+        framed.extend_from_slice(data);
+        check_one(&framed);
+    }
+}
+
+fn check_one(data: &[u8]) {
     if let Ok(text) = std::str::from_utf8(data) {
         let _ = perfbisect::config::parse(text, Path::new("/fuzz/perfbisect.toml"));
     }

@@ -84,10 +84,12 @@ pub fn cache(g: &Global, args: CacheArgs) -> anyhow::Result<()> {
             if !failed.is_empty() {
                 println!("failed builds ({}):", failed.len());
                 for e in &failed {
+                    let why = fs::read_to_string(&e.path).unwrap_or_default();
                     println!(
-                        "  {:<10} {}",
+                        "  {:<10} {} ({})",
                         &e.name[..10.min(e.name.len())],
-                        subject(&e.name)
+                        subject(&e.name),
+                        why.lines().next().unwrap_or("").trim()
                     );
                 }
             }

@@ -147,8 +147,10 @@ impl Store {
             if !exists {
                 sync_dir(&self.dir);
             }
+            len = HEADER_LEN as u64;
         }
         Ok(Appender {
+            end: len,
             file,
             path,
             warnings,
@@ -160,6 +162,8 @@ impl Store {
 pub struct Appender {
     file: File,
     path: PathBuf,
+    /// Length of the file: where the next record goes (only the lock holder appends).
+    end: u64,
     /// Problems found when the file was opened.
     pub warnings: Vec<String>,
 }
@@ -169,11 +173,7 @@ impl Appender {
     /// cut back to where it was, so no half record stays behind.
     pub fn append(&mut self, sample: &Sample) -> anyhow::Result<()> {
         let frame = encode_frame(sample)?;
-        let before = self
-            .file
-            .metadata()
-            .with_context(|| format!("cannot read {}", self.path.display()))?
-            .len();
+        let before = self.end;
         // One write of the whole frame: a crash leaves either nothing or a torn tail.
         let written = self
             .file
@@ -186,6 +186,7 @@ impl Appender {
                 .and_then(|()| self.file.sync_data());
             return Err(e).with_context(|| format!("cannot append to {}", self.path.display()));
         }
+        self.end += frame.len() as u64;
         Ok(())
     }
 }
@@ -261,9 +262,12 @@ pub fn decode_file(path: &Path, bytes: &[u8]) -> Result<Loaded, StoreError> {
                         path.display()
                     ));
                 } else {
+                    // The limit keeps a bogus length inside a record with a valid checksum
+                    // from allocating gigabytes (or aborting the process): nothing in a record
+                    // is longer than the record.
                     match bincode::serde::decode_from_slice::<Sample, _>(
                         payload,
-                        bincode::config::standard(),
+                        bincode::config::standard().with_limit::<MAX_RECORD>(),
                     ) {
                         Ok((s, _)) => out.samples.push(s),
                         Err(e) => out.warnings.push(format!(
@@ -380,6 +384,21 @@ mod tests {
         assert_eq!(l.samples.len(), 4);
         assert!(!l.torn_tail);
         assert!(l.warnings[0].contains(&format!("bytes {}", HEADER_LEN + frame)));
+    }
+
+    #[test]
+    fn cut_header_is_written_again_before_appending() {
+        let d = tempfile::tempdir().unwrap();
+        let p = write(d.path(), 1);
+        let bytes = std::fs::read(&p).unwrap();
+        for cut in [0, 1, 5, HEADER_LEN - 1] {
+            std::fs::write(&p, &bytes[..cut]).unwrap();
+            let mut a = Store::new(d.path()).appender("t").unwrap();
+            a.append(&sample(7)).unwrap();
+            let l = Store::new(d.path()).load("t").unwrap();
+            assert_eq!(l.samples, vec![sample(7)], "cut at {cut}");
+            assert!(l.warnings.is_empty(), "cut at {cut}: {:?}", l.warnings);
+        }
     }
 
     #[test]
