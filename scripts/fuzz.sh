@@ -2,7 +2,7 @@
 # Fuzz the parsers that read untrusted bytes: the config (`config::parse`), the
 # `detect --input` CSV reader (`stats::read_series_csv`) and the result store decoder
 # (`store::decode_file`). Each target runs for a bounded time; a crash stops the script
-# with the input saved under fuzz/artifacts/TARGET/.
+# with the input saved under scripts/fuzz/artifacts/TARGET/.
 #
 # Usage: scripts/fuzz.sh [SECONDS_PER_TARGET (default 60)] [TARGET...]   (targets: config csv store)
 #
@@ -14,11 +14,12 @@
 # machine: nightly 1.97 (2026-05) and stable 1.95 + RUSTC_BOOTSTRAP=1 build and run all three
 # targets with AddressSanitizer. The first build takes a few minutes (release, instrumented).
 #
-# Seeds: fuzz/seeds/TARGET (checked in); the growing corpus goes to fuzz/corpus/TARGET and
-# crashes to fuzz/artifacts/TARGET (both git-ignored). Keep every crash as a file under
+# Seeds: scripts/fuzz/seeds/TARGET (checked in); the growing corpus goes to
+# scripts/fuzz/corpus/TARGET and crashes to scripts/fuzz/artifacts/TARGET (both git-ignored). Keep every crash as a file under
 # tests/fuzz-regressions/TARGET/: tests/fuzz_regressions.rs replays them on every `cargo test`.
 set -euo pipefail
-cd "$(dirname "$0")/../fuzz"
+cd "$(dirname "$0")/.."
+fuzz=scripts/fuzz
 
 secs=${1:-60}
 shift || true
@@ -41,19 +42,19 @@ fi
 
 status=0
 for t in "${targets[@]}"; do
-    mkdir -p "corpus/$t"
+    mkdir -p "$fuzz/corpus/$t"
     echo "== $t: ${secs}s"
     log=$(mktemp)
     set +e
     # -O: release build with debug assertions (overflow checks find bugs too).
-    cargo "${toolchain[@]}" fuzz run -O "$t" "corpus/$t" "seeds/$t" -- \
+    cargo "${toolchain[@]}" fuzz run --fuzz-dir "$fuzz" -O "$t" "$fuzz/corpus/$t" "$fuzz/seeds/$t" -- \
         -max_total_time="$secs" -rss_limit_mb=2048 -max_len=8192 -print_final_stats=1 >"$log" 2>&1
     rc=$?
     set -e
     grep -E '^(Done [0-9]+ runs|stat::number_of_executed_units|stat::peak_rss_mb)' "$log" || true
     if [ $rc -ne 0 ]; then
         tail -n 40 "$log" >&2
-        echo "!! $t: exit $rc (a crash is saved under fuzz/artifacts/$t/)" >&2
+        echo "!! $t: exit $rc (a crash is saved under $fuzz/artifacts/$t/)" >&2
         status=1
     fi
     rm -f "$log"

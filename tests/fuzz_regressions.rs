@@ -1,15 +1,15 @@
-//! Replays the fuzz seeds (`fuzz/seeds/`) and every input the fuzzers ever crashed on or that
+//! Replays the fuzz seeds (`scripts/fuzz/seeds/`) and every input the fuzzers ever crashed on or that
 //! was written to probe a parser's limits (`tests/fuzz-regressions/`) through the three
 //! entry points the fuzz targets exercise: config parsing, the `detect --input` CSV reader
 //! and store decoding. Every input goes through all three; none may panic, and each result
-//! must satisfy the same invariants the fuzz targets assert (see `fuzz/fuzz_targets/`).
+//! must satisfy the same invariants the fuzz targets assert (see `scripts/fuzz/fuzz_targets/`).
 
 use std::path::{Path, PathBuf};
 
 fn inputs() -> Vec<(PathBuf, Vec<u8>)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut out = Vec::new();
-    for dir in ["fuzz/seeds", "tests/fuzz-regressions"] {
+    for dir in ["scripts/fuzz/seeds", "tests/fuzz-regressions"] {
         let Ok(targets) = std::fs::read_dir(root.join(dir)) else {
             continue;
         };
@@ -76,7 +76,7 @@ fn seeds_and_past_crashes_replay_through_all_entry_points() {
 
 #[test]
 fn seeds_decode_as_their_kind() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/fuzz/seeds");
     let good = std::fs::read(root.join("store/runs.pbs")).unwrap();
     let l = perfbisect::store::decode_file(Path::new("runs.pbs"), &good).unwrap();
     assert_eq!(l.samples.len(), 4);

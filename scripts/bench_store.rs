@@ -1,5 +1,5 @@
 //! Loading 1,000,000 stored samples, against reading the same file's bytes (the floor).
-//! Target: under 0.5 s. Run with `cargo bench --bench store`.
+//! Target: under 0.5 s. Run with `cargo bench --bench store` (scripts/bench-core.sh does).
 
 use std::time::Instant;
 
