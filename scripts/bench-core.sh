@@ -15,7 +15,7 @@ trap 'rm -rf "$work"' EXIT
 echo "== 1. store load"
 cargo bench -q --bench store 2>/dev/null | grep -v '^$'
 
-echo "== 2. range listing (30,000 first-parent commits, plus a merged side branch)"
+echo "== 2. range listing (30,000 first-parent commits, packed, with a commit-graph as git gc writes it)"
 repo=$work/big
 git init -q -b main "$repo"
 python3 - "$repo" <<'PY'
