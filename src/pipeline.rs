@@ -9,7 +9,7 @@ use gix::ObjectId;
 
 use crate::build::{self, State};
 use crate::config::{Config, Test};
-use crate::git::{self, Repo};
+use crate::git::{self, CommitInfo, Repo};
 use crate::measure;
 use crate::progress::Progress;
 use crate::store::cache::{Cache, CacheLock};
@@ -139,6 +139,28 @@ impl Workspace {
             }
         }
         Ok(out)
+    }
+
+    /// The commits of `range`, or without one every commit with samples, in HEAD's
+    /// first-parent order (oldest first).
+    pub fn commits(
+        &self,
+        range: Option<&str>,
+        samples: &Samples,
+    ) -> anyhow::Result<Vec<CommitInfo>> {
+        match range {
+            Some(r) => Ok(self.repo.range(r)?.commits),
+            None => {
+                let head = self.repo.head()?;
+                let mut out = Vec::new();
+                for id in self.repo.walk(head, None)? {
+                    if samples.by_commit.contains_key(&commit_key(&id)) {
+                        out.push(self.repo.info(id)?);
+                    }
+                }
+                Ok(out)
+            }
+        }
     }
 
     /// Build state of a commit.

@@ -26,6 +26,22 @@ struct Point {
     p_value: f64,
 }
 
+impl Point {
+    /// A change point at `index` (the CSV's index, or the position in the range), naming its
+    /// commit when there is one.
+    fn new(c: &stats::ChangePoint, index: i64, commit: Option<&CommitInfo>) -> Point {
+        Point {
+            index,
+            commit: commit.map(|k| k.id.to_string()),
+            subject: commit.map(|k| k.subject.clone()),
+            before: c.before,
+            after: c.after,
+            rel_change: c.rel_change,
+            p_value: c.p_value,
+        }
+    }
+}
+
 #[derive(Serialize)]
 struct Output {
     change_points: Vec<Point>,
@@ -50,15 +66,7 @@ pub fn detect(g: &Global, args: DetectArgs) -> anyhow::Result<()> {
             }
             let points = stats::detect(&series.samples, &opts)
                 .into_iter()
-                .map(|c| Point {
-                    index: series.index[c.index],
-                    commit: None,
-                    subject: None,
-                    before: c.before,
-                    after: c.after,
-                    rel_change: c.rel_change,
-                    p_value: c.p_value,
-                })
+                .map(|c| Point::new(&c, series.index[c.index], None))
                 .collect();
             Output {
                 change_points: points,
@@ -72,22 +80,7 @@ pub fn detect(g: &Global, args: DetectArgs) -> anyhow::Result<()> {
             let ws = Workspace::open(&locations(g), verbosity(g), false)?;
             let test = ws.config.test(name)?;
             let samples = ws.samples(test)?;
-            let commits: Vec<CommitInfo> = match &args.range {
-                Some(r) => ws.repo.range(r)?.commits,
-                None => {
-                    let head = ws.repo.head()?;
-                    let mut v = Vec::new();
-                    for id in ws.repo.walk(head, None)? {
-                        if samples
-                            .by_commit
-                            .contains_key(&crate::store::commit_key(&id))
-                        {
-                            v.push(ws.repo.info(id)?);
-                        }
-                    }
-                    v
-                }
-            };
+            let commits = ws.commits(args.range.as_deref(), &samples)?;
             let series: Vec<Vec<f64>> = commits.iter().map(|c| samples.values(&c.id)).collect();
             let opts = changepoint::Options {
                 alpha: args.alpha.unwrap_or(changepoint::Options::default().alpha),
@@ -96,15 +89,7 @@ pub fn detect(g: &Global, args: DetectArgs) -> anyhow::Result<()> {
             };
             let points = stats::detect(&series, &opts)
                 .into_iter()
-                .map(|c| Point {
-                    index: c.index as i64,
-                    commit: Some(commits[c.index].id.to_string()),
-                    subject: Some(commits[c.index].subject.clone()),
-                    before: c.before,
-                    after: c.after,
-                    rel_change: c.rel_change,
-                    p_value: c.p_value,
-                })
+                .map(|c| Point::new(&c, c.index as i64, Some(&commits[c.index])))
                 .collect();
             Output {
                 change_points: points,

@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use crate::bisect::{Action, Params, Search};
+use crate::bisect::{Action, Search};
 use crate::build::State;
 use crate::cli::{FindArgs, Format, Global};
 use crate::git::CommitInfo;
@@ -35,13 +35,7 @@ pub fn find(g: &Global, args: FindArgs) -> anyhow::Result<()> {
     commits.extend(range.commits.iter().cloned());
     let started = Instant::now();
 
-    let params = Params {
-        alpha: test.alpha,
-        threshold: test.threshold,
-        repeats: test.repeats,
-        max_repeats: test.max_repeats,
-        deterministic: test.repeats == 1,
-    };
+    let params = super::search_params(&test);
     let mut search = Search::new(commits.len(), params);
     let stored = ws.samples(&test)?;
     let mut reused = 0usize;

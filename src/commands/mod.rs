@@ -110,6 +110,17 @@ fn verbosity(g: &Global) -> Verbosity {
     }
 }
 
+/// The bisection knobs of a test: `repeats = 1` marks a deterministic metric.
+fn search_params(test: &crate::config::Test) -> crate::bisect::Params {
+    crate::bisect::Params {
+        alpha: test.alpha,
+        threshold: test.threshold,
+        repeats: test.repeats,
+        max_repeats: test.max_repeats,
+        deterministic: test.repeats == 1,
+    }
+}
+
 /// Refuse formats a command does not offer.
 fn check_format(format: Format, allowed: &[Format], command: &str) -> anyhow::Result<()> {
     if !allowed.contains(&format) {

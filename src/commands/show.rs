@@ -2,7 +2,6 @@
 
 use crate::build::State;
 use crate::cli::{Format, Global, ShowArgs};
-use crate::git::CommitInfo;
 use crate::pipeline::Workspace;
 use crate::report::show::{self as view, CommitRow, Status};
 
@@ -17,23 +16,7 @@ pub fn show(g: &Global, args: ShowArgs) -> anyhow::Result<()> {
     let ws = Workspace::open(&locations(g), verbosity(g), false)?;
     let test = ws.config.test(&args.test)?;
     let samples = ws.samples(test)?;
-    let commits: Vec<CommitInfo> = match &args.range {
-        Some(r) => ws.repo.range(r)?.commits,
-        None => {
-            // Every commit with results, in HEAD's first-parent order.
-            let head = ws.repo.head()?;
-            let mut out = Vec::new();
-            for id in ws.repo.walk(head, None)? {
-                if samples
-                    .by_commit
-                    .contains_key(&crate::store::commit_key(&id))
-                {
-                    out.push(ws.repo.info(id)?);
-                }
-            }
-            out
-        }
-    };
+    let commits = ws.commits(args.range.as_deref(), &samples)?;
     let rows: Vec<CommitRow> = commits
         .into_iter()
         .map(|c| {

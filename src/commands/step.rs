@@ -4,7 +4,7 @@
 
 use gix::ObjectId;
 
-use crate::bisect::{classify, Class, Params};
+use crate::bisect::{classify, Class};
 use crate::cli::{Global, StepArgs};
 use crate::config::Test;
 use crate::pipeline::{Batch, Workspace};
@@ -70,13 +70,7 @@ fn run(g: &Global, args: &StepArgs) -> anyhow::Result<i32> {
         .as_deref()
         .map(|r| ws.repo.resolve(r))
         .transpose()?;
-    let params = Params {
-        alpha: test.alpha,
-        threshold: test.threshold,
-        repeats: test.repeats,
-        max_repeats: test.max_repeats,
-        deterministic: test.repeats == 1,
-    };
+    let params = super::search_params(&test);
     let stored = ws.samples(&test)?;
     let values = |id: &ObjectId| -> Vec<f64> {
         stored
