@@ -136,7 +136,3 @@ pub fn medians(show: &serde_json::Value) -> Vec<Option<f64>> {
         .map(|c| c["median"].as_f64())
         .collect()
 }
-
-pub fn path_exists(p: &Path) -> bool {
-    p.exists()
-}
