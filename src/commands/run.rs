@@ -94,7 +94,8 @@ pub fn run(g: &Global, args: RunArgs) -> anyhow::Result<()> {
         }
     }
     let outcomes = ws.build_missing(&to_build, args.jobs, args.retry_failed)?;
-    summary.builds = outcomes.iter().filter(|o| !o.interrupted).count();
+    // Failed builds are listed in `failed_builds`, not counted here.
+    summary.builds = outcomes.iter().filter(|o| o.result.is_ok()).count();
     if crate::interrupt::requested() {
         return Err(Interrupted.into());
     }
