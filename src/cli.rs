@@ -233,4 +233,7 @@ pub struct DemoArgs {
     /// With --create-only: share of runs whose value is 1.3 times too high.
     #[arg(long, default_value_t = 0.0, requires = "create_only")]
     pub outlier_rate: f64,
+    /// With --create-only: seed of reproducible noise (0: fresh noise from /dev/urandom).
+    #[arg(long, default_value_t = 0, requires = "create_only")]
+    pub noise_seed: u64,
 }

@@ -27,9 +27,23 @@ static double uniform(void) {
 }
 
 int main(void) {
-    FILE *f = fopen("/dev/urandom", "rb");
-    if (!f || fread(&rng_state, sizeof rng_state, 1, f) != 1) return 3;
-    fclose(f);
+    if (NOISE_SEED == 0) {
+        FILE *f = fopen("/dev/urandom", "rb");
+        if (!f || fread(&rng_state, sizeof rng_state, 1, f) != 1) return 3;
+        fclose(f);
+    } else {
+        /* Reproducible noise: the seed, the commit and how many runs this build has made
+           (counted in a file in the working directory) pick the stream. */
+        long n = 0;
+        FILE *c = fopen("noise.counter", "r");
+        if (c) { if (fscanf(c, "%ld", &n) != 1) n = 0; fclose(c); }
+        c = fopen("noise.counter", "w");
+        if (c) { fprintf(c, "%ld\n", n + 1); fclose(c); }
+        rng_state = (unsigned long long)NOISE_SEED * 0x9E3779B97F4A7C15ULL
+                  ^ (unsigned long long)COMMIT_NO * 0xBF58476D1CE4E5B9ULL
+                  ^ (unsigned long long)(n + 1) * 0x94D049BB133111EBULL;
+        for (int i = 0; i < 4; i++) uniform();
+    }
     rng_state |= 1;
 
     size_t bytes = (size_t)MEGABYTES << 20;
@@ -66,6 +80,8 @@ pub struct CommitSpec {
     pub work: u64,
     /// The commit does not compile.
     pub broken: bool,
+    /// 0: noise from /dev/urandom; otherwise a reproducible stream per (seed, commit, run).
+    pub noise_seed: u64,
 }
 
 impl Default for CommitSpec {
@@ -78,6 +94,7 @@ impl Default for CommitSpec {
             megabytes: 1,
             work: 1000,
             broken: false,
+            noise_seed: 0,
         }
     }
 }
@@ -117,8 +134,8 @@ description = "Wall time of one run"
 
 fn params_h(c: &CommitSpec, n: usize) -> String {
     let mut s = format!(
-        "/* commit {n} */\n#define METRIC {:.6}\n#define NOISE_PCT {:.6}\n#define OUTLIER_RATE {:.6}\n#define MEGABYTES {}\n#define WORK {}LL\n",
-        c.metric, c.noise_pct, c.outlier_rate, c.megabytes, c.work
+        "/* commit {n} */\n#define COMMIT_NO {n}\n#define METRIC {:.6}\n#define NOISE_PCT {:.6}\n#define OUTLIER_RATE {:.6}\n#define MEGABYTES {}\n#define WORK {}LL\n#define NOISE_SEED {}ULL\n",
+        c.metric, c.noise_pct, c.outlier_rate, c.megabytes, c.work, c.noise_seed
     );
     if c.broken {
         s.push_str("#error this commit does not build\n");

@@ -165,6 +165,7 @@ fn create_only(
             },
             noise_pct: a.noise_pct,
             outlier_rate: a.outlier_rate,
+            noise_seed: a.noise_seed,
             ..CommitSpec::default()
         })
         .collect();

@@ -113,12 +113,15 @@ impl Fixture {
     }
 }
 
-/// Specs with `n` commits of a 1%-noise metric, changed by `f` per 1-based commit number.
+/// Specs with `n` commits of a 1%-noise metric (seeded noise), changed by `f` per 1-based
+/// commit number.
 pub fn specs(n: usize, f: impl Fn(usize, &mut CommitSpec)) -> Vec<CommitSpec> {
     (1..=n)
         .map(|i| {
+            // Reproducible noise: a test sees the same samples every time it runs.
             let mut c = CommitSpec {
                 subject: format!("Commit {i}"),
+                noise_seed: 1,
                 ..CommitSpec::default()
             };
             f(i, &mut c);
