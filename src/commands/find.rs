@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use crate::bisect::{Action, Search};
+use crate::bisect::{Action, Outcome, Search};
 use crate::build::State;
 use crate::cli::{FindArgs, Format, Global};
 use crate::git::CommitInfo;
@@ -150,12 +150,19 @@ pub fn find(g: &Global, args: FindArgs) -> anyhow::Result<()> {
         }
     };
     bar.finish_and_clear();
-    for (pos, c) in commits.iter().enumerate() {
-        if matches!(ws.build_state(&c.id), State::Failed(_)) && !skipped.contains(&pos) && pos > 0 {
-            let probed_near = search.probed().iter().any(|p| p.abs_diff(pos) <= 1);
-            if probed_near {
-                skipped.push(pos);
-            }
+    // Besides the commits the search tried and could not build, the unbuildable commits that
+    // make a culprit ambiguous (known from earlier runs, so never tried now).
+    let in_doubt: Vec<usize> = match &outcome {
+        Outcome::Culprits(cs) => cs.iter().flat_map(|c| c.candidates.clone()).collect(),
+        Outcome::Inconclusive {
+            best_guess: Some(c),
+            ..
+        } => c.candidates.clone(),
+        _ => Vec::new(),
+    };
+    for pos in in_doubt {
+        if matches!(ws.build_state(&commits[pos].id), State::Failed(_)) && !skipped.contains(&pos) {
+            skipped.push(pos);
         }
     }
     skipped.sort_unstable();
