@@ -35,7 +35,7 @@ pub struct Global {
     /// Print only results and errors.
     #[arg(short, long, global = true)]
     pub quiet: bool,
-    /// Print more about what happens (build logs, each run).
+    /// Print more: each build, every failed run, each probe of `find`, every skipped record.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
     /// Never draw progress bars.
