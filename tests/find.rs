@@ -43,17 +43,20 @@ fn noisy(n: usize, f: impl Fn(usize, &mut CommitSpec)) -> Fixture {
 }
 
 fn find(f: &Fixture, test: &str) -> serde_json::Value {
+    f.json(&["find", test, &f.range(), "--format", "json"])
+}
+
+/// `step value --old OLD` on the checked-out commit: (exit code, stderr).
+fn step(f: &Fixture, old: &str) -> (Option<i32>, String) {
     let out = f
         .cmd()
-        .args(["find", test, &f.range(), "--format", "json"])
+        .args(["step", "value", "--old", old])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "find failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 /// ⌈log2 n⌉ + 2
@@ -188,19 +191,9 @@ fn compare_and_calibrate_report_ratio_and_noise() {
         c.metric = if i == 3 { 1100.0 } else { 1000.0 };
         c.outlier_rate = 0.0;
     });
-    let out = f
-        .cmd()
-        .args([
-            "compare", "value", &f.ids[1], &f.ids[2], "--runs", "7", "--format", "json",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let j = f.json(&[
+        "compare", "value", &f.ids[1], &f.ids[2], "--runs", "7", "--format", "json",
+    ]);
     let ratio = j["ratio"].as_f64().unwrap();
     assert!((ratio - 1.1).abs() < 0.03, "{j}");
     let (lo, hi) = (
@@ -212,25 +205,15 @@ fn compare_and_calibrate_report_ratio_and_noise() {
     assert_eq!(j["a"]["n"], 7);
     assert!(j["b"]["wall"]["median"].as_f64().unwrap() > 0.0);
 
-    let out = f
-        .cmd()
-        .args([
-            "calibrate",
-            "value",
-            &f.ids[0],
-            "--runs",
-            "20",
-            "--format",
-            "json",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let c: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let c = f.json(&[
+        "calibrate",
+        "value",
+        &f.ids[0],
+        "--runs",
+        "20",
+        "--format",
+        "json",
+    ]);
     let cv = c["noise_cv"].as_f64().unwrap();
     assert!(cv > 0.003 && cv < 0.03, "1 % noise measured as {cv}");
     assert!(c["repeats_needed"].as_u64().unwrap() >= 1);
@@ -266,34 +249,12 @@ fn git_bisect_run_with_step_names_the_culprit() {
 fn step_skips_unbuildable_head_and_stops_on_bad_old() {
     let f = noisy(3, |i, c| c.broken = i == 3);
     f.git(&["checkout", "-q", &f.ids[2]]);
-    let out = f
-        .cmd()
-        .args(["step", "value", "--old", &f.ids[0]])
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(125),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (code, err) = step(&f, &f.ids[0]);
+    assert_eq!(code, Some(125), "{err}");
     f.git(&["checkout", "-q", &f.ids[1]]);
-    let out = f
-        .cmd()
-        .args(["step", "value", "--old", "nope"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(128));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("nope"));
-    let out = f
-        .cmd()
-        .args(["step", "value", "--old", &f.ids[0]])
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (code, err) = step(&f, "nope");
+    assert_eq!(code, Some(128));
+    assert!(err.contains("nope"));
+    let (code, err) = step(&f, &f.ids[0]);
+    assert_eq!(code, Some(0), "{err}");
 }

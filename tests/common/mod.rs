@@ -76,19 +76,20 @@ impl Fixture {
         format!("{}..{}", self.ids[0], self.ids[self.ids.len() - 1])
     }
 
-    /// `show TEST RANGE --format json`, parsed.
-    pub fn show(&self, test: &str, range: &str) -> serde_json::Value {
-        let out = self
-            .cmd()
-            .args(["show", test, range, "--format", "json"])
-            .output()
-            .unwrap();
+    /// Run the binary with `args`, assert it succeeded, and parse its stdout as one JSON value.
+    pub fn json(&self, args: &[&str]) -> serde_json::Value {
+        let out = self.cmd().args(args).output().unwrap();
         assert!(
             out.status.success(),
-            "{}",
+            "{args:?} failed: {}",
             String::from_utf8_lossy(&out.stderr)
         );
         serde_json::from_slice(&out.stdout).unwrap()
+    }
+
+    /// `show TEST RANGE --format json`, parsed.
+    pub fn show(&self, test: &str, range: &str) -> serde_json::Value {
+        self.json(&["show", test, range, "--format", "json"])
     }
 
     /// `run TESTS RANGE --format json`, parsed; asserts success.
