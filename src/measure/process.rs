@@ -130,6 +130,8 @@ pub fn run(spec: Spec<'_>) -> anyhow::Result<Finished> {
     let stderr = child.stderr.take();
     let mut ended: Option<(libc::c_int, libc::rusage)> = None;
     let mut killed: Option<Status> = None;
+    // The group was killed once the command was reaped (no second signal needed).
+    let mut cleared = false;
 
     {
         use std::os::fd::AsRawFd;
@@ -216,6 +218,7 @@ pub fn run(spec: Spec<'_>) -> anyhow::Result<Finished> {
                     ended = Some(res);
                     if capture {
                         kill_group(pid);
+                        cleared = true;
                     }
                 }
             }
@@ -254,7 +257,7 @@ pub fn run(spec: Spec<'_>) -> anyhow::Result<Finished> {
         None => wait4(pid, false)?.expect("blocking wait4 returns the child"),
     };
     let wall = start.elapsed().as_secs_f64();
-    if spec.kill_leftovers || capture {
+    if (spec.kill_leftovers || capture) && !cleared {
         kill_group(pid);
     }
     drop(child);
