@@ -4,6 +4,8 @@
 # set (seed 2), and prints the harness's tables (P, R, F1, exact, time per series). The anchors'
 # numbers (ruptures PELT/Binseg, E-divisive, Otava) on the public set are in
 # ../shared/bench/cpd/results.md, measured by the same harness on a machine like this one.
+# After each set, scripts/cpd-oracle.py prints what an oracle told the true change commits and
+# levels would reach on the same data (upper bounds on recall, F1 and the exact-commit share).
 # Usage: scripts/bench-cpd.sh [SCRATCH_DIR]     (needs python3; installs numpy into a venv)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -27,5 +29,8 @@ for seed in 1 2; do
         --tool "$BIN" --tool-name perfbisect > "out/pb_seed$seed.log" 2>&1
     echo "## seed $seed"
     grep -E '^\| (algo|---|perfbisect) ' "out/pb_seed$seed/summary.md" | head -8
+    echo
+    echo "### seed $seed: perfbisect against the oracle's bounds"
+    "$PY" "$ROOT/scripts/cpd-oracle.py" "$set_dir" "out/pb_seed$seed/records.jsonl"
     echo
 done
