@@ -7,6 +7,7 @@
 # After each set, scripts/cpd-oracle.py prints what an oracle told the true change commits and
 # levels would reach on the same data (upper bounds on recall, F1 and the exact-commit share).
 # Usage: scripts/bench-cpd.sh [SCRATCH_DIR]     (needs python3; installs numpy into a venv)
+#        SEEDS="1 2 3 4" scripts/bench-cpd.sh     (more sets from the harness's gen.py)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 SRC="${CPD_SRC:-$ROOT/../shared/bench/cpd}"
@@ -21,7 +22,7 @@ if [ ! -x "$PY" ]; then
     "$CPD/.venv/bin/pip" install -q numpy==2.2.0
 fi
 cd "$CPD"
-for seed in 1 2; do
+for seed in ${SEEDS:-1 2}; do
     set_dir="data/seed$seed"
     [ -f "$set_dir/manifest.json" ] || "$PY" gen.py --seed "$seed" --out "$set_dir" >/dev/null
     rm -rf "out/pb_seed$seed"
