@@ -21,7 +21,9 @@ precision (bounds on any detector's F1), and the oracle's exact-commit share on 
 the tool matched (a bound on the tool's "exact" column). Pass the tool's records.jsonl from
 run_anchors.py to compare.
 
-  python scripts/cpd-oracle.py DATA_DIR RECORDS.jsonl      (needs numpy; seeded: reproducible)
+  cd HARNESS_DIR && python PATH/TO/scripts/cpd-oracle.py DATA_DIR RECORDS.jsonl
+(needs numpy and the harness's run_anchors.py, whose matching it uses, in the working directory;
+seeded: reproducible)
 """
 import glob
 import json
@@ -31,6 +33,9 @@ import sys
 from statistics import NormalDist
 
 import numpy as np
+
+sys.path.insert(0, os.getcwd())
+from run_anchors import match_dist  # noqa: E402  (the harness's one-to-one matching)
 
 MARGIN = 5
 Z_CRITS = (1.96, 3.29)
@@ -58,21 +63,6 @@ def location_probs(rng, before, after, cv, reps, left, right):
     return float((err == 0).mean()), float((err <= MARGIN).mean())
 
 
-def matched(truth, pred):
-    """The harness's greedy one-to-one matching: true change -> distance, or None."""
-    free = sorted(set(pred))
-    out = {}
-    for t in sorted(truth):
-        close = [(abs(t - x), x) for x in free if abs(t - x) <= MARGIN]
-        if close:
-            d, x = min(close)
-            free.remove(x)
-            out[t] = d
-        else:
-            out[t] = None
-    return out
-
-
 def main():
     if len(sys.argv) != 3:
         sys.exit(__doc__)
@@ -90,7 +80,7 @@ def main():
         if t["id"] not in pred:
             continue
         n, cps, reps, cv = t["n"], t["change_points"], t["repeats"], t["cv"]
-        got = matched(cps, pred[t["id"]])
+        got = dict(zip(sorted(cps), match_dist(cps, pred[t["id"]], MARGIN)))
         s = sizes.setdefault(n, {"true": 0, "pred": 0, "tp": 0, "exact": 0, "or_exact": 0.0,
                                  "rec": {z: 0.0 for z in Z_CRITS}})
         s["pred"] += len(pred[t["id"]])
