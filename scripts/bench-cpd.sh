@@ -22,6 +22,7 @@ if [ ! -x "$PY" ]; then
     "$CPD/.venv/bin/pip" install -q numpy==2.2.0
 fi
 cd "$CPD"
+mkdir -p out data
 for seed in ${SEEDS:-1 2}; do
     set_dir="data/seed$seed"
     [ -f "$set_dir/manifest.json" ] || "$PY" gen.py --seed "$seed" --out "$set_dir" >/dev/null
