@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{specs, Fixture};
+use common::{specs, with_build, Fixture};
 use perfbisect::store::{decode_file, encode_frame, Loaded, Sample};
 
 /// Planted metric of 1-based commit `i`: every commit prints its own exact value, so a sample
@@ -230,17 +230,17 @@ fn sigint(child: &Child) {
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
 }
 
-const CRASH_CONFIG: &str = r#"
-[build]
-command = "cc -O0 -o app app.c -lm"
-artifacts = ["app"]
-timeout = "2m"
+fn crash_config() -> String {
+    with_build(
+        r#"timeout = "2m"
 
 [tests.value]
 command = "./app"
 metric = { regex = "^value: ([0-9.]+)" }
 repeats = 3
-"#;
+"#,
+    )
+}
 
 /// Case 1: SIGKILL at seeded random moments of `run` (start-up, build phase, measure phase), several
 /// times on one cache, then resume: nothing stored is ever lost, nothing is doubled, every
@@ -248,7 +248,7 @@ repeats = 3
 #[test]
 fn sigkill_at_random_moments_loses_nothing() {
     // Commits 2..=5 are in the range; 4 does not compile (a failure record is written too).
-    let f = fixture(5, &[4], CRASH_CONFIG);
+    let f = fixture(5, &[4], &crash_config());
     let repeats = 3u64;
     let seed = std::env::var("PERFBISECT_FAULT_SEED")
         .ok()
@@ -367,16 +367,16 @@ fn sigkill_at_random_moments_loses_nothing() {
     assert_eq!(lost, 0);
 }
 
-const SMALL_CONFIG: &str = r#"
-[build]
-command = "cc -O0 -o app app.c -lm"
-artifacts = ["app"]
-
+fn small_config() -> String {
+    with_build(
+        r#"
 [tests.value]
 command = "./app"
 metric = { regex = "^value: ([0-9.]+)" }
 repeats = 3
-"#;
+"#,
+    )
+}
 
 /// Offsets of the frames of an intact store file.
 fn frame_offsets(bytes: &[u8]) -> Vec<usize> {
@@ -404,7 +404,7 @@ fn frame_with_version(sample: &Sample, version: u8) -> Vec<u8> {
 /// leaves the file untouched.
 #[test]
 fn corrupt_store_files_are_reported_and_the_rest_is_kept() {
-    let f = fixture(4, &[], SMALL_CONFIG);
+    let f = fixture(4, &[], &small_config());
     let cache = f.cache.clone();
     run_ok(&f, &cache, "value", &[]);
     let path = store_file(&cache, "value");
@@ -543,7 +543,7 @@ fn corrupt_store_files_are_reported_and_the_rest_is_kept() {
 /// Case 2b: Skipped records are visible without `-v`, once per load.
 #[test]
 fn skipped_records_are_reported_without_verbose() {
-    let f = fixture(2, &[], SMALL_CONFIG);
+    let f = fixture(2, &[], &small_config());
     let cache = f.cache.clone();
     run_ok(&f, &cache, "value", &[]);
     let path = store_file(&cache, "value");
@@ -565,11 +565,8 @@ fn two_runs_on_one_cache_wait_and_stay_consistent() {
     let f = fixture(
         4,
         &[],
-        r#"
-[build]
-command = "cc -O0 -o app app.c -lm"
-artifacts = ["app"]
-
+        &with_build(
+            r#"
 [tests.value]
 command = "sleep 0.05; ./app"
 metric = { regex = "^value: ([0-9.]+)" }
@@ -580,6 +577,7 @@ command = "./app"
 metric = { regex = "^value: ([0-9.]+)" }
 repeats = 2
 "#,
+        ),
     );
     let cache = f.cache.clone();
     let spawn = |tests: &str| {
@@ -730,11 +728,8 @@ fn flood_of_output_is_read_with_bounded_memory() {
     let f = fixture(
         2,
         &[],
-        r#"
-[build]
-command = "cc -O0 -o app app.c -lm"
-artifacts = ["app"]
-
+        &with_build(
+            r#"
 [tests.flood]
 command = "head -c 1500000000 /dev/zero; echo; yes | head -c 40000000; head -c 300000000 /dev/zero >&2; echo value: 5"
 metric = { regex = "^value: ([0-9.]+)" }
@@ -752,6 +747,7 @@ command = "head -c 100000000 /dev/zero; echo '{\"v\": 1}'"
 metric = { json = "/v" }
 repeats = 1
 "#,
+        ),
     );
     let mut cmd = bin(&f, &f.cache);
     cmd.args(["run", "flood,longline,json", &f.ids[1]])
@@ -798,16 +794,16 @@ repeats = 1
     assert!(csv.contains("longer than 16 MiB"), "{csv}");
 }
 
-const SLOW_CONFIG: &str = r#"
-[build]
-command = "cc -O0 -o app app.c -lm"
-artifacts = ["app"]
-
+fn slow_config() -> String {
+    with_build(
+        r#"
 [tests.value]
 command = "SLEEP 0.3; ./app"
 metric = { regex = "^value: ([0-9.]+)" }
 repeats = 3
-"#;
+"#,
+    )
+}
 
 /// Case 5: Ctrl-C in the measure phase: the run in flight finishes and is stored, exit 130 with how
 /// to resume, the store is intact, and the same command then completes.
@@ -817,7 +813,7 @@ fn sigint_stops_after_the_run_in_flight_and_resumes() {
     let (sleep, marker) = marked_sleep(&f, "int1");
     std::fs::write(
         &f.config,
-        SLOW_CONFIG.replace("SLEEP", &sleep.display().to_string()),
+        slow_config().replace("SLEEP", &sleep.display().to_string()),
     )
     .unwrap();
     let cache = f.cache.clone();
@@ -917,7 +913,7 @@ fn second_sigint_stops_at_once() {
     let (sleep, marker) = marked_sleep(&f, "int3");
     std::fs::write(
         &f.config,
-        SLOW_CONFIG.replace("SLEEP 0.3", &format!("{} 1000", sleep.display())),
+        slow_config().replace("SLEEP 0.3", &format!("{} 1000", sleep.display())),
     )
     .unwrap();
     let cache = f.cache.clone();

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{medians, specs, Fixture};
+use common::{medians, specs, with_build, Fixture};
 
 /// 31 commits (30 in the range): the value rises 10 % at commit 20, memory drops from 60 to
 /// 20 MB at commit 12, commit 7 does not compile.
@@ -113,15 +113,13 @@ fn gaps_fill_only_unmeasured_commits_and_jobs_build_in_parallel() {
 fn sigkill_during_run_loses_nothing_and_resume_completes() {
     let f = Fixture::new(
         &specs(7, |_, c| c.work = 20_000_000),
-        r#"
-[build]
-command = "cc -O0 -o app app.c -lm"
-artifacts = ["app"]
-[tests.value]
+        &with_build(
+            r#"[tests.value]
 command = "./app"
 metric = { regex = "^value: ([0-9.]+)" }
 repeats = 4
 "#,
+        ),
     );
     let range = f.range();
     let mut child = f.std_cmd().args(["run", "value", &range]).spawn().unwrap();

@@ -5,6 +5,18 @@ use std::path::{Path, PathBuf};
 
 use perfbisect::demo::{create_repo, CommitSpec};
 
+/// The `[build]` section most test configs share: compile the fixture's C program.
+pub const BUILD: &str = r#"
+[build]
+command = "cc -O0 -o app app.c -lm"
+artifacts = ["app"]
+"#;
+
+/// A config of the shared `[build]` section (more build keys may open `rest`) and `rest`.
+pub fn with_build(rest: &str) -> String {
+    format!("{BUILD}{rest}")
+}
+
 /// A generated repository with its config and cache in one temp dir.
 pub struct Fixture {
     pub dir: tempfile::TempDir,
