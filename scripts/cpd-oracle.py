@@ -19,7 +19,8 @@ independent disturbances), so these are upper bounds for the harness's data too.
 Printed per size: the oracle's recall within the margin and the F1 it would reach with perfect
 precision (bounds on any detector's F1), and the oracle's exact-commit share on the very changes
 the tool matched (a bound on the tool's "exact" column). Pass the tool's records.jsonl from
-run_anchors.py to compare.
+run_anchors.py to compare. Last, the tool's false positives per 1,000 commits on the series with
+drift or outliers (the issue's third target).
 
   cd HARNESS_DIR && python PATH/TO/scripts/cpd-oracle.py DATA_DIR RECORDS.jsonl
 (needs numpy and the harness's run_anchors.py, whose matching it uses, in the working directory;
@@ -82,8 +83,13 @@ def main():
         n, cps, reps, cv = t["n"], t["change_points"], t["repeats"], t["cv"]
         got = dict(zip(sorted(cps), match_dist(cps, pred[t["id"]], MARGIN)))
         s = sizes.setdefault(n, {"true": 0, "pred": 0, "tp": 0, "exact": 0, "or_exact": 0.0,
-                                 "rec": {z: 0.0 for z in Z_CRITS}})
+                                 "rec": {z: 0.0 for z in Z_CRITS},
+                                 "noisy_fp": 0, "noisy_commits": 0})
         s["pred"] += len(pred[t["id"]])
+        if t["outliers"] or t["drift"]:
+            hits = sum(d is not None for d in got.values())
+            s["noisy_fp"] += len(pred[t["id"]]) - hits
+            s["noisy_commits"] += n
         for i, c in enumerate(t["changes"]):
             tau = c["index"]
             left = tau - (cps[i - 1] if i else 0)
@@ -103,7 +109,7 @@ def main():
           + " | ".join(f"oracle R, F1 (z {z})" for z in Z_CRITS)
           + " | tool exact | oracle exact on the tool's matches |")
     print("|---:" * (7 + len(Z_CRITS)) + "|")
-    tot = {"tp": 0, "exact": 0, "or_exact": 0.0}
+    tot = {"tp": 0, "exact": 0, "or_exact": 0.0, "noisy_fp": 0, "noisy_commits": 0}
     for n, s in sorted(sizes.items()):
         p = s["tp"] / s["pred"] if s["pred"] else 1.0
         r = s["tp"] / s["true"] if s["true"] else 1.0
@@ -118,7 +124,11 @@ def main():
         for k in tot:
             tot[k] += s[k]
     tp = max(1, tot["tp"])
-    print(f"\nall sizes: tool exact {tot['exact'] / tp:.3f}, "
+    per_k = lambda s: 1000 * s["noisy_fp"] / max(1, s["noisy_commits"])  # noqa: E731
+    print("\nfalse positives per 1,000 commits on series with drift or outliers: "
+          + ", ".join(f"n={n} {per_k(s):.2f} ({s['noisy_fp']})" for n, s in sorted(sizes.items()))
+          + f"; all sizes {per_k(tot):.2f}")
+    print(f"all sizes: tool exact {tot['exact'] / tp:.3f}, "
           f"oracle exact on the same {tot['tp']} matched changes {tot['or_exact'] / tp:.3f}")
 
 
