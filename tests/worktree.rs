@@ -78,3 +78,145 @@ fn switching_rewrites_only_changed_files_and_deletes_removed_ones() {
     assert!(s.fresh);
     assert!(!wt.dir.join("app").exists());
 }
+
+/// A plain repository: commit `i` (1-based) has `v.txt` = the value of its group of three
+/// commits, `doc.txt` and `n.txt` = i; returns the ids and the values each commit must measure.
+fn scribbled_repo(dir: &std::path::Path, n: usize) -> (Vec<String>, Vec<u64>) {
+    let git = |args: &[&str]| perfbisect::demo::git(dir, args, None).unwrap();
+    std::fs::create_dir_all(dir).unwrap();
+    git(&["init", "-q", "-b", "main"]);
+    let mut ids = Vec::new();
+    let mut values = Vec::new();
+    for i in 1..=n {
+        // Neighbouring commits agree on v.txt: that is where a poisoned slot shows.
+        let v = 100 + (i as u64 - 1) / 3;
+        std::fs::write(dir.join("v.txt"), format!("{v}\n")).unwrap();
+        std::fs::write(dir.join("doc.txt"), "documentation\n").unwrap();
+        std::fs::write(dir.join("n.txt"), format!("{i}\n")).unwrap();
+        git(&["add", "-A"]);
+        git(&["commit", "-qm", &format!("Commit {i}")]);
+        ids.push(git(&["rev-parse", "HEAD"]).trim().to_string());
+        values.push(v);
+    }
+    (ids, values)
+}
+
+#[test]
+fn builds_that_rewrite_or_delete_tracked_files_do_not_leak_into_the_next_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    let (ids, values) = scribbled_repo(&repo, 10);
+    // The build stamps a version into a tracked file and deletes another one; the value it
+    // measures is what the commit's own tree held when the build started.
+    let config = dir.path().join("perfbisect.toml");
+    std::fs::write(
+        &config,
+        r#"
+[build]
+command = "test -f doc.txt || exit 7; cp v.txt out.txt && echo 999 > v.txt && rm doc.txt && chmod +x n.txt"
+artifacts = ["out.txt"]
+
+[tests.v]
+command = "cat out.txt"
+metric = { regex = "^([0-9]+)$" }
+deterministic = true
+"#,
+    )
+    .unwrap();
+    let cache = dir.path().join("cache");
+    let bin = || {
+        let mut c = assert_cmd::Command::cargo_bin("perfbisect").unwrap();
+        c.arg("--repo")
+            .arg(&repo)
+            .arg("--config")
+            .arg(&config)
+            .arg("--cache")
+            .arg(&cache)
+            .arg("--no-progress");
+        c
+    };
+    // One job: every commit goes through the same worktree slot, one after the other.
+    for range in [ids[0].clone(), format!("{}..{}", ids[0], ids[9])] {
+        let out = bin()
+            .args(["run", "v", &range, "--jobs", "1"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let mut got = Vec::new();
+    for id in &ids {
+        let out = bin()
+            .args(["show", "v", id, "--format", "json"])
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let c = &v["commits"][0];
+        assert_eq!(c["status"], "ok", "commit {id}: {v}");
+        got.push(c["median"].as_f64().unwrap() as u64);
+    }
+    assert_eq!(got, values, "every commit measured from its own tree");
+
+    // The slot now holds the last commit with its tracked files restored on the next switch,
+    // and the build's untracked output is still there.
+    let wt = Worktree::slot(&cache.join("worktrees"), 0);
+    let g = gix::open(&repo).unwrap();
+    let first = gix::ObjectId::from_hex(ids[0].as_bytes()).unwrap();
+    let s = wt.switch(&g, first).unwrap();
+    assert!(!s.fresh);
+    assert!(s.restored >= 2, "{s:?}");
+    assert_eq!(
+        std::fs::read_to_string(wt.dir.join("v.txt")).unwrap(),
+        "100\n"
+    );
+    assert!(wt.dir.join("doc.txt").is_file());
+    assert!(wt.dir.join("out.txt").is_file(), "untracked outputs stay");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(wt.dir.join("n.txt"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o111, 0, "a mode the build changed is restored");
+}
+
+#[test]
+fn a_switch_to_the_same_commit_restores_what_a_build_changed_and_keeps_mtimes() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    let (ids, _) = scribbled_repo(&repo, 2);
+    let g = gix::open(&repo).unwrap();
+    let id = |i: usize| gix::ObjectId::from_hex(ids[i].as_bytes()).unwrap();
+    let wt = Worktree::slot(&dir.path().join("wt"), 0);
+    wt.switch(&g, id(0)).unwrap();
+    let old = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000_000);
+    for f in ["v.txt", "doc.txt"] {
+        std::fs::File::options()
+            .write(true)
+            .open(wt.dir.join(f))
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+    }
+    // Same size, same second: only the content tells.
+    std::fs::write(wt.dir.join("v.txt"), "999\n").unwrap();
+    let s = wt.switch(&g, id(0)).unwrap();
+    assert_eq!((s.restored, s.written, s.fresh), (1, 1, false), "{s:?}");
+    assert_eq!(
+        std::fs::read_to_string(wt.dir.join("v.txt")).unwrap(),
+        "100\n"
+    );
+    assert_eq!(
+        std::fs::metadata(wt.dir.join("doc.txt"))
+            .unwrap()
+            .modified()
+            .unwrap(),
+        old,
+        "untouched files keep their mtime"
+    );
+    // An untouched slot costs no writes at all.
+    let s = wt.switch(&g, id(1)).unwrap();
+    assert_eq!((s.restored, s.written), (0, 1), "{s:?}");
+}

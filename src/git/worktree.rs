@@ -5,12 +5,13 @@
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::ErrorKind;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use gix::bstr::{BString, ByteSlice};
 use gix::ObjectId;
+use serde::{Deserialize, Serialize};
 
 /// Kind of a tracked entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,8 +30,45 @@ pub struct SwitchStats {
     pub written: usize,
     pub deleted: usize,
     pub unchanged: usize,
+    /// Tracked files a build had changed or deleted, written back from the tree.
+    pub restored: usize,
     /// The worktree was (re)created from scratch.
     pub fresh: bool,
+}
+
+/// Stat data of a tracked file as it was checked out, as git's index keeps it: a file whose
+/// stat data still matches was not touched since, one whose data differs is compared by content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+struct Stat {
+    ino: u64,
+    size: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+    mode: u32,
+}
+
+impl Stat {
+    fn of(m: &fs::Metadata) -> Stat {
+        Stat {
+            ino: m.ino(),
+            size: m.size(),
+            mtime: (m.mtime(), m.mtime_nsec()),
+            ctime: (m.ctime(), m.ctime_nsec()),
+            mode: m.mode(),
+        }
+    }
+}
+
+/// Stat data per tracked path.
+type Recorded = BTreeMap<String, Stat>;
+
+/// What the state file of a slot holds: the commit checked out and the stat data of every
+/// tracked file right after the checkout.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct State {
+    commit: String,
+    #[serde(default)]
+    files: BTreeMap<String, Stat>,
 }
 
 /// A worktree slot: a directory plus a state file naming the commit checked out in it.
@@ -50,16 +88,35 @@ impl Worktree {
 
     /// The commit currently checked out, if the last switch completed.
     pub fn current(&self) -> Option<ObjectId> {
-        let s = fs::read_to_string(&self.state).ok()?;
-        ObjectId::from_hex(s.trim().as_bytes()).ok()
+        self.read_state().map(|(id, _, _)| id)
     }
 
-    /// Check out `to`, rewriting only what differs from the commit checked out now.
+    /// The state file: commit, recorded stat data, and the file's own mtime (files modified at
+    /// or after it are "racily clean" and compared by content, as git does).
+    fn read_state(&self) -> Option<(ObjectId, Recorded, (i64, i64))> {
+        let text = fs::read_to_string(&self.state).ok()?;
+        let stamp = fs::metadata(&self.state)
+            .map(|m| (m.mtime(), m.mtime_nsec()))
+            .ok()?;
+        // Older caches hold just the hex id: no stat data, so every file is checked by content.
+        let st: State = serde_json::from_str(&text).unwrap_or_else(|_| State {
+            commit: text.trim().to_string(),
+            files: BTreeMap::new(),
+        });
+        let id = ObjectId::from_hex(st.commit.trim().as_bytes()).ok()?;
+        Some((id, st.files, stamp))
+    }
+
+    /// Check out `to`: afterwards every tracked file equals `to`'s tree. Only what differs from
+    /// the commit checked out before is rewritten, plus any tracked file a build changed or
+    /// deleted since (found by stat data, confirmed by content); untracked files (build
+    /// outputs) stay, so incremental builds stay incremental.
     pub fn switch(&self, repo: &gix::Repository, to: ObjectId) -> anyhow::Result<SwitchStats> {
-        let old = self.current();
-        if old == Some(to) && self.dir.is_dir() {
-            return Ok(SwitchStats::default());
-        }
+        let old = if self.dir.is_dir() {
+            self.read_state()
+        } else {
+            None
+        };
         // The state file goes first: an interrupted switch then leaves no claim about the
         // contents, and the next switch starts from scratch.
         match fs::remove_file(&self.state) {
@@ -70,9 +127,9 @@ impl Worktree {
             }
         }
         let new_entries = entries(repo, to)?;
-        let old_entries = match old {
-            Some(old) if self.dir.is_dir() => entries(repo, old).ok(),
-            _ => None,
+        let old_entries = match &old {
+            Some((id, _, _)) => entries(repo, *id).ok(),
+            None => None,
         };
         let mut stats = SwitchStats::default();
         let old_entries = match old_entries {
@@ -85,6 +142,10 @@ impl Worktree {
                 stats.fresh = true;
                 Entries::new()
             }
+        };
+        let (recorded, stamp) = match old {
+            Some((_, files, stamp)) => (files, stamp),
+            None => (BTreeMap::new(), (i64::MAX, 0)),
         };
         fs::create_dir_all(&self.dir)
             .with_context(|| format!("cannot create worktree {}", self.dir.display()))?;
@@ -103,17 +164,49 @@ impl Worktree {
         }
         for (path, &(id, kind)) in &new_entries {
             let p = self.path_of(path)?;
-            if old_entries.get(path) == Some(&(id, kind)) && p.symlink_metadata().is_ok() {
-                stats.unchanged += 1;
-                continue;
+            if old_entries.get(path) == Some(&(id, kind)) {
+                let key = path.to_str().unwrap_or_default();
+                match intact(repo, &p, id, kind, recorded.get(key), stamp)? {
+                    Intact::Yes => {
+                        stats.unchanged += 1;
+                        continue;
+                    }
+                    // Changed or deleted since the checkout: by a build of the old commit.
+                    Intact::No => stats.restored += 1,
+                }
             }
             write_entry(repo, &p, id, kind)
                 .with_context(|| format!("cannot write {} in worktree", p.display()))?;
             stats.written += 1;
         }
-        fs::write(&self.state, to.to_string())
-            .with_context(|| format!("cannot write {}", self.state.display()))?;
+        self.write_state(to, &new_entries)?;
         Ok(stats)
+    }
+
+    /// Record the commit and the stat data of every tracked file, through a temp file and a
+    /// rename so a crash leaves either the old claim (already removed) or the whole new one.
+    fn write_state(&self, to: ObjectId, entries: &Entries) -> anyhow::Result<()> {
+        let mut files = BTreeMap::new();
+        for (path, (_, kind)) in entries {
+            if *kind == Kind::Submodule {
+                continue;
+            }
+            let p = self.path_of(path)?;
+            if let Ok(m) = fs::symlink_metadata(&p) {
+                files.insert(path.to_str().unwrap_or_default().to_string(), Stat::of(&m));
+            }
+        }
+        let st = State {
+            commit: to.to_string(),
+            files,
+        };
+        let root = self.state.parent().unwrap_or(Path::new("."));
+        let mut tmp = tempfile::NamedTempFile::new_in(root)
+            .with_context(|| format!("cannot write in {}", root.display()))?;
+        serde_json::to_writer(&mut tmp, &st)?;
+        tmp.persist(&self.state)
+            .with_context(|| format!("cannot write {}", self.state.display()))?;
+        Ok(())
     }
 
     fn path_of(&self, rela: &BString) -> anyhow::Result<PathBuf> {
@@ -127,6 +220,52 @@ impl Worktree {
         }
         Ok(self.dir.join(s))
     }
+}
+
+enum Intact {
+    Yes,
+    No,
+}
+
+/// Whether the file at `p` still holds the tracked entry `(id, kind)`: stat data as recorded
+/// at checkout and older than the state file means yes; otherwise the content (and the
+/// executable bit, or the link target) is compared with the blob.
+fn intact(
+    repo: &gix::Repository,
+    p: &Path,
+    id: ObjectId,
+    kind: Kind,
+    recorded: Option<&Stat>,
+    stamp: (i64, i64),
+) -> anyhow::Result<Intact> {
+    let m = match fs::symlink_metadata(p) {
+        Ok(m) => m,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Intact::No),
+        Err(e) => return Err(e).with_context(|| format!("cannot stat {}", p.display())),
+    };
+    let now = Stat::of(&m);
+    let racy = now.mtime >= stamp || now.ctime >= stamp;
+    if recorded == Some(&now) && !racy {
+        return Ok(Intact::Yes);
+    }
+    let same = match kind {
+        Kind::Submodule => m.is_dir(),
+        Kind::Symlink => {
+            m.file_type().is_symlink() && {
+                let target = fs::read_link(p)?;
+                let blob = repo.find_blob(id)?;
+                target.as_os_str().as_encoded_bytes() == blob.data.as_slice()
+            }
+        }
+        Kind::File | Kind::Executable => {
+            let exec = m.mode() & 0o111 != 0;
+            m.is_file()
+                && exec == (kind == Kind::Executable)
+                && m.len() == repo.find_header(id)?.size()
+                && fs::read(p)? == repo.find_blob(id)?.data.as_slice()
+        }
+    };
+    Ok(if same { Intact::Yes } else { Intact::No })
 }
 
 fn entries(repo: &gix::Repository, commit: ObjectId) -> anyhow::Result<Entries> {
