@@ -112,6 +112,9 @@ pub struct Test {
     pub unit: String,
     pub direction: Direction,
     pub repeats: usize,
+    /// Declared zero-spread metric (struct size, allocation count, binary size): one run per
+    /// commit and plain comparisons. Without it a test is noisy, whatever its `repeats`.
+    pub deterministic: bool,
     pub warmup: usize,
     pub max_repeats: usize,
     pub threshold: Threshold,
@@ -166,7 +169,7 @@ struct RawConfig {
 struct RawBuild {
     command: Option<String>,
     #[serde(default)]
-    artifacts: Vec<String>,
+    artifacts: Vec<Spanned<String>>,
     timeout: Option<Spanned<toml::Value>>,
     #[serde(default)]
     env: BTreeMap<String, String>,
@@ -180,11 +183,12 @@ struct RawTest {
     unit: Option<String>,
     direction: Option<Spanned<String>>,
     repeats: Option<Spanned<i64>>,
+    deterministic: Option<bool>,
     warmup: Option<Spanned<i64>>,
     max_repeats: Option<Spanned<i64>>,
     threshold: Option<Spanned<toml::Value>>,
     alpha: Option<Spanned<f64>>,
-    stake: Option<f64>,
+    stake: Option<Spanned<f64>>,
     description: Option<String>,
     setup: Option<String>,
     teardown: Option<String>,
@@ -209,9 +213,17 @@ pub fn locate(explicit: Option<&Path>, repo_dir: Option<&Path>) -> anyhow::Resul
             return Ok(there);
         }
     }
+    // The two defaults are often one file (perfbisect started in the repository's top
+    // directory): name it once. Directories are compared resolved (symlinks, `.`, `..`).
+    let resolved = |d: &Path| {
+        std::fs::canonicalize(d)
+            .or_else(|_| std::path::absolute(d))
+            .unwrap_or_else(|_| d.to_path_buf())
+    };
+    let other = repo_dir.filter(|r| resolved(r) != resolved(Path::new(".")));
     crate::usage!(
         "no config: ./perfbisect.toml does not exist{}; pass --config FILE",
-        repo_dir
+        other
             .map(|r| format!(" and neither does {}", r.join("perfbisect.toml").display()))
             .unwrap_or_default()
     )
@@ -264,17 +276,18 @@ pub fn parse(text: &str, path: &Path) -> anyhow::Result<Config> {
                     at(span)
                 );
             }
-            for a in &b.artifacts {
+            for sa in &b.artifacts {
+                let a = sa.get_ref();
                 if a.is_empty() || Path::new(a).is_absolute() || a.split('/').any(|c| c == "..") {
                     crate::usage!(
                         "{}: key `build.artifacts`: `{a}` must be a path relative to the worktree, without `..`",
-                        at(span.clone())
+                        at(sa.span())
                     );
                 }
             }
             Build {
                 command: b.command,
-                artifacts: b.artifacts,
+                artifacts: b.artifacts.into_iter().map(Spanned::into_inner).collect(),
                 timeout,
                 env: b.env,
             }
@@ -334,7 +347,9 @@ pub fn parse(text: &str, path: &Path) -> anyhow::Result<Config> {
                 v.get_ref()
             ))),
         };
-        let repeats = count(&t.repeats, "repeats", 1, DEFAULT_REPEATS)?;
+        let deterministic = t.deterministic.unwrap_or(false);
+        let default_repeats = if deterministic { 1 } else { DEFAULT_REPEATS };
+        let repeats = count(&t.repeats, "repeats", 1, default_repeats)?;
         let warmup = count(&t.warmup, "warmup", 0, 0)?;
         let max_repeats = count(
             &t.max_repeats,
@@ -367,6 +382,15 @@ pub fn parse(text: &str, path: &Path) -> anyhow::Result<Config> {
             None => Duration::from_secs(600),
             Some(v) => duration(v, &key("timeout"), &at(v.span()))?,
         };
+        let stake = match t.stake {
+            Some(v) if !v.get_ref().is_finite() => crate::usage!(
+                "{}: key `{}`: {} is not a finite number",
+                at(v.span()),
+                key("stake"),
+                v.get_ref()
+            ),
+            other => other.map(Spanned::into_inner),
+        };
         let unit = t.unit.unwrap_or_else(|| {
             match metric {
                 Metric::Wall | Metric::User | Metric::Sys => "s",
@@ -384,11 +408,12 @@ pub fn parse(text: &str, path: &Path) -> anyhow::Result<Config> {
                 unit,
                 direction,
                 repeats,
+                deterministic,
                 warmup,
                 max_repeats,
                 threshold,
                 alpha,
-                stake: t.stake,
+                stake,
                 description: t.description,
                 setup: t.setup.filter(|s| !s.trim().is_empty()),
                 teardown: t.teardown.filter(|s| !s.trim().is_empty()),
@@ -556,21 +581,44 @@ fn threshold(v: &Spanned<toml::Value>, key: &str, at: &str) -> anyhow::Result<Th
     }
 }
 
+/// The longest build or run timeout accepted: longer ones are typos (and would overflow the
+/// clock arithmetic of a deadline).
+const MAX_TIMEOUT: Duration = Duration::from_secs(30 * 24 * 3600);
+
 fn duration(v: &Spanned<toml::Value>, key: &str, at: &str) -> anyhow::Result<Duration> {
+    let too_long = || {
+        UsageError::err(format!(
+            "{at}: key `{key}`: {} is longer than the most accepted, 30 days",
+            v.get_ref()
+        ))
+    };
     let d = match v.get_ref() {
         toml::Value::String(s) => humantime::parse_duration(s.trim()).map_err(|e| {
             UsageError::err(format!(
                 "{at}: key `{key}`: `{s}` is not a duration like \"90s\", \"20m\", \"1h\" ({e})"
             ))
         })?,
-        toml::Value::Integer(i) if *i > 0 => Duration::from_secs(*i as u64),
-        toml::Value::Float(f) if f.is_finite() && *f > 0.0 => Duration::from_secs_f64(*f),
+        toml::Value::Integer(i) if *i > 0 => {
+            if *i as u64 > MAX_TIMEOUT.as_secs() {
+                return Err(too_long());
+            }
+            Duration::from_secs(*i as u64)
+        }
+        toml::Value::Float(f) if f.is_finite() && *f > 0.0 => {
+            if *f > MAX_TIMEOUT.as_secs_f64() {
+                return Err(too_long());
+            }
+            Duration::from_secs_f64(*f)
+        }
         _ => crate::usage!(
             "{at}: key `{key}` must be a duration like \"90s\" or a number of seconds"
         ),
     };
     if d.is_zero() {
         crate::usage!("{at}: key `{key}` must be longer than zero");
+    }
+    if d > MAX_TIMEOUT {
+        return Err(too_long());
     }
     Ok(d)
 }
@@ -648,5 +696,26 @@ timeout = 30
         assert!(e.contains("a b"), "{e}");
         let e = err("[build]\ncommand = \"make\"\ntimeout = \"soon\"\n");
         assert!(e.contains("build.timeout") && e.contains(":3:"), "{e}");
+    }
+
+    #[test]
+    fn locate_names_each_missing_default_once() {
+        // Unit tests run in the package's directory, which holds no perfbisect.toml.
+        assert!(!Path::new("perfbisect.toml").exists());
+        let here = std::env::current_dir().unwrap();
+        for repo in [here.clone(), PathBuf::from("."), here.join("src/..")] {
+            let e = locate(None, Some(&repo)).unwrap_err();
+            assert_eq!(crate::error::exit_code(&e), 2);
+            let e = format!("{e:#}");
+            assert_eq!(e.matches("perfbisect.toml").count(), 1, "{repo:?}: {e}");
+            assert!(e.contains("pass --config FILE"), "{e}");
+        }
+        let other = tempfile::tempdir().unwrap();
+        let e = format!("{:#}", locate(None, Some(other.path())).unwrap_err());
+        let there = other.path().join("perfbisect.toml");
+        assert!(
+            e.contains(&format!("and neither does {}", there.display())),
+            "{e}"
+        );
     }
 }
