@@ -130,6 +130,14 @@ direction = "lower"
 repeats = 5
 threshold = "10%"
 description = "Wall time of one run"
+
+[tests.size]
+command = "wc -c < app"
+metric = { regex = "([0-9]+)" }
+unit = "bytes"
+deterministic = true                    # the same build always gives the same number
+threshold = "0.5%"
+description = "Size of the program (deterministic: one run per commit)"
 "#;
 
 fn params_h(c: &CommitSpec, n: usize) -> String {

@@ -1,7 +1,9 @@
 //! `perfbisect demo`: make a small repository with known regressions, then run the pipeline
 //! on it and say what was found.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
 
 use crate::cli::{DetectArgs, FindArgs, Format, Global, RunArgs, ShowArgs};
 use crate::demo::{create_repo, CommitSpec, CONFIG};
@@ -33,6 +35,39 @@ fn specs() -> Vec<CommitSpec> {
         .collect()
 }
 
+/// Written into the demo's folder before anything else: only a folder holding it has a
+/// `repo/`, `perfbisect.toml` and `cache/` that the demo may delete or overwrite.
+const MARKER: &str = ".perfbisect-demo";
+
+/// Make sure `root` is the demo's own folder, or new: refuse (exit 2) when it holds a `repo/`,
+/// `perfbisect.toml` or `cache/` that the demo did not create. `ours` says that the folder is
+/// inside perfbisect's own cache (the default), where nothing belongs to the user.
+fn claim(root: &Path, ours: bool) -> anyhow::Result<()> {
+    let marker = root.join(MARKER);
+    if marker.is_file() {
+        return Ok(());
+    }
+    if !ours {
+        for name in ["repo", "perfbisect.toml", "cache"] {
+            let p = root.join(name);
+            if p.symlink_metadata().is_ok() {
+                crate::usage!(
+                    "{} exists and was not made by `perfbisect demo`; it is left alone: pick an \
+                     empty or new --dir",
+                    p.display()
+                );
+            }
+        }
+    }
+    std::fs::create_dir_all(root).with_context(|| format!("cannot create {}", root.display()))?;
+    std::fs::write(
+        &marker,
+        "Made by `perfbisect demo`: it may delete and recreate repo/, perfbisect.toml and cache/ here.\n",
+    )
+    .with_context(|| format!("cannot write {}", marker.display()))?;
+    Ok(())
+}
+
 pub fn demo(g: &Global, args: crate::cli::DemoArgs) -> anyhow::Result<()> {
     let root = match args.dir.clone() {
         Some(d) => d,
@@ -43,6 +78,7 @@ pub fn demo(g: &Global, args: crate::cli::DemoArgs) -> anyhow::Result<()> {
             .unwrap_or_else(|| PathBuf::from("cache"))
             .join("demo"),
     };
+    claim(&root, args.dir.is_none())?;
     let repo = root.join("repo");
     let config = root.join("perfbisect.toml");
     if args.create_only {
