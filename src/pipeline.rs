@@ -193,13 +193,13 @@ impl Workspace {
         }
         let bar = self.progress.bar(todo.len() as u64, "build");
         let verbose = self.verbosity.verbose > 0;
+        let (progress, quiet) = (&self.progress, self.verbosity.quiet);
         let done = |o: &build::Outcome| {
-            // A hidden bar prints nothing: say it on stderr then (CI logs, --no-progress).
+            // Above the bars (plainly on stderr when they are hidden: CI logs, --no-progress),
+            // and not at all with -q, like `note` (the build threads cannot share `self`).
             let say = |msg: String| {
-                if bar.is_hidden() {
-                    eprintln!("{msg}")
-                } else {
-                    bar.println(msg)
+                if !quiet {
+                    progress.println(&msg)
                 }
             };
             bar.inc(1);
@@ -283,16 +283,22 @@ impl Workspace {
     ) -> anyhow::Result<(Vec<Sample>, Vec<Sample>)> {
         let (ca, cb) = (self.context(&a), self.context(&b));
         let mut got = (Vec::new(), Vec::new());
-        measure::interleaved(&ca, &cb, a.runs.min(b.runs), &mut |side, s| {
-            appender.append(&s)?;
-            each(&s);
-            if side {
-                got.1.push(s);
-            } else {
-                got.0.push(s);
-            }
-            Ok(())
-        })?;
+        measure::interleaved(
+            &ca,
+            &cb,
+            a.runs.min(b.runs),
+            &mut |side, s| {
+                appender.append(&s)?;
+                each(&s);
+                if side {
+                    got.1.push(s);
+                } else {
+                    got.0.push(s);
+                }
+                Ok(())
+            },
+            &|w| self.warn(w),
+        )?;
         Ok(got)
     }
 
@@ -307,22 +313,27 @@ impl Workspace {
         let ctx = self.context(&batch);
         let (test, commit) = (batch.test, batch.commit);
         let mut got = Vec::new();
-        measure::batch(&ctx, batch.runs, &mut |s| {
-            appender.append(&s)?;
-            if let Some(e) = &s.error {
-                if self.verbosity.verbose > 0 || got.is_empty() {
-                    self.warn(&format!(
-                        "run of `{}` on {} failed: {}",
-                        test.name,
-                        git::short(&commit),
-                        e.trim_end()
-                    ));
+        measure::batch(
+            &ctx,
+            batch.runs,
+            &mut |s| {
+                appender.append(&s)?;
+                if let Some(e) = &s.error {
+                    if self.verbosity.verbose > 0 || got.is_empty() {
+                        self.warn(&format!(
+                            "run of `{}` on {} failed: {}",
+                            test.name,
+                            git::short(&commit),
+                            e.trim_end()
+                        ));
+                    }
                 }
-            }
-            each(&s);
-            got.push(s);
-            Ok(())
-        })?;
+                each(&s);
+                got.push(s);
+                Ok(())
+            },
+            &|w| self.warn(w),
+        )?;
         Ok(got)
     }
 }

@@ -225,3 +225,38 @@ fn missing_config_and_repository_are_usage_errors() {
     expect_usage(out, &["not in a git repository"], "no repository");
     assert!(Path::new(&f.repo).exists());
 }
+
+#[test]
+fn missing_default_config_is_named_once_when_both_defaults_are_one_file() {
+    let f = fixture();
+    // Started in the repository's top directory: ./perfbisect.toml and REPO/perfbisect.toml
+    // are the same file, and the message says so once.
+    let out = assert_cmd::Command::cargo_bin("perfbisect")
+        .unwrap()
+        .arg("--cache")
+        .arg(&f.cache)
+        .args(["run", "value", "HEAD"])
+        .current_dir(&f.repo)
+        .output()
+        .unwrap();
+    expect_usage(out.clone(), &["no config", "--config"], "no config in repo");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.matches("perfbisect.toml").count(), 1, "{err}");
+    // Started elsewhere: both places are named.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let out = assert_cmd::Command::cargo_bin("perfbisect")
+        .unwrap()
+        .arg("--repo")
+        .arg(&f.repo)
+        .arg("--cache")
+        .arg(&f.cache)
+        .args(["run", "value", "HEAD"])
+        .current_dir(elsewhere.path())
+        .output()
+        .unwrap();
+    expect_usage(
+        out,
+        &["./perfbisect.toml does not exist and neither does"],
+        "no config elsewhere",
+    );
+}

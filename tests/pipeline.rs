@@ -168,7 +168,7 @@ artifacts = ["app"]
 command = "./app"
 metric = { regex = "^value: ([0-9.]+)" }
 unit = "bytes"
-repeats = 1
+deterministic = true
 stake = 3064
 "#,
     );
@@ -194,4 +194,230 @@ stake = 3064
         .output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&csv.stdout).lines().count(), 4);
+}
+
+/// Two commits of a zero-noise program: 1000 at the first, 900 at the second.
+fn two_exact(tests: &str) -> Fixture {
+    Fixture::new(
+        &specs(2, |i, c| {
+            c.metric = if i == 2 { 900.0 } else { 1000.0 };
+            c.noise_pct = 0.0;
+        }),
+        &with_build(tests),
+    )
+}
+
+#[test]
+fn failing_teardown_is_reported_with_test_and_output_and_hidden_by_q() {
+    let f = two_exact(
+        r#"[tests.value]
+command = "./app"
+metric = { regex = "^value: ([0-9.]+)" }
+repeats = 2
+teardown = "echo 'cannot stop the server: pid file gone'; exit 3"
+"#,
+    );
+    let last = &f.ids[1];
+    let out = f.cmd().args(["run", "value", last]).output().unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "perfbisect: warning: test `value` on {}: teardown",
+            &last[..10]
+        )),
+        "{err}"
+    );
+    assert!(err.contains("exit code 3"), "{err}");
+    assert!(
+        err.contains("cannot stop the server: pid file gone"),
+        "{err}"
+    );
+    // The runs themselves are stored.
+    assert_eq!(f.show("value", last)["commits"][0]["n"], 2);
+    // -q hides warnings, this one included.
+    let out = f
+        .cmd()
+        .args(["-q", "run", "value", last, "--again"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("teardown"), "{err}");
+}
+
+#[test]
+fn teardown_after_a_failed_setup_is_reported_too() {
+    let f = two_exact(
+        r#"[tests.value]
+command = "./app"
+metric = { regex = "^value: ([0-9.]+)" }
+setup = "exit 1"
+teardown = "echo 'nothing to tear down'; exit 4"
+"#,
+    );
+    let last = &f.ids[1];
+    let out = f.cmd().args(["run", "value", last]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("test `value` on"), "{err}");
+    assert!(err.contains("exit code 4"), "{err}");
+    assert!(err.contains("nothing to tear down"), "{err}");
+}
+
+#[test]
+fn show_csv_round_trips_errors_with_quotes_commas_and_newlines() {
+    let f = two_exact(
+        r#"[tests.value]
+command = '''printf 'it said "no", then, sadly\nstopped\n'; exit 1'''
+metric = { regex = "^value: ([0-9.]+)" }
+repeats = 1
+"#,
+    );
+    let last = &f.ids[1];
+    f.run_json("value", last, &[]);
+    let out = f
+        .cmd()
+        .args(["show", "value", last, "--format", "csv"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let mut r = csv::Reader::from_reader(out.stdout.as_slice());
+    let headers = r.headers().unwrap().clone();
+    assert_eq!(&headers[8], "error");
+    let rows: Vec<csv::StringRecord> = r.records().map(Result::unwrap).collect();
+    assert_eq!(rows.len(), 1, "{}", String::from_utf8_lossy(&out.stdout));
+    assert_eq!(&rows[0][0], last.as_str());
+    assert_eq!(&rows[0][3], "");
+    let error = &rows[0][8];
+    assert!(
+        error.contains("exit code 1") && error.contains("it said \"no\", then, sadly\nstopped"),
+        "{error:?}"
+    );
+}
+
+#[test]
+fn compare_of_deterministic_values_says_so_and_judges_negative_metrics_by_their_move() {
+    let f = two_exact(
+        r#"[tests.value]
+command = "./app"
+metric = { regex = "^value: ([0-9.]+)" }
+direction = "lower"
+threshold = "2%"
+
+[tests.neg]
+command = "./app | sed 's/^value: /value: -/'"
+metric = { regex = "^value: (-?[0-9.]+)" }
+direction = "lower"
+threshold = "2%"
+"#,
+    );
+    let (a, b) = (&f.ids[0], &f.ids[1]);
+    // 1000 -> 900, lower is better: an improvement, compared exactly.
+    let out = f
+        .cmd()
+        .args(["compare", "value", a, b, "--runs", "3"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("B is at 90.0 % of A"), "{text}");
+    assert!(text.contains("deterministic"), "{text}");
+    assert!(!text.contains("p = "), "{text}");
+    assert!(text.contains("B differs from A: an improvement"), "{text}");
+    // -1000 -> -900 went up, and lower is better: a regression, +10 %.
+    let out = f
+        .cmd()
+        .args(["compare", "neg", a, b, "--runs", "3"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("B differs from A: a regression"), "{text}");
+    let json = f.json(&["compare", "neg", a, b, "--runs", "3", "--format", "json"]);
+    assert!(
+        (json["rel_change"].as_f64().unwrap() - 0.1).abs() < 1e-9,
+        "{json}"
+    );
+    assert_eq!(json["deterministic"], true, "{json}");
+}
+
+#[test]
+fn detect_says_deterministic_and_gives_negative_metrics_the_sign_of_their_move() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("series.csv");
+    let mut csv = String::from("index,value\n");
+    for i in 1..=12 {
+        csv += &format!("{i},{}\n", if i >= 7 { -110 } else { -100 });
+    }
+    std::fs::write(&path, csv).unwrap();
+    let out = assert_cmd::Command::cargo_bin("perfbisect")
+        .unwrap()
+        .arg("detect")
+        .arg("--input")
+        .arg(&path)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        text.trim(),
+        "index 7: -100 -> -110 (-10.00 %), deterministic",
+        "{text}"
+    );
+}
+
+#[test]
+fn find_on_exact_values_says_deterministic_instead_of_p_zero() {
+    // No noise: every run of a commit gives the same number, so the search compares exact
+    // values and its p-values (0 or 1) are no test's result.
+    let f = Fixture::new(
+        &specs(9, |i, c| {
+            c.metric = if i >= 6 { 900.0 } else { 1000.0 };
+            c.noise_pct = 0.0;
+        }),
+        &with_build(
+            r#"[tests.value]
+command = "./app"
+metric = { regex = "^value: ([0-9.]+)" }
+unit = "units"
+direction = "lower"
+repeats = 2
+threshold = "2%"
+"#,
+        ),
+    );
+    let out = f
+        .cmd()
+        .args(["find", "value", &f.range()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains(&format!("culprit: {}", &f.ids[5][..10])),
+        "{text}"
+    );
+    assert!(
+        text.contains("1000 -> 900 units (-10.00 %, an improvement), deterministic,"),
+        "{text}"
+    );
+    assert!(!text.contains("p = "), "{text}");
+    let md = f
+        .cmd()
+        .args(["find", "value", &f.range(), "--format", "md"])
+        .output()
+        .unwrap();
+    let md = String::from_utf8_lossy(&md.stdout);
+    assert!(md.contains("deterministic") && !md.contains("p = "), "{md}");
 }

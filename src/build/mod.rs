@@ -225,8 +225,8 @@ fn copy_artifacts(
             anyhow::Error::new(e).context(format!("cannot move artifacts to {}", dest.display())),
         ));
     }
-    crate::store::sync_dir(dest.parent().expect("artifacts have a parent"));
-    Ok(())
+    crate::store::try_sync_dir(dest.parent().expect("artifacts have a parent"))
+        .map_err(ArtifactError::Io)
 }
 
 fn copy_tree(src: &Path, to: &Path) -> anyhow::Result<()> {

@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use crate::cli::{CompareArgs, Format, Global};
 use crate::pipeline::{Batch, Workspace};
-use crate::report::find::judge;
+use crate::report::find::judge_with_article;
 use crate::report::fmt_num;
 use crate::stats;
 use crate::store::Sample;
@@ -38,6 +38,10 @@ struct Comparison {
     /// 95 % bootstrap interval of the ratio of medians.
     ratio_ci: Option<(f64, f64)>,
     p_value: Option<f64>,
+    /// Relative change of the medians, `(B - A) / |A|`.
+    rel_change: Option<f64>,
+    /// Both sides have zero spread: compared exactly, `p_value` (0 or 1) is no test's result.
+    deterministic: bool,
     /// Mann-Whitney at the test's alpha and the threshold both say the sides differ.
     differs: bool,
 }
@@ -113,6 +117,8 @@ pub fn compare(g: &Global, args: CompareArgs) -> anyhow::Result<()> {
         ratio: diff.map(|d| d.after / d.before).filter(|r| r.is_finite()),
         ratio_ci: stats::bootstrap_median_ratio(&va, &vb, 0.95, 2000, 1),
         p_value: diff.map(|d| d.p_value),
+        rel_change: diff.map(|d| d.rel_change),
+        deterministic: diff.is_some_and(|d| d.deterministic),
         differs: diff.is_some_and(|d| d.differs),
     };
     match args.format {
@@ -190,18 +196,22 @@ fn text(c: &Comparison, test: &crate::config::Test) -> String {
                 .unwrap_or_default();
             let verdict = if c.differs {
                 format!(
-                    "B differs from A: a {} ({} is better)",
-                    judge(test.direction, r - 1.0),
+                    "B differs from A: {} ({} is better)",
+                    judge_with_article(test.direction, c.rel_change.unwrap_or(r - 1.0)),
                     c.direction
                 )
             } else {
                 "no difference that passes the test's threshold and alpha".into()
             };
+            let evidence = if c.deterministic {
+                "deterministic (no spread on either side)".to_string()
+            } else {
+                format!("p = {p:.2e}")
+            };
             let _ = writeln!(
                 o,
-                "B is at {:.1} % of A{ci}, p = {:.2e}: {verdict}",
-                r * 100.0,
-                p
+                "B is at {:.1} % of A{ci}, {evidence}: {verdict}",
+                r * 100.0
             );
         }
         _ => {

@@ -24,6 +24,8 @@ struct Point {
     after: f64,
     rel_change: f64,
     p_value: f64,
+    /// An exact change of a noiseless series: `p_value` is no test's result.
+    deterministic: bool,
 }
 
 impl Point {
@@ -38,6 +40,7 @@ impl Point {
             after: c.after,
             rel_change: c.rel_change,
             p_value: c.p_value,
+            deterministic: c.deterministic,
         }
     }
 }
@@ -109,13 +112,17 @@ pub fn detect(g: &Global, args: DetectArgs) -> anyhow::Result<()> {
                     (Some(c), Some(s)) => format!("{} {s}", &c[..10]),
                     _ => format!("index {}", p.index),
                 };
+                let evidence = if p.deterministic {
+                    "deterministic".to_string()
+                } else {
+                    format!("p = {:.2e}", p.p_value)
+                };
                 writeln!(
                     w,
-                    "{at}: {} -> {} ({:+.2} %), p = {:.2e}",
+                    "{at}: {} -> {} ({:+.2} %), {evidence}",
                     fmt_num(p.before),
                     fmt_num(p.after),
                     p.rel_change * 100.0,
-                    p.p_value
                 )?;
             }
         }

@@ -41,15 +41,15 @@ pub fn show(g: &Global, args: ShowArgs) -> anyhow::Result<()> {
         .collect();
     let out = match args.format {
         Format::Json => view::json(test, &rows)?,
-        Format::Csv => view::csv(test, &rows),
+        Format::Csv => view::csv(test, &rows)?,
         _ => view::text(test, &rows),
     };
     print!("{out}");
-    if samples.stale > 0 && args.format == Format::Text && !g.quiet {
-        eprintln!(
+    if samples.stale > 0 && args.format == Format::Text {
+        ws.note(&format!(
             "note: {} stored samples come from an earlier test or build definition and are not shown",
             samples.stale
-        );
+        ));
     }
     Ok(())
 }

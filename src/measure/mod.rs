@@ -75,12 +75,29 @@ impl Context<'_> {
         let _ = log_read.seek(SeekFrom::Start(
             len.saturating_sub(process::TAIL_BYTES as u64),
         ));
-        let mut tail = String::new();
-        let _ = log_read.read_to_string(&mut tail);
+        // Bytes, not a String: the cut may fall inside a UTF-8 character, and
+        // `read_to_string` would then drop the whole tail.
+        let mut tail = Vec::new();
+        let _ = log_read.read_to_end(&mut tail);
+        let tail = String::from_utf8_lossy(&tail);
         Ok(Err(format!(
-            "{what} `{cmd}` failed ({})\n{tail}",
-            fin.status
+            "{what} `{cmd}` failed ({})\n{}",
+            fin.status,
+            if tail.trim().is_empty() {
+                "(no output)"
+            } else {
+                &tail
+            }
         )))
+    }
+
+    /// Run the test's `teardown` (if any) and hand a failure to `warn`, naming the test and
+    /// the commit, with the tail of the teardown's output.
+    fn teardown_or_warn(&self, warn: &dyn Fn(&str)) -> anyhow::Result<()> {
+        if let Err(why) = self.teardown()? {
+            warn(&teardown_warning(self, &why));
+        }
+        Ok(())
     }
 
     /// Run the test command once and read its metric.
@@ -145,19 +162,38 @@ impl Context<'_> {
     }
 }
 
+/// What a failed teardown is reported as: test, commit, and the tail of its output.
+fn teardown_warning(ctx: &Context<'_>, why: &str) -> String {
+    let mut lines = why.trim_end().lines();
+    let head = lines.next().unwrap_or("teardown failed");
+    let tail: Vec<String> = lines.map(|l| format!("    {l}")).collect();
+    format!(
+        "test `{}` on {}: {head}{}",
+        ctx.test.name,
+        crate::git::short(&ctx.commit),
+        if tail.is_empty() {
+            String::new()
+        } else {
+            format!("; its output ends with:\n{}", tail.join("\n"))
+        }
+    )
+}
+
 /// Measure `runs` runs (after the test's warm-ups), handing each sample to `sink` before the
-/// next run starts. Stops early on Ctrl-C. Returns the number of samples produced.
+/// next run starts. Stops early on Ctrl-C. Returns the number of samples produced. A failing
+/// `teardown` is reported through `warn`.
 pub fn batch(
     ctx: &Context<'_>,
     runs: usize,
     sink: &mut dyn FnMut(Sample) -> anyhow::Result<()>,
+    warn: &dyn Fn(&str),
 ) -> anyhow::Result<usize> {
     if runs == 0 {
         return Ok(0);
     }
     if let Err(why) = ctx.setup()? {
         sink(ctx.failed_sample(why))?;
-        let _ = ctx.teardown()?;
+        ctx.teardown_or_warn(warn)?;
         return Ok(1);
     }
     let result = (|| {
@@ -177,20 +213,19 @@ pub fn batch(
         }
         Ok(n)
     })();
-    if let Err(why) = ctx.teardown()? {
-        eprintln!("perfbisect: warning: {why}");
-    }
+    ctx.teardown_or_warn(warn)?;
     result
 }
 
 /// Run `a` and `b` alternately (A B A B ...) `runs` times each, so that drift of the machine
 /// hits both sides alike; each sample goes to `sink` (with `true` for side B) before the next
-/// run. Returns how many pairs ran.
+/// run. Returns how many pairs ran. A failing `teardown` is reported through `warn`.
 pub fn interleaved(
     a: &Context<'_>,
     b: &Context<'_>,
     runs: usize,
     sink: &mut dyn FnMut(bool, Sample) -> anyhow::Result<()>,
+    warn: &dyn Fn(&str),
 ) -> anyhow::Result<usize> {
     if runs == 0 {
         return Ok(0);
@@ -198,8 +233,11 @@ pub fn interleaved(
     for (side, ctx) in [(false, a), (true, b)] {
         if let Err(why) = ctx.setup()? {
             sink(side, ctx.failed_sample(why))?;
-            let _ = a.teardown()?;
-            let _ = b.teardown()?;
+            // Undo the setups that ran: A's when B's failed, and the failed one's part.
+            a.teardown_or_warn(warn)?;
+            if side {
+                b.teardown_or_warn(warn)?;
+            }
             return Ok(0);
         }
     }
@@ -220,9 +258,7 @@ pub fn interleaved(
         Ok(n)
     })();
     for ctx in [a, b] {
-        if let Err(why) = ctx.teardown()? {
-            eprintln!("perfbisect: warning: {why}");
-        }
+        ctx.teardown_or_warn(warn)?;
     }
     result
 }

@@ -123,7 +123,10 @@ pub fn run(spec: Spec<'_>) -> anyhow::Result<Finished> {
     let pid = child.id() as libc::pid_t;
     // A second Ctrl-C ends perfbisect at once; it takes this command's group with it.
     let _group = GroupGuard::register(pid);
-    let deadline = start + spec.timeout;
+    // A timeout too long for the clock means no deadline in practice (config caps it anyway).
+    let deadline = start
+        .checked_add(spec.timeout)
+        .unwrap_or_else(|| start + Duration::from_secs(100 * 365 * 24 * 3600));
     let mut out = StreamReader::new(regex, keep_stdout);
     let mut err = StreamReader::new(None, 0);
     let stdout = child.stdout.take();

@@ -89,7 +89,15 @@ pub fn summarize(test: &Test, rows: &[CommitRow]) -> Option<RangeSummary> {
             .rev()
             .find_map(|r| stats::median(&r.values))
             .unwrap_or(s.median);
-        let pct = |d: f64| if stake != 0.0 { d / stake * 100.0 } else { 0.0 };
+        // Relative to the stake with the one definition of a relative change, so the sign is
+        // the side of the stake the value is on, also for a negative stake.
+        let pct = |v: f64| {
+            if stake != 0.0 {
+                stats::rel_change(stake, v) * 100.0
+            } else {
+                0.0
+            }
+        };
         let better = match test.direction {
             Direction::Lower => current < stake,
             Direction::Higher => current > stake,
@@ -97,9 +105,9 @@ pub fn summarize(test: &Test, rows: &[CommitRow]) -> Option<RangeSummary> {
         StakeVerdict {
             stake,
             vs_mean: s.mean - stake,
-            vs_mean_pct: pct(s.mean - stake),
+            vs_mean_pct: pct(s.mean),
             vs_p50: s.median - stake,
-            vs_p50_pct: pct(s.median - stake),
+            vs_p50_pct: pct(s.median),
             current,
             verdict: if current == stake {
                 "equal"
@@ -320,31 +328,104 @@ pub fn json(test: &Test, rows: &[CommitRow]) -> anyhow::Result<String> {
     Ok(serde_json::to_string_pretty(&out)? + "\n")
 }
 
-/// `--format csv`: one row per sample, failed runs included.
-pub fn csv(test: &Test, rows: &[CommitRow]) -> String {
-    let mut o = String::from("commit,round,time,value,wall,user,sys,max_rss,error\n");
+/// `--format csv`: one row per sample, failed runs included with their whole error text.
+/// Written with the `csv` crate, so quotes, commas and line breaks in an error round-trip.
+pub fn csv(test: &Test, rows: &[CommitRow]) -> anyhow::Result<String> {
+    let _ = test;
+    let mut w = ::csv::Writer::from_writer(Vec::new());
+    w.write_record([
+        "commit", "round", "time", "value", "wall", "user", "sys", "max_rss", "error",
+    ])?;
     for r in rows {
+        let commit = r.commit.id.to_string();
         for s in &r.records {
-            let err = s
-                .error
-                .as_deref()
-                .map(|e| e.lines().next().unwrap_or("").replace('"', "'"))
-                .unwrap_or_default();
-            let _ = writeln!(
-                o,
-                "{},{},{},{},{},{},{},{},\"{}\"",
-                r.commit.id,
-                s.round,
-                s.time,
+            w.write_record([
+                commit.clone(),
+                s.round.to_string(),
+                s.time.to_string(),
                 s.value.map(|v| v.to_string()).unwrap_or_default(),
-                s.wall,
-                s.user,
-                s.sys,
-                s.max_rss,
-                err
-            );
+                s.wall.to_string(),
+                s.user.to_string(),
+                s.sys.to_string(),
+                s.max_rss.to_string(),
+                s.error.clone().unwrap_or_default(),
+            ])?;
         }
     }
-    let _ = test;
-    o
+    let bytes = w
+        .into_inner()
+        .map_err(|e| anyhow::anyhow!("cannot write CSV: {e}"))?;
+    Ok(String::from_utf8(bytes)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn test_def() -> Test {
+        let cfg = crate::config::parse(
+            "[build]\ncommand = \"true\"\n[tests.t]\ncommand = \"./app\"\n",
+            std::path::Path::new("/tmp/perfbisect.toml"),
+        )
+        .unwrap();
+        cfg.test("t").unwrap().clone()
+    }
+
+    fn sample(value: Option<f64>, error: Option<&str>) -> Sample {
+        Sample {
+            commit: [7; 20],
+            test_hash: 1,
+            recipe_hash: 2,
+            time: 1_700_000_000,
+            round: 1,
+            wall: 0.5,
+            user: 0.25,
+            sys: 0.125,
+            max_rss: 4096,
+            value,
+            error: error.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn csv_round_trips_quotes_commas_and_multi_line_errors() {
+        let error = "test command exited with 3\nerror: \"bad\", said the test,\r\nthen \"\"more\"\"\nlast line, with a comma";
+        let row = CommitRow {
+            commit: CommitInfo {
+                id: gix::ObjectId::from_bytes_or_panic(&[7; 20]),
+                subject: "A \"quoted\", subject".into(),
+                author: "x".into(),
+                time: 0,
+            },
+            values: vec![3064.5],
+            records: vec![sample(Some(3064.5), None), sample(None, Some(error))],
+            status: Status::Ok,
+        };
+        let text = csv(&test_def(), &[row]).unwrap();
+        let mut r = ::csv::Reader::from_reader(text.as_bytes());
+        assert_eq!(
+            r.headers().unwrap(),
+            vec!["commit", "round", "time", "value", "wall", "user", "sys", "max_rss", "error"]
+        );
+        let recs: Vec<::csv::StringRecord> = r.records().map(Result::unwrap).collect();
+        assert_eq!(recs.len(), 2, "{text}");
+        let id = "07".repeat(20);
+        assert_eq!(
+            recs[0].iter().collect::<Vec<_>>(),
+            vec![
+                id.as_str(),
+                "1",
+                "1700000000",
+                "3064.5",
+                "0.5",
+                "0.25",
+                "0.125",
+                "4096",
+                ""
+            ]
+        );
+        assert_eq!(&recs[1][0], id);
+        assert_eq!(&recs[1][3], "", "a failed run has no value");
+        assert_eq!(&recs[1][8], error, "the whole error text comes back");
+    }
 }

@@ -268,10 +268,13 @@ pub struct Difference {
     pub before: f64,
     /// Median of the second sample.
     pub after: f64,
-    /// after / before - 1.
+    /// Relative change of the medians, [`super::rel_change`]: `(after - before) / |before|`.
     pub rel_change: f64,
     /// Two-sided p-value (Mann-Whitney U; 0 or 1 for zero-spread samples).
     pub p_value: f64,
+    /// Both samples have zero spread: the values were compared exactly and `p_value` (0 or 1)
+    /// is no test's result; reports say "deterministic" instead of printing it.
+    pub deterministic: bool,
     /// p < alpha.
     pub significant: bool,
     /// significant and the threshold is reached by the medians.
@@ -291,7 +294,8 @@ pub fn differ(a: &[f64], b: &[f64], alpha: f64, threshold: Threshold) -> Option<
     if a.is_empty() || b.is_empty() {
         return None;
     }
-    let p_value = if zero_spread(&a) && zero_spread(&b) {
+    let deterministic = zero_spread(&a) && zero_spread(&b);
+    let p_value = if deterministic {
         if a[0] == b[0] {
             1.0
         } else {
@@ -308,6 +312,7 @@ pub fn differ(a: &[f64], b: &[f64], alpha: f64, threshold: Threshold) -> Option<
         after,
         rel_change: rel_change(before, after),
         p_value,
+        deterministic,
         significant,
         differs: significant && threshold.reached(before, after),
     })
@@ -502,11 +507,18 @@ mod tests {
         let d = differ(&a, &b, 0.05, Threshold::Relative(0.02)).unwrap();
         assert!(d.significant && d.differs);
         assert!((d.rel_change - (103.05 / 100.05 - 1.0)).abs() < 1e-12);
+        assert!(!d.deterministic);
         let d = differ(&a, &b, 0.05, Threshold::Relative(0.05)).unwrap();
         assert!(d.significant && !d.differs);
+        // a negative metric that drops: the change is negative
+        let neg = |x: &[f64]| x.iter().map(|v| -v).collect::<Vec<_>>();
+        let d = differ(&neg(&a), &neg(&b), 0.05, Threshold::Relative(0.02)).unwrap();
+        assert!(d.differs && d.rel_change < 0.0, "{d:?}");
+        assert!((d.rel_change + (103.05 / 100.05 - 1.0)).abs() < 1e-12);
         // deterministic metrics: one run each is enough
         let d = differ(&[3064.0], &[3072.0], 0.001, Threshold::Relative(0.0)).unwrap();
         assert_eq!((d.p_value, d.differs), (0.0, true));
+        assert!(d.deterministic);
         let d = differ(
             &[3064.0],
             &[3064.0, 3064.0],

@@ -61,16 +61,20 @@ impl Threshold {
     }
 }
 
-/// Relative change `after / before - 1`, with a zero `before` giving 0 (no change) or ±inf.
-pub(crate) fn rel_change(before: f64, after: f64) -> f64 {
-    if before == 0.0 {
+/// Relative change `(after - before) / |before|`: its sign is the direction of the move
+/// (positive when the value went up), also for negative metrics. A zero `before` gives 0 (no
+/// change) or ±inf; NaN in, NaN out. The one definition every report and test uses.
+pub fn rel_change(before: f64, after: f64) -> f64 {
+    if before.is_nan() || after.is_nan() {
+        f64::NAN
+    } else if before == 0.0 {
         if after == 0.0 {
             0.0
         } else {
             f64::INFINITY.copysign(after)
         }
     } else {
-        after / before - 1.0
+        (after - before) / before.abs()
     }
 }
 
@@ -119,5 +123,29 @@ mod tests {
         assert_eq!(rel_change(0.0, 0.0), 0.0);
         assert_eq!(rel_change(0.0, -1.0), f64::NEG_INFINITY);
         assert!((rel_change(100.0, 103.0) - 0.03).abs() < 1e-12);
+    }
+
+    #[test]
+    fn rel_change_follows_the_direction_of_the_move_for_negative_values() {
+        // Down from -100 to -110 is a 10 % drop, not a 10 % rise (`after / before - 1`
+        // said +0.1 here).
+        assert!((rel_change(-100.0, -110.0) + 0.1).abs() < 1e-12);
+        assert!((rel_change(-100.0, -90.0) - 0.1).abs() < 1e-12);
+        assert!((rel_change(-2.0, 2.0) - 2.0).abs() < 1e-12);
+        assert!((rel_change(2.0, -2.0) + 2.0).abs() < 1e-12);
+        assert!((rel_change(100.0, 90.0) + 0.1).abs() < 1e-12);
+        assert_eq!(rel_change(0.0, 3.0), f64::INFINITY);
+        assert!(rel_change(f64::NAN, 1.0).is_nan());
+        assert!(rel_change(1.0, f64::NAN).is_nan());
+        // Same sign as the move, whatever the sign of the level.
+        for (b, a) in [
+            (-5.0, -4.0),
+            (-5.0, -6.0),
+            (5.0, 6.0),
+            (5.0, 4.0),
+            (-1.0, 1.0),
+        ] {
+            assert_eq!(rel_change(b, a).signum(), (a - b).signum(), "{b} -> {a}");
+        }
     }
 }

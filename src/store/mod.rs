@@ -155,7 +155,8 @@ impl Store {
                 return Err(e).with_context(|| format!("cannot write {}", path.display()));
             }
             if !exists {
-                sync_dir(&self.dir);
+                // The new file's name must be durable too, or a crash loses every record.
+                try_sync_dir(&self.dir)?;
             }
             len = HEADER_LEN as u64;
         }
@@ -318,10 +319,23 @@ pub fn decode_file(path: &Path, bytes: &[u8]) -> Result<Loaded, StoreError> {
     Ok(out)
 }
 
-/// Make a rename or a new file in `dir` durable.
+/// Make a rename or a new file in `dir` durable. A filesystem that cannot sync a directory at
+/// all (EINVAL, EOPNOTSUPP) counts as done: there is nothing more to ask of it.
+pub fn try_sync_dir(dir: &Path) -> anyhow::Result<()> {
+    let d = File::open(dir)
+        .with_context(|| format!("cannot open directory {} to sync it", dir.display()))?;
+    match d.sync_all() {
+        Ok(()) => Ok(()),
+        Err(e) if matches!(e.raw_os_error(), Some(libc::EINVAL | libc::EOPNOTSUPP)) => Ok(()),
+        Err(e) => Err(e).with_context(|| format!("cannot sync directory {}", dir.display())),
+    }
+}
+
+/// [`try_sync_dir`] for callers that have nothing better to do with a failure than say it: a
+/// warning on stderr.
 pub fn sync_dir(dir: &Path) {
-    if let Ok(d) = File::open(dir) {
-        let _ = d.sync_all();
+    if let Err(e) = try_sync_dir(dir) {
+        eprintln!("perfbisect: warning: {e:#}; a crash now could lose what was just written there");
     }
 }
 
@@ -420,6 +434,18 @@ mod tests {
         std::fs::write(&p, &bytes).unwrap();
         let e = Store::new(d.path()).load("t").unwrap_err();
         assert!(format!("{e:#}").contains("newer perfbisect"));
+    }
+
+    #[test]
+    fn directory_sync_errors_are_reported() {
+        let d = tempfile::tempdir().unwrap();
+        try_sync_dir(d.path()).unwrap();
+        let gone = d.path().join("gone");
+        let e = try_sync_dir(&gone).unwrap_err();
+        assert!(
+            format!("{e:#}").contains(&gone.display().to_string()),
+            "{e:#}"
+        );
     }
 
     #[test]
