@@ -160,17 +160,18 @@ deterministic = true
     }
     assert_eq!(got, values, "every commit measured from its own tree");
 
-    // The slot now holds the last commit with its tracked files restored on the next switch,
-    // and the build's untracked output is still there.
+    // The slot holds the last commit as its build left it: switching to that same commit
+    // again restores the stamped, the deleted and the chmod'ed file, and nothing else; the
+    // build's untracked output is still there.
     let wt = Worktree::slot(&cache.join("worktrees"), 0);
     let g = gix::open(&repo).unwrap();
-    let first = gix::ObjectId::from_hex(ids[0].as_bytes()).unwrap();
-    let s = wt.switch(&g, first).unwrap();
+    let last = gix::ObjectId::from_hex(ids[9].as_bytes()).unwrap();
+    let s = wt.switch(&g, last).unwrap();
     assert!(!s.fresh);
-    assert!(s.restored >= 2, "{s:?}");
+    assert_eq!((s.restored, s.written, s.deleted), (3, 3, 0), "{s:?}");
     assert_eq!(
         std::fs::read_to_string(wt.dir.join("v.txt")).unwrap(),
-        "100\n"
+        format!("{}\n", values[9])
     );
     assert!(wt.dir.join("doc.txt").is_file());
     assert!(wt.dir.join("out.txt").is_file(), "untracked outputs stay");
