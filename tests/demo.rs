@@ -37,9 +37,66 @@ fn demo_finds_the_planted_changes_and_reuses_everything_the_second_time() {
         "{first}"
     );
     let second = run();
-    assert!(second.contains("0 built"), "{second}");
+    // `find` builds nothing and reuses what is stored; its only runs are the interleaved
+    // re-runs that confirm the culprit, fewer than the first time.
+    let (first_find, second_find) = (spent(&first), spent(&second));
+    assert_eq!(second_find.builds, 0, "{second}");
+    assert!(second_find.reused > 0, "{second}");
     assert!(
-        second.contains("0 builds, 0 runs") || second.contains(": 0 builds"),
+        second_find.runs < first_find.runs,
+        "{} runs the first time, {} the second: {second}",
+        first_find.runs,
+        second_find.runs
+    );
+    // `run` finds everything built and measured.
+    let line = summary_line(&second);
+    assert!(
+        line.starts_with("0 built, ") && line.contains(", 0 runs (0 failed)"),
         "{second}"
     );
+}
+
+/// What `find` spent, from its line `searched RANGE (N commits): B builds, R runs in T
+/// (S stored samples reused)`.
+struct Spent {
+    builds: u64,
+    runs: u64,
+    reused: u64,
+}
+
+fn spent(out: &str) -> Spent {
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("searched "))
+        .unwrap_or_else(|| panic!("no `searched` line: {out}"));
+    let bad = || -> ! { panic!("unexpected `searched` line: {line}") };
+    let (_, after) = line.split_once("): ").unwrap_or_else(|| bad());
+    let w: Vec<&str> = after.split_whitespace().collect();
+    let number = |i: usize, unit: &str| -> u64 {
+        match (w.get(i).and_then(|n| n.parse().ok()), w.get(i + 1)) {
+            (Some(n), Some(u)) if u.starts_with(unit) => n,
+            _ => bad(),
+        }
+    };
+    let reused = match line.split_once(" stored samples reused") {
+        Some((head, _)) => head
+            .rsplit('(')
+            .next()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| bad()),
+        None => 0,
+    };
+    Spent {
+        builds: number(0, "build"),
+        runs: number(2, "run"),
+        reused,
+    }
+}
+
+/// The summary line of `run` (`N built, M cached, ...`).
+fn summary_line(out: &str) -> &str {
+    out.lines()
+        .skip_while(|l| !l.starts_with("$ perfbisect run "))
+        .nth(1)
+        .unwrap_or_else(|| panic!("no `run` summary: {out}"))
 }

@@ -11,7 +11,7 @@ use crate::report::fmt_num;
 use crate::stats::{self, Threshold};
 use crate::store::cache::Cache;
 
-use super::{check_format, locations, verbosity};
+use super::{check_format, locations, verbosity, Interrupted};
 
 /// Power asked of the repeats recommendation.
 const POWER: f64 = 0.95;
@@ -110,6 +110,11 @@ pub fn calibrate(g: &Global, args: CalibrateArgs) -> anyhow::Result<()> {
         &mut |_| bar.inc(1),
     )?;
     bar.finish_and_clear();
+    // Stopped by Ctrl-C: the runs made are in the store, but a calibration from a part of
+    // them would stand for the full count; keep none, exit 130 as `run` does.
+    if crate::interrupt::requested() {
+        return Err(Interrupted.into());
+    }
     let vals: Vec<f64> = got.iter().filter_map(|s| s.value).collect();
     let Some(sum) = stats::summarize(&vals) else {
         anyhow::bail!(
@@ -174,11 +179,16 @@ pub fn calibrate(g: &Global, args: CalibrateArgs) -> anyhow::Result<()> {
                 format!(" {}", test.unit)
             };
             println!(
-                "{}: {} A/A runs of {} {}",
+                "{}: {} A/A runs of {} {}{}",
                 test.name,
                 cal.runs,
                 info.short(),
-                info.subject
+                info.subject,
+                if args.rev.is_none() {
+                    " (HEAD: no REV given)"
+                } else {
+                    ""
+                }
             );
             println!(
                 "median {}{unit}, noise {:.2} % (robust, MAD), std dev {:.2} % of mean, outliers {:.1} % of runs",

@@ -231,17 +231,20 @@ mod tests {
         }
     }
 
+    /// A million rows are read whole and grouped by index. The speed is measured, not asserted,
+    /// by `scripts/bench-cpd.sh` (it times `detect --input FILE.csv`).
     #[test]
     fn million_rows() {
         let mut s = String::from("index,value\n");
         for i in 0..1_000_000u32 {
             s.push_str(&format!("{},{}.{}\n", i / 3, 1000 + i % 17, i % 10));
         }
-        let t = std::time::Instant::now();
         let r = read_series_csv(s.as_bytes()).unwrap();
-        let dt = t.elapsed();
         assert_eq!(r.index.len(), 333_334);
-        // debug builds are ~10x slower; the release target is well under 1 s
-        assert!(dt.as_secs_f64() < 10.0, "{dt:?}");
+        assert_eq!(r.index[333_333], 333_333);
+        assert_eq!(r.samples[0], vec![1000.0, 1001.1, 1002.2]);
+        let last: f64 = format!("{}.9", 1000 + 999_999 % 17).parse().unwrap();
+        assert_eq!(r.samples[333_333], vec![last]);
+        assert_eq!(r.samples.iter().map(Vec::len).sum::<usize>(), 1_000_000);
     }
 }
