@@ -141,26 +141,73 @@ impl Workspace {
         Ok(out)
     }
 
-    /// The commits of `range`, or without one every commit with samples, in HEAD's
-    /// first-parent order (oldest first).
+    /// The commits of `range`, or without one every commit with samples that the repository
+    /// holds, oldest first: those on HEAD's first-parent chain in its order, and those off it
+    /// (not reachable from HEAD, as during a `git bisect`, or on other branches) merged in by
+    /// commit time (then author time and id). Stored results of commits the repository does
+    /// not have (rebased away, another clone) are left out with a warning.
     pub fn commits(
         &self,
         range: Option<&str>,
         samples: &Samples,
     ) -> anyhow::Result<Vec<CommitInfo>> {
-        match range {
-            Some(r) => Ok(self.repo.range(r)?.commits),
-            None => {
-                let head = self.repo.head()?;
-                let mut out = Vec::new();
-                for id in self.repo.walk(head, None)? {
-                    if samples.by_commit.contains_key(&commit_key(&id)) {
-                        out.push(self.repo.info(id)?);
-                    }
+        if let Some(r) = range {
+            return Ok(self.repo.range(r)?.commits);
+        }
+        if samples.by_commit.is_empty() {
+            return Ok(Vec::new());
+        }
+        let gix = self.repo.gix();
+        let commit_time = |id: ObjectId| -> i64 {
+            gix.find_commit(id)
+                .ok()
+                .and_then(|c| c.time().ok())
+                .map_or(0, |t| t.seconds)
+        };
+        // HEAD's chain first: its order is the one ranges use, whatever the clocks say.
+        let mut chain = Vec::new();
+        let mut on_chain = std::collections::HashSet::new();
+        if let Ok(head) = self.repo.head() {
+            for id in self.repo.walk(head, None)? {
+                let key = commit_key(&id);
+                if samples.by_commit.contains_key(&key) {
+                    on_chain.insert(key);
+                    chain.push((commit_time(id), self.repo.info(id)?));
                 }
-                Ok(out)
             }
         }
+        let mut rest = Vec::new();
+        let mut unknown = 0usize;
+        for key in samples.by_commit.keys() {
+            if on_chain.contains(key) {
+                continue;
+            }
+            let id = ObjectId::from_bytes_or_panic(key);
+            if gix.find_commit(id).is_err() {
+                unknown += 1;
+                continue;
+            }
+            rest.push((commit_time(id), self.repo.info(id)?));
+        }
+        rest.sort_by_key(|(t, c)| (*t, c.time, c.id));
+        if unknown > 0 {
+            self.warn(&format!(
+                "{unknown} commit{} with stored results {} not in this repository (rebased away, or from another clone); not listed",
+                if unknown == 1 { "" } else { "s" },
+                if unknown == 1 { "is" } else { "are" },
+            ));
+        }
+        // Merge the two by commit time; on a tie the chain's commit comes first.
+        let mut out = Vec::with_capacity(chain.len() + rest.len());
+        let mut rest = rest.into_iter().peekable();
+        for (t, c) in chain {
+            while let Some((_, r)) = rest.next_if(|(rt, _)| *rt < t) {
+                out.push(r);
+            }
+            out.push(c);
+        }
+        out.extend(rest.map(|(_, r)| r));
+        Ok(out)
     }
 
     /// Build state of a commit.
@@ -346,6 +393,12 @@ pub struct Batch<'a> {
     pub artifacts: &'a Path,
     pub runs: usize,
     pub round: u32,
+}
+
+/// A path as messages print it: absolute, without `.` or `..` (`repo/../cache` is printed as
+/// `cache`), so that it can be pasted from any directory.
+pub fn display_path(p: &Path) -> String {
+    crate::store::cache::normalize(p).display().to_string()
 }
 
 /// Indent every line by four spaces.

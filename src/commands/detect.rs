@@ -85,9 +85,26 @@ pub fn detect(g: &Global, args: DetectArgs) -> anyhow::Result<()> {
             let samples = ws.samples(test)?;
             let commits = ws.commits(args.range.as_deref(), &samples)?;
             let series: Vec<Vec<f64>> = commits.iter().map(|c| samples.values(&c.id)).collect();
+            // A deterministic test: every change of at least the threshold is a change point at
+            // its commit, with the values on either side. Runs of one commit that differ
+            // disprove the declaration; the series is then analysed as noisy, as `find` does.
+            if test.deterministic {
+                let uneven = commits
+                    .iter()
+                    .zip(&series)
+                    .find(|(_, v)| v.iter().any(|x| *x != v[0]));
+                if let Some((c, _)) = uneven {
+                    ws.warn(&format!(
+                        "runs of {} differ, so test `{}` is not deterministic as declared; change points are detected as for a noisy test",
+                        c.short(),
+                        test.name
+                    ));
+                }
+            }
             let opts = changepoint::Options {
                 alpha: args.alpha.unwrap_or(changepoint::Options::default().alpha),
                 threshold: test.threshold,
+                deterministic: test.deterministic,
                 ..changepoint::Options::default()
             };
             let points = stats::detect(&series, &opts)

@@ -42,14 +42,24 @@ pub fn show(g: &Global, args: ShowArgs) -> anyhow::Result<()> {
     let out = match args.format {
         Format::Json => view::json(test, &rows)?,
         Format::Csv => view::csv(test, &rows)?,
-        _ => view::text(test, &rows),
+        _ => {
+            let n = rows.len();
+            let s = if n == 1 { "" } else { "s" };
+            let scope = match &args.range {
+                Some(r) => format!("{n} commit{s} of {r}, oldest first"),
+                None => format!(
+                    "all {n} commit{s} with results of {}, oldest first (no RANGE given; also those HEAD does not reach)",
+                    test.name
+                ),
+            };
+            view::text(test, &scope, &rows)
+        }
     };
     print!("{out}");
-    if samples.stale > 0 && args.format == Format::Text {
-        ws.note(&format!(
-            "note: {} stored samples come from an earlier test or build definition and are not shown",
-            samples.stale
-        ));
+    if args.format == Format::Text {
+        if let Some(n) = ws.cache.store().stale_note(&test.name, samples.stale) {
+            ws.note(&n);
+        }
     }
     Ok(())
 }

@@ -158,8 +158,9 @@ pub fn summarize(test: &Test, rows: &[CommitRow]) -> Option<RangeSummary> {
     })
 }
 
-/// Text for the terminal.
-pub fn text(test: &Test, rows: &[CommitRow]) -> String {
+/// Text for the terminal; `scope` says which commits these are (a range, or every commit
+/// with results when none was given) and is printed under the test's line.
+pub fn text(test: &Test, scope: &str, rows: &[CommitRow]) -> String {
     let mut o = String::new();
     let unit = if test.unit.is_empty() {
         String::new()
@@ -177,6 +178,9 @@ pub fn text(test: &Test, rows: &[CommitRow]) -> String {
             .map(|d| format!(": {d}"))
             .unwrap_or_default()
     );
+    if !scope.is_empty() {
+        let _ = writeln!(o, "{scope}");
+    }
     let _ = writeln!(
         o,
         "{:<10}  {:>4}  {:>12}  {:>12}  {:>12}  subject",
@@ -217,10 +221,12 @@ pub fn text(test: &Test, rows: &[CommitRow]) -> String {
         Some(s) => {
             let _ = writeln!(
                 o,
-                "\n{} samples over {} of {} commits",
+                "\n{} sample{} over {} of {} commit{}",
                 s.samples,
+                if s.samples == 1 { "" } else { "s" },
                 s.commits_measured,
-                rows.len()
+                rows.len(),
+                if rows.len() == 1 { "" } else { "s" }
             );
             let _ = writeln!(
                 o,
