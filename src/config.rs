@@ -233,7 +233,7 @@ pub fn locate(explicit: Option<&Path>, repo_dir: Option<&Path>) -> anyhow::Resul
 pub fn load(path: &Path) -> anyhow::Result<Config> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| UsageError::err(format!("cannot read config file {}: {e}", path.display())))?;
-    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let abs = crate::store::cache::normalize(path);
     parse(&text, &abs)
 }
 
@@ -438,8 +438,9 @@ impl Config {
     pub fn test(&self, name: &str) -> anyhow::Result<&Test> {
         self.tests.get(name).ok_or_else(|| {
             UsageError::err(format!(
-                "unknown test `{name}` (tests in {}: {})",
-                self.path.display(),
+                "unknown test `{name}`{} (tests in {}: {})",
+                crate::error::did_you_mean(name, self.tests.keys().map(String::as_str)),
+                crate::pipeline::display_path(&self.path),
                 self.known_tests()
             ))
         })
@@ -505,12 +506,18 @@ fn key_at(text: &str, line: usize) -> Option<String> {
     })
 }
 
+/// For toml's "unknown field `x`, expected one of `a`, `b`": the closest expected key, and
+/// where the keys are documented.
 fn unknown_key_hint(msg: &str) -> String {
-    if msg.contains("unknown field") {
-        " (see README.md, section Configuration, for the keys)".into()
-    } else {
-        String::new()
+    if !msg.contains("unknown field") {
+        return String::new();
     }
+    let quoted: Vec<&str> = msg.split('`').skip(1).step_by(2).collect();
+    let suggestion = match quoted.split_first() {
+        Some((field, expected)) => crate::error::did_you_mean(field, expected.iter().copied()),
+        None => String::new(),
+    };
+    format!("{suggestion} (see README.md, section Configuration, for the keys)")
 }
 
 fn metric(v: &Spanned<toml::Value>, key: &str, at: &str) -> anyhow::Result<Metric> {
@@ -631,6 +638,26 @@ mod tests {
         let e = parse(text, Path::new("/x/perfbisect.toml")).unwrap_err();
         assert!(crate::error::is_usage(&e), "{e:#}");
         format!("{e:#}")
+    }
+
+    #[test]
+    fn unknown_keys_and_tests_suggest_the_closest_valid_one() {
+        let e = err("[tests.value]\ncommand = \"x\"\nrepeat = 3\n");
+        assert!(e.contains("unknown field `repeat`"), "{e}");
+        assert!(e.contains("did you mean `repeats`?"), "{e}");
+        let e = err("[test.value]\ncommand = \"x\"\n");
+        assert!(e.contains("did you mean `tests`?"), "{e}");
+        let e = err("[tests.value]\ncommand = \"x\"\nfrobnicate = 3\n");
+        assert!(!e.contains("did you mean"), "{e}");
+        let c = parse(
+            "[tests.h2-req-mem]\ncommand = \"x\"\n[tests.easy-handle]\ncommand = \"x\"\n",
+            Path::new("/x/perfbisect.toml"),
+        )
+        .unwrap();
+        let e = format!("{:#}", c.test("h2-req-men").unwrap_err());
+        assert!(e.contains("did you mean `h2-req-mem`?"), "{e}");
+        let e = format!("{:#}", c.test("zzz").unwrap_err());
+        assert!(!e.contains("did you mean"), "{e}");
     }
 
     #[test]

@@ -28,6 +28,27 @@ pub fn is_usage(err: &anyhow::Error) -> bool {
     err.chain().any(|e| e.is::<UsageError>())
 }
 
+/// The candidate closest to `word`, when it is close enough to be what was meant (a typo):
+/// Jaro-Winkler similarity above 0.8, or at most two edits for names longer than three letters.
+pub fn closest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let mut best: Option<(f64, &str)> = None;
+    for c in candidates {
+        let jw = strsim::jaro_winkler(word, c);
+        let close = jw > 0.8 || (word.chars().count() > 3 && strsim::levenshtein(word, c) <= 2);
+        if close && best.is_none_or(|(b, _)| jw > b) {
+            best = Some((jw, c));
+        }
+    }
+    best.map(|(_, c)| c)
+}
+
+/// `"; did you mean `X`?"` for the closest candidate, or nothing.
+pub fn did_you_mean<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> String {
+    closest(word, candidates)
+        .map(|c| format!("; did you mean `{c}`?"))
+        .unwrap_or_default()
+}
+
 /// Shorthand: return early with a usage error.
 #[macro_export]
 macro_rules! usage {

@@ -93,7 +93,7 @@ const CONFIGS: &[(&str, &[&str])] = &[
     ("[tests.value\ncommand = \"x\"\n", &[":1:"]),
     (
         "[build]\ncommand = \"make\"\nartifacts = [\"../outside\"]\n",
-        &[":1:", "build.artifacts", "../outside"],
+        &[":3:", "build.artifacts", "../outside"],
     ),
     ("[build]\nenv = { CC = \"gcc\" }\n", &[":1:", "command"]),
     (

@@ -1,4 +1,4 @@
-//! `perfbisect cache ls | gc [--max-size SIZE] | rm REV`.
+//! `perfbisect cache ls | gc [--max-size SIZE] | rm REV | prune`.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -67,9 +67,10 @@ pub fn cache(g: &Global, args: CacheArgs) -> anyhow::Result<()> {
             let arts = entries(&root.join("artifacts"));
             let total: u64 = arts.iter().map(|e| e.size).sum();
             println!(
-                "{} ({} cached builds, {})",
+                "{} ({} cached build{}, {})",
                 root.display(),
                 arts.len(),
+                if arts.len() == 1 { "" } else { "s" },
                 ByteSize(total)
             );
             for e in &arts {
@@ -136,7 +137,67 @@ pub fn cache(g: &Global, args: CacheArgs) -> anyhow::Result<()> {
                 &hex[..10]
             );
         }
+        CacheAction::Prune => prune(&ws)?,
     }
+    Ok(())
+}
+
+/// Rewrite each configured test's store without the samples of other test or build
+/// definitions (under the cache lock, each file replaced through a temp file and a rename).
+fn prune(ws: &Workspace) -> anyhow::Result<()> {
+    let store = ws.cache.store();
+    let recipe = ws.config.build.recipe_hash();
+    let mut total = 0;
+    for test in ws.config.tests.values() {
+        let th = test.definition_hash();
+        let p = store.prune(&test.name, &|s| {
+            s.test_hash != th || s.recipe_hash != recipe
+        })?;
+        total += p.removed;
+        if p.removed > 0 {
+            println!(
+                "{}: removed {} stale sample{}, kept {} record{}",
+                test.name,
+                p.removed,
+                if p.removed == 1 { "" } else { "s" },
+                p.kept,
+                if p.kept == 1 { "" } else { "s" }
+            );
+            if p.corrupt_bytes > 0 {
+                println!(
+                    "  and left out {} corrupt byte{} that no load could read",
+                    p.corrupt_bytes,
+                    if p.corrupt_bytes == 1 { "" } else { "s" }
+                );
+            }
+        }
+        // The note about stale samples is news again if some come back.
+        let _ = store.stale_note(&test.name, 0);
+    }
+    let others: Vec<String> = store
+        .tests()
+        .into_iter()
+        .filter(|t| !ws.config.tests.contains_key(t))
+        .collect();
+    if !others.is_empty() {
+        println!(
+            "left alone: results of test{} not in {}: {} (delete {} by hand if {} no longer needed)",
+            if others.len() == 1 { "" } else { "s" },
+            crate::pipeline::display_path(&ws.config.path),
+            others.join(", "),
+            if others.len() == 1 {
+                "its file in results/"
+            } else {
+                "their files in results/"
+            },
+            if others.len() == 1 { "it is" } else { "they are" }
+        );
+    }
+    println!(
+        "pruned {} stale sample{}",
+        total,
+        if total == 1 { "" } else { "s" }
+    );
     Ok(())
 }
 

@@ -4,7 +4,8 @@
 use serde::Serialize;
 
 use crate::cli::{CompareArgs, Format, Global};
-use crate::pipeline::{Batch, Workspace};
+use crate::measure;
+use crate::pipeline::Workspace;
 use crate::report::find::judge_with_article;
 use crate::report::fmt_num;
 use crate::stats;
@@ -23,6 +24,13 @@ struct Side {
     user: Option<stats::Summary>,
     sys: Option<stats::Summary>,
     max_rss: Option<stats::Summary>,
+    /// No run gave the metric: `wall`, `user`, `sys` and `max_rss` are those of the failed
+    /// runs (the ones that ran: a failed `setup` measures nothing).
+    times_of_failed_runs: bool,
+    /// Why the first failed run failed (the first line of its record).
+    first_failure: Option<String>,
+    /// The side got no more runs after its test failed this many runs in a row.
+    stopped_after: Option<usize>,
 }
 
 #[derive(Serialize)]
@@ -46,20 +54,34 @@ struct Comparison {
     differs: bool,
 }
 
-fn side(commit: &crate::git::CommitInfo, samples: &[Sample]) -> Side {
+fn side(commit: &crate::git::CommitInfo, samples: &[Sample], stopped_after: Option<usize>) -> Side {
     let ok: Vec<&Sample> = samples.iter().filter(|s| s.value.is_some()).collect();
-    let col =
-        |f: fn(&Sample) -> f64| stats::summarize(&ok.iter().map(|s| f(s)).collect::<Vec<_>>());
+    // Without a single metric, the times and memory of the runs that did run still say
+    // something (a crash at once, a hang until the timeout).
+    let ran: Vec<&Sample> = samples
+        .iter()
+        .filter(|s| s.wall > 0.0 || s.max_rss > 0)
+        .collect();
+    let timed = if ok.is_empty() { &ran } else { &ok };
+    let col = |from: &[&Sample], f: fn(&Sample) -> f64| {
+        stats::summarize(&from.iter().map(|s| f(s)).collect::<Vec<_>>())
+    };
     Side {
         commit: commit.id.to_string(),
         subject: commit.subject.clone(),
         n: ok.len(),
         failed: samples.len() - ok.len(),
-        metric: col(|s| s.value.unwrap_or(f64::NAN)),
-        wall: col(|s| s.wall),
-        user: col(|s| s.user),
-        sys: col(|s| s.sys),
-        max_rss: col(|s| s.max_rss as f64),
+        metric: col(&ok, |s| s.value.unwrap_or(f64::NAN)),
+        wall: col(timed, |s| s.wall),
+        user: col(timed, |s| s.user),
+        sys: col(timed, |s| s.sys),
+        max_rss: col(timed, |s| s.max_rss as f64),
+        times_of_failed_runs: ok.is_empty() && !ran.is_empty(),
+        first_failure: samples
+            .iter()
+            .find_map(|s| s.error.as_deref())
+            .map(|e| e.lines().next().unwrap_or("").trim().to_string()),
+        stopped_after,
     }
 }
 
@@ -87,23 +109,61 @@ pub fn compare(g: &Global, args: CompareArgs) -> anyhow::Result<()> {
     }
     let mut appender = ws.appender(&test)?;
     let bar = ws.progress.bar(2 * runs as u64, "compare");
-    let batch = |id, art| Batch {
+    let context = |commit, artifacts| measure::Context {
         test: &test,
-        commit: id,
-        artifacts: art,
-        runs,
+        config_dir: &ws.config.dir,
+        artifacts,
+        commit,
+        recipe_hash: ws.config.build.recipe_hash(),
         round: 0,
     };
-    let (sa, sb) = ws.measure_interleaved(
-        &mut appender,
-        batch(a.id, &arts[0]),
-        batch(b.id, &arts[1]),
-        &mut |_| bar.inc(1),
+    let (ca, cb) = (context(a.id, &arts[0]), context(b.id, &arts[1]));
+    // A side whose test fails `repeats` runs in a row gets no more runs (as `find` steps
+    // around such a commit); the first failure of each side is said at once.
+    let limit = test.repeats.max(1);
+    let mut got: [Vec<Sample>; 2] = Default::default();
+    let mut streak = [0usize; 2];
+    let mut stopped = [None; 2];
+    let names = [("A", &args.rev_a, &a), ("B", &args.rev_b, &b)];
+    measure::interleaved_while(
+        &ca,
+        &cb,
+        runs,
+        &mut |side, s| {
+            let i = usize::from(side);
+            let (name, rev, c) = names[i];
+            appender.append(&s)?;
+            bar.inc(1);
+            match &s.error {
+                Some(e) => {
+                    let first = got[i].iter().all(|x| x.error.is_none());
+                    if first || ws.verbosity.verbose > 0 {
+                        ws.warn(&failure_message(&test.name, name, rev, c, e));
+                    }
+                    streak[i] += 1;
+                }
+                None => streak[i] = 0,
+            }
+            got[i].push(s);
+            if streak[i] >= limit && got[i].len() < runs {
+                ws.warn(&format!(
+                    "{name} (`{rev}`, {}): the test failed {limit} run{} in a row; no more runs of {name}",
+                    c.short(),
+                    if limit == 1 { "" } else { "s" }
+                ));
+                stopped[i] = Some(limit);
+                bar.inc((runs - got[i].len()) as u64);
+                return Ok(false);
+            }
+            Ok(true)
+        },
+        &|w| ws.warn(w),
     )?;
     bar.finish_and_clear();
     if crate::interrupt::requested() {
         return Err(crate::interrupt::Interrupted.into());
     }
+    let [sa, sb] = got;
     let va: Vec<f64> = sa.iter().filter_map(|s| s.value).collect();
     let vb: Vec<f64> = sb.iter().filter_map(|s| s.value).collect();
     let diff = stats::differ(&va, &vb, test.alpha, test.threshold);
@@ -112,8 +172,8 @@ pub fn compare(g: &Global, args: CompareArgs) -> anyhow::Result<()> {
         unit: test.unit.clone(),
         direction: test.direction.as_str(),
         runs,
-        a: side(&a, &sa),
-        b: side(&b, &sb),
+        a: side(&a, &sa, stopped[0]),
+        b: side(&b, &sb, stopped[1]),
         ratio: diff.map(|d| d.after / d.before).filter(|r| r.is_finite()),
         ratio_ci: stats::bootstrap_median_ratio(&va, &vb, 0.95, 2000, 1),
         p_value: diff.map(|d| d.p_value),
@@ -126,6 +186,32 @@ pub fn compare(g: &Global, args: CompareArgs) -> anyhow::Result<()> {
         _ => print!("{}", text(&cmp, &test)),
     }
     Ok(())
+}
+
+/// What a failed run of one side is reported as: the side, its revision and commit, why, and
+/// the tail of the run's output, indented.
+fn failure_message(
+    test: &str,
+    name: &str,
+    rev: &str,
+    c: &crate::git::CommitInfo,
+    error: &str,
+) -> String {
+    let mut lines = error.trim_end().lines();
+    let why = lines.next().unwrap_or("failed").trim();
+    let tail: Vec<&str> = lines.collect();
+    format!(
+        "run of `{test}` on {name} (`{rev}`, {}) failed: {why}{}",
+        c.short(),
+        if tail.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; its output ends with:\n{}",
+                crate::pipeline::indent(&tail.join("\n"))
+            )
+        }
+    )
 }
 
 fn text(c: &Comparison, test: &crate::config::Test) -> String {
@@ -187,6 +273,27 @@ fn text(c: &Comparison, test: &crate::config::Test) -> String {
     }
     if c.a.failed + c.b.failed > 0 {
         let _ = writeln!(o, "failed runs: A {}, B {}", c.a.failed, c.b.failed);
+        for (name, s) in [("A", &c.a), ("B", &c.b)] {
+            let Some(why) = &s.first_failure else {
+                continue;
+            };
+            let mut notes = Vec::new();
+            if let Some(k) = s.stopped_after {
+                notes.push(format!(
+                    "stopped after {k} failed run{} in a row",
+                    if k == 1 { "" } else { "s" }
+                ));
+            }
+            if s.times_of_failed_runs {
+                notes.push("wall, user, sys and max-rss are of its failed runs".to_string());
+            }
+            let notes = if notes.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", notes.join("; "))
+            };
+            let _ = writeln!(o, "  {name}: {why}{notes}");
+        }
     }
     match (c.ratio, c.p_value) {
         (Some(r), Some(p)) => {
@@ -215,7 +322,20 @@ fn text(c: &Comparison, test: &crate::config::Test) -> String {
             );
         }
         _ => {
-            let _ = writeln!(o, "no comparison: one side has no successful run");
+            let none: Vec<&str> = [("A", &c.a), ("B", &c.b)]
+                .iter()
+                .filter(|(_, s)| s.n == 0)
+                .map(|(n, _)| *n)
+                .collect();
+            let _ = writeln!(
+                o,
+                "no comparison: {}",
+                match none.as_slice() {
+                    [one] => format!("{one} has no successful run"),
+                    [] => "too few successful runs to compare".to_string(),
+                    _ => "neither side has a successful run".to_string(),
+                }
+            );
         }
     }
     o

@@ -7,6 +7,7 @@ use anyhow::Context as _;
 
 use crate::cli::{DetectArgs, FindArgs, Format, Global, RunArgs, ShowArgs};
 use crate::demo::{create_repo, CommitSpec, CONFIG};
+use crate::pipeline::display_path;
 
 /// Commits in the demo repository.
 const COMMITS: usize = 24;
@@ -54,7 +55,8 @@ fn claim(root: &Path, ours: bool) -> anyhow::Result<()> {
                 crate::usage!(
                     "{} exists and was not made by `perfbisect demo`; it is left alone: pick an \
                      empty or new --dir",
-                    p.display()
+                    // The folder normalised, not the entry: a symlink is named, not followed.
+                    display_path(root).trim_end_matches('/').to_string() + "/" + name
                 );
             }
         }
@@ -98,7 +100,7 @@ pub fn demo(g: &Global, args: crate::cli::DemoArgs) -> anyhow::Result<()> {
     std::fs::write(&config, CONFIG)?;
     println!(
         "demo repository: {} ({COMMITS} commits of a small C program)",
-        repo.display()
+        display_path(&repo)
     );
     println!(
         "known changes: commit {BROKEN} does not build; commit {RSS_STEP} ({}) grows memory 20 -> 60 MB; commit {VALUE_STEP} ({}) raises the printed value by 8 %",
@@ -119,6 +121,8 @@ pub fn demo(g: &Global, args: crate::cli::DemoArgs) -> anyhow::Result<()> {
         FindArgs {
             test: "value".into(),
             range: range.clone(),
+            no_descend: false,
+            jobs: 1,
             format: Format::Text,
         },
     )?;
@@ -160,9 +164,9 @@ pub fn demo(g: &Global, args: crate::cli::DemoArgs) -> anyhow::Result<()> {
     }
     println!(
         "\nTry it yourself: perfbisect --repo {} --config {} --cache {} show rss",
-        repo.display(),
-        config.display(),
-        root.join("cache").display()
+        display_path(&repo),
+        display_path(&config),
+        display_path(&root.join("cache"))
     );
     Ok(())
 }
@@ -185,7 +189,7 @@ fn create_only(
         }
     }
     if repo.exists() {
-        crate::usage!("{} exists; pick another --dir", repo.display());
+        crate::usage!("{} exists; pick another --dir", display_path(repo));
     }
     let specs: Vec<CommitSpec> = (1..=a.commits)
         .map(|n| CommitSpec {

@@ -7,7 +7,12 @@ use crate::git::Repo;
 
 pub fn log(g: &Global, args: LogArgs) -> anyhow::Result<()> {
     let repo = Repo::open(g.repo.as_deref())?;
-    let (_, ids) = repo.range_ids(&args.range)?;
+    let (base, ids) = repo.range_ids(&args.range)?;
+    if let Some(note) = repo.off_chain_note(&args.range, base, &ids)? {
+        if !g.quiet {
+            eprintln!("perfbisect: {note}");
+        }
+    }
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     if args.count {

@@ -38,6 +38,13 @@ pub fn run(g: &Global, args: RunArgs) -> anyhow::Result<()> {
         }
     }
     let range = ws.repo.range(&args.range)?;
+    let walked: Vec<_> = range.commits.iter().map(|c| c.id).collect();
+    if let Some(note) =
+        ws.repo
+            .off_chain_note(&range.spec, range.base.as_ref().map(|b| b.id), &walked)?
+    {
+        ws.note(&format!("perfbisect: {note}"));
+    }
     let commits: Vec<_> = range
         .commits
         .iter()
@@ -51,11 +58,10 @@ pub fn run(g: &Global, args: RunArgs) -> anyhow::Result<()> {
     let mut plan: Vec<Vec<(usize, u32)>> = vec![Vec::new(); commits.len()];
     for test in &tests {
         let samples = ws.samples(test)?;
-        if samples.stale > 0 && !g.quiet {
-            ws.note(&format!(
-                "note: {} stored samples of `{}` come from an earlier test or build definition and are not used",
-                samples.stale, test.name
-            ));
+        if !g.quiet {
+            if let Some(note) = ws.cache.store().stale_note(&test.name, samples.stale) {
+                ws.note(&note);
+            }
         }
         for (ci, c) in commits.iter().enumerate() {
             let recs = samples.records(&c.id);
@@ -150,7 +156,31 @@ pub fn run(g: &Global, args: RunArgs) -> anyhow::Result<()> {
         print_summary(&ws, &summary, args.format, started)?;
         return Err(Interrupted.into());
     }
-    print_summary(&ws, &summary, args.format, started)
+    print_summary(&ws, &summary, args.format, started)?;
+    // Nothing could be built: that is a failure (exit 1), with why the first build failed.
+    if !commits.is_empty() && summary.failed_builds.len() == commits.len() {
+        let first = &commits[0];
+        let tail = match ws.build_state(&first.id) {
+            State::Failed(tail) => tail,
+            _ => String::new(),
+        };
+        let log = ws.cache.log(&first.id, ws.config.build.recipe_hash());
+        anyhow::bail!(
+            "no commit of `{}` could be built ({} build{} failed); the first, {} {}, ended with:\n{}{}",
+            args.range,
+            commits.len(),
+            if commits.len() == 1 { "" } else { "s" },
+            first.short(),
+            first.subject,
+            crate::pipeline::indent(tail.trim_end()),
+            if log.is_file() {
+                format!("\nits full log: {}", crate::pipeline::display_path(&log))
+            } else {
+                String::new()
+            }
+        );
+    }
+    Ok(())
 }
 
 fn print_summary(

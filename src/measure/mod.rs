@@ -227,6 +227,28 @@ pub fn interleaved(
     sink: &mut dyn FnMut(bool, Sample) -> anyhow::Result<()>,
     warn: &dyn Fn(&str),
 ) -> anyhow::Result<usize> {
+    interleaved_while(
+        a,
+        b,
+        runs,
+        &mut |side, s| {
+            sink(side, s)?;
+            Ok(true)
+        },
+        warn,
+    )
+}
+
+/// [`interleaved`], where `sink` returns whether its side goes on: a side it stops (a test that
+/// keeps failing) gets no more runs, and the other side's runs go on alone. Returns how many
+/// rounds ran.
+pub fn interleaved_while(
+    a: &Context<'_>,
+    b: &Context<'_>,
+    runs: usize,
+    sink: &mut dyn FnMut(bool, Sample) -> anyhow::Result<bool>,
+    warn: &dyn Fn(&str),
+) -> anyhow::Result<usize> {
     if runs == 0 {
         return Ok(0);
     }
@@ -247,12 +269,16 @@ pub fn interleaved(
             b.run_once()?;
         }
         let mut n = 0;
+        let mut going = [true, true];
         for _ in 0..runs {
-            if crate::interrupt::requested() {
+            if crate::interrupt::requested() || going == [false, false] {
                 break;
             }
-            sink(false, a.run_once()?)?;
-            sink(true, b.run_once()?)?;
+            for (side, ctx) in [(false, a), (true, b)] {
+                if going[usize::from(side)] {
+                    going[usize::from(side)] = sink(side, ctx.run_once()?)?;
+                }
+            }
             n += 1;
         }
         Ok(n)

@@ -169,6 +169,136 @@ impl Store {
     }
 }
 
+impl Store {
+    /// The note about `stale` samples of `test` that an earlier test or build definition made,
+    /// when it is news: once per test and cache, and again only when their count changes. The
+    /// count last told is kept in `results/<test>.stale-noted`.
+    pub fn stale_note(&self, test: &str, stale: usize) -> Option<String> {
+        let marker = self.dir.join(format!("{test}.stale-noted"));
+        let told: Option<usize> = std::fs::read_to_string(&marker)
+            .ok()
+            .and_then(|s| s.trim().parse().ok());
+        if stale == 0 {
+            if told.is_some() {
+                let _ = std::fs::remove_file(&marker);
+            }
+            return None;
+        }
+        if told == Some(stale) {
+            return None;
+        }
+        // Best effort: a marker that cannot be written only means the note comes again.
+        let _ = std::fs::create_dir_all(&self.dir)
+            .and_then(|()| std::fs::write(&marker, format!("{stale}\n")));
+        Some(format!(
+            "note: {stale} stored sample{s} of `{test}` come{v} from an earlier test or build \
+             definition and {are} not used; `perfbisect cache prune` deletes {them} (this note \
+             is shown once)",
+            s = if stale == 1 { "" } else { "s" },
+            v = if stale == 1 { "s" } else { "" },
+            are = if stale == 1 { "is" } else { "are" },
+            them = if stale == 1 { "it" } else { "them" },
+        ))
+    }
+}
+
+/// What [`Store::prune`] did to one test's file.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Pruned {
+    /// Records kept (including those this perfbisect cannot read: they are not its to judge).
+    pub kept: usize,
+    /// Samples removed because `stale` said so.
+    pub removed: usize,
+    /// Corrupt bytes and a torn tail left out of the rewritten file (they were skipped on
+    /// every load anyway).
+    pub corrupt_bytes: usize,
+}
+
+impl Store {
+    /// Rewrite `test`'s file without the samples `stale` picks: the kept records are copied
+    /// as they are into a temp file beside it, which is synced and renamed over the file, so
+    /// a crash leaves the old file or the new one, never half of one. Records of a newer
+    /// format or that cannot be decoded are kept. Nothing is written when nothing is stale.
+    /// The caller holds the cache lock (no appender may be open).
+    pub fn prune(&self, test: &str, stale: &dyn Fn(&Sample) -> bool) -> anyhow::Result<Pruned> {
+        let path = self.path(test);
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Pruned::default()),
+            Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+        };
+        // Refuses files that are not stores or are of a newer format.
+        decode_file(&path, &bytes)?;
+        let mut out = Vec::with_capacity(bytes.len());
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        let mut p = Pruned::default();
+        let mut off = HEADER_LEN.min(bytes.len());
+        while off < bytes.len() {
+            match frame_at(&bytes, off) {
+                Some((end, ver, payload)) => {
+                    let drop = ver <= RECORD_VERSION
+                        && bincode::serde::borrow_decode_from_slice::<Sample, _>(
+                            payload,
+                            bincode::config::standard(),
+                        )
+                        .is_ok_and(|(s, _)| stale(&s));
+                    if drop {
+                        p.removed += 1;
+                    } else {
+                        out.extend_from_slice(&bytes[off..end]);
+                        p.kept += 1;
+                    }
+                    off = end;
+                }
+                None => {
+                    let next = (off + 1..bytes.len().saturating_sub(FRAME_HEAD - 1))
+                        .find(|&o| frame_at(&bytes, o).is_some())
+                        .unwrap_or(bytes.len());
+                    p.corrupt_bytes += next - off;
+                    off = next;
+                }
+            }
+        }
+        if p.removed == 0 {
+            return Ok(p);
+        }
+        let mut tmp = tempfile::Builder::new()
+            .prefix(&format!(".{test}.pbs."))
+            .tempfile_in(&self.dir)
+            .with_context(|| format!("cannot create a temp file in {}", self.dir.display()))?;
+        // The temp file is private (0600); the store keeps the mode it had.
+        let mode = std::fs::metadata(&path).map(|m| m.permissions());
+        tmp.write_all(&out)
+            .and_then(|()| mode.and_then(|m| tmp.as_file().set_permissions(m)))
+            .and_then(|()| tmp.as_file().sync_all())
+            .with_context(|| format!("cannot write a temp file in {}", self.dir.display()))?;
+        tmp.persist(&path)
+            .with_context(|| format!("cannot replace {}", path.display()))?;
+        try_sync_dir(&self.dir)?;
+        Ok(p)
+    }
+
+    /// Names of the tests that have a file in the store, sorted.
+    pub fn tests(&self) -> Vec<String> {
+        let mut out: Vec<String> = std::fs::read_dir(&self.dir)
+            .map(|rd| {
+                rd.flatten()
+                    .filter_map(|e| {
+                        e.file_name()
+                            .to_str()
+                            .and_then(|n| n.strip_suffix(".pbs"))
+                            .filter(|n| !n.starts_with('.'))
+                            .map(str::to_string)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        out.sort();
+        out
+    }
+}
+
 /// Appends samples to one test's file, durably.
 pub struct Appender {
     file: File,
@@ -423,6 +553,61 @@ mod tests {
             assert_eq!(l.samples, vec![sample(7)], "cut at {cut}");
             assert!(l.warnings.is_empty(), "cut at {cut}: {:?}", l.warnings);
         }
+    }
+
+    #[test]
+    fn prune_keeps_current_and_unreadable_records_and_rewrites_atomically() {
+        let d = tempfile::tempdir().unwrap();
+        let p = write(d.path(), 6);
+        // A record of a newer layout: kept, whatever it holds.
+        let mut newer = encode_frame(&sample(100)).unwrap();
+        newer[8] = RECORD_VERSION + 1;
+        let crc = crc32fast::hash(&newer[8..]);
+        newer[4..8].copy_from_slice(&crc.to_le_bytes());
+        let mut f = OpenOptions::new().append(true).open(&p).unwrap();
+        f.write_all(&newer).unwrap();
+        drop(f);
+        let store = Store::new(d.path());
+        let got = store.prune("t", &|s| s.time % 2 == 1).unwrap();
+        assert_eq!(got.removed, 3);
+        assert_eq!(got.kept, 4);
+        assert_eq!(got.corrupt_bytes, 0);
+        let l = store.load("t").unwrap();
+        let times: Vec<u64> = l.samples.iter().map(|s| s.time).collect();
+        assert_eq!(times, [0, 2, 4]);
+        assert_eq!(l.warnings.len(), 1, "{:?}", l.warnings);
+        // Nothing stale: the file is left as it is.
+        let before = std::fs::metadata(&p).unwrap().modified().unwrap();
+        let again = store.prune("t", &|s| s.time % 2 == 1).unwrap();
+        assert_eq!((again.removed, again.kept), (0, 4));
+        assert_eq!(std::fs::metadata(&p).unwrap().modified().unwrap(), before);
+        // No temp file is left behind, and appending goes on after the rewrite.
+        assert_eq!(store.tests(), ["t"]);
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 1);
+        store.appender("t").unwrap().append(&sample(8)).unwrap();
+        assert_eq!(store.load("t").unwrap().samples.len(), 4);
+        assert_eq!(
+            store.prune("missing", &|_| true).unwrap(),
+            Pruned::default()
+        );
+    }
+
+    #[test]
+    fn stale_note_is_news_once_per_count() {
+        let d = tempfile::tempdir().unwrap();
+        let store = Store::new(d.path().join("results"));
+        assert!(store.stale_note("t", 0).is_none());
+        let n = store.stale_note("t", 3).unwrap();
+        assert!(
+            n.contains("3 stored samples of `t`") && n.contains("cache prune"),
+            "{n}"
+        );
+        assert!(store.stale_note("t", 3).is_none());
+        assert!(store.stale_note("u", 3).is_some());
+        let one = store.stale_note("t", 1).unwrap();
+        assert!(one.contains("1 stored sample of `t` comes"), "{one}");
+        assert!(store.stale_note("t", 0).is_none());
+        assert!(store.stale_note("t", 1).is_some());
     }
 
     #[test]
