@@ -50,13 +50,14 @@ pub enum Command {
     Find(FindArgs),
     /// Build and measure TESTS on every commit of RANGE.
     Run(RunArgs),
-    /// Show stored results of TEST per commit, with a summary.
+    /// Show stored results of TEST per commit, with a summary (default: every commit with
+    /// results).
     Show(ShowArgs),
     /// Detect change points in stored results or in a CSV file.
     Detect(DetectArgs),
     /// Compare TEST between two revisions, runs interleaved.
     Compare(CompareArgs),
-    /// Measure the noise of TEST on this machine (A/A runs of one build).
+    /// Measure the noise of TEST on this machine: A/A runs of one build of REV (default: HEAD).
     Calibrate(CalibrateArgs),
     /// For `git bisect run`: classify the commit at HEAD as old (0) or new (1).
     Step(StepArgs),
@@ -68,7 +69,8 @@ pub enum Command {
     Demo(DemoArgs),
 }
 
-/// Output formats for results.
+/// Output formats for results. Each command accepts (and its `--help` lists) only its own
+/// subset, through [`formats`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
 pub enum Format {
     #[default]
@@ -78,13 +80,31 @@ pub enum Format {
     Md,
 }
 
+/// The `--format` parser of a command that writes `allowed`: clap lists only these in
+/// `--help` and rejects any other value with a usage error (exit 2).
+pub fn formats(allowed: &'static [Format]) -> impl clap::builder::TypedValueParser<Value = Format> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::PossibleValuesParser::new(allowed.iter().filter_map(|f| f.to_possible_value()))
+        .map(|s: String| {
+            Format::from_str(&s, false).expect("clap accepted one of the listed formats")
+        })
+}
+
 #[derive(Debug, Args)]
 pub struct FindArgs {
     /// Test name from the config.
     pub test: String,
     /// Revision range `OLD..NEW`.
     pub range: String,
-    #[arg(long, value_enum, default_value_t = Format::Text)]
+    /// Stop at a merge commit instead of searching the branch it merged.
+    #[arg(long)]
+    pub no_descend: bool,
+    /// Build up to N commits at once when the search needs builds (k-ary search: the range
+    /// in doubt is cut into N+1 parts); measurements never overlap builds.
+    #[arg(long, short = 'j', default_value_t = 1, value_name = "N")]
+    pub jobs: usize,
+    /// Output format.
+    #[arg(long, value_parser = formats(&[Format::Text, Format::Json, Format::Md]), default_value = "text")]
     pub format: Format,
 }
 
@@ -109,7 +129,8 @@ pub struct RunArgs {
     /// Only handle shard I of N (1-based), e.g. `--shard 2/4`.
     #[arg(long, value_name = "I/N")]
     pub shard: Option<String>,
-    #[arg(long, value_enum, default_value_t = Format::Text)]
+    /// Output format.
+    #[arg(long, value_parser = formats(&[Format::Text, Format::Json]), default_value = "text")]
     pub format: Format,
 }
 
@@ -117,9 +138,11 @@ pub struct RunArgs {
 pub struct ShowArgs {
     /// Test name from the config.
     pub test: String,
-    /// Revision range `A..B` or a single revision (default: every commit with results).
+    /// Revision range `A..B` or a single revision (default: every commit with results of
+    /// TEST, also those not reachable from HEAD, oldest first).
     pub range: Option<String>,
-    #[arg(long, value_enum, default_value_t = Format::Text)]
+    /// Output format.
+    #[arg(long, value_parser = formats(&[Format::Text, Format::Json, Format::Csv]), default_value = "text")]
     pub format: Format,
 }
 
@@ -128,12 +151,14 @@ pub struct DetectArgs {
     /// Test name from the config (not with --input).
     #[arg(required_unless_present = "input", conflicts_with = "input")]
     pub test: Option<String>,
-    /// Revision range `A..B`.
+    /// Revision range `A..B` or a single revision (default: every commit with results of
+    /// TEST, as `show` lists them).
     pub range: Option<String>,
     /// Read a CSV with header `index,value` instead of the store.
     #[arg(long, value_name = "FILE.csv")]
     pub input: Option<PathBuf>,
-    #[arg(long, value_enum, default_value_t = Format::Text)]
+    /// Output format.
+    #[arg(long, value_parser = formats(&[Format::Text, Format::Json]), default_value = "text")]
     pub format: Format,
     /// Family-wise significance level for confirming change points.
     #[arg(long)]
@@ -148,19 +173,22 @@ pub struct CompareArgs {
     /// Runs per side (default: the test's repeats, at least 5).
     #[arg(long)]
     pub runs: Option<usize>,
-    #[arg(long, value_enum, default_value_t = Format::Text)]
+    /// Output format.
+    #[arg(long, value_parser = formats(&[Format::Text, Format::Json]), default_value = "text")]
     pub format: Format,
 }
 
 #[derive(Debug, Args)]
 pub struct CalibrateArgs {
+    /// Test name from the config.
     pub test: String,
-    /// Revision to measure (default: HEAD).
+    /// Revision to build and measure (default: HEAD, the commit checked out in the repository).
     pub rev: Option<String>,
     /// Runs (default 30).
     #[arg(long, default_value_t = 30)]
     pub runs: usize,
-    #[arg(long, value_enum, default_value_t = Format::Text)]
+    /// Output format.
+    #[arg(long, value_parser = formats(&[Format::Text, Format::Json]), default_value = "text")]
     pub format: Format,
 }
 
@@ -173,6 +201,9 @@ pub struct StepArgs {
     /// A commit known to have the new behaviour.
     #[arg(long)]
     pub new: Option<String>,
+    /// Build HEAD and the old (and new) commit at once when more than one needs a build.
+    #[arg(long, short = 'j', default_value_t = 1, value_name = "N")]
+    pub jobs: usize,
 }
 
 #[derive(Debug, Args)]
@@ -202,6 +233,8 @@ pub enum CacheAction {
     },
     /// Remove the cached build (or failure record) of REV.
     Rm { rev: String },
+    /// Delete stored samples of earlier test or build definitions (they are never used).
+    Prune,
 }
 
 #[derive(Debug, Args)]

@@ -11,6 +11,7 @@ pub mod demo;
 pub mod error;
 pub mod git;
 pub mod interrupt;
+pub mod lab;
 pub mod measure;
 pub mod pipeline;
 pub mod progress;

@@ -22,7 +22,7 @@ command = "./app"
 metric = { regex = "^value: ([0-9.]+)" }
 unit = "bytes"
 threshold = "0.1%"
-repeats = 1
+deterministic = true
 
 [tests.rss]
 command = "./app"
@@ -96,7 +96,8 @@ fn improvement_and_markdown_report() {
     let md = String::from_utf8_lossy(&md.stdout);
     assert!(md.contains("improvement at"), "{md}");
     assert!(md.contains(&f.ids[5]), "{md}");
-    assert!(md.contains("git bisect run perfbisect step value"), "{md}");
+    assert!(md.contains("git bisect run perfbisect "), "{md}");
+    assert!(md.contains(" step value --old "), "{md}");
 }
 
 #[test]
@@ -113,6 +114,16 @@ fn deterministic_metric_takes_one_run_per_commit() {
     assert!(
         runs <= builds + 2,
         "one run per commit (plus a re-check): {j}"
+    );
+    // Asked again, it answers from the store: the interleaved re-check of the first search
+    // stands for a deterministic metric.
+    let again = find(&f, "size");
+    assert_eq!(again["culprit"]["commit"], f.ids[11].as_str(), "{again}");
+    assert_eq!(again["culprit"]["verified"], true, "{again}");
+    assert_eq!(
+        (again["builds"].as_u64(), again["runs"].as_u64()),
+        (Some(0), Some(0)),
+        "{again}"
     );
 }
 
@@ -182,6 +193,78 @@ fn two_steps_are_both_reported() {
     let mut want = vec![f.ids[8].as_str(), f.ids[24].as_str()];
     want.sort();
     assert_eq!(found, want, "{j}");
+}
+
+/// With several culprits the Markdown gives each its heading, table and reproduce block, and
+/// the reproduce lines work as pasted in the repository (with the config and cache given on
+/// the command line, which they repeat).
+#[test]
+fn markdown_reproduce_lines_run_as_pasted_for_every_culprit() {
+    let f = noisy(17, |i, c| {
+        c.metric = 1000.0 * if i >= 5 { 1.10 } else { 1.0 } * if i >= 13 { 1.10 } else { 1.0 };
+        c.outlier_rate = 0.0;
+    });
+    let out = f
+        .cmd()
+        .args(["find", "value", &f.range(), "--format", "md"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let md = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(md.matches("<details>").count(), 2, "{md}");
+    assert!(
+        md.contains("#### 1 of 2:") && md.contains("#### 2 of 2:"),
+        "{md}"
+    );
+    let mut lines = Vec::new();
+    let mut inside = false;
+    for l in md.lines() {
+        match l {
+            "```sh" => inside = true,
+            "```" => inside = false,
+            _ if inside => lines.push(l.to_string()),
+            _ => {}
+        }
+    }
+    assert_eq!(lines.len(), 4, "{md}");
+    let bin_dir = assert_cmd::cargo::cargo_bin("perfbisect")
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap());
+    for l in &lines {
+        assert!(l.contains("--config") && l.contains("--cache"), "{l}");
+        let out = std::process::Command::new("sh")
+            .args(["-c", l])
+            .current_dir(&f.repo)
+            .env("PATH", &path)
+            .output()
+            .unwrap();
+        let all = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if l.starts_with("git bisect") {
+            // Each block is about its own culprit: the one its `--new` names.
+            let new = l
+                .split("--new ")
+                .nth(1)
+                .unwrap()
+                .split(';')
+                .next()
+                .unwrap()
+                .trim();
+            assert!(new == f.ids[4] || new == f.ids[12], "{l}");
+            assert!(
+                all.contains(&format!("{new} is the first bad commit")),
+                "{l}\n{all}"
+            );
+        } else {
+            assert!(out.status.success(), "{l}\n{all}");
+            assert!(all.contains("value"), "{all}");
+        }
+    }
 }
 
 #[test]
@@ -257,4 +340,208 @@ fn step_skips_unbuildable_head_and_stops_on_bad_old() {
     assert!(err.contains("nope"));
     let (code, err) = step(&f, &f.ids[0]);
     assert_eq!(code, Some(0), "{err}");
+}
+
+/// A 1 %-noise test configured with one repeat is still noisy: `find` tops it up and either
+/// names the right commit or says it cannot tell, never a wrong one.
+#[test]
+fn noisy_test_with_one_repeat_is_not_taken_for_deterministic() {
+    let config = CONFIG.replace(
+        "[tests.value]\ncommand = \"./app\"\nmetric = { regex = \"^value: ([0-9.]+)\" }\nthreshold = \"2%\"\nrepeats = 5",
+        "[tests.value]\ncommand = \"./app\"\nmetric = { regex = \"^value: ([0-9.]+)\" }\nthreshold = \"1%\"\nrepeats = 1",
+    );
+    assert!(config.contains("repeats = 1\n\n[tests.size]"));
+    for seed in [1, 2, 3] {
+        let f = Fixture::new(
+            &specs(33, |i, c| {
+                c.noise_seed = seed;
+                c.metric = if i >= 18 { 1025.0 } else { 1000.0 };
+            }),
+            &config,
+        );
+        let j = find(&f, "value");
+        match j["verdict"].as_str().unwrap() {
+            "culprit" => assert_eq!(j["culprit"]["commit"], f.ids[17].as_str(), "{j}"),
+            "inconclusive" => {}
+            other => panic!("seed {seed}: verdict {other}: {j}"),
+        }
+        // One run per commit would be 1 run per probe: a noisy test gets more.
+        let runs = j["runs"].as_u64().unwrap();
+        let builds = j["builds"].as_u64().unwrap();
+        assert!(
+            runs > 2 * builds,
+            "seed {seed}: topped up like any noisy test: {j}"
+        );
+    }
+}
+
+/// A stretch of commits whose test fails every run (it built, but crashes) costs at most
+/// 2 × repeats runs per commit; those commits are stepped around with the reason, and the
+/// culprit after them is still named.
+#[test]
+fn always_failing_stretch_is_stepped_around_cheaply() {
+    // Commits 10..=24 build a program that crashes on every run.
+    let config = CONFIG
+        .replace(
+            "[tests.value]\ncommand = \"./app\"",
+            "[tests.value]\ncommand = \"if [ -f out/crash ]; then echo 'segfault in parser' >&2; exit 139; fi; ./out/app\"",
+        )
+        .replace(
+            "command = \"cc -O1 -o app app.c -lm\"",
+            "command = \"cc -O1 -o app app.c -lm && n=$(sed -n 's/#define COMMIT_NO //p' params.h) && rm -rf out && mkdir out && cp app out/ && if [ $n -ge 10 ] && [ $n -le 24 ]; then touch out/crash; fi\"",
+        )
+        .replace("artifacts = [\"app\"]", "artifacts = [\"out\"]");
+    assert!(config.contains("out/crash"), "{config}");
+    let f = Fixture::new(
+        &specs(33, |i, c| c.metric = if i >= 26 { 1060.0 } else { 1000.0 }),
+        &config,
+    );
+    let j = find(&f, "value");
+    assert_eq!(j["verdict"], "culprit", "{j}");
+    assert_eq!(j["culprit"]["commit"], f.ids[25].as_str(), "{j}");
+    let out = f
+        .cmd()
+        .args(["show", "value", &f.range(), "--format", "csv"])
+        .output()
+        .unwrap();
+    let mut runs: std::collections::HashMap<String, usize> = Default::default();
+    let mut r = csv::Reader::from_reader(out.stdout.as_slice());
+    for rec in r.records() {
+        *runs.entry(rec.unwrap()[0].to_string()).or_default() += 1;
+    }
+    for (k, id) in f.ids.iter().enumerate().skip(9).take(15) {
+        let n = runs.get(id).copied().unwrap_or(0);
+        assert!(n <= 10, "commit {}: {n} runs, more than 2 x repeats", k + 1);
+    }
+    let skipped = j["skipped"].to_string();
+    assert!(skipped != "[]", "{j}");
+    assert!(
+        j.to_string().contains("segfault in parser"),
+        "the reason is shown: {j}"
+    );
+}
+
+/// A test declared deterministic whose runs differ is said to be noisy and treated so.
+#[test]
+fn declared_deterministic_with_spread_is_treated_as_noisy() {
+    let config = CONFIG.replace(
+        "threshold = \"2%\"\nrepeats = 5",
+        "threshold = \"2%\"\nrepeats = 3\ndeterministic = true",
+    );
+    assert!(config.contains("repeats = 3\ndeterministic = true"));
+    let f = Fixture::new(
+        &specs(17, |i, c| c.metric = if i >= 11 { 1060.0 } else { 1000.0 }),
+        &config,
+    );
+    let j = find(&f, "value");
+    assert_eq!(j["culprit"]["commit"], f.ids[10].as_str(), "{j}");
+    assert_eq!(j["deterministic"], false, "{j}");
+    assert!(
+        j["notes"]
+            .to_string()
+            .contains("not deterministic as declared"),
+        "{j}"
+    );
+    // The next search sees the spread in the store and warns before it starts.
+    let out = f
+        .cmd()
+        .args(["find", "value", &f.range()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("is declared deterministic, but runs of commit"),
+        "{err}"
+    );
+}
+
+/// A merge-heavy history as pull requests make it: every first-parent commit of `main` is a
+/// `--no-ff` merge of a three-commit branch. The value rises 8 % in the middle commit of the
+/// third branch. Returns (fixture, that commit, its merge).
+fn merged_history() -> (Fixture, String, String) {
+    let f = Fixture::new(&specs(3, |_, _| {}), CONFIG);
+    let mut culprit = String::new();
+    let mut merge = String::new();
+    for b in 1..=5 {
+        f.git(&["checkout", "-q", "-b", &format!("pr{b}"), "main"]);
+        for k in 1..=3 {
+            std::fs::create_dir_all(f.repo.join("notes")).unwrap();
+            std::fs::write(f.repo.join(format!("notes/pr{b}-{k}.txt")), "text\n").unwrap();
+            if b == 3 && k == 2 {
+                let p = f.repo.join("params.h");
+                let h = std::fs::read_to_string(&p).unwrap();
+                let h: String = h
+                    .lines()
+                    .map(|l| {
+                        if l.starts_with("#define METRIC ") {
+                            "#define METRIC 1080.000000".to_string()
+                        } else {
+                            l.to_string()
+                        }
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                std::fs::write(&p, h + "\n").unwrap();
+            }
+            f.git(&["add", "-A"]);
+            f.git(&["commit", "-qm", &format!("PR {b}, part {k}")]);
+            if b == 3 && k == 2 {
+                culprit = f.git(&["rev-parse", "HEAD"]).trim().to_string();
+            }
+        }
+        f.git(&["checkout", "-q", "main"]);
+        f.git(&[
+            "merge",
+            "-q",
+            "--no-ff",
+            "-m",
+            &format!("Merge pull request #{b}"),
+            &format!("pr{b}"),
+        ]);
+        if b == 3 {
+            merge = f.git(&["rev-parse", "HEAD"]).trim().to_string();
+        }
+    }
+    (f, culprit, merge)
+}
+
+#[test]
+fn find_descends_into_the_merged_branch_and_names_the_commit_inside() {
+    let (f, culprit, merge) = merged_history();
+    let range = format!("{}..main", f.ids[2]);
+    let j = f.json(&["find", "value", &range, "--format", "json"]);
+    assert_eq!(j["verdict"], "culprit", "{j}");
+    assert_eq!(j["culprit"]["commit"], culprit.as_str(), "{j}");
+    assert_eq!(j["culprit"]["merge"], merge.as_str(), "{j}");
+    assert_eq!(j["culprits"].as_array().unwrap().len(), 1, "{j}");
+    let text = f.cmd().args(["find", "value", &range]).output().unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains(&format!("culprit: {} PR 3, part 2", &culprit[..10])),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("merged by {} Merge pull request #3", &merge[..10])),
+        "{text}"
+    );
+
+    // --no-descend stops at the merge, as before.
+    let j = f.json(&["find", "value", &range, "--no-descend", "--format", "json"]);
+    assert_eq!(j["culprit"]["commit"], merge.as_str(), "{j}");
+    assert!(j["culprit"]["merge"].is_null(), "{j}");
+}
+
+#[test]
+fn log_and_run_say_what_a_first_parent_walk_leaves_out() {
+    let (f, _, _) = merged_history();
+    let range = format!("{}..main", f.ids[2]);
+    for args in [vec!["log", &range[..]], vec!["run", "size", &range[..]]] {
+        let out = f.cmd().args(&args).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("15 more commits") && err.contains("merged branches"),
+            "{args:?}: {err}"
+        );
+    }
 }

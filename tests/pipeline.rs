@@ -111,29 +111,29 @@ fn gaps_fill_only_unmeasured_commits_and_jobs_build_in_parallel() {
 
 #[test]
 fn sigkill_during_run_loses_nothing_and_resume_completes() {
+    // The first six runs go through; the seventh says so and waits while `hold` exists, so the
+    // kill lands at a known moment whatever the machine's speed.
     let f = Fixture::new(
-        &specs(7, |_, c| c.work = 20_000_000),
+        &specs(7, |_, _| {}),
         &with_build(
             r#"[tests.value]
-command = "./app"
+command = """
+d=$PERFBISECT_CONFIG_DIR; n=$(cat $d/count 2>/dev/null || echo 0); echo $((n+1)) > $d/count
+if [ $n -ge 6 ]; then touch $d/held; while [ -f $d/hold ]; do sleep 0.01; done; fi
+./app"""
 metric = { regex = "^value: ([0-9.]+)" }
 repeats = 4
 "#,
         ),
     );
+    let hold = f.dir.path().join("hold");
+    std::fs::write(&hold, "").unwrap();
     let range = f.range();
     let mut child = f.std_cmd().args(["run", "value", &range]).spawn().unwrap();
-    // Let it build and store some runs, then kill it without warning.
-    let store = f.cache.join("results/value.pbs");
-    let start = std::time::Instant::now();
-    while start.elapsed().as_secs() < 60 {
-        if std::fs::metadata(&store)
-            .map(|m| m.len() > 200)
-            .unwrap_or(false)
-        {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
+    let held = f.dir.path().join("held");
+    while !held.exists() {
+        assert!(child.try_wait().unwrap().is_none(), "run ended early");
+        std::thread::sleep(std::time::Duration::from_millis(10));
     }
     child.kill().unwrap();
     child.wait().unwrap();
@@ -143,10 +143,11 @@ repeats = 4
         .iter()
         .map(|c| c["n"].as_u64().unwrap())
         .sum();
-    assert!(
-        partial < 6 * 4,
-        "the kill came too late to test anything ({partial})"
+    assert_eq!(
+        partial, 6,
+        "every finished run is stored, the one in flight is not"
     );
+    std::fs::remove_file(&hold).unwrap();
     f.run_json("value", &range, &[]);
     for c in f.show("value", &range)["commits"].as_array().unwrap() {
         assert_eq!(c["n"], 4, "{c}");
@@ -409,7 +410,7 @@ threshold = "2%"
         "{text}"
     );
     assert!(
-        text.contains("1000 -> 900 units (-10.00 %, an improvement), deterministic,"),
+        text.contains("1000 units -> 900 units (-10.00 %, an improvement), deterministic,"),
         "{text}"
     );
     assert!(!text.contains("p = "), "{text}");
@@ -420,4 +421,212 @@ threshold = "2%"
         .unwrap();
     let md = String::from_utf8_lossy(&md.stdout);
     assert!(md.contains("deterministic") && !md.contains("p = "), "{md}");
+}
+
+/// A deterministic metric that most commits move a little, with a 0.1 % threshold: thirteen
+/// equal values, +0.65 %, a step below the threshold, then steps of -0.4 % and +0.12 %.
+fn small_steps() -> Fixture {
+    Fixture::new(
+        &specs(24, |i, c| {
+            c.metric = match i {
+                1..=14 => 100_000.0,
+                15..=17 => 100_650.0,
+                18 => 100_700.0,
+                19..=21 => 100_900.0,
+                22..=23 => 100_500.0,
+                _ => 100_620.0,
+            };
+            c.noise_pct = 0.0;
+        }),
+        &with_build(
+            r#"[tests.size]
+command = "./app"
+metric = { regex = "^value: ([0-9.]+)" }
+unit = "bytes"
+deterministic = true
+threshold = "0.1%"
+"#,
+        ),
+    )
+}
+
+#[test]
+fn detect_on_a_deterministic_series_reports_every_step_at_its_commit_with_its_values() {
+    let f = small_steps();
+    let range = f.range();
+    f.run_json("size", &range, &[]);
+    let j = f.json(&["detect", "size", &range, "--format", "json"]);
+    let got: Vec<(i64, String, f64, f64, bool)> = j["change_points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["index"].as_i64().unwrap(),
+                p["commit"].as_str().unwrap().to_string(),
+                p["before"].as_f64().unwrap(),
+                p["after"].as_f64().unwrap(),
+                p["deterministic"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    // (1-based commit number, value of the commit before, value of the commit itself)
+    let want: Vec<(i64, String, f64, f64, bool)> = [
+        (15, 100_000.0, 100_650.0),
+        (19, 100_700.0, 100_900.0),
+        (22, 100_900.0, 100_500.0),
+        (24, 100_500.0, 100_620.0),
+    ]
+    .iter()
+    .map(|&(n, b, a)| (n as i64 - 2, f.ids[n - 1].clone(), b, a, true))
+    .collect();
+    assert_eq!(got, want, "{j}");
+    let out = f.cmd().args(["detect", "size", &range]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!(
+            "{} Commit 15: 100000 -> 100650 (+0.65 %), deterministic",
+            &f.ids[14][..10]
+        )),
+        "{text}"
+    );
+    assert_eq!(text.lines().count(), 4, "{text}");
+}
+
+/// `show TEST --help`'s format list: the values after "possible values:".
+fn listed_formats(help: &str) -> String {
+    let line = help
+        .lines()
+        .find(|l| l.contains("--format"))
+        .unwrap_or_else(|| panic!("no --format in {help}"));
+    let at = line.find("[possible values: ").expect(line) + "[possible values: ".len();
+    line[at..line[at..].find(']').unwrap() + at].to_string()
+}
+
+#[test]
+fn every_command_lists_only_the_formats_it_writes_and_clap_rejects_the_rest() {
+    let bin = || assert_cmd::Command::cargo_bin("perfbisect").unwrap();
+    for (cmd, formats) in [
+        ("find", "text, json, md"),
+        ("run", "text, json"),
+        ("show", "text, json, csv"),
+        ("detect", "text, json"),
+        ("compare", "text, json"),
+        ("calibrate", "text, json"),
+    ] {
+        let out = bin().args([cmd, "--help"]).output().unwrap();
+        assert!(out.status.success());
+        let help = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(listed_formats(&help), formats, "{cmd}: {help}");
+    }
+    // Rejected by clap before anything is opened (no config here), exit 2, with the list.
+    let dir = tempfile::tempdir().unwrap();
+    let out = bin()
+        .current_dir(dir.path())
+        .args(["show", "value", "--format", "md"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("invalid value 'md'") && err.contains("[possible values: text, json, csv]"),
+        "{err}"
+    );
+    // The defaults are in the help.
+    let help = bin().args(["show", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(
+        help.contains("default: every commit with results"),
+        "{help}"
+    );
+    let help = bin().args(["calibrate", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(help.contains("(default: HEAD"), "{help}");
+}
+
+#[test]
+fn show_without_a_range_lists_every_commit_with_results_from_an_old_head() {
+    let f = Fixture::new(
+        &specs(8, |i, c| {
+            c.metric = 3000.0 + i as f64;
+            c.noise_pct = 0.0;
+        }),
+        &with_build(
+            r#"[tests.size]
+command = "./app"
+metric = { regex = "^value: ([0-9.]+)" }
+unit = "bytes"
+deterministic = true
+"#,
+        ),
+    );
+    f.run_json("size", &f.range(), &[]);
+    // A commit on a side branch, committed now (after every fixture commit), measured too.
+    f.git(&["branch", "side", &f.ids[3]]);
+    f.git(&["checkout", "-q", "side"]);
+    f.git(&["commit", "-q", "--allow-empty", "-m", "Side commit"]);
+    let side = f.git(&["rev-parse", "HEAD"]).trim().to_string();
+    f.run_json("size", &side, &[]);
+    // As during a `git bisect`: HEAD is an early commit of main.
+    f.git(&["checkout", "-q", &f.ids[2]]);
+
+    let out = f.cmd().args(["show", "size"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("all 8 commits with results of size, oldest first"),
+        "{text}"
+    );
+    let listed: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|w| w.len() == 10 && w.chars().all(|c| c.is_ascii_hexdigit()))
+        .collect();
+    let mut want: Vec<String> = f.ids[1..].iter().map(|id| id[..10].to_string()).collect();
+    want.push(side[..10].to_string());
+    assert_eq!(listed, want, "{text}");
+    assert!(text.contains("8 samples over 8 of 8 commits"), "{text}");
+
+    let j = f.json(&["show", "size", "--format", "json"]);
+    let ids: Vec<&str> = j["commits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["commit"].as_str().unwrap())
+        .collect();
+    let mut want: Vec<&str> = f.ids[1..].iter().map(String::as_str).collect();
+    want.push(&side);
+    assert_eq!(ids, want, "{j}");
+
+    // With a range, the header says so.
+    let out = f.cmd().args(["show", "size", &f.range()]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!("7 commits of {}, oldest first", f.range())),
+        "{text}"
+    );
+
+    // calibrate says which revision it measured when none was given.
+    let out = f
+        .cmd()
+        .args(["calibrate", "size", "--runs", "5"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains(&format!(
+            "size: 5 A/A runs of {} Commit 3 (HEAD: no REV given)",
+            &f.ids[2][..10]
+        )),
+        "{text}"
+    );
 }

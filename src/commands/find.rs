@@ -3,15 +3,53 @@
 
 use std::time::Instant;
 
-use crate::bisect::{Action, Outcome, Search};
+use crate::bisect::{self, Culprit, Driven, Outcome, Params, Search};
 use crate::build::State;
 use crate::cli::{FindArgs, Format, Global};
+use crate::config::Test;
 use crate::git::CommitInfo;
-use crate::interrupt::Interrupted;
-use crate::pipeline::{Batch, Workspace};
-use crate::report::find::{self as view, FindReport};
+use crate::lab::WorkspaceLab;
+use crate::pipeline::{Samples, Workspace};
+use crate::report::find::{self as view, FindReport, Skip};
+use crate::store::Appender;
 
 use super::{check_format, locations, verbosity};
+
+/// What this invocation spent, over every search it ran.
+#[derive(Debug, Default)]
+struct Tally {
+    builds: usize,
+    runs: usize,
+    reused: usize,
+    build_rounds: usize,
+    most_parallel: usize,
+    building: std::time::Duration,
+    measuring: std::time::Duration,
+}
+
+impl Tally {
+    fn add(&mut self, d: &Driven) {
+        self.builds += d.builds;
+        self.runs += d.runs;
+        self.reused += d.reused;
+        self.build_rounds += d.build_rounds;
+        self.most_parallel = self.most_parallel.max(d.most_parallel);
+        self.building += d.building;
+        self.measuring += d.measuring;
+    }
+}
+
+/// One search's answer, with positions into the commits it was given.
+struct Searched {
+    outcome: Outcome,
+    probed: Vec<usize>,
+    notes: Vec<String>,
+    skips: Vec<Skip>,
+    deterministic: bool,
+}
+
+/// Deepest chain of merges `find` descends through (a merge of a merge of ...).
+const MAX_DESCENT: usize = 8;
 
 pub fn find(g: &Global, args: FindArgs) -> anyhow::Result<()> {
     check_format(
@@ -35,121 +73,196 @@ pub fn find(g: &Global, args: FindArgs) -> anyhow::Result<()> {
     commits.extend(range.commits.iter().cloned());
     let started = Instant::now();
 
-    let params = super::search_params(&test);
-    let mut search = Search::new(commits.len(), params);
     let stored = ws.samples(&test)?;
-    let mut reused = 0usize;
-    for (pos, c) in commits.iter().enumerate() {
-        let recs = stored.records(&c.id);
-        if !recs.is_empty() {
-            let vals: Vec<f64> = recs.iter().map(|s| s.value.unwrap_or(f64::NAN)).collect();
-            search.add_samples(pos, &vals);
-            reused += vals.len();
-        }
-        match ws.build_state(&c.id) {
-            State::Cached(_) => search.mark_built(pos),
-            State::Failed(_) => search.mark_unbuildable(pos),
-            State::Missing => {}
-        }
+    let params = super::search_params(&test, &stored, &|w| ws.warn(w));
+    let mut appender = ws.appender(&test)?;
+    let mut tally = Tally::default();
+    if args.jobs == 0 {
+        crate::usage!("--jobs must be at least 1");
     }
-    if reused > 0 {
+    let first = drive(
+        &ws,
+        &test,
+        &mut appender,
+        &stored,
+        params,
+        &commits,
+        args.jobs,
+        &mut tally,
+    )?;
+    if tally.reused > 0 {
         ws.note(&format!(
-            "using {reused} stored samples of `{}` in this range",
-            test.name
+            "used {} stored samples of `{}` in this range",
+            tally.reused, test.name
         ));
     }
-
-    let mut appender = ws.appender(&test)?;
-    let mut builds = 0usize;
-    let mut runs = 0usize;
-    let mut skipped: Vec<usize> = Vec::new();
-    let bar = ws.progress.bar(0, "find");
-    let outcome = loop {
-        if crate::interrupt::requested() {
-            bar.finish_and_clear();
-            return Err(Interrupted.into());
-        }
-        match search.next_action() {
-            Action::Done(o) => break o,
-            Action::Measure { pos, runs: n } => {
-                let c = &commits[pos];
-                bar.set_message(format!("{} {} ({n} runs)", c.short(), c.subject));
-                let (art, built) = ws.ensure_built(&c.id)?;
-                builds += built as usize;
-                let Some(art) = art else {
-                    search.mark_unbuildable(pos);
-                    if !skipped.contains(&pos) {
-                        skipped.push(pos);
-                    }
+    let mut outcome = first.outcome;
+    let mut probed = first.probed;
+    let mut notes = first.notes;
+    let mut skips = first.skips;
+    let deterministic = first.deterministic;
+    // (culprit inside a merged branch, the merge that brought it in)
+    let mut merges: Vec<(usize, usize)> = Vec::new();
+    if !args.no_descend {
+        if let Outcome::Culprits(cs) = &mut outcome {
+            let mut todo: Vec<(Culprit, usize)> = cs.drain(..).map(|c| (c, 0)).collect();
+            let mut done: Vec<Culprit> = Vec::new();
+            while let Some((c, depth)) = todo.pop() {
+                let merge = commits[c.pos].id;
+                let side = if depth < MAX_DESCENT && c.candidates.len() == 1 {
+                    ws.repo.merged_side(merge)?
+                } else {
+                    None
+                };
+                let Some((fork, ids)) = side else {
+                    done.push(c);
                     continue;
                 };
-                search.mark_built(pos);
-                bar.inc_length(n as u64);
-                let got = ws.measure(
+                let mut inner: Vec<CommitInfo> = vec![ws.repo.info(fork)?];
+                for id in ids {
+                    inner.push(ws.repo.info(id)?);
+                }
+                let m = &commits[c.pos];
+                ws.note(&format!(
+                    "{} {} is a merge: searching the {} the branch it merged",
+                    m.short(),
+                    m.subject,
+                    plural(inner.len() - 1, "commit of", "commits of"),
+                ));
+                let r = drive(
+                    &ws,
+                    &test,
                     &mut appender,
-                    Batch {
-                        test: &test,
-                        commit: c.id,
-                        artifacts: &art,
-                        runs: n,
-                        round: 0,
-                    },
-                    &mut |_| bar.inc(1),
+                    &stored,
+                    params,
+                    &inner,
+                    args.jobs,
+                    &mut tally,
                 )?;
-                runs += got.len();
-                let vals: Vec<f64> = got.iter().map(|s| s.value.unwrap_or(f64::NAN)).collect();
-                search.add_samples(pos, &vals);
-                if ws.verbosity.verbose > 0 {
-                    let med = crate::stats::median(&vals).unwrap_or(f64::NAN);
-                    bar.println(format!(
-                        "probed {} {}: {} runs, median {}",
-                        c.short(),
-                        c.subject,
-                        vals.len(),
-                        crate::report::fmt_num(med)
-                    ));
+                let off = commits.len();
+                let side_span = format!("{}..{}", inner[0].short(), inner[inner.len() - 1].short());
+                commits.extend(inner);
+                probed.extend(r.probed.iter().map(|p| p + off));
+                notes.extend(r.notes);
+                skips.extend(r.skips.into_iter().map(|s| Skip {
+                    pos: s.pos + off,
+                    reason: s.reason,
+                }));
+                let m = commits[c.pos].clone();
+                match r.outcome {
+                    Outcome::Culprits(inner_cs) => {
+                        for mut ic in inner_cs {
+                            shift(&mut ic, off);
+                            merges.push((ic.pos, c.pos));
+                            todo.push((ic, depth + 1));
+                        }
+                    }
+                    Outcome::NoChange { .. } => {
+                        notes.push(format!(
+                            "{} {} is the culprit itself: the branch it merged ({side_span}) does \
+                             not move `{}`",
+                            m.short(),
+                            m.subject,
+                            test.name
+                        ));
+                        done.push(c);
+                    }
+                    Outcome::Inconclusive { reason, .. } => {
+                        notes.push(format!(
+                            "inside the branch merged by {} ({side_span}) no commit could be \
+                             named: {reason}",
+                            m.short()
+                        ));
+                        done.push(c);
+                    }
                 }
             }
-            Action::Verify {
-                parent,
-                culprit,
-                runs: n,
-            } => {
-                let (pa, built_a) = ws.ensure_built(&commits[parent].id)?;
-                let (pb, built_b) = ws.ensure_built(&commits[culprit].id)?;
-                builds += built_a as usize + built_b as usize;
-                let (Some(pa), Some(pb)) = (pa, pb) else {
-                    // The search asked to re-run a commit that no longer builds; tell it.
-                    search.record_verify(&[], &[]);
-                    continue;
-                };
-                bar.set_message(format!(
-                    "verifying {} vs {} interleaved ({n} runs each)",
-                    commits[parent].short(),
-                    commits[culprit].short()
-                ));
-                bar.inc_length(2 * n as u64);
-                let batch = |id, art| Batch {
-                    test: &test,
-                    commit: id,
-                    artifacts: art,
-                    runs: n,
-                    round: 0,
-                };
-                let (a, b) = ws.measure_interleaved(
-                    &mut appender,
-                    batch(commits[parent].id, &pa),
-                    batch(commits[culprit].id, &pb),
-                    &mut |_| bar.inc(1),
-                )?;
-                runs += a.len() + b.len();
-                let va: Vec<f64> = a.iter().map(|s| s.value.unwrap_or(f64::NAN)).collect();
-                let vb: Vec<f64> = b.iter().map(|s| s.value.unwrap_or(f64::NAN)).collect();
-                search.record_verify(&va, &vb);
-            }
+            done.sort_by(|a, b| {
+                b.rel_change
+                    .abs()
+                    .total_cmp(&a.rel_change.abs())
+                    .then(a.pos.cmp(&b.pos))
+            });
+            *cs = done;
         }
+    }
+    skips.sort_by_key(|s| s.pos);
+
+    let invocation = super::invocation(g);
+    let report = FindReport {
+        test: &test,
+        range: &range.spec,
+        searched: range.commits.len(),
+        invocation: &invocation,
+        commits: &commits,
+        outcome: &outcome,
+        probed: &probed,
+        notes: &notes,
+        builds: tally.builds,
+        runs: tally.runs,
+        reused: tally.reused,
+        time: view::TimeSpent {
+            building: tally.building.as_secs_f64(),
+            measuring: tally.measuring.as_secs_f64(),
+            build_rounds: tally.build_rounds,
+            most_parallel: tally.most_parallel,
+        },
+        skipped: &skips,
+        merges: &merges,
+        deterministic,
+        seconds: started.elapsed().as_secs_f64(),
     };
-    bar.finish_and_clear();
+    let out = match args.format {
+        Format::Json => view::json(&report)?,
+        Format::Md => view::markdown(&report),
+        _ => view::text(&report),
+    };
+    print!("{out}");
+    Ok(())
+}
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {many}")
+    }
+}
+
+/// Move a culprit's positions from a search's own list into the report's.
+fn shift(c: &mut Culprit, off: usize) {
+    c.pos += off;
+    c.parent += off;
+    for p in &mut c.candidates {
+        *p += off;
+    }
+}
+
+/// Run one search over `commits` (position 0 the old end) through the driver loop, on the
+/// real lab: builds up to `jobs` at once, every sample stored before the next run starts.
+#[allow(clippy::too_many_arguments)]
+fn drive(
+    ws: &Workspace,
+    test: &Test,
+    appender: &mut Appender,
+    stored: &Samples,
+    params: Params,
+    commits: &[CommitInfo],
+    jobs: usize,
+    tally: &mut Tally,
+) -> anyhow::Result<Searched> {
+    let mut search = Search::new(commits.len(), params);
+    search.set_labels(
+        commits
+            .iter()
+            .map(|c| format!("{} ({})", c.short(), c.subject))
+            .collect(),
+    );
+    let mut lab = WorkspaceLab::new(ws, test, commits, appender, stored, "find");
+    let driven = bisect::drive(&mut search, &mut lab, commits.len(), jobs);
+    lab.finish();
+    let (outcome, d) = driven?;
+    tally.add(&d);
     // Besides the commits the search tried and could not build, the unbuildable commits that
     // make a culprit ambiguous (known from earlier runs, so never tried now).
     let in_doubt: Vec<usize> = match &outcome {
@@ -160,31 +273,38 @@ pub fn find(g: &Global, args: FindArgs) -> anyhow::Result<()> {
         } => c.candidates.clone(),
         _ => Vec::new(),
     };
-    for pos in in_doubt {
-        if matches!(ws.build_state(&commits[pos].id), State::Failed(_)) && !skipped.contains(&pos) {
-            skipped.push(pos);
+    let mut skips: Vec<Skip> = Vec::new();
+    let probed_or_doubt = search.probed().iter().copied().chain(in_doubt);
+    for pos in probed_or_doubt {
+        if skips.iter().any(|s| s.pos == pos) {
+            continue;
+        }
+        if let State::Failed(tail) = ws.build_state(&commits[pos].id) {
+            skips.push(Skip {
+                pos,
+                reason: format!("does not build\n{}", tail.trim_end()),
+            });
         }
     }
-    skipped.sort_unstable();
-
-    let report = FindReport {
-        test: &test,
-        range: &range.spec,
-        commits: &commits,
-        outcome: &outcome,
-        probed: search.probed(),
-        notes: search.notes(),
-        builds,
-        runs,
-        reused,
-        skipped: &skipped,
-        seconds: started.elapsed().as_secs_f64(),
-    };
-    let out = match args.format {
-        Format::Json => view::json(&report)?,
-        Format::Md => view::markdown(&report),
-        _ => view::text(&report),
-    };
-    print!("{out}");
-    Ok(())
+    for pos in search.failing() {
+        if skips.iter().any(|s| s.pos == pos) {
+            continue;
+        }
+        let tail = lab.last_error.get(&pos).map(|e| e.trim_end()).unwrap_or("");
+        skips.push(Skip {
+            pos,
+            reason: format!(
+                "its test failed {} runs in a row\n{tail}",
+                test.repeats.max(2)
+            ),
+        });
+    }
+    skips.sort_by_key(|s| s.pos);
+    Ok(Searched {
+        outcome,
+        probed: search.probed().to_vec(),
+        notes: search.notes().to_vec(),
+        skips,
+        deterministic: search.is_deterministic(),
+    })
 }

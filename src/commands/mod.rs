@@ -64,10 +64,16 @@ where
 }
 
 /// `perfbisect [GLOBAL] TEST RANGE` means `perfbisect [GLOBAL] find TEST RANGE`: insert `find`
-/// when the first word after the global options is not a subcommand.
+/// when the first word after the global options is not a subcommand. A word that looks like a
+/// mistyped subcommand (`fnd`, `rnu`) is left to clap, which refuses it (exit 2) with "a
+/// similar subcommand exists", unless the config defines a test of that name.
 fn default_to_find(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
     use clap::CommandFactory;
     let cmd = Cli::command();
+    let names: Vec<&str> = cmd
+        .get_subcommands()
+        .flat_map(|s| std::iter::once(s.get_name()).chain(s.get_all_aliases()))
+        .collect();
     let mut i = 1;
     while i < args.len() {
         let a = args[i].to_string_lossy();
@@ -86,12 +92,50 @@ fn default_to_find(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString>
             .get_subcommands()
             .any(|s| s.get_name() == a || s.get_all_aliases().any(|x| x == a))
             || a == "help";
-        if !known {
+        // A typo of a subcommand is left to clap, unless it is a test's name.
+        let typo = looks_like_subcommand(&a, &names) && !is_configured_test(&args, &a);
+        if !known && !typo {
             args.insert(i, "find".into());
         }
         return args;
     }
     args
+}
+
+/// Whether `word` is close to a subcommand name, by clap's own measure (Jaro similarity above
+/// 0.7), so that clap's error then suggests it.
+fn looks_like_subcommand(word: &str, names: &[&str]) -> bool {
+    names.iter().any(|n| strsim::jaro(word, n) > 0.7)
+}
+
+/// Whether the config that `args` would use (`--config`, else ./perfbisect.toml, else
+/// REPO/perfbisect.toml) defines the test `name`; false when it cannot be read.
+fn is_configured_test(args: &[std::ffi::OsString], name: &str) -> bool {
+    let value = |opt: &str| {
+        let mut found = None;
+        for (k, a) in args.iter().enumerate() {
+            let a = a.to_string_lossy();
+            if a == "--" {
+                break;
+            }
+            if a == opt {
+                found = args.get(k + 1).map(std::path::PathBuf::from);
+            } else if let Some(v) = a.strip_prefix(&format!("{opt}=")) {
+                found = Some(v.into());
+            }
+        }
+        found
+    };
+    let config = value("--config");
+    let repo = match &config {
+        Some(_) => None,
+        None => crate::git::Repo::open(value("--repo").as_deref())
+            .ok()
+            .map(|r| r.dir().to_path_buf()),
+    };
+    crate::config::locate(config.as_deref(), repo.as_deref())
+        .and_then(|p| crate::config::load(&p))
+        .is_ok_and(|c| c.tests.contains_key(name))
 }
 
 fn locations(g: &Global) -> Locations {
@@ -110,14 +154,75 @@ fn verbosity(g: &Global) -> Verbosity {
     }
 }
 
-/// The bisection knobs of a test: `repeats = 1` marks a deterministic metric.
-fn search_params(test: &crate::config::Test) -> crate::bisect::Params {
+/// The bisection knobs of a test. Only `deterministic = true` makes a metric deterministic; a
+/// declared one whose stored runs of some commit differ is treated as noisy, with a warning.
+fn search_params(
+    test: &crate::config::Test,
+    stored: &crate::pipeline::Samples,
+    warn: &dyn Fn(&str),
+) -> crate::bisect::Params {
+    let mut deterministic = test.deterministic;
+    if deterministic {
+        let mut spread: Vec<_> = stored
+            .by_commit
+            .iter()
+            .filter(|(_, recs)| {
+                let vals: Vec<f64> = recs.iter().filter_map(|s| s.value).collect();
+                vals.iter().any(|&v| v != vals[0])
+            })
+            .collect();
+        spread.sort_by_key(|(k, _)| **k);
+        if let Some((_, recs)) = spread.first() {
+            let vals: Vec<f64> = recs.iter().filter_map(|s| s.value).collect();
+            let lo = vals.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = vals.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            warn(&format!(
+                "test `{}` is declared deterministic, but runs of commit {} differ ({} to {}); \
+                 treating it as noisy",
+                test.name,
+                crate::git::short(&recs[0].commit_id()),
+                crate::report::fmt_num(lo),
+                crate::report::fmt_num(hi)
+            ));
+            deterministic = false;
+        }
+    }
     crate::bisect::Params {
         alpha: test.alpha,
         threshold: test.threshold,
         repeats: test.repeats,
         max_repeats: test.max_repeats,
-        deterministic: test.repeats == 1,
+        deterministic,
+    }
+}
+
+/// The global options that pick the repository, config and cache, as they must be repeated in
+/// a command printed for the user to paste (absolute paths, shell-quoted, trailing space);
+/// empty when all are the defaults.
+fn invocation(g: &Global) -> String {
+    let mut out = String::new();
+    for (flag, p) in [
+        ("--repo", &g.repo),
+        ("--config", &g.config),
+        ("--cache", &g.cache),
+    ] {
+        if let Some(p) = p {
+            let abs = crate::pipeline::display_path(p);
+            out += &format!("{flag} {} ", shell_quote(&abs));
+        }
+    }
+    out
+}
+
+/// `s` as one word for `sh`.
+fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+,:=@%".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
     }
 }
 
@@ -135,4 +240,54 @@ fn check_format(format: Format, allowed: &[Format], command: &str) -> anyhow::Re
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod default_to_find_tests {
+    use super::default_to_find;
+
+    fn words(args: &[&str]) -> Vec<String> {
+        let args = std::iter::once("perfbisect")
+            .chain(args.iter().copied())
+            .map(std::ffi::OsString::from)
+            .collect();
+        default_to_find(args)
+            .into_iter()
+            .skip(1)
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn a_test_name_means_find_and_a_typo_is_left_to_clap() {
+        fn with<'a>(rest: &[&'a str]) -> Vec<&'a str> {
+            [&["--config", "/nonexistent/perfbisect.toml"][..], rest].concat()
+        }
+        assert_eq!(
+            words(&with(&["h2-req-mem", "A..B"]))[2..],
+            ["find", "h2-req-mem", "A..B"]
+        );
+        assert_eq!(words(&with(&["rss", "A..B"]))[2], "find");
+        assert_eq!(words(&with(&["value", "A..B"]))[2], "find");
+        assert_eq!(words(&with(&["run", "t", "A..B"]))[2], "run");
+        for typo in ["fnd", "shw", "shwo", "comapre", "calibrat", "detcet"] {
+            assert_eq!(words(&with(&[typo, "t", "A..B"]))[2], typo, "{typo}");
+        }
+    }
+
+    #[test]
+    fn a_configured_test_that_looks_like_a_subcommand_is_still_a_test() {
+        let d = tempfile::tempdir().unwrap();
+        let cfg = d.path().join("perfbisect.toml");
+        std::fs::write(&cfg, "[tests.fnd]\ncommand = \"true\"\n").unwrap();
+        let cfg = cfg.to_string_lossy().into_owned();
+        assert_eq!(
+            words(&["--config", &cfg, "fnd", "A..B"]),
+            ["--config", &cfg, "find", "fnd", "A..B"]
+        );
+        assert_eq!(
+            words(&[&format!("--config={cfg}"), "-q", "fnd", "A..B"])[2],
+            "find"
+        );
+    }
 }

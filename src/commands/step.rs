@@ -2,14 +2,12 @@
 //! HEAD against the old (and new) commit, measuring what is missing, and answer with git
 //! bisect's exit codes: 0 old, 1 new, 125 cannot tell, 128 fatal (stops the bisect).
 
-use gix::ObjectId;
-
-use crate::bisect::{classify, Class};
+use crate::bisect::step::{NEW, OLD, PROBE};
+use crate::bisect::{self, Class, StepSearch, StepVerdict};
 use crate::cli::{Global, StepArgs};
-use crate::config::Test;
-use crate::pipeline::{Batch, Workspace};
+use crate::lab::WorkspaceLab;
+use crate::pipeline::Workspace;
 use crate::report::fmt_num;
-use crate::store::Appender;
 
 use super::{locations, verbosity};
 
@@ -28,38 +26,6 @@ pub fn step(g: &Global, args: StepArgs) -> i32 {
     }
 }
 
-/// Samples of `id`, topped up to `want` runs. `None` when it does not build.
-fn topped_up(
-    ws: &Workspace,
-    appender: &mut Appender,
-    test: &Test,
-    id: ObjectId,
-    have: &mut Vec<f64>,
-    want: usize,
-) -> anyhow::Result<bool> {
-    if have.len() >= want {
-        return Ok(true);
-    }
-    let (art, _) = ws.ensure_built(&id)?;
-    let Some(art) = art else { return Ok(false) };
-    let got = ws.measure(
-        appender,
-        Batch {
-            test,
-            commit: id,
-            artifacts: &art,
-            runs: want - have.len(),
-            round: 0,
-        },
-        &mut |_| {},
-    )?;
-    if crate::interrupt::requested() {
-        return Err(crate::interrupt::Interrupted.into());
-    }
-    have.extend(got.iter().map(|s| s.value.unwrap_or(f64::NAN)));
-    Ok(true)
-}
-
 fn run(g: &Global, args: &StepArgs) -> anyhow::Result<i32> {
     let ws = Workspace::open(&locations(g), verbosity(g), true)?;
     let test = ws.config.test(&args.test)?.clone();
@@ -70,82 +36,80 @@ fn run(g: &Global, args: &StepArgs) -> anyhow::Result<i32> {
         .as_deref()
         .map(|r| ws.repo.resolve(r))
         .transpose()?;
-    let params = super::search_params(&test);
+    if args.jobs == 0 {
+        crate::usage!("--jobs must be at least 1");
+    }
     let stored = ws.samples(&test)?;
-    let values = |id: &ObjectId| -> Vec<f64> {
-        stored
-            .records(id)
-            .iter()
-            .map(|s| s.value.unwrap_or(f64::NAN))
-            .collect()
-    };
-    let info = ws.repo.info(head)?;
+    let params = super::search_params(&test, &stored, &|w| ws.warn(w));
+    let mut commits = vec![ws.repo.info(old)?, ws.repo.info(head)?];
+    if let Some(n) = new {
+        commits.push(ws.repo.info(n)?);
+    }
+    let info = commits[PROBE].clone();
     let mut appender = ws.appender(&test)?;
-
-    let mut probe = values(&head);
-    if !topped_up(&ws, &mut appender, &test, head, &mut probe, test.repeats)? {
-        eprintln!(
-            "perfbisect step: {} {} does not build: skip (125)",
-            info.short(),
-            info.subject
-        );
-        return Ok(SKIP);
-    }
-    let mut old_s = values(&old);
-    if !topped_up(&ws, &mut appender, &test, old, &mut old_s, test.repeats)? {
-        anyhow::bail!(
-            "the --old commit {} does not build",
-            crate::git::short(&old)
-        );
-    }
-    let mut new_s = match new {
-        Some(n) => {
-            let mut v = values(&n);
-            if !topped_up(&ws, &mut appender, &test, n, &mut v, test.repeats)? {
-                anyhow::bail!("the --new commit {} does not build", crate::git::short(&n));
-            }
-            Some(v)
-        }
-        None => None,
+    let mut policy = StepSearch::new(params, new.is_some());
+    let mut lab = WorkspaceLab::new(&ws, &test, &commits, &mut appender, &stored, "step");
+    let driven = bisect::drive(&mut policy, &mut lab, commits.len(), args.jobs);
+    lab.finish();
+    let last_error = lab.last_error.clone();
+    driven?;
+    let med = |v: &[f64]| {
+        let f: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
+        crate::stats::median(&f)
+            .map(fmt_num)
+            .unwrap_or_else(|| "-".into())
     };
-    loop {
-        let class = classify(&old_s, new_s.as_deref(), &probe, &params);
-        let finite = probe.iter().filter(|v| v.is_finite()).count();
-        if class != Class::Unknown || probe.len() >= test.max_repeats || finite == 0 {
-            let med = |v: &[f64]| {
-                let f: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
-                crate::stats::median(&f)
-                    .map(fmt_num)
-                    .unwrap_or_else(|| "-".into())
-            };
+    let tail = |pos: usize| {
+        last_error
+            .get(&pos)
+            .map(|e| format!("\n{}", crate::pipeline::indent(e.trim_end())))
+            .unwrap_or_default()
+    };
+    match policy.verdict().cloned() {
+        Some(StepVerdict::Class(class)) => {
             let word = match class {
                 Class::OldLike => "old",
                 Class::NewLike => "new",
                 Class::Unknown => "cannot tell: skip",
             };
+            let (probe, old_s) = (policy.samples(PROBE), policy.samples(OLD));
             eprintln!(
                 "perfbisect step: {} {}: {} median {} ({} runs) vs old {} ({} runs){}: {word} ({})",
                 info.short(),
                 info.subject,
                 test.name,
-                med(&probe),
+                med(probe),
                 probe.len(),
-                med(&old_s),
+                med(old_s),
                 old_s.len(),
-                new_s
-                    .as_deref()
-                    .map(|n| format!(", new {} ({} runs)", med(n), n.len()))
-                    .unwrap_or_default(),
+                if new.is_some() {
+                    let n = policy.samples(NEW);
+                    format!(", new {} ({} runs)", med(n), n.len())
+                } else {
+                    String::new()
+                },
                 class.exit_code()
             );
-            return Ok(class.exit_code());
+            Ok(class.exit_code())
         }
-        // Unknown: double the probe's runs (up to the cap), and keep the ends as large.
-        let want = (probe.len() * 2).clamp(test.repeats, test.max_repeats);
-        topped_up(&ws, &mut appender, &test, head, &mut probe, want)?;
-        topped_up(&ws, &mut appender, &test, old, &mut old_s, want)?;
-        if let (Some(n), Some(v)) = (new, new_s.as_mut()) {
-            topped_up(&ws, &mut appender, &test, n, v, want)?;
+        Some(StepVerdict::Skip(why)) => {
+            eprintln!(
+                "perfbisect step: {} {} {why}: skip ({SKIP}){}",
+                info.short(),
+                info.subject,
+                tail(PROBE)
+            );
+            Ok(SKIP)
         }
+        Some(StepVerdict::Fatal(why)) => {
+            let pos = if why.contains("--new") { NEW } else { OLD };
+            anyhow::bail!(
+                "{why} ({} {}){}",
+                commits[pos].short(),
+                commits[pos].subject,
+                tail(pos)
+            )
+        }
+        None => anyhow::bail!("the step search ended without a verdict"),
     }
 }

@@ -86,14 +86,52 @@ impl Repo {
         if rev.is_empty() {
             crate::usage!("empty revision");
         }
-        let id = self
-            .repo
-            .rev_parse_single(rev)
-            .map_err(|e| UsageError::err(format!("unknown revision `{rev}`: {e}")))?;
-        let commit = id
+        // gix's own wording ("couldn't parse revision, input=…") describes its parser, not the
+        // user's problem: say what is missing, where, and the closest name there is.
+        let id = self.repo.rev_parse_single(rev).map_err(|e| {
+            let gix_says = format!("{e:#}").to_lowercase();
+            // `HEAD~9`, `main^2`, `v1.0~3`: the name may exist and the steps from it not.
+            let base_len = rev.find(['~', '^', ':']).unwrap_or(rev.len());
+            let (base, steps) = rev.split_at(base_len);
+            let base_ok =
+                !base.is_empty() && !steps.is_empty() && self.repo.rev_parse_single(base).is_ok();
+            let why = if gix_says.contains("ambiguous") {
+                "several objects start with these hex digits; give more of them".to_string()
+            } else if base_ok {
+                format!(
+                    "`{base}` exists, but `{steps}` from it leads to no commit (fewer \
+                     ancestors or parents than that, or not a suffix git knows)"
+                )
+            } else {
+                let refs: Vec<String> = self
+                    .repo
+                    .references()
+                    .ok()
+                    .and_then(|r| {
+                        r.all().ok().map(|it| {
+                            it.filter_map(Result::ok)
+                                .map(|r| r.name().shorten().to_string())
+                                .collect()
+                        })
+                    })
+                    .unwrap_or_default();
+                format!(
+                    "no branch, tag or commit of that name in {}{}",
+                    crate::pipeline::display_path(self.dir()),
+                    crate::error::did_you_mean(base, refs.iter().map(String::as_str))
+                )
+            };
+            UsageError::err(format!("unknown revision `{rev}`: {why}"))
+        })?;
+        let object = id
             .object()
-            .and_then(|o| o.peel_to_commit())
-            .map_err(|e| UsageError::err(format!("revision `{rev}` is not a commit: {e}")))?;
+            .map_err(|e| UsageError::err(format!("cannot read revision `{rev}`: {e}")))?;
+        let kind = object.kind;
+        let commit = object.peel_to_commit().map_err(|_| {
+            UsageError::err(format!(
+                "revision `{rev}` is a {kind}, not a commit: perfbisect builds commits"
+            ))
+        })?;
         Ok(commit.id)
     }
 
@@ -122,6 +160,78 @@ impl Repo {
             author: format!("{} <{}>", author.name, author.email),
             time,
         })
+    }
+
+    /// All parents of a commit, first parent first.
+    pub fn parents(&self, id: ObjectId) -> anyhow::Result<Vec<ObjectId>> {
+        let commit = self
+            .repo
+            .find_commit(id)
+            .with_context(|| format!("cannot read commit {id}"))?;
+        Ok(commit.parent_ids().map(|p| p.detach()).collect())
+    }
+
+    /// How many commits reachable from `to` and not from `hide` are off the first-parent chain
+    /// (the commits of merged branches, which a range walk does not visit).
+    pub fn off_chain(&self, to: ObjectId, hide: Option<ObjectId>) -> anyhow::Result<usize> {
+        let on_chain = self.walk(to, hide)?.len();
+        let mut all = 0usize;
+        for info in self
+            .repo
+            .rev_walk([to])
+            .with_hidden(hide)
+            .all()
+            .context("cannot walk the commit graph")?
+        {
+            info.context("cannot walk the commit graph")?;
+            all += 1;
+        }
+        Ok(all.saturating_sub(on_chain))
+    }
+
+    /// A note for `log` and `run` when `range` walks fewer commits than it holds: how many sit
+    /// on merged branches, and how to reach them.
+    pub fn off_chain_note(
+        &self,
+        spec: &str,
+        base: Option<ObjectId>,
+        walked: &[ObjectId],
+    ) -> anyhow::Result<Option<String>> {
+        let Some(&tip) = walked.last() else {
+            return Ok(None);
+        };
+        let n = self.off_chain(tip, base)?;
+        Ok((n > 0).then(|| {
+            format!(
+                "range `{}` walks its {} first-parent commit{}; {n} more commit{} on merged \
+                 branches {} not walked. `find` descends into the merge that moved a test; to \
+                 measure a merged branch, give its range: `MERGE^1..MERGE^2`",
+                spec.trim(),
+                walked.len(),
+                if walked.len() == 1 { "" } else { "s" },
+                if n == 1 { "" } else { "s" },
+                if n == 1 { "is" } else { "are" },
+            )
+        }))
+    }
+
+    /// The commits a merge brought in: its second parent's first-parent chain down to (not
+    /// including) what the first parent already has, oldest first, and the commit they forked
+    /// from (the first parent of the oldest). `None` for a commit that is not a merge.
+    pub fn merged_side(
+        &self,
+        merge: ObjectId,
+    ) -> anyhow::Result<Option<(ObjectId, Vec<ObjectId>)>> {
+        let parents = self.parents(merge)?;
+        let (Some(&main), Some(&side)) = (parents.first(), parents.get(1)) else {
+            return Ok(None);
+        };
+        let ids = self.walk(side, Some(main))?;
+        let Some(&oldest) = ids.first() else {
+            return Ok(None);
+        };
+        let fork = self.first_parent(oldest)?.unwrap_or(main);
+        Ok(Some((fork, ids)))
     }
 
     /// First parent of a commit, if any.

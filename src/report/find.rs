@@ -22,8 +22,41 @@ pub struct FindReport<'a> {
     pub builds: usize,
     pub runs: usize,
     pub reused: usize,
-    pub skipped: &'a [usize],
+    /// Where the wall time went.
+    pub time: TimeSpent,
+    pub skipped: &'a [Skip],
+    /// Commits of the searched range (`commits` may hold more: merged branches searched).
+    pub searched: usize,
+    /// Global options to repeat in reproduce commands (`--repo`, `--config`, `--cache` when
+    /// given), shell-quoted, with a trailing space; empty for the defaults.
+    pub invocation: &'a str,
+    /// `(culprit, merge)`: a culprit found inside the branch that `merge` brought in.
+    pub merges: &'a [(usize, usize)],
     pub seconds: f64,
+    /// The search compared exact values (a deterministic metric, or no spread at both ends):
+    /// its p-values (0 or 1) are no test's result, and the report says "deterministic".
+    pub deterministic: bool,
+}
+
+/// Where a search's wall time went.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct TimeSpent {
+    /// Seconds waiting for build rounds.
+    pub building: f64,
+    /// Seconds measuring (runs, setup and teardown).
+    pub measuring: f64,
+    /// Rounds of builds waited for one after another.
+    pub build_rounds: usize,
+    /// Most builds run at once.
+    pub most_parallel: usize,
+}
+
+/// A commit stepped around, and why: it does not build, or its test failed every run (with
+/// the tail of the last failure's output).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Skip {
+    pub pos: usize,
+    pub reason: String,
 }
 
 /// "regression" or "improvement" for a relative change of a test.
@@ -34,11 +67,34 @@ pub fn judge(direction: Direction, rel_change: f64) -> &'static str {
     }
 }
 
+/// [`judge`] with its article, for prose: "a regression" or "an improvement".
+pub fn judge_with_article(direction: Direction, rel_change: f64) -> &'static str {
+    match judge(direction, rel_change) {
+        "regression" => "a regression",
+        _ => "an improvement",
+    }
+}
+
 /// A commit time as `YYYY-MM-DD HH:MM UTC`.
 pub fn date(secs: i64) -> String {
-    let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs.max(0) as u64);
-    let s = humantime::format_rfc3339_seconds(t).to_string();
-    format!("{} {} UTC", &s[..10], &s[11..16])
+    // Any i64 that a commit object can hold, years past 9999 and before 1970 included:
+    // days to a civil date by Howard Hinnant's algorithm, in i64 so nothing overflows.
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = i128::from(yoe) + i128::from(era) * 400 + i128::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02} UTC",
+        rem / 3600,
+        rem % 3600 / 60
+    )
 }
 
 #[derive(Serialize)]
@@ -61,6 +117,9 @@ struct JsonCulprit {
     candidates: Vec<String>,
     verified: bool,
     kind: &'static str,
+    /// The merge commit that brought this culprit into the searched range's first-parent chain.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    merge: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -87,9 +146,31 @@ struct JsonFind {
     builds: usize,
     runs: usize,
     reused_samples: usize,
+    /// Wall time in seconds: total, building, measuring and the rest (waiting, analysis).
+    time: JsonTime,
     skipped: Vec<String>,
+    /// `skipped` with the reason of each (README: "JSON output").
+    skipped_why: Vec<JsonSkip>,
     probed: Vec<String>,
     notes: Vec<String>,
+    /// Exact comparisons: the p-values are 0 or 1 by construction.
+    deterministic: bool,
+}
+
+#[derive(Serialize)]
+struct JsonTime {
+    total_s: f64,
+    building_s: f64,
+    measuring_s: f64,
+    waiting_s: f64,
+    build_rounds: usize,
+    most_parallel_builds: usize,
+}
+
+#[derive(Serialize)]
+struct JsonSkip {
+    commit: String,
+    reason: String,
 }
 
 impl FindReport<'_> {
@@ -118,6 +199,7 @@ impl FindReport<'_> {
                 .collect(),
             verified: c.verified,
             kind: judge(self.test.direction, c.rel_change),
+            merge: self.merge_of(c.pos).map(|m| self.commits[m].id.to_string()),
         }
     }
 
@@ -142,7 +224,45 @@ impl FindReport<'_> {
             } else {
                 String::new()
             }
+        ) + &self.time_line()
+    }
+
+    /// "; building 12s in 3 rounds (up to 4 at once), measuring 2s, other 0.3s"
+    fn time_line(&self) -> String {
+        let t = &self.time;
+        if t.build_rounds == 0 && t.measuring == 0.0 {
+            return String::new();
+        }
+        let other = (self.seconds - t.building - t.measuring).max(0.0);
+        format!(
+            "; building {} in {}{}, measuring {}, other {}",
+            crate::build::fmt_secs(t.building),
+            count(t.build_rounds, "round"),
+            if t.most_parallel > 1 {
+                format!(" (up to {} at once)", t.most_parallel)
+            } else {
+                String::new()
+            },
+            crate::build::fmt_secs(t.measuring),
+            crate::build::fmt_secs(other)
         )
+    }
+
+    /// The p-value as `p = …` (`sci`: in scientific notation, else with two decimals), or
+    /// "deterministic" when the values were compared exactly and the p is no test's result.
+    fn evidence(&self, p: f64, sci: bool) -> String {
+        if self.deterministic {
+            "deterministic".into()
+        } else if sci {
+            format!("p = {p:.2e}")
+        } else {
+            format!("p = {p:.2}")
+        }
+    }
+
+    /// The merge that brought the commit at `pos` in, if it was found inside a merged branch.
+    fn merge_of(&self, pos: usize) -> Option<usize> {
+        self.merges.iter().find(|(c, _)| *c == pos).map(|&(_, m)| m)
     }
 
     fn culprit_lines(&self, o: &mut String, c: &Culprit, label: &str) {
@@ -152,14 +272,15 @@ impl FindReport<'_> {
         let _ = writeln!(o, "  author {}, {}", at.author, date(at.time));
         let _ = writeln!(
             o,
-            "  {}: {} -> {}{} ({:+.2} %, a {}), p = {:.2e}, medians of {} vs {} runs{}",
+            "  {}: {}{} -> {}{} ({:+.2} %, {}), {}, medians of {} vs {} runs{}",
             self.test.name,
             fmt_num(c.before),
+            self.unit(),
             fmt_num(c.after),
             self.unit(),
             c.rel_change * 100.0,
-            judge(self.test.direction, c.rel_change),
-            c.p_value,
+            judge_with_article(self.test.direction, c.rel_change),
+            self.evidence(c.p_value, true),
             c.n_before,
             c.n_after,
             if c.verified {
@@ -169,6 +290,12 @@ impl FindReport<'_> {
             }
         );
         let _ = writeln!(o, "  parent {} {}", parent.short(), parent.subject);
+        let mut pos = c.pos;
+        while let Some(m) = self.merge_of(pos) {
+            let mc = &self.commits[m];
+            let _ = writeln!(o, "  merged by {} {}", mc.short(), mc.subject);
+            pos = m;
+        }
         if c.candidates.len() > 1 {
             let _ = writeln!(
                 o,
@@ -192,7 +319,7 @@ pub fn text(r: &FindReport<'_>) -> String {
     match r.outcome {
         Outcome::Culprits(cs) => {
             if cs.len() > 1 {
-                let _ = writeln!(o, "{} commits moved {}:", cs.len(), r.test.name);
+                let _ = writeln!(o, "{} moved {}:", count(cs.len(), "commit"), r.test.name);
             }
             for (i, c) in cs.iter().enumerate() {
                 let label = if cs.len() > 1 {
@@ -211,12 +338,13 @@ pub fn text(r: &FindReport<'_>) -> String {
         } => {
             let _ = writeln!(
                 o,
-                "no change: {} is {} at the old end and {}{} at the new end (p = {:.2}); these runs could have detected a change of {:.2} % or more",
+                "no change: {} is {}{} at the old end and {}{} at the new end ({}); these runs could have detected a change of {:.2} % or more",
                 r.test.name,
                 fmt_num(*before),
+                r.unit(),
                 fmt_num(*after),
                 r.unit(),
-                p_value,
+                r.evidence(*p_value, false),
                 min_detectable * 100.0
             );
         }
@@ -230,23 +358,54 @@ pub fn text(r: &FindReport<'_>) -> String {
     for n in r.notes {
         let _ = writeln!(o, "note: {n}");
     }
-    if !r.skipped.is_empty() {
-        let names: Vec<String> = r.skipped.iter().map(|&p| r.commits[p].short()).collect();
-        let _ = writeln!(o, "skipped (do not build): {}", names.join(" "));
+    // Neighbours skipped for the same reason (a stretch that crashes) are said once.
+    let mut i = 0;
+    while i < r.skipped.len() {
+        let s = &r.skipped[i];
+        let mut j = i + 1;
+        while j < r.skipped.len()
+            && r.skipped[j].reason == s.reason
+            && r.skipped[j].pos == r.skipped[j - 1].pos + 1
+        {
+            j += 1;
+        }
+        let c = &r.commits[s.pos];
+        let who = if j - i == 1 {
+            format!("{} {}", c.short(), c.subject)
+        } else {
+            let last = &r.commits[r.skipped[j - 1].pos];
+            format!(
+                "{} commits, {} {} .. {} {}",
+                j - i,
+                c.short(),
+                c.subject,
+                last.short(),
+                last.subject
+            )
+        };
+        let mut lines = s.reason.trim_end().lines();
+        let first = lines.next().unwrap_or("");
+        let _ = writeln!(o, "skipped {who}: {first}");
+        for l in lines {
+            let _ = writeln!(o, "    {l}");
+        }
+        i = j;
     }
     let probed: Vec<String> = r.probed.iter().map(|&p| r.commits[p].short()).collect();
     let _ = writeln!(
         o,
-        "searched {} ({} commits): {}",
+        "searched {} ({}): {}",
         r.range,
-        r.commits.len() - 1,
+        count(r.searched, "commit"),
         r.spent()
     );
-    let _ = writeln!(o, "probed in order: {}", probed.join(" "));
+    if !probed.is_empty() {
+        let _ = writeln!(o, "probed in order: {}", probed.join(" "));
+    }
     o
 }
 
-/// `--format json`: one object, DESIGN.md's shape plus `culprits` and the evidence.
+/// `--format json`: one object, README.md's "JSON output" shape (`culprits`, the evidence).
 pub fn json(r: &FindReport<'_>) -> anyhow::Result<String> {
     let (culprits, no_change, reason, best_guess) = match r.outcome {
         Outcome::Culprits(cs) => (
@@ -294,10 +453,26 @@ pub fn json(r: &FindReport<'_>) -> anyhow::Result<String> {
         builds: r.builds,
         runs: r.runs,
         reused_samples: r.reused,
+        time: JsonTime {
+            total_s: r.seconds,
+            building_s: r.time.building,
+            measuring_s: r.time.measuring,
+            waiting_s: (r.seconds - r.time.building - r.time.measuring).max(0.0),
+            build_rounds: r.time.build_rounds,
+            most_parallel_builds: r.time.most_parallel,
+        },
         skipped: r
             .skipped
             .iter()
-            .map(|&p| r.commits[p].id.to_string())
+            .map(|s| r.commits[s.pos].id.to_string())
+            .collect(),
+        skipped_why: r
+            .skipped
+            .iter()
+            .map(|s| JsonSkip {
+                commit: r.commits[s.pos].id.to_string(),
+                reason: s.reason.clone(),
+            })
             .collect(),
         probed: r
             .probed
@@ -305,6 +480,7 @@ pub fn json(r: &FindReport<'_>) -> anyhow::Result<String> {
             .map(|&p| r.commits[p].id.to_string())
             .collect(),
         notes: r.notes.to_vec(),
+        deterministic: r.deterministic,
     };
     Ok(serde_json::to_string_pretty(&out)? + "\n")
 }
@@ -349,9 +525,22 @@ pub fn markdown(r: &FindReport<'_>) -> String {
             t.direction.as_str()
         );
     }
-    for (c, confirmed) in &culprits {
+    let several = culprits.len() > 1;
+    for (k, (c, confirmed)) in culprits.iter().enumerate() {
         let at = &r.commits[c.pos];
         let parent = &r.commits[c.parent];
+        if several {
+            let _ = writeln!(
+                o,
+                "#### {} of {}: {:+.2} % {} at `{}` {}\n",
+                k + 1,
+                culprits.len(),
+                c.rel_change * 100.0,
+                judge(t.direction, c.rel_change),
+                at.short(),
+                md_escape(&at.subject)
+            );
+        }
         let _ = writeln!(o, "| | commit | median | runs |\n|---|---|---:|---:|");
         let _ = writeln!(
             o,
@@ -373,7 +562,7 @@ pub fn markdown(r: &FindReport<'_>) -> String {
         );
         let _ = writeln!(
             o,
-            "- **{}**: {:+.2} % ({}), p = {:.2e} (two-sided Mann-Whitney U){}",
+            "- **{}**: {:+.2} % ({}), {}{}",
             if *confirmed {
                 "culprit"
             } else {
@@ -381,7 +570,11 @@ pub fn markdown(r: &FindReport<'_>) -> String {
             },
             c.rel_change * 100.0,
             judge(t.direction, c.rel_change),
-            c.p_value,
+            if r.deterministic {
+                "deterministic (values compared exactly)".to_string()
+            } else {
+                format!("p = {:.2e} (two-sided Mann-Whitney U)", c.p_value)
+            },
             if c.verified {
                 "; confirmed by interleaved re-runs of parent and culprit"
             } else {
@@ -390,6 +583,10 @@ pub fn markdown(r: &FindReport<'_>) -> String {
         );
         let _ = writeln!(o, "- author: {}, {}", at.author, date(at.time));
         let _ = writeln!(o, "- commit: `{}`", at.id);
+        if let Some(m) = r.merge_of(c.pos) {
+            let mc = &r.commits[m];
+            let _ = writeln!(o, "- merged by `{}` {}", mc.short(), md_escape(&mc.subject));
+        }
         if c.candidates.len() > 1 {
             let list: Vec<String> = c
                 .candidates
@@ -403,6 +600,7 @@ pub fn markdown(r: &FindReport<'_>) -> String {
             );
         }
         let _ = writeln!(o);
+        reproduce(&mut o, r, c);
     }
     if let Outcome::NoChange {
         before,
@@ -413,11 +611,11 @@ pub fn markdown(r: &FindReport<'_>) -> String {
     {
         let _ = writeln!(
             o,
-            "Old end {}, new end {}{} (p = {:.2}); a change of {:.2} % or more would have been detected.\n",
+            "Old end {}, new end {}{} ({}); a change of {:.2} % or more would have been detected.\n",
             fmt_num(*before),
             fmt_num(*after),
             r.unit(),
-            p_value,
+            r.evidence(*p_value, false),
             min_detectable * 100.0
         );
     }
@@ -426,34 +624,191 @@ pub fn markdown(r: &FindReport<'_>) -> String {
     }
     let _ = writeln!(
         o,
-        "Searched `{}` ({} commits, first parent): {}.\n",
+        "Searched `{}` ({}, first parent): {}.\n",
         r.range,
-        r.commits.len() - 1,
+        count(r.searched, "commit"),
         r.spent()
     );
-    if let Some((c, _)) = culprits.first() {
-        let parent = &r.commits[c.parent].id;
-        let at = &r.commits[c.pos].id;
-        let _ = writeln!(o, "<details><summary>Reproduce</summary>\n");
-        let _ = writeln!(o, "```sh");
-        let _ = writeln!(o, "perfbisect compare {} {} {}", t.name, parent, at);
-        let _ = writeln!(
-            o,
-            "git bisect start {at} {parent} && git bisect run perfbisect step {} --old {parent} --new {at}",
-            t.name
-        );
-        let _ = writeln!(o, "```\n");
-        let _ = writeln!(
-            o,
-            "Test command: `{}`, metric `{}`.",
-            t.command,
-            t.metric.describe()
-        );
-        let _ = writeln!(o, "</details>");
-    }
     o
+}
+
+/// The commands that reproduce one culprit, as pasted into a shell in the repository: the
+/// before/after comparison and a `git bisect run` over the parent..culprit step.
+fn reproduce(o: &mut String, r: &FindReport<'_>, c: &Culprit) {
+    let t = r.test;
+    let parent = &r.commits[c.parent].id;
+    let at = &r.commits[c.pos].id;
+    let pb = format!("perfbisect {}", r.invocation);
+    let _ = writeln!(o, "<details><summary>Reproduce</summary>\n");
+    let _ = writeln!(o, "```sh");
+    let _ = writeln!(o, "{pb}compare {} {} {}", t.name, parent, at);
+    let _ = writeln!(
+        o,
+        "git bisect start {at} {parent} && git bisect run {pb}step {} --old {parent} --new {at}; git bisect reset",
+        t.name
+    );
+    let _ = writeln!(o, "```\n");
+    let _ = writeln!(
+        o,
+        "Test command: `{}`, metric `{}`.",
+        t.command,
+        t.metric.describe()
+    );
+    let _ = writeln!(o, "</details>\n");
+}
+
+/// `1 commit`, `3 commits`.
+fn count(n: usize, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
 }
 
 fn md_escape(s: &str) -> String {
     s.replace('|', "\\|")
+}
+
+#[cfg(test)]
+mod date_tests {
+    use super::date;
+
+    #[test]
+    fn dates_of_any_commit_format_without_panicking() {
+        assert_eq!(date(0), "1970-01-01 00:00 UTC");
+        assert_eq!(date(1_700_000_940), "2023-11-14 22:29 UTC");
+        assert_eq!(date(951_782_400), "2000-02-29 00:00 UTC");
+        assert_eq!(date(-86_400), "1969-12-31 00:00 UTC");
+        // Year 10000 and beyond, and the extremes a commit object can hold.
+        assert_eq!(date(253_402_300_800), "10000-01-01 00:00 UTC");
+        for s in [i64::MAX, i64::MIN, i64::MAX - 1, i64::MIN + 1] {
+            assert!(date(s).ends_with(" UTC"));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn test_def(direction: &str) -> Test {
+        let cfg = crate::config::parse(
+            &format!(
+                "[build]\ncommand = \"true\"\n[tests.size]\ncommand = \"./app\"\nunit = \"bytes\"\ndirection = \"{direction}\"\n"
+            ),
+            std::path::Path::new("/tmp/perfbisect.toml"),
+        )
+        .unwrap();
+        cfg.test("size").unwrap().clone()
+    }
+
+    fn commits() -> Vec<CommitInfo> {
+        (0..3u8)
+            .map(|i| CommitInfo {
+                id: gix::ObjectId::from_bytes_or_panic(&[i + 1; 20]),
+                subject: format!("Commit {i}"),
+                author: "Dev <dev@example.com>".into(),
+                time: 1_700_000_000,
+            })
+            .collect()
+    }
+
+    fn culprit(before: f64, after: f64, p_value: f64) -> Culprit {
+        Culprit {
+            pos: 2,
+            parent: 1,
+            candidates: vec![2],
+            before,
+            after,
+            n_before: 1,
+            n_after: 1,
+            rel_change: crate::stats::rel_change(before, after),
+            p_value,
+            verified: true,
+        }
+    }
+
+    fn render(test: &Test, outcome: &Outcome, deterministic: bool) -> (String, String, String) {
+        let commits = commits();
+        let r = FindReport {
+            test,
+            range: "a..b",
+            commits: &commits,
+            outcome,
+            probed: &[1, 2],
+            notes: &[],
+            builds: 2,
+            runs: 2,
+            reused: 0,
+            time: TimeSpent::default(),
+            skipped: &[],
+            merges: &[],
+            searched: commits.len() - 1,
+            invocation: "",
+            seconds: 1.0,
+            deterministic,
+        };
+        (text(&r), markdown(&r), json(&r).unwrap())
+    }
+
+    #[test]
+    fn deterministic_culprits_say_so_instead_of_a_p_of_zero() {
+        let t = test_def("lower");
+        let o = Outcome::Culprits(vec![culprit(3072.0, 3064.0, 0.0)]);
+        let (text, md, json) = render(&t, &o, true);
+        assert!(
+            text.contains("size: 3072 bytes -> 3064 bytes (-0.26 %, an improvement), deterministic, medians of 1 vs 1 runs"),
+            "{text}"
+        );
+        assert!(!text.contains("p = "), "{text}");
+        assert!(!md.contains("p = ") && !md.contains("Mann-Whitney"), "{md}");
+        assert!(md.contains("deterministic"), "{md}");
+        let j: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(j["deterministic"], true, "{json}");
+
+        // The same numbers from a noisy search keep their p-value.
+        let (text, md, _) = render(
+            &t,
+            &Outcome::Culprits(vec![culprit(3072.0, 3064.0, 1.5e-4)]),
+            false,
+        );
+        assert!(text.contains("an improvement), p = 1.50e-4"), "{text}");
+        assert!(
+            md.contains("p = 1.50e-4 (two-sided Mann-Whitney U)"),
+            "{md}"
+        );
+    }
+
+    #[test]
+    fn deterministic_no_change_says_so() {
+        let t = test_def("lower");
+        let o = Outcome::NoChange {
+            before: 3064.0,
+            after: 3064.0,
+            p_value: 1.0,
+            min_detectable: 0.0,
+        };
+        let (text, md, _) = render(&t, &o, true);
+        assert!(text.contains("at the new end (deterministic)"), "{text}");
+        assert!(md.contains("(deterministic)"), "{md}");
+        assert!(!text.contains("p = ") && !md.contains("p = "), "{text}{md}");
+    }
+
+    #[test]
+    fn regressions_and_improvements_take_their_article() {
+        // Lower is better: up is a regression, down an improvement.
+        assert_eq!(judge_with_article(Direction::Lower, 0.1), "a regression");
+        assert_eq!(judge_with_article(Direction::Lower, -0.1), "an improvement");
+        assert_eq!(judge_with_article(Direction::Higher, 0.1), "an improvement");
+        let t = test_def("higher");
+        // A negative metric that went up (-100 -> -90) when higher is better.
+        let (text, _, _) = render(
+            &t,
+            &Outcome::Culprits(vec![culprit(-100.0, -90.0, 1e-3)]),
+            false,
+        );
+        assert!(text.contains("(+10.00 %, an improvement)"), "{text}");
+        assert!(!text.contains("a improvement"), "{text}");
+    }
 }

@@ -1,0 +1,234 @@
+//! Classification of a probe against the old and new levels, for the search and for
+//! `perfbisect step`: two-sample comparisons, the grey zone, equivalence.
+
+use super::*;
+
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Cmp {
+    pub(super) before: f64,
+    pub(super) after: f64,
+    pub(super) rel: f64,
+    pub(super) p: f64,
+    pub(super) differs: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Verdict {
+    Old,
+    New,
+    /// Differs from both sides at α/10: a second step.
+    Between,
+    /// Differs from both sides at α only: more runs before believing it.
+    MaybeBetween,
+    Unknown,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Classified {
+    pub(super) verdict: Verdict,
+    pub(super) leans_new: bool,
+    /// Which side more runs should go to when the verdict is unknown.
+    pub(super) doubt_new_side: bool,
+    /// The verdict without the grey zone, for when no more runs can be had.
+    pub(super) fallback: Option<Verdict>,
+}
+
+/// Classify `probe` against the old side and, when known, the new side (`perfbisect step`).
+///
+/// With `new` (e.g. the samples of `refs/bisect/bad`), this is the rule the search uses (a level
+/// between both counts as new-like, so `git bisect` finds the first step; with `max_repeats`
+/// probe samples the grey zone is dropped). Without it, new-like needs a difference from `old`
+/// (test at α and the threshold) and old-like needs the bootstrap (1−2α) interval of the median
+/// ratio inside the threshold (an equivalence test), or, once the probe has `max_repeats`
+/// samples, p ≥ 0.25 and medians within the threshold. Non-finite samples are ignored.
+pub fn classify(old: &[f64], new: Option<&[f64]>, probe: &[f64], params: &Params) -> Class {
+    let params = params.sanitized();
+    let old = finite(old);
+    let probe = finite(probe);
+    let new = new.map(finite).filter(|n| !n.is_empty());
+    if old.is_empty() || probe.is_empty() {
+        return Class::Unknown;
+    }
+    let declared = params.deterministic
+        && !has_spread(&old)
+        && !has_spread(&probe)
+        && !new.as_deref().is_some_and(has_spread);
+    let det = declared || (zero_spread(&old) && new.as_deref().is_none_or(zero_spread));
+    match new {
+        Some(new) => match classify_against(&old, &new, &probe, &params, det) {
+            Some(c) => {
+                // Once the probe has all its runs, the answer without the grey zone stands.
+                let verdict = match c.fallback {
+                    Some(v) if probe.len() >= params.max_repeats => v,
+                    _ => c.verdict,
+                };
+                match verdict {
+                    Verdict::New | Verdict::Between => Class::NewLike,
+                    Verdict::Old => Class::OldLike,
+                    Verdict::MaybeBetween | Verdict::Unknown => Class::Unknown,
+                }
+            }
+            None => Class::Unknown,
+        },
+        None => {
+            let Some(c) = compare(&old, &probe, &params, det) else {
+                return Class::Unknown;
+            };
+            // At max_repeats, no hint of a change and medians within the threshold count as old:
+            // otherwise a threshold below the noise would turn every old commit into a skip.
+            let exhausted_same = probe.len() >= params.max_repeats
+                && c.p >= PROMISING_P
+                && !params.threshold.reached(c.before, c.after);
+            if c.differs {
+                Class::NewLike
+            } else if det || exhausted_same || equivalent(&old, &probe, &params) {
+                Class::OldLike
+            } else {
+                Class::Unknown
+            }
+        }
+    }
+}
+
+pub(super) fn finite(xs: &[f64]) -> Vec<f64> {
+    xs.iter().copied().filter(|x| x.is_finite()).collect()
+}
+
+/// At least two samples, all equal: one sample alone says nothing about spread.
+/// A p-value as reports print it: three decimals, or two significant digits when small.
+pub(super) fn fmt_p(p: f64) -> String {
+    if p < 0.001 {
+        format!("{p:.1e}")
+    } else {
+        format!("{p:.3}")
+    }
+}
+
+/// `5 %` or `12 units` (the metric's own unit is the caller's to add).
+pub(super) fn threshold_text(t: &Threshold) -> String {
+    match *t {
+        Threshold::Relative(r) => format!("{} %", fmt_num(r * 100.0)),
+        Threshold::Absolute(a) => fmt_num(a),
+    }
+}
+
+/// Runs of one commit that differ: a metric declared deterministic is not.
+pub(super) fn has_spread(xs: &[f64]) -> bool {
+    xs.iter().any(|&x| x != xs[0])
+}
+
+pub(super) fn zero_spread(xs: &[f64]) -> bool {
+    xs.len() >= 2 && xs.iter().all(|&x| x == xs[0])
+}
+
+pub(super) fn compare(a: &[f64], b: &[f64], params: &Params, det: bool) -> Option<Cmp> {
+    if det {
+        let before = stats::median(a)?;
+        let after = stats::median(b)?;
+        let moved = before != after;
+        return Some(Cmp {
+            before,
+            after,
+            rel: stats::rel_change(before, after),
+            p: if moved { 0.0 } else { 1.0 },
+            differs: moved && params.threshold.reached(before, after),
+        });
+    }
+    let d = stats::differ(a, b, params.alpha, params.threshold)?;
+    Some(Cmp {
+        before: d.before,
+        after: d.after,
+        rel: d.rel_change,
+        p: d.p_value,
+        differs: d.differs,
+    })
+}
+
+/// New-like needs a difference from the old side plus the absence of one from the new side, and
+/// the probe's median nearer the new level; old-like mirrors it. Requiring both the test and the
+/// position keeps a single false rejection at α from steering the search.
+pub(super) fn classify_against(
+    old: &[f64],
+    new: &[f64],
+    probe: &[f64],
+    params: &Params,
+    det: bool,
+) -> Option<Classified> {
+    let mo = stats::median(old)?;
+    let mn = stats::median(new)?;
+    let mx = stats::median(probe)?;
+    let leans_new = (mx - mn).abs() < (mx - mo).abs();
+    let co = compare(old, probe, params, det)?;
+    let cn = compare(probe, new, params, det)?;
+    let strict = params.alpha / 10.0;
+    // Pinpoint's three-way answer: a p-value between α and the grey limit, with medians already
+    // past the threshold and a sizeable part of the whole step apart, is neither "differs" nor
+    // "same". Calling such a probe new-like is how a level between two steps gets lost; smaller
+    // gaps are noise far more often than a second step, and not worth the runs.
+    let span = (mn - mo).abs();
+    let grey = |c: &Cmp| {
+        !det && !c.differs
+            && c.p < PROMISING_P
+            && params.threshold.reached(c.before, c.after)
+            && (c.after - c.before).abs() >= GREY_SHARE * span
+    };
+    // Without more runs, a probe that differs from one side at least bounds a real step on
+    // that side: settling towards its lean can lose a second step, never invent one.
+    let lean = if leans_new {
+        Verdict::New
+    } else {
+        Verdict::Old
+    };
+    let fallback = match (co.differs, cn.differs) {
+        (true, true) => Some(lean),
+        (true, false) if leans_new => Some(Verdict::New),
+        (false, true) if !leans_new => Some(Verdict::Old),
+        _ => None,
+    };
+    let mut doubt_new_side = !leans_new;
+    let verdict = match (co.differs, cn.differs) {
+        (true, true) if co.p < strict && cn.p < strict => Verdict::Between,
+        (true, true) => Verdict::MaybeBetween,
+        (true, false) if leans_new && grey(&cn) => {
+            doubt_new_side = true;
+            Verdict::Unknown
+        }
+        (false, true) if !leans_new && grey(&co) => {
+            doubt_new_side = false;
+            Verdict::Unknown
+        }
+        (true, false) if leans_new => Verdict::New,
+        (false, true) if !leans_new => Verdict::Old,
+        // Deterministic values cannot get more runs: a creep of sub-threshold steps is split at
+        // its midpoint, and the parent/culprit check then reports it as spread out.
+        _ if det => {
+            if leans_new {
+                Verdict::New
+            } else {
+                Verdict::Old
+            }
+        }
+        _ => Verdict::Unknown,
+    };
+    Some(Classified {
+        verdict,
+        leans_new,
+        doubt_new_side,
+        fallback,
+    })
+}
+
+/// Equivalence (two one-sided tests via the bootstrap interval): the whole (1−2α) interval of the
+/// median ratio stays inside the threshold.
+pub(super) fn equivalent(old: &[f64], probe: &[f64], params: &Params) -> bool {
+    let Some(m) = stats::median(old) else {
+        return false;
+    };
+    let level = 1.0 - 2.0 * params.alpha;
+    match stats::bootstrap_median_ratio(old, probe, level, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED) {
+        Some((lo, hi)) if lo.is_finite() && hi.is_finite() => {
+            !params.threshold.reached(m, m * lo) && !params.threshold.reached(m, m * hi)
+        }
+        _ => false,
+    }
+}

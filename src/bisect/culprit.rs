@@ -1,0 +1,68 @@
+//! Culprit assembly: the evidence of one step, and the verdict of a whole search.
+
+use super::*;
+
+impl Search {
+    pub(super) fn finish_hunt(&mut self) -> Flow {
+        let mut found = std::mem::take(&mut self.hunt.found);
+        let failed = std::mem::take(&mut self.hunt.failed);
+        if !found.is_empty() {
+            for (reason, _) in &failed {
+                self.notes.push(format!("inconclusive sub-range: {reason}"));
+            }
+            found.sort_by(|a, b| {
+                b.rel_change
+                    .abs()
+                    .total_cmp(&a.rel_change.abs())
+                    .then(a.pos.cmp(&b.pos))
+            });
+            return self.finish(Outcome::Culprits(found));
+        }
+        let reason = if failed.is_empty() {
+            "no culprit found".to_string()
+        } else {
+            failed
+                .iter()
+                .map(|(r, _)| r.as_str())
+                .collect::<Vec<_>>()
+                .join("; ")
+        };
+        let best_guess = failed.into_iter().filter_map(|(_, g)| g).max_by(|a, b| {
+            a.rel_change
+                .abs()
+                .total_cmp(&b.rel_change.abs())
+                .then(b.pos.cmp(&a.pos))
+        });
+        self.finish(Outcome::Inconclusive { reason, best_guess })
+    }
+
+    pub(super) fn culprit(
+        &self,
+        parent: usize,
+        pos: usize,
+        candidates: std::ops::RangeInclusive<usize>,
+        verified: bool,
+    ) -> Culprit {
+        let a = &self.points[parent].samples;
+        let b = &self.points[pos].samples;
+        let c = compare(a, b, &self.params, self.det).unwrap_or(Cmp {
+            before: f64::NAN,
+            after: f64::NAN,
+            rel: f64::NAN,
+            p: f64::NAN,
+            differs: false,
+        });
+        Culprit {
+            pos,
+            parent,
+            candidates: candidates.collect(),
+            before: c.before,
+            after: c.after,
+            n_before: a.len(),
+            n_after: b.len(),
+            rel_change: c.rel,
+            p_value: c.p,
+            verified,
+        }
+    }
+}

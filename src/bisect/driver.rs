@@ -1,0 +1,188 @@
+//! The one driver loop: it performs what a search policy asks for on a [`Lab`] (build, measure,
+//! re-run interleaved), feeds the answers back, and stops on Ctrl-C. `find`, `step` and the
+//! simulation of the tests all run through it, so failed runs, unbuildable commits and
+//! interrupts are handled the same way everywhere.
+
+use std::time::{Duration, Instant};
+
+use super::{Action, Outcome};
+use crate::interrupt::Interrupted;
+
+/// What a search needs from the world, by position (0 = the old end).
+pub trait Lab {
+    /// Build every position of `set` that is not built yet, up to `jobs` at once; builds may
+    /// run in parallel, but never while something is measured. Returns, in the order of `set`,
+    /// whether each is built now, and how many builds ran (cached ones did not).
+    fn build(&mut self, set: &[usize], jobs: usize) -> anyhow::Result<(Vec<bool>, usize)>;
+    /// Whether `pos` is built already (a cost hint: probing it is cheap).
+    fn cached(&self, pos: usize) -> bool;
+    /// Whether `pos` is known not to build (an earlier build failed).
+    fn unbuildable(&self, pos: usize) -> bool;
+    /// Samples stored for `pos` before this search; NaN for runs that gave no number.
+    fn stored(&self, pos: usize) -> Vec<f64>;
+    /// Run the test `runs` times on built `pos`, each result stored before the next run;
+    /// NaN for a run that gave no number.
+    fn measure(&mut self, pos: usize, runs: usize) -> anyhow::Result<Vec<f64>>;
+    /// Run built `a` and `b` interleaved (A B A B ...), `runs` times each.
+    fn measure_interleaved(
+        &mut self,
+        a: usize,
+        b: usize,
+        runs: usize,
+    ) -> anyhow::Result<(Vec<f64>, Vec<f64>)>;
+    /// Ctrl-C was pressed: the driver stops before the next step.
+    fn interrupted(&self) -> bool;
+    /// Progress: what the driver is about to do (for a progress bar or `-v`).
+    fn status(&mut self, _what: &str) {}
+}
+
+/// The search side of the loop: [`super::Search`] for `find`, [`super::StepSearch`] for `step`.
+pub trait Policy {
+    /// The next thing to do; [`Action::Done`] ends the loop.
+    fn next_action(&mut self) -> Action;
+    /// Samples of `pos` (stored or new); NaN for failed runs.
+    fn add_samples(&mut self, pos: usize, samples: &[f64]);
+    /// `pos` cannot be built.
+    fn mark_unbuildable(&mut self, pos: usize);
+    /// `pos` is built (cached).
+    fn mark_built(&mut self, pos: usize);
+    /// The answer to an [`Action::Verify`].
+    fn record_verify(&mut self, old: &[f64], new: &[f64]);
+    /// When `pos` must be built: the positions worth building in the same round, `pos` first,
+    /// at most `jobs` of them.
+    fn build_set(&self, pos: usize, jobs: usize) -> Vec<usize> {
+        let _ = jobs;
+        vec![pos]
+    }
+}
+
+/// What a driven search did, besides its outcome.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Driven {
+    /// Builds performed (cached commits not counted; unneeded speculative ones are).
+    pub builds: usize,
+    /// Rounds of builds, each waited for as a whole: the sequential cost of building.
+    pub build_rounds: usize,
+    /// Most builds asked for in one round (they run in parallel up to `jobs`).
+    pub most_parallel: usize,
+    /// Runs performed, verification re-runs included.
+    pub runs: usize,
+    /// Stored samples the search started from.
+    pub reused: usize,
+    /// Wall time in builds and in measurements.
+    pub building: Duration,
+    pub measuring: Duration,
+}
+
+/// Run `policy` to its end on `lab` (positions `0..len`), building up to `jobs` commits at once.
+/// Stored samples and cached builds are fed in first. Returns the outcome and what it cost;
+/// Ctrl-C gives an [`Interrupted`] error (exit 130; everything measured is stored).
+pub fn drive(
+    policy: &mut dyn Policy,
+    lab: &mut dyn Lab,
+    len: usize,
+    jobs: usize,
+) -> anyhow::Result<(Outcome, Driven)> {
+    let jobs = jobs.max(1);
+    let mut d = Driven::default();
+    let mut ready = vec![false; len];
+    for (pos, r) in ready.iter_mut().enumerate() {
+        let stored = lab.stored(pos);
+        if !stored.is_empty() {
+            d.reused += stored.len();
+            policy.add_samples(pos, &stored);
+        }
+        if lab.cached(pos) {
+            *r = true;
+            policy.mark_built(pos);
+        } else if lab.unbuildable(pos) {
+            policy.mark_unbuildable(pos);
+        }
+    }
+    loop {
+        if lab.interrupted() {
+            return Err(Interrupted.into());
+        }
+        match policy.next_action() {
+            Action::Done(o) => return Ok((o, d)),
+            Action::Measure { pos, runs } => {
+                if !ready[pos] {
+                    let set = policy.build_set(pos, jobs);
+                    build_round(policy, lab, &set, jobs, &mut ready, &mut d)?;
+                    if !ready[pos] {
+                        continue;
+                    }
+                }
+                if lab.interrupted() {
+                    return Err(Interrupted.into());
+                }
+                lab.status(&format!("measure {pos} ({runs} runs)"));
+                let t = Instant::now();
+                let got = lab.measure(pos, runs)?;
+                d.measuring += t.elapsed();
+                d.runs += got.len();
+                policy.add_samples(pos, &got);
+            }
+            Action::Verify {
+                parent,
+                culprit,
+                runs,
+            } => {
+                let missing: Vec<usize> = [parent, culprit]
+                    .into_iter()
+                    .filter(|&p| !ready[p])
+                    .collect();
+                if !missing.is_empty() {
+                    build_round(policy, lab, &missing, jobs, &mut ready, &mut d)?;
+                }
+                if !ready[parent] || !ready[culprit] {
+                    // Asked to re-run a commit that does not build: tell the policy.
+                    policy.record_verify(&[], &[]);
+                    continue;
+                }
+                if lab.interrupted() {
+                    return Err(Interrupted.into());
+                }
+                lab.status(&format!("verify {parent} vs {culprit} ({runs} runs each)"));
+                let t = Instant::now();
+                let (a, b) = lab.measure_interleaved(parent, culprit, runs)?;
+                d.measuring += t.elapsed();
+                d.runs += a.len() + b.len();
+                policy.record_verify(&a, &b);
+            }
+        }
+    }
+}
+
+fn build_round(
+    policy: &mut dyn Policy,
+    lab: &mut dyn Lab,
+    set: &[usize],
+    jobs: usize,
+    ready: &mut [bool],
+    d: &mut Driven,
+) -> anyhow::Result<()> {
+    let set: Vec<usize> = set.iter().copied().filter(|&p| !ready[p]).collect();
+    if set.is_empty() {
+        return Ok(());
+    }
+    lab.status(&format!("build {} commit(s)", set.len()));
+    let t = Instant::now();
+    let (ok, builds) = lab.build(&set, jobs)?;
+    d.building += t.elapsed();
+    d.builds += builds;
+    d.build_rounds += 1;
+    d.most_parallel = d.most_parallel.max(set.len().min(jobs));
+    if lab.interrupted() {
+        return Err(Interrupted.into());
+    }
+    for (&p, &built) in set.iter().zip(&ok) {
+        if built {
+            ready[p] = true;
+            policy.mark_built(p);
+        } else {
+            policy.mark_unbuildable(p);
+        }
+    }
+    Ok(())
+}

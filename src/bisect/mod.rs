@@ -1,0 +1,238 @@
+//! Noisy bisection policy: a pure, deterministic state machine that picks the next commit to measure and names the commit(s) that moved a metric.
+//!
+//! The caller maps a range `A..B` onto positions `0..=m` (0 = the old end, `m` = the new end, the
+//! range's first-parent commits oldest first in between) and hands a [`Search`] and a [`Lab`]
+//! (the real workspace, or the simulated world of the tests) to [`drive`], the one loop that
+//! performs each [`Action`] (build, run, feed the samples back) until [`Action::Done`]. `step`
+//! runs [`StepSearch`] through the same loop.
+//!
+//! Files: `search` (state, ends, hunt, next probe, k-ary build rounds), `classify` (comparisons
+//! and the three-way verdict), `verify` (the direct check and the interleaved re-runs),
+//! `culprit` (evidence and the final verdict), `driver` (the loop and the [`Lab`] interface),
+//! `step` (the `git bisect run` policy), `sim` and `tests` (the simulated world and the tests).
+//!
+//! Policy (README.md, "Finding the commit", in more detail):
+//! - Both ends first. They must differ (Mann-Whitney U at α *and* the threshold on the medians).
+//!   Medians that already show a change, or a p-value below 0.25, earn more runs (doubling the
+//!   side with fewer, up to `max_repeats`) before [`Outcome::NoChange`] is said, with the smallest
+//!   change those runs could have detected.
+//! - A probe is compared with the pooled samples of every commit already classified at the old
+//!   level and at the new level of its sub-range. New-like: differs from the old side, not from
+//!   the new side, and its median is nearer the new level; old-like mirrors it. Differing from
+//!   both at α/10 with at least twice the first runs is a level between two steps: both sub-ranges
+//!   are then searched and every step reported. A difference from the near side that is not yet
+//!   significant but large (p < 0.25, threshold reached, a quarter of the whole step) is a grey
+//!   zone, not "same": otherwise a level between two steps is silently taken for the new one.
+//! - Unknown (and grey) probes earn more runs: the doubtful side is topped up to as many samples as
+//!   the probe, then the probe doubles, up to `max_repeats` (Pinpoint's adaptive attempts). When
+//!   nothing can grow, a probe that differs from one side settles towards its lean (it still
+//!   bounds a real step); one that differs from neither ends its sub-range as
+//!   [`Outcome::Inconclusive`], whose best guess lists every remaining candidate. Naming a commit
+//!   from a coin flip is how noisy bisections blame innocent commits, and the rest of the range
+//!   cannot pin the culprit when this probe cannot be placed.
+//! - Unbuildable probes, probes that give no number, and stored probes that cannot be topped up to
+//!   a verdict are stepped around (cargo-bisect-rustc's handling of unknown results); when only
+//!   such commits remain between the last old-like and the first new-like commit, all of them are
+//!   the culprit's `candidates`, as `git bisect` reports "only skipped commits left to test".
+//! - The next probe maximises expected information (entropy of a uniform prior over the remaining
+//!   candidates) per unit of cost, where a build costs `build_cost` measurement rounds: commits
+//!   with stored samples or a cached build win when they split well enough. Without such hints
+//!   this is `git bisect`'s midpoint, ⌈log2 m⌉ probes.
+//! - Before reporting, parent and culprit are compared directly (topped up if needed) and then
+//!   re-run interleaved ([`Action::Verify`], sized for 90 % power, extended while promising); a
+//!   culprit that does not still differ in the same direction, or that cannot be re-run because
+//!   it or its parent is unbuildable, is only a best guess of an inconclusive outcome.
+//! - Deterministic metrics (flag, or zero spread on both ends over at least two runs each) get one
+//!   run per commit and plain threshold comparisons.
+//!
+//! Decisions are recomputed from the stored samples, so nothing already measured is asked for
+//! again, and the same inputs give the same actions.
+
+use crate::report::fmt_num;
+use crate::stats::{self, Threshold};
+use serde::{Deserialize, Serialize};
+
+/// Below this p-value a comparison that is not yet significant is worth more runs rather than a
+/// verdict: the band between α and this value is Pinpoint's "unknown, collect more data".
+const PROMISING_P: f64 = 0.25;
+/// Share of the whole step a probe must sit away from a side before a not-yet-significant
+/// difference from that side earns more runs (a possible second step).
+const GREY_SHARE: f64 = 0.25;
+/// Default cost of one build, in units of one measurement round of `repeats` runs.
+const DEFAULT_BUILD_COST: f64 = 4.0;
+/// `next_action` calls without any result fed back before the search gives up, so a caller that
+/// silently drops failed runs cannot loop forever.
+const MAX_STALLS: usize = 64;
+/// Fixed so that `classify` is deterministic.
+const BOOTSTRAP_SEED: u64 = 0x7065_7266_6269_7365;
+const BOOTSTRAP_RESAMPLES: usize = 2000;
+/// Power asked of the verification re-runs when sizing them.
+const VERIFY_POWER: f64 = 0.9;
+
+/// Knobs of the search; the caller takes them from the test's configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Params {
+    /// Significance level of every two-sample test (default 0.01).
+    pub alpha: f64,
+    /// Smallest change that matters: two samples differ only when their medians are this far apart.
+    pub threshold: Threshold,
+    /// Runs per probe at first (default 5).
+    pub repeats: usize,
+    /// Most runs any one commit gets before its classification is given up (default 30).
+    pub max_repeats: usize,
+    /// Zero-spread metric (struct size, allocation count): one run per commit and plain
+    /// comparisons, like `git bisect`.
+    pub deterministic: bool,
+}
+
+impl Default for Params {
+    fn default() -> Self {
+        Params {
+            alpha: 0.01,
+            threshold: Threshold::Relative(0.0),
+            repeats: 5,
+            max_repeats: 30,
+            deterministic: false,
+        }
+    }
+}
+
+impl Params {
+    /// Out-of-range knobs would make the search loop or never decide; clamp them instead of failing.
+    fn sanitized(&self) -> Params {
+        let alpha = if self.alpha.is_finite() && self.alpha > 0.0 && self.alpha < 1.0 {
+            self.alpha
+        } else {
+            0.01
+        };
+        let repeats = self.repeats.max(1);
+        Params {
+            alpha,
+            threshold: self.threshold,
+            repeats,
+            max_repeats: self.max_repeats.max(repeats),
+            deterministic: self.deterministic,
+        }
+    }
+}
+
+/// What the caller should do next.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Action {
+    /// Run the test `runs` more times on `pos` (building it first if needed), then call
+    /// [`Search::add_samples`] (a failed run counts as a NaN sample) or
+    /// [`Search::mark_unbuildable`].
+    Measure { pos: usize, runs: usize },
+    /// Run `parent` and `culprit` interleaved (ABAB…) `runs` times each, then call
+    /// [`Search::record_verify`].
+    Verify {
+        parent: usize,
+        culprit: usize,
+        runs: usize,
+    },
+    /// The search is over; further calls return the same outcome.
+    Done(Outcome),
+}
+
+/// The verdict of a search.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Outcome {
+    /// The ends do not differ.
+    NoChange {
+        /// Median of the old end.
+        before: f64,
+        /// Median of the new end.
+        after: f64,
+        /// p-value of the ends' two-sample test.
+        p_value: f64,
+        /// Smallest relative change this noise and these repeats could have detected.
+        min_detectable: f64,
+    },
+    /// Commits that moved the metric, largest |effect| first.
+    Culprits(Vec<Culprit>),
+    /// No commit could be named with confidence.
+    Inconclusive {
+        /// What was seen, for the report.
+        reason: String,
+        /// The most likely culprit, unverified; its `candidates` list every commit still in doubt.
+        best_guess: Option<Culprit>,
+    },
+}
+
+impl Outcome {
+    /// The `verdict` field of `find --format json`: `culprit`, `no-change` or `inconclusive`.
+    pub fn verdict(&self) -> &'static str {
+        match self {
+            Outcome::NoChange { .. } => "no-change",
+            Outcome::Culprits(_) => "culprit",
+            Outcome::Inconclusive { .. } => "inconclusive",
+        }
+    }
+}
+
+/// A commit that moved the metric, with the evidence.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Culprit {
+    /// The first measured commit at the new level.
+    pub pos: usize,
+    /// The last measured commit at the old level: `pos - 1` unless unbuildable commits sit between.
+    pub parent: usize,
+    /// Every position that may be the culprit (`parent+1..=pos`): more than one only when
+    /// unbuildable neighbours make it ambiguous.
+    pub candidates: Vec<usize>,
+    /// Median of all samples of `parent`.
+    pub before: f64,
+    /// Median of all samples of `pos`.
+    pub after: f64,
+    /// Samples behind `before`.
+    pub n_before: usize,
+    /// Samples behind `after`.
+    pub n_after: usize,
+    /// Relative change of the medians, `(after - before) / |before|`.
+    pub rel_change: f64,
+    /// p-value of parent vs culprit over all their samples (0 or 1 for deterministic metrics).
+    pub p_value: f64,
+    /// Whether the interleaved re-run confirmed the difference (always true in
+    /// [`Outcome::Culprits`]; false in a best guess).
+    pub verified: bool,
+}
+
+/// How a probe compares with the old (and new) side, for `git bisect run`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Class {
+    /// At the old level: `git bisect` exit code 0.
+    OldLike,
+    /// Moved away from the old level: exit code 1.
+    NewLike,
+    /// Cannot tell yet: more runs, or exit code 125 once `max_repeats` is reached.
+    Unknown,
+}
+
+impl Class {
+    /// The `git bisect run` exit code: 0 old, 1 new, 125 cannot tell (skip).
+    pub fn exit_code(self) -> i32 {
+        match self {
+            Class::OldLike => 0,
+            Class::NewLike => 1,
+            Class::Unknown => 125,
+        }
+    }
+}
+
+mod classify;
+mod culprit;
+mod driver;
+mod search;
+#[cfg(test)]
+mod sim;
+pub mod step;
+#[cfg(test)]
+mod tests;
+mod verify;
+
+pub use classify::classify;
+use classify::*;
+pub use driver::{drive, Driven, Lab, Policy};
+pub use search::Search;
+use search::*;
+pub use step::{StepSearch, StepVerdict};

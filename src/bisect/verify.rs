@@ -1,0 +1,205 @@
+//! Verification before a culprit is reported: the direct parent/culprit check and the
+//! interleaved re-runs, each further look at a halved α.
+
+use super::*;
+
+impl Search {
+    /// Fresh interleaved samples of a [`Action::Verify`]; ignored when no verification is pending.
+    pub fn record_verify(&mut self, old: &[f64], new: &[f64]) {
+        if !matches!(self.phase, Phase::Hunt) {
+            return;
+        }
+        let Some(seg) = self.hunt.active.as_mut() else {
+            return;
+        };
+        let Stage::Verify(v) = &mut seg.stage else {
+            return;
+        };
+        let Some(asked) = v.asked.take() else {
+            return;
+        };
+        self.stalls = 0;
+        let old_f = finite(old);
+        let new_f = finite(new);
+        v.old.extend_from_slice(&old_f);
+        v.new.extend_from_slice(&new_f);
+        // Count what was asked, not what arrived, so empty answers still end the verification.
+        v.runs += asked.max(old.len()).max(new.len());
+        v.rounds += 1;
+        let (lo, hi) = (seg.lo, seg.hi);
+        let limit = self.params.repeats.max(2);
+        self.points[lo].record(old, limit);
+        self.points[hi].record(new, limit);
+    }
+
+    pub(super) fn check_step(&mut self, seg: &mut Segment) -> SegFlow {
+        let (lo, hi) = (seg.lo, seg.hi);
+        let Some(c) = self.compare_pos(lo, hi) else {
+            return SegFlow::Failed(
+                format!(
+                    "{} and {} could not be compared",
+                    self.name(lo),
+                    self.name(hi)
+                ),
+                None,
+            );
+        };
+        let same_dir = (c.after > c.before) == seg.up;
+        if c.differs && same_dir {
+            seg.stage = Stage::Verify(Verification::default());
+            return SegFlow::Again;
+        }
+        if !self.det && self.promising(&c, seg.up) {
+            if let Some(a) = self.top_up_pair(lo, hi) {
+                return SegFlow::Act(a);
+            }
+        }
+        // A real move that is too small to matter reads differently from no move at all.
+        let how = if c.p < self.params.alpha && !self.params.threshold.reached(c.before, c.after) {
+            format!(
+                "moves {:+.2} % ({} to {}, {}), below the {} threshold",
+                c.rel * 100.0,
+                fmt_num(c.before),
+                fmt_num(c.after),
+                self.p_text(c.p),
+                threshold_text(&self.params.threshold)
+            )
+        } else {
+            format!(
+                "does not differ from it ({} to {}, {:+.2} %, {})",
+                fmt_num(c.before),
+                fmt_num(c.after),
+                c.rel * 100.0,
+                self.p_text(c.p)
+            )
+        };
+        SegFlow::Failed(
+            format!(
+                "{} against its parent {} {how}: the change may be spread over several commits",
+                self.name(hi),
+                self.name(lo),
+            ),
+            Some(self.culprit(lo, hi, lo + 1..=hi, false)),
+        )
+    }
+
+    pub(super) fn verify_runs(&self, lo: usize, hi: usize) -> usize {
+        if self.det {
+            return 1;
+        }
+        let (r, max) = (self.params.repeats, self.params.max_repeats);
+        let rel = self.compare_pos(lo, hi).map_or(0.0, |c| c.rel.abs());
+        let cv = self.noise_cv();
+        if rel > 0.0 && rel.is_finite() && cv > 0.0 {
+            stats::repeats_needed(cv, rel, self.params.alpha, VERIFY_POWER).clamp(r, max)
+        } else {
+            r
+        }
+    }
+
+    pub(super) fn verify_step(&mut self, seg: &mut Segment) -> SegFlow {
+        let (lo, hi) = (seg.lo, seg.hi);
+        // Stored samples alone can be unlucky, and nothing could catch it: no verdict without
+        // the re-run, only a best guess.
+        if !self.points[lo].measurable() || !self.points[hi].measurable() {
+            return SegFlow::Failed(
+                format!(
+                    "{} differs from its parent {} in the stored samples, but they cannot be \
+                     built or measured again to verify it",
+                    self.name(hi),
+                    self.name(lo)
+                ),
+                Some(self.culprit(lo, hi, lo + 1..=hi, false)),
+            );
+        }
+        let max = self.params.max_repeats;
+        let runs_so_far = match &seg.stage {
+            Stage::Verify(v) => {
+                if let Some(runs) = v.asked {
+                    return SegFlow::Act(Action::Verify {
+                        parent: lo,
+                        culprit: hi,
+                        runs,
+                    });
+                }
+                v.runs
+            }
+            _ => return SegFlow::Again,
+        };
+        let ask = |seg: &mut Segment, runs: usize| {
+            if let Stage::Verify(v) = &mut seg.stage {
+                v.asked = Some(runs);
+            }
+            SegFlow::Act(Action::Verify {
+                parent: lo,
+                culprit: hi,
+                runs,
+            })
+        };
+        if runs_so_far == 0 {
+            // A deterministic metric re-run before (an earlier search's verification is in the
+            // store) has nothing more to say: two equal runs each side already confirm it.
+            if self.det && self.points[lo].samples.len() >= 2 && self.points[hi].samples.len() >= 2
+            {
+                if let Some(c) = self.compare_pos(lo, hi) {
+                    if c.differs && (c.after > c.before) == seg.up {
+                        return SegFlow::Found(self.culprit(lo, hi, lo + 1..=hi, true));
+                    }
+                }
+            }
+            let runs = self.verify_runs(lo, hi);
+            return ask(seg, runs);
+        }
+        // Looking again after each extension would let a false difference through far more often
+        // than α: round k tests at α / 2^(k-1), so all rounds together stay below 2α.
+        let base = if seg.split {
+            self.params.alpha / 10.0
+        } else {
+            self.params.alpha
+        };
+        let c = match &seg.stage {
+            Stage::Verify(v) => {
+                let params = Params {
+                    alpha: base / 2f64.powi(v.rounds.saturating_sub(1).min(30) as i32),
+                    ..self.params
+                };
+                compare(&v.old, &v.new, &params, self.det)
+            }
+            _ => None,
+        };
+        let Some(c) = c else {
+            if runs_so_far < max {
+                let runs = self.first_runs().min(max - runs_so_far);
+                return ask(seg, runs);
+            }
+            return SegFlow::Failed(
+                format!(
+                    "verification of {} against {} gave no usable numbers",
+                    self.name(hi),
+                    self.name(lo)
+                ),
+                Some(self.culprit(lo, hi, lo + 1..=hi, false)),
+            );
+        };
+        if c.differs && (c.after > c.before) == seg.up {
+            return SegFlow::Found(self.culprit(lo, hi, lo + 1..=hi, true));
+        }
+        if !self.det && self.promising(&c, seg.up) && runs_so_far < max {
+            let runs = runs_so_far.min(max - runs_so_far).max(1);
+            return ask(seg, runs);
+        }
+        SegFlow::Failed(
+            format!(
+                "verification failed: {runs_so_far} interleaved runs each of {} and {} gave \
+                 medians {} and {} ({:+.2} %, {})",
+                self.name(lo),
+                self.name(hi),
+                fmt_num(c.before),
+                fmt_num(c.after),
+                c.rel * 100.0,
+                self.p_text(c.p)
+            ),
+            Some(self.culprit(lo, hi, lo + 1..=hi, false)),
+        )
+    }
+}

@@ -1,0 +1,177 @@
+//! The real world behind a search: the [`bisect::Lab`](crate::bisect::Lab) that builds commits
+//! in perfbisect's worktrees (in parallel, through the same build pool as `run --jobs`), runs
+//! the test and stores every sample before the next run starts.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use crate::bisect::Lab;
+use crate::build::State;
+use crate::config::Test;
+use crate::git::CommitInfo;
+use crate::pipeline::{Batch, Samples, Workspace};
+use crate::store::Appender;
+
+/// A search's positions mapped onto commits of the workspace's repository.
+pub struct WorkspaceLab<'a> {
+    ws: &'a Workspace,
+    test: &'a Test,
+    commits: &'a [CommitInfo],
+    appender: &'a mut Appender,
+    stored: &'a Samples,
+    bar: indicatif::ProgressBar,
+    /// The text of the last failed run of each position, for the report.
+    pub last_error: HashMap<usize, String>,
+}
+
+impl<'a> WorkspaceLab<'a> {
+    /// `commits[0]` is the old end; samples already in `stored` are the search's starting point.
+    pub fn new(
+        ws: &'a Workspace,
+        test: &'a Test,
+        commits: &'a [CommitInfo],
+        appender: &'a mut Appender,
+        stored: &'a Samples,
+        label: &str,
+    ) -> WorkspaceLab<'a> {
+        let mut last_error = HashMap::new();
+        for (pos, c) in commits.iter().enumerate() {
+            if let Some(e) = stored
+                .records(&c.id)
+                .iter()
+                .rev()
+                .find_map(|s| s.error.clone())
+            {
+                last_error.insert(pos, e);
+            }
+        }
+        WorkspaceLab {
+            ws,
+            test,
+            commits,
+            appender,
+            stored,
+            bar: ws.progress.bar(0, label),
+            last_error,
+        }
+    }
+
+    /// Done: clear the progress bar.
+    pub fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
+
+    fn artifacts(&self, pos: usize) -> Option<PathBuf> {
+        match self.ws.build_state(&self.commits[pos].id) {
+            State::Cached(p) => Some(p),
+            _ => None,
+        }
+    }
+}
+
+/// NaN for the runs that gave no number.
+fn values(samples: &[crate::store::Sample]) -> Vec<f64> {
+    samples
+        .iter()
+        .map(|s| s.value.unwrap_or(f64::NAN))
+        .collect()
+}
+
+impl Lab for WorkspaceLab<'_> {
+    fn build(&mut self, set: &[usize], jobs: usize) -> anyhow::Result<(Vec<bool>, usize)> {
+        let ids: Vec<_> = set.iter().map(|&p| self.commits[p].id).collect();
+        let outcomes = self.ws.build_missing(&ids, jobs, false)?;
+        let builds = outcomes.iter().filter(|o| !o.interrupted).count();
+        let ok = set.iter().map(|&p| self.artifacts(p).is_some()).collect();
+        Ok((ok, builds))
+    }
+
+    fn cached(&self, pos: usize) -> bool {
+        self.artifacts(pos).is_some()
+    }
+
+    fn unbuildable(&self, pos: usize) -> bool {
+        matches!(self.ws.build_state(&self.commits[pos].id), State::Failed(_))
+    }
+
+    fn stored(&self, pos: usize) -> Vec<f64> {
+        values(self.stored.records(&self.commits[pos].id))
+    }
+
+    fn measure(&mut self, pos: usize, runs: usize) -> anyhow::Result<Vec<f64>> {
+        let art = self
+            .artifacts(pos)
+            .ok_or_else(|| anyhow::anyhow!("{} is not built", self.commits[pos].short()))?;
+        let c = &self.commits[pos];
+        self.bar
+            .set_message(format!("{} {} ({runs} runs)", c.short(), c.subject));
+        self.bar.inc_length(runs as u64);
+        let bar = self.bar.clone();
+        let batch = Batch {
+            test: self.test,
+            commit: c.id,
+            artifacts: &art,
+            runs,
+            round: 0,
+        };
+        let got = self.ws.measure(self.appender, batch, &mut |_| bar.inc(1))?;
+        if let Some(e) = got.iter().rev().find_map(|s| s.error.clone()) {
+            self.last_error.insert(pos, e);
+        }
+        let vals = values(&got);
+        if self.ws.verbosity.verbose > 0 {
+            let fin: Vec<f64> = vals.iter().copied().filter(|v| v.is_finite()).collect();
+            let med = crate::stats::median(&fin).unwrap_or(f64::NAN);
+            self.bar.println(format!(
+                "probed {} {}: {} runs, median {}",
+                c.short(),
+                c.subject,
+                vals.len(),
+                crate::report::fmt_num(med)
+            ));
+        }
+        Ok(vals)
+    }
+
+    fn measure_interleaved(
+        &mut self,
+        a: usize,
+        b: usize,
+        runs: usize,
+    ) -> anyhow::Result<(Vec<f64>, Vec<f64>)> {
+        let (Some(pa), Some(pb)) = (self.artifacts(a), self.artifacts(b)) else {
+            anyhow::bail!("verification of commits that are not built");
+        };
+        self.bar.set_message(format!(
+            "verifying {} vs {} interleaved ({runs} runs each)",
+            self.commits[a].short(),
+            self.commits[b].short()
+        ));
+        self.bar.inc_length(2 * runs as u64);
+        let bar = self.bar.clone();
+        let (ba, bb) = (
+            Batch {
+                test: self.test,
+                commit: self.commits[a].id,
+                artifacts: &pa,
+                runs,
+                round: 0,
+            },
+            Batch {
+                test: self.test,
+                commit: self.commits[b].id,
+                artifacts: &pb,
+                runs,
+                round: 0,
+            },
+        );
+        let (va, vb) = self
+            .ws
+            .measure_interleaved(self.appender, ba, bb, &mut |_| bar.inc(1))?;
+        Ok((values(&va), values(&vb)))
+    }
+
+    fn interrupted(&self) -> bool {
+        crate::interrupt::requested()
+    }
+}
