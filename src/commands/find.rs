@@ -142,7 +142,12 @@ pub fn find(g: &Global, args: FindArgs) -> anyhow::Result<()> {
                 let off = commits.len();
                 let side_span = format!("{}..{}", inner[0].short(), inner[inner.len() - 1].short());
                 commits.extend(inner);
-                probed.extend(r.probed.iter().map(|p| p + off));
+                // The fork point may already be on the chain searched before: list it once.
+                for p in r.probed.iter().map(|p| p + off) {
+                    if !probed.iter().any(|&q| commits[q].id == commits[p].id) {
+                        probed.push(p);
+                    }
+                }
                 notes.extend(r.notes);
                 skips.extend(r.skips.into_iter().map(|s| Skip {
                     pos: s.pos + off,

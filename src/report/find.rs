@@ -234,18 +234,22 @@ impl FindReport<'_> {
             return String::new();
         }
         let other = (self.seconds - t.building - t.measuring).max(0.0);
-        format!(
-            "; building {} in {}{}, measuring {}, other {}",
-            crate::build::fmt_secs(t.building),
-            count(t.build_rounds, "round"),
-            if t.most_parallel > 1 {
-                format!(" (up to {} at once)", t.most_parallel)
-            } else {
-                String::new()
-            },
-            crate::build::fmt_secs(t.measuring),
-            crate::build::fmt_secs(other)
-        )
+        let mut parts = Vec::new();
+        if t.build_rounds > 0 {
+            parts.push(format!(
+                "building {} in {}{}",
+                crate::build::fmt_secs(t.building),
+                count(t.build_rounds, "round"),
+                if t.most_parallel > 1 {
+                    format!(" (up to {} at once)", t.most_parallel)
+                } else {
+                    String::new()
+                }
+            ));
+        }
+        parts.push(format!("measuring {}", crate::build::fmt_secs(t.measuring)));
+        parts.push(format!("other {}", crate::build::fmt_secs(other)));
+        format!("; {}", parts.join(", "))
     }
 
     /// The p-value as `p = …` (`sci`: in scientific notation, else with two decimals), or
@@ -338,14 +342,21 @@ pub fn text(r: &FindReport<'_>) -> String {
         } => {
             let _ = writeln!(
                 o,
-                "no change: {} is {}{} at the old end and {}{} at the new end ({}); these runs could have detected a change of {:.2} % or more",
+                "no change: {} is {}{} at the old end and {}{} at the new end ({}); {}",
                 r.test.name,
                 fmt_num(*before),
                 r.unit(),
                 fmt_num(*after),
                 r.unit(),
                 r.evidence(*p_value, false),
-                min_detectable * 100.0
+                if r.deterministic {
+                    "any change of at least the threshold would have been seen".to_string()
+                } else {
+                    format!(
+                        "these runs could have detected a change of {:.2} % or more",
+                        min_detectable * 100.0
+                    )
+                }
             );
         }
         Outcome::Inconclusive { reason, best_guess } => {
@@ -611,12 +622,20 @@ pub fn markdown(r: &FindReport<'_>) -> String {
     {
         let _ = writeln!(
             o,
-            "Old end {}, new end {}{} ({}); a change of {:.2} % or more would have been detected.\n",
+            "Old end {}{}, new end {}{} ({}); {}.\n",
             fmt_num(*before),
+            r.unit(),
             fmt_num(*after),
             r.unit(),
             r.evidence(*p_value, false),
-            min_detectable * 100.0
+            if r.deterministic {
+                "any change of at least the threshold would have been seen".to_string()
+            } else {
+                format!(
+                    "a change of {:.2} % or more would have been detected",
+                    min_detectable * 100.0
+                )
+            }
         );
     }
     for n in r.notes {
