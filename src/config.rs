@@ -596,7 +596,10 @@ fn duration(v: &Spanned<toml::Value>, key: &str, at: &str) -> anyhow::Result<Dur
     let too_long = || {
         UsageError::err(format!(
             "{at}: key `{key}`: {} is longer than the most accepted, 30 days",
-            v.get_ref()
+            match v.get_ref() {
+                toml::Value::Float(f) => format!("{f:e} seconds"),
+                other => other.to_string(),
+            }
         ))
     };
     let d = match v.get_ref() {
