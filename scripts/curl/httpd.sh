@@ -109,6 +109,10 @@ EnableSendfile On
 EnableMMAP On
 LimitRequestBody 0
 H2MaxSessionStreams 100
+# Responses of one length every time: an ETag's length follows the file's inode and mtime, and
+# curl keeps the headers it gets, so it would move single-maxalloc from one server to the next.
+FileETag None
+ServerTokens Prod
 Protocols http/1.1
 
 DocumentRoot "$dir/htdocs"

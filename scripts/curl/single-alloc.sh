@@ -17,11 +17,15 @@ curl=$(curl_bin)
 . "$dir/ports"
 [ -x "$curl" ] || die "no curl tool at '$curl' (set CURL)"
 
-# 127.0.0.1, not localhost: curl would race ::1 against 127.0.0.1 (happy eyeballs) and the
-# loser's allocations would make the count vary from run to run.
+# The count must not depend on who runs it, so curl gets an empty environment (it reads
+# variables such as CURL_CA_BUNDLE, HOME and proxies, and copies what it finds) and -q (no
+# .curlrc). 127.0.0.1, not localhost: curl would race ::1 against 127.0.0.1 (happy eyeballs)
+# and the loser's allocations would make the count vary from run to run. No -w either: the
+# write-out costs allocations of its own; --fail makes an HTTP error a failed run.
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-code=$(CURL_MEMDEBUG=$log "$curl" -s -S -o /dev/null -w '%{http_code}' "http://127.0.0.1:$HTTP_PORT/512k")
-[ "$code" = 200 ] || die "download failed: HTTP $code"
+if ! env -i CURL_MEMDEBUG="$log" "$curl" -q -s -S -f -o /dev/null "http://127.0.0.1:$HTTP_PORT/512k"; then
+    die "the download failed"
+fi
 [ -s "$log" ] || die "curl wrote no memory-tracking log: build it with debug memory tracking (--enable-debug)"
 "$here/memdebug-stats.sh" "$log"
