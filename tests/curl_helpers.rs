@@ -296,13 +296,19 @@ fn httpd_serves_the_transfer_tests_and_stops() {
     // Real transfers with the system's curl: 100 requests over h2, 100 uploads over h1.
     let o = helper("transfer.sh", &["requests", "h2"], d, &env);
     assert!(o.status.success(), "{}", stderr(&o));
-    let rate: f64 = stdout(&o)
-        .strip_prefix("requests/s: ")
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    assert!(rate > 0.0);
+    let out = stdout(&o);
+    let line = |prefix: &str| -> f64 {
+        out.lines()
+            .find_map(|l| l.strip_prefix(prefix))
+            .unwrap_or_else(|| panic!("no {prefix} in {out}"))
+            .trim_end_matches(" bytes")
+            .parse()
+            .unwrap()
+    };
+    assert!(line("requests/s: ") > 0.0);
+    // curl's own peak RSS, not the shell's or perfbisect's: a curl is some MB, under 1 GB.
+    let rss = line("max-rss: ");
+    assert!(rss > 1e6 && rss < 1e9, "{out}");
     let o = helper("transfer.sh", &["upload", "h1"], d, &env);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).starts_with("bytes/s: "), "{}", stdout(&o));

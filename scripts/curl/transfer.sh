@@ -10,8 +10,11 @@
 #   single           one 100 GB download over clear-text HTTP/1.1; the speed curl reports
 #                    (%{speed_download}).  Prints "bytes/s: N"
 # Request counts and file sizes are curl's times CURL_PERF_SCALE (see common.sh); the files
-# themselves were made by httpd.sh. The memory tests run the same command and read the max
-# RSS of curl, the largest process of the run, from perfbisect (metric "max-rss").
+# themselves were made by httpd.sh. Every kind also prints "max-rss: N bytes", the peak resident
+# memory of the curl process alone, measured by GNU time (Debian package time) around curl:
+# the memory tests read that line. (perfbisect's own "max-rss" metric cannot be used here: the
+# kernel carries a process's peak RSS across exec, so the shell perfbisect forks starts out with
+# perfbisect's own RSS, tens of MB, which hides curl's.)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=common.sh
@@ -33,9 +36,23 @@ h2) popt=--http2 ;;
 *) die "unknown protocol '$proto' (h1 or h2)" ;;
 esac
 
+gnu_time=${GNU_TIME:-/usr/bin/time}
+[ -x "$gnu_time" ] || die "GNU time not found at '$gnu_time' (Debian package time; or set GNU_TIME)"
+
 cfg="$dir/transfers-$$.cfg"
 out="$dir/transfers-$$.out"
-trap 'rm -f "$cfg" "$out"' EXIT
+rss="$dir/transfers-$$.rss"
+trap 'rm -f "$cfg" "$out" "$rss"' EXIT
+
+# Runs curl with its arguments under GNU time, which writes curl's peak RSS in KB to $rss.
+timed_curl() {
+    "$gnu_time" -f '%M' -o "$rss" "$curl" "$@"
+}
+
+print_rss() {
+    awk 'END { if ($1 + 0 <= 0) exit 1; printf "max-rss: %d bytes\n", $1 * 1024 }' "$rss" ||
+        die "GNU time reported no peak RSS"
+}
 base="https://localhost:$HTTPS_PORT"
 
 # urls COUNT PATH: a curl config of COUNT downloads of PATH to /dev/null.
@@ -49,7 +66,7 @@ run_curl() {
     local par=$1 t0 t1
     shift
     t0=$(now_ns)
-    "$curl" -s -S --no-progress-meter --cacert "$dir/cert.pem" "$popt" --parallel --parallel-max "$par" "$@" -K "$cfg" >"$out"
+    timed_curl -s -S --no-progress-meter --cacert "$dir/cert.pem" "$popt" --parallel --parallel-max "$par" "$@" -K "$cfg" >"$out"
     t1=$(now_ns)
     elapsed=$((t1 - t0))
 }
@@ -75,12 +92,14 @@ requests)
     run_curl 40 -w '%{http_code} %{size_download}\n'
     check "$n" >/dev/null
     awk -v n="$n" -v ns="$elapsed" 'BEGIN { printf "requests/s: %.1f\n", n * 1e9 / ns }'
+    print_rss
     ;;
 parallel)
     urls 100 /big
     run_curl 100 -w '%{http_code} %{size_download}\n'
     bytes=$(check 100)
     awk -v b="$bytes" -v ns="$elapsed" 'BEGIN { printf "bytes/s: %.0f\n", b * 1e9 / ns }'
+    print_rss
     ;;
 upload)
     awk -v src="$dir/upload-source" -v u="$base/upload/f" 'BEGIN {
@@ -88,9 +107,10 @@ upload)
     run_curl 50 -w '%{http_code} %{size_upload}\n'
     bytes=$(check 100)
     awk -v b="$bytes" -v ns="$elapsed" 'BEGIN { printf "bytes/s: %.0f\n", b * 1e9 / ns }'
+    print_rss
     ;;
 single)
-    "$curl" -s -S -o /dev/null -w '%{http_code} %{size_download} %{speed_download}\n' \
+    timed_curl -s -S -o /dev/null -w '%{http_code} %{size_download} %{speed_download}\n' \
         "http://localhost:$HTTP_PORT/huge" >"$out"
     read -r code bytes speed <"$out"
     want=$(scaled 100000000000)
@@ -98,6 +118,7 @@ single)
         die "download failed: HTTP $code, $bytes of $want bytes"
     fi
     echo "bytes/s: $speed"
+    print_rss
     ;;
 *)
     echo "usage: $(basename "$0") requests|parallel|upload h1|h2, or single" >&2
