@@ -2,7 +2,7 @@
 # memdebug-stats.sh LOG: allocation count and peak bytes of a curl memory-tracking log.
 #
 # A debug build of curl (configure --enable-debug, CMake ENABLE_DEBUG=ON; ENABLE_CURLDEBUG=ON
-# before curl 8.18) writes every malloc, calloc, realloc, strdup, wcsdup and free to the file
+# up to curl 8.18) writes every malloc, calloc, realloc, strdup, wcsdup and free to the file
 # named by the CURL_MEMDEBUG environment variable, as lines like
 #     MEM url.c:123 malloc(224) = 0x55d0c3a4b2a0
 #     MEM url.c:130 realloc(0x55d0c3a4b2a0, 512) = 0x55d0c3a4c000
