@@ -252,6 +252,19 @@ impl FindReport<'_> {
         format!("; {}", parts.join(", "))
     }
 
+    /// What a "no change" could have seen: any change for a deterministic test, else the
+    /// smallest change these runs could have detected.
+    fn detectable(&self, min_detectable: f64) -> String {
+        if self.deterministic {
+            "any change of at least the threshold would have been seen".to_string()
+        } else {
+            format!(
+                "a change of {:.2} % or more would have been detected",
+                min_detectable * 100.0
+            )
+        }
+    }
+
     /// The p-value as `p = …` (`sci`: in scientific notation, else with two decimals), or
     /// "deterministic" when the values were compared exactly and the p is no test's result.
     fn evidence(&self, p: f64, sci: bool) -> String {
@@ -349,14 +362,7 @@ pub fn text(r: &FindReport<'_>) -> String {
                 fmt_num(*after),
                 r.unit(),
                 r.evidence(*p_value, false),
-                if r.deterministic {
-                    "any change of at least the threshold would have been seen".to_string()
-                } else {
-                    format!(
-                        "these runs could have detected a change of {:.2} % or more",
-                        min_detectable * 100.0
-                    )
-                }
+                r.detectable(*min_detectable)
             );
         }
         Outcome::Inconclusive { reason, best_guess } => {
@@ -628,14 +634,7 @@ pub fn markdown(r: &FindReport<'_>) -> String {
             fmt_num(*after),
             r.unit(),
             r.evidence(*p_value, false),
-            if r.deterministic {
-                "any change of at least the threshold would have been seen".to_string()
-            } else {
-                format!(
-                    "a change of {:.2} % or more would have been detected",
-                    min_detectable * 100.0
-                )
-            }
+            r.detectable(*min_detectable)
         );
     }
     for n in r.notes {
