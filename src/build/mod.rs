@@ -141,6 +141,7 @@ pub fn build_one(
             output: Output::File(log),
             interrupt: Some(&crate::interrupt::REQUESTED),
             kill_leftovers: true,
+            own_rss: false,
         })?;
         match fin.status {
             Status::Interrupted => {

@@ -2,6 +2,7 @@
 //! user and sys time, max RSS and metric. A run that fails or whose metric cannot be read is
 //! recorded as failed with the tail of its output, never dropped and never given a value.
 
+pub mod launch;
 pub mod process;
 
 use std::path::Path;
@@ -66,6 +67,7 @@ impl Context<'_> {
             output: Output::File(log),
             interrupt: None,
             kill_leftovers: false,
+            own_rss: false,
         })?;
         if fin.status.success() {
             return Ok(Ok(()));
@@ -118,6 +120,7 @@ impl Context<'_> {
             },
             interrupt: None,
             kill_leftovers: true,
+            own_rss: matches!(self.test.metric, crate::config::Metric::MaxRss),
         })?;
         let (value, error) = match read_metric(&self.test.metric, &fin, self.test) {
             Ok(v) => (Some(v), None),

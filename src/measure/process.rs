@@ -69,6 +69,9 @@ pub struct Spec<'a> {
     /// Kill what the command left running in its group once it exits (test runs), but not
     /// for `setup`, whose servers must outlive it.
     pub kill_leftovers: bool,
+    /// Run through the launcher (when enabled) so `max_rss` is the command's own, not at
+    /// least perfbisect's peak: see [`super::launch`]. Costs one more exec per run.
+    pub own_rss: bool,
 }
 
 /// A finished command.
@@ -96,12 +99,43 @@ pub struct Finished {
 /// with a short timeout, so the deadline and the interrupt flag are checked without helper
 /// threads; that keeps the overhead per run near that of a bare fork and exec.
 pub fn run(spec: Spec<'_>) -> anyhow::Result<Finished> {
-    let mut cmd = Command::new("/bin/sh");
+    let launcher = super::launch::launcher().filter(|_| spec.own_rss);
+    let mut cmd = match launcher {
+        Some((l, needs_arg)) => {
+            let mut c = Command::new(l);
+            if needs_arg {
+                c.arg(super::launch::ARG);
+            }
+            c.arg("/bin/sh");
+            c
+        }
+        None => Command::new("/bin/sh"),
+    };
     cmd.arg("-c")
         .arg(spec.command)
         .current_dir(spec.dir)
         .stdin(Stdio::null())
         .process_group(0);
+    // The launcher's report comes through a pipe on its fd 3.
+    let report = match launcher {
+        Some(_) => {
+            let (read, write) = report_pipe()?;
+            let wfd = std::os::fd::AsRawFd::as_raw_fd(&write);
+            // SAFETY: dup2 and fcntl are async-signal-safe; fd 3 in the child is the pipe.
+            unsafe {
+                cmd.pre_exec(move || {
+                    if wfd == super::launch::FD {
+                        libc::fcntl(wfd, libc::F_SETFD, 0);
+                    } else if libc::dup2(wfd, super::launch::FD) < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+            Some((read, write))
+        }
+        None => None,
+    };
     for (k, v) in &spec.env {
         cmd.env(k, v);
     }
@@ -120,6 +154,11 @@ pub fn run(spec: Spec<'_>) -> anyhow::Result<Finished> {
     let mut child = cmd
         .spawn()
         .with_context(|| format!("cannot start `sh -c {}`", spec.command))?;
+    // Only the launcher holds the write end now: its exit closes the pipe.
+    let report = report.map(|(read, write)| {
+        drop(write);
+        read
+    });
     let pid = child.id() as libc::pid_t;
     // A second Ctrl-C ends perfbisect at once; it takes this command's group with it.
     let _group = GroupGuard::register(pid);
@@ -286,16 +325,46 @@ pub fn run(spec: Spec<'_>) -> anyhow::Result<Finished> {
         Status::Exited(-1)
     };
     let secs = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+    let mut user = secs(usage.ru_utime);
+    let mut sys = secs(usage.ru_stime);
+    let mut max_rss = (usage.ru_maxrss.max(0) as u64) * 1024;
+    // The launcher's report, when it got to write one (not when the group was killed).
+    if let Some(mut read) = report {
+        let mut text = String::new();
+        if read.read_to_string(&mut text).is_ok() {
+            if let Some(u) = super::launch::parse(&text) {
+                (user, sys, max_rss) = (u.user, u.sys, u.max_rss);
+            }
+        }
+    }
     Ok(Finished {
         status,
         wall,
-        user: secs(usage.ru_utime),
-        sys: secs(usage.ru_stime),
-        max_rss: (usage.ru_maxrss.max(0) as u64) * 1024,
+        user,
+        sys,
+        max_rss,
         stdout,
         stdout_truncated,
         regex_match,
         tail,
+    })
+}
+
+/// A pipe for the launcher's report: both ends close on exec (the child gets its copy on fd 3
+/// through `dup2`, which clears that flag).
+fn report_pipe() -> anyhow::Result<(File, std::os::fd::OwnedFd)> {
+    use std::os::fd::FromRawFd;
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: pipe2 fills two fds on success.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error()).context("cannot create a pipe");
+    }
+    // SAFETY: fresh fds owned by nobody else.
+    Ok(unsafe {
+        (
+            File::from_raw_fd(fds[0]),
+            std::os::fd::OwnedFd::from_raw_fd(fds[1]),
+        )
     })
 }
 
