@@ -13,7 +13,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
     version,
     about,
     arg_required_else_help = true,
-    override_usage = "perfbisect [OPTIONS] <TEST> <RANGE>     (the same as `find TEST RANGE`)\n       perfbisect [OPTIONS] <COMMAND>"
+    override_usage = "perfbisect [OPTIONS] <TEST> <RANGE>     (the same as `find TEST RANGE`)\n       perfbisect [OPTIONS] <COMMAND>",
+    after_long_help = AFTER_HELP
 )]
 pub struct Cli {
     #[command(flatten)]
@@ -36,6 +37,20 @@ pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
 }
+
+/// The end of `--help` and of the manual page: exit codes, environment, files.
+const AFTER_HELP: &str = "\
+Exit status: 0 done, whatever the verdict (it is in the output); 1 any other failure; 2 bad usage, \
+bad config, unknown revision or test (the message names the key and line, the revision or the \
+test); 130 interrupted by Ctrl-C (everything measured is kept). `step` follows `git bisect run`: \
+0 old, 1 new, 125 cannot tell, 128 fatal.
+
+Environment: PERFBISECT_CACHE is the cache directory when --cache is not given. NO_COLOR turns \
+colour off in messages (CLICOLOR_FORCE turns it on where stderr is not a terminal).
+
+Files: perfbisect.toml, the config (`perfbisect config init` prints a starting one, `perfbisect \
+config check` validates one; README.md, section Configuration, lists the keys). Results are \
+printed on stdout, messages and errors on stderr; every JSON output carries \"schema\": 1.";
 
 /// The options of `find` for the default command (`perfbisect TEST RANGE --format json`).
 #[derive(Debug, Args, Clone, Default)]
