@@ -42,14 +42,21 @@ fn completions_for_every_shell_come_from_the_definitions() {
         );
         let out = Command::new("bash").args(["-c", &script]).output().unwrap();
         let text = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         assert!(text.contains("show: text json csv"), "{text}");
         assert!(text.contains("find: text json md"), "{text}");
     }
     let out = bin().args(["completions", "tcsh"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("invalid value 'tcsh'") && err.contains("powershell"), "{err}");
+    assert!(
+        err.contains("invalid value 'tcsh'") && err.contains("powershell"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -61,7 +68,10 @@ fn the_manual_page_is_roff_that_groff_renders_cleanly() {
     for section in [".SH NAME", ".SH SYNOPSIS", ".SH OPTIONS", ".SH SUBCOMMANDS"] {
         assert!(roff.contains(section), "no {section}");
     }
-    assert!(roff.contains("perfbisect\\-config(1)"), "subcommands are listed");
+    assert!(
+        roff.contains("perfbisect\\-config(1)"),
+        "subcommands are listed"
+    );
     if common::have_tool("groff", "groff renders the manual page") {
         use std::io::Write;
         let mut g = Command::new("groff")
@@ -80,18 +90,21 @@ fn the_manual_page_is_roff_that_groff_renders_cleanly() {
             String::from_utf8_lossy(&r.stderr)
         );
         let text = String::from_utf8_lossy(&r.stdout).replace(['\u{8}'], "");
-        assert!(text.contains("Exit status"), "the exit codes are in the page");
+        assert!(
+            text.contains("Exit status"),
+            "the exit codes are in the page"
+        );
     }
     // One page per command in a directory.
     let d = tempfile::tempdir().unwrap();
-    let out = bin()
-        .args(["man", "--dir"])
-        .arg(d.path())
-        .output()
-        .unwrap();
+    let out = bin().args(["man", "--dir"]).arg(d.path()).output().unwrap();
     assert!(out.status.success());
     let listed = String::from_utf8_lossy(&out.stdout);
-    for page in ["perfbisect.1", "perfbisect-find.1", "perfbisect-config-check.1"] {
+    for page in [
+        "perfbisect.1",
+        "perfbisect-find.1",
+        "perfbisect-config-check.1",
+    ] {
         assert!(d.path().join(page).is_file(), "{page}");
         assert!(listed.contains(page), "{listed}");
     }
@@ -116,13 +129,21 @@ fn the_default_command_is_find_through_clap() {
         .args(["value", &range, "--format", "json", "-j", "2"])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["verdict"], "culprit", "{v}");
     assert_eq!(v["culprit"]["commit"], f.ids[4].as_str(), "{v}");
 
     // A mistyped subcommand, with or without arguments: clap's suggestion, exit 2.
-    for args in [&["fnd", "value", &range][..], &["fnd", &range], &["shwo", "value"]] {
+    for args in [
+        &["fnd", "value", &range][..],
+        &["fnd", &range],
+        &["shwo", "value"],
+    ] {
         let out = f.cmd().args(args).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         assert!(out.stdout.is_empty());
@@ -141,7 +162,10 @@ fn the_default_command_is_find_through_clap() {
     let out = f.cmd().args(["valeu", &range]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("unknown test `valeu`; did you mean `value`?"), "{err}");
+    assert!(
+        err.contains("unknown test `valeu`; did you mean `value`?"),
+        "{err}"
+    );
     assert!(out.stdout.is_empty());
 }
 
@@ -151,7 +175,11 @@ fn colour_only_where_wanted_and_never_with_no_color() {
     let typo = ["fnd", "x", "A..B"];
     let own = ["--config", "/nonexistent/perfbisect.toml", "show", "x"];
     for args in [&typo[..], &own[..]] {
-        let forced = bin().env("CLICOLOR_FORCE", "1").args(args).output().unwrap();
+        let forced = bin()
+            .env("CLICOLOR_FORCE", "1")
+            .args(args)
+            .output()
+            .unwrap();
         assert_eq!(forced.status.code(), Some(2));
         assert!(
             String::from_utf8_lossy(&forced.stderr).contains("\u{1b}["),
@@ -166,7 +194,10 @@ fn colour_only_where_wanted_and_never_with_no_color() {
             .unwrap();
         assert_eq!(plain.status.code(), Some(2));
         let err = String::from_utf8_lossy(&plain.stderr);
-        assert!(!err.contains('\u{1b}'), "{args:?}: colour despite NO_COLOR: {err:?}");
+        assert!(
+            !err.contains('\u{1b}'),
+            "{args:?}: colour despite NO_COLOR: {err:?}"
+        );
         assert!(err.contains("error:"), "{err}");
         // Not a terminal, nothing forced: plain.
         let piped = bin().args(args).output().unwrap();
@@ -193,7 +224,10 @@ fn schema_first(out: &std::process::Output, what: &str) -> serde_json::Value {
     assert!(first.is_match(json), "{what}: {json}");
     let v: serde_json::Value = serde_json::from_str(json).unwrap();
     // Nothing but the object goes to stdout, and no JSON to stderr.
-    assert!(!String::from_utf8_lossy(&out.stderr).contains("\"schema\""), "{what}");
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("\"schema\""),
+        "{what}"
+    );
     v
 }
 
@@ -205,11 +239,20 @@ fn every_json_output_carries_schema_1() {
     schema_first(&run(&["run", "value", &range, "--format", "json"]), "run");
     schema_first(&run(&["find", "value", &range, "--format", "json"]), "find");
     schema_first(&run(&["show", "value", &range, "--format", "json"]), "show");
-    schema_first(&run(&["detect", "value", &range, "--format", "json"]), "detect");
+    schema_first(
+        &run(&["detect", "value", &range, "--format", "json"]),
+        "detect",
+    );
     let csv = f.dir.path().join("series.csv");
     std::fs::write(&csv, "index,value\n0,1\n1,1\n2,1\n3,5\n4,5\n5,5\n").unwrap();
     schema_first(
-        &run(&["detect", "--input", csv.to_str().unwrap(), "--format", "json"]),
+        &run(&[
+            "detect",
+            "--input",
+            csv.to_str().unwrap(),
+            "--format",
+            "json",
+        ]),
         "detect --input",
     );
     let (a, b) = (f.ids[3].as_str(), f.ids[4].as_str());
@@ -227,5 +270,8 @@ fn every_json_output_carries_schema_1() {
     let out = run(&["show", "value", "--format", "md"]);
     assert_eq!(out.status.code(), Some(2));
     let help = String::from_utf8_lossy(&run(&["show", "--help"]).stdout).into_owned();
-    assert!(help.contains("[possible values: text, json, csv]"), "{help}");
+    assert!(
+        help.contains("[possible values: text, json, csv]"),
+        "{help}"
+    );
 }

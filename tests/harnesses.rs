@@ -18,10 +18,7 @@ fn q(s: &str) -> String {
 fn shown(f: &Fixture, test: &str) -> (String, Vec<Option<f64>>) {
     let v = f.json(&["show", test, "--format", "json"]);
     assert_eq!(v["schema"], 1, "{v}");
-    (
-        v["unit"].as_str().unwrap().to_string(),
-        common::medians(&v),
-    )
+    (v["unit"].as_str().unwrap().to_string(), common::medians(&v))
 }
 
 const BM_CC: &str = r#"#include <benchmark/benchmark.h>
@@ -108,7 +105,11 @@ repeats = 2
     // Samples: 2 + 1 + 2 + 2 per commit, from 2 executions per commit.
     assert_eq!(s["runs"], 2 * 7, "{s}");
     let executions = std::fs::read_to_string(f.dir.path().join("executions")).unwrap();
-    assert_eq!(executions.lines().count(), 2 * 2, "one execution per repeat");
+    assert_eq!(
+        executions.lines().count(),
+        2 * 2,
+        "one execution per repeat"
+    );
 
     // Units as Google Benchmark states them, also in a later invocation that measures nothing.
     let (unit, work) = shown(&f, "work");
@@ -304,8 +305,14 @@ repeats = 1
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     let msg = |id: &str| messages.iter().find(|m| m["id"] == id).unwrap();
-    assert_eq!(one("cc-median"), msg("fib 15")["median"]["estimate"].as_f64().unwrap());
-    assert_eq!(one("cc-typical"), msg("sum/100")["typical"]["estimate"].as_f64().unwrap());
+    assert_eq!(
+        one("cc-median"),
+        msg("fib 15")["median"]["estimate"].as_f64().unwrap()
+    );
+    assert_eq!(
+        one("cc-typical"),
+        msg("sum/100")["typical"]["estimate"].as_f64().unwrap()
+    );
 }
 
 #[test]
@@ -357,7 +364,10 @@ repeats = 1
     let (unit, sizes) = shown(&f, "size");
     assert_eq!(unit, "bytes");
     assert_eq!(sizes, [Some(42000.0), Some(45000.0)]);
-    assert_eq!(shown(&f, "latency"), ("ns".to_string(), vec![Some(88.0); 2]));
+    assert_eq!(
+        shown(&f, "latency"),
+        ("ns".to_string(), vec![Some(88.0); 2])
+    );
     assert_eq!(shown(&f, "doc"), ("ops/s".to_string(), vec![Some(5.55); 2]));
     let found = f.json(&["size", &range, "--format", "json"]);
     assert_eq!(found["culprit"]["commit"], f.ids[2].as_str(), "{found}");
@@ -391,7 +401,10 @@ repeats = 1
     assert_eq!(s["failed_runs"], 0, "{s}");
     assert_eq!(s["runs"], 3, "{s}");
     assert_eq!(shown(&f, "copy"), ("ns".to_string(), vec![Some(77.87)]));
-    assert_eq!(shown(&f, "copy-mbs"), ("MB/s".to_string(), vec![Some(53194.0)]));
+    assert_eq!(
+        shown(&f, "copy-mbs"),
+        ("MB/s".to_string(), vec![Some(53194.0)])
+    );
     assert_eq!(shown(&f, "nested"), ("ns".to_string(), vec![Some(43.36)]));
 }
 

@@ -208,9 +208,8 @@ impl Fixture {
 /// is missing, unless PERFBISECT_REQUIRE_TOOLS is set (as .ci/run does, after installing it):
 /// then a missing tool fails the test.
 pub fn have_tool(program: &str, what: &str) -> bool {
-    let found = std::env::var_os("PATH").is_some_and(|p| {
-        std::env::split_paths(&p).any(|d| d.join(program).is_file())
-    });
+    let found = std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()));
     have(found, &format!("{program} ({what})"))
 }
 
