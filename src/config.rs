@@ -241,9 +241,17 @@ impl Test {
     }
 
     /// Tests with equal keys can share runs: one execution of the command per repeat, its
-    /// output read by each. `None` for a test whose commands tell tests apart through
+    /// output read by each. `None` for a test that reads no output (wall, user, sys, max-rss:
+    /// the run itself is what it measures, so its runs stay its own and do not move when an
+    /// output test is added beside it) and for one whose commands tell tests apart through
     /// `PERFBISECT_TEST`.
     pub fn share_key(&self) -> Option<(String, String, String, Duration, usize)> {
+        if matches!(
+            self.metric,
+            Metric::Wall | Metric::User | Metric::Sys | Metric::MaxRss
+        ) {
+            return None;
+        }
         let cmds = [
             Some(&self.command),
             self.setup.as_ref(),
@@ -1058,6 +1066,36 @@ timeout = 30
         assert!(e.contains("a b"), "{e}");
         let e = err("[build]\ncommand = \"make\"\ntimeout = \"soon\"\n");
         assert!(e.contains("build.timeout") && e.contains(":3:"), "{e}");
+    }
+
+    #[test]
+    fn only_tests_of_one_commands_output_share_runs() {
+        let c = parse(
+            r#"
+[tests.a]
+command = "./bench --json"
+metric = { json = "/a" }
+[tests.b]
+command = "./bench --json"
+metric = { format = "bmf", name = "b" }
+[tests.time]
+command = "./bench --json"
+[tests.named]
+command = "./bench --only $PERFBISECT_TEST"
+metric = { regex = "(1)" }
+"#,
+            Path::new("/x/perfbisect.toml"),
+        )
+        .unwrap();
+        let key = |n: &str| c.tests[n].share_key();
+        assert!(key("a").is_some());
+        assert_eq!(key("a"), key("b"));
+        assert_eq!(
+            key("time"),
+            None,
+            "a run's own time is measured in runs of its own"
+        );
+        assert_eq!(key("named"), None);
     }
 
     #[test]
