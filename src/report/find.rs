@@ -204,10 +204,10 @@ impl FindReport<'_> {
     }
 
     fn unit(&self) -> String {
-        if self.test.unit.is_empty() {
+        if self.test.unit().is_empty() {
             String::new()
         } else {
-            format!(" {}", self.test.unit)
+            format!(" {}", self.test.unit())
         }
     }
 
@@ -499,7 +499,7 @@ pub fn json(r: &FindReport<'_>) -> anyhow::Result<String> {
         notes: r.notes.to_vec(),
         deterministic: r.deterministic,
     };
-    Ok(serde_json::to_string_pretty(&out)? + "\n")
+    Ok(super::json_pretty(&out)?)
 }
 
 /// `--format md`: a report to paste into a bug tracker.
