@@ -8,17 +8,79 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 ///
 /// `perfbisect TEST RANGE` is the same as `perfbisect find TEST RANGE`.
 #[derive(Debug, Parser)]
-#[command(name = "perfbisect", version, about)]
+#[command(
+    name = "perfbisect",
+    version,
+    about,
+    arg_required_else_help = true,
+    override_usage = "perfbisect [OPTIONS] <TEST> <RANGE>     (the same as `find TEST RANGE`)\n       perfbisect [OPTIONS] <COMMAND>",
+    after_long_help = AFTER_HELP
+)]
 pub struct Cli {
     #[command(flatten)]
     pub global: Global,
 
+    /// The default command: a test from the config; `perfbisect TEST RANGE` is `perfbisect find
+    /// TEST RANGE`.
+    #[arg(value_name = "TEST", requires = "range")]
+    pub test: Option<String>,
+    /// Revision range `OLD..NEW` of the default command.
+    #[arg(value_name = "RANGE")]
+    pub range: Option<String>,
+    /// Words after RANGE: refused after parsing, so that a mistyped subcommand with its
+    /// arguments (`fnd t A..B`) gets clap's suggestion instead of "unexpected argument".
+    #[arg(hide = true, value_name = "EXTRA")]
+    pub extra: Vec<String>,
+    #[command(flatten)]
+    pub find: DefaultFind,
+
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
 }
 
-/// Global options that take a value (to find where the subcommand starts).
-pub const GLOBAL_WITH_VALUE: &[&str] = &["--repo", "--config", "--cache"];
+/// The end of `--help` and of the manual page: exit codes, environment, files.
+const AFTER_HELP: &str = "\
+Exit status: 0 done, whatever the verdict (it is in the output); 1 any other failure; 2 bad usage, \
+bad config, unknown revision or test (the message names the key and line, the revision or the \
+test); 130 interrupted by Ctrl-C (everything measured is kept). `step` follows `git bisect run`: \
+0 old, 1 new, 125 cannot tell, 128 fatal.
+
+Environment: PERFBISECT_CACHE is the cache directory when --cache is not given. NO_COLOR turns \
+colour off in messages (CLICOLOR_FORCE turns it on where stderr is not a terminal).
+
+Files: perfbisect.toml, the config (`perfbisect config init` prints a starting one, `perfbisect \
+config check` validates one; README.md, section Configuration, lists the keys). Results are \
+printed on stdout, messages and errors on stderr; every JSON output carries \"schema\": 1.";
+
+/// The options of `find` for the default command (`perfbisect TEST RANGE --format json`).
+#[derive(Debug, Args, Clone, Default)]
+#[command(next_help_heading = "Options of the default command (find TEST RANGE)")]
+pub struct DefaultFind {
+    /// Stop at a merge commit instead of searching the branch it merged.
+    #[arg(long)]
+    pub no_descend: bool,
+    /// Build up to N commits at once when the search needs builds.
+    #[arg(long, short = 'j', value_name = "N")]
+    pub jobs: Option<usize>,
+    /// Output format.
+    #[arg(long, value_parser = formats(&[Format::Text, Format::Json, Format::Md]))]
+    pub format: Option<Format>,
+}
+
+impl DefaultFind {
+    /// The option given on the command line, if any (to refuse it before a subcommand).
+    pub fn given(&self) -> Option<&'static str> {
+        if self.no_descend {
+            Some("--no-descend")
+        } else if self.jobs.is_some() {
+            Some("--jobs")
+        } else if self.format.is_some() {
+            Some("--format")
+        } else {
+            None
+        }
+    }
+}
 
 /// Options every subcommand understands.
 #[derive(Debug, Args, Clone, Default)]
@@ -67,6 +129,45 @@ pub enum Command {
     Cache(CacheArgs),
     /// Create a small demo repository with a known regression and find it.
     Demo(DemoArgs),
+    /// Check the config (global --config) without building, or print a starting one.
+    Config(ConfigArgs),
+    /// Print a completion script for SHELL on stdout (generated from these definitions).
+    ///
+    /// bash: `perfbisect completions bash > ~/.local/share/bash-completion/completions/perfbisect`;
+    /// zsh: into a directory of $fpath as `_perfbisect`; fish:
+    /// `~/.config/fish/completions/perfbisect.fish`.
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff) on stdout, or write one per command into a directory.
+    ///
+    /// `perfbisect man | man -l -` reads it; `perfbisect man --dir DIR` writes perfbisect.1
+    /// and perfbisect-COMMAND.1 for every command.
+    Man {
+        /// Write the pages into DIR instead of printing perfbisect.1.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct ConfigArgs {
+    #[command(subcommand)]
+    pub action: ConfigAction,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigAction {
+    /// Validate the config without building anything: every key, regex, JSON pointer and
+    /// harness metric (exit 2 naming the key and line); warn about commands whose first word
+    /// is not on PATH.
+    Check,
+    /// Print a commented starting config for the repository (--repo, else the one holding
+    /// the current directory) on stdout: its build system (cargo, CMake, Meson, autotools,
+    /// Makefile), a wall-time test and a max-RSS test.
+    Init,
 }
 
 /// Output formats for results. Each command accepts (and its `--help` lists) only its own
@@ -224,7 +325,11 @@ pub struct CacheArgs {
 #[derive(Debug, Subcommand)]
 pub enum CacheAction {
     /// List cached builds and failed builds.
-    Ls,
+    Ls {
+        /// Output format.
+        #[arg(long, value_parser = formats(&[Format::Text, Format::Json]), default_value = "text")]
+        format: Format,
+    },
     /// Remove the oldest cached builds until the cache is under SIZE.
     Gc {
         /// e.g. 10G, 500M (default: remove only stale temp files)

@@ -28,6 +28,9 @@ pub struct Config {
     pub build: Build,
     /// Tests by name, sorted.
     pub tests: BTreeMap<String, Test>,
+    /// The line of each command key (`build.command`, `tests.NAME.command`, `...setup`,
+    /// `...teardown`), for messages about them after parsing (`config check`).
+    pub lines: BTreeMap<String, usize>,
 }
 
 /// How to build a commit.
@@ -39,6 +42,39 @@ pub struct Build {
     pub artifacts: Vec<String>,
     pub timeout: Duration,
     pub env: BTreeMap<String, String>,
+    /// Build with cargo and keep the executables it reports (`[build] cargo = {...}`).
+    pub cargo: Option<CargoBuild>,
+}
+
+/// `[build] cargo = { bins, benches, package, profile, features, no_default_features }`: a
+/// Rust project built with cargo, whose executables are found through `cargo metadata` and
+/// cargo's JSON messages and cached under their target names.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CargoBuild {
+    /// Binary targets to build (`cargo build --bin`); with `benches` also empty, every binary
+    /// of the package (or of the workspace's default members).
+    pub bins: Vec<String>,
+    /// Bench targets to build (`cargo bench --no-run --bench`).
+    pub benches: Vec<String>,
+    /// The workspace member to build from (`-p`); needed only when a name is ambiguous.
+    pub package: Option<String>,
+    /// Cargo profile of the bins (default `release`); benches use `cargo bench`'s own profile
+    /// unless this is set.
+    pub profile: Option<String>,
+    pub features: Vec<String>,
+    pub no_default_features: bool,
+}
+
+impl CargoBuild {
+    /// The profile the bins are built with.
+    pub fn bin_profile(&self) -> &str {
+        self.profile.as_deref().unwrap_or("release")
+    }
+
+    /// Every target name, bins first: each is an artifact file of that name.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.bins.iter().chain(&self.benches).map(String::as_str)
+    }
 }
 
 impl Build {
@@ -53,6 +89,19 @@ impl Build {
         for (k, v) in &self.env {
             h.add(k);
             h.add(v);
+        }
+        // Only cargo builds hash these, so the hashes (and caches) of other builds stay.
+        if let Some(c) = &self.cargo {
+            h.add("cargo");
+            for list in [&c.bins, &c.benches, &c.features] {
+                h.add(&list.len().to_string());
+                for x in list {
+                    h.add(x);
+                }
+            }
+            h.add(c.package.as_deref().unwrap_or(""));
+            h.add(c.profile.as_deref().unwrap_or(""));
+            h.add(if c.no_default_features { "1" } else { "0" });
         }
         h.finish()
     }
@@ -69,6 +118,8 @@ pub enum Metric {
     Regex(regex::Regex),
     /// A JSON pointer into stdout parsed as JSON.
     Json(String),
+    /// One named benchmark of a harness's output (`{ format, name, field, file }`).
+    Harness(crate::measure::adapters::Adapter),
 }
 
 impl Metric {
@@ -81,6 +132,7 @@ impl Metric {
             Metric::MaxRss => "max-rss".into(),
             Metric::Regex(r) => format!("regex:{}", r.as_str()),
             Metric::Json(p) => format!("json:{p}"),
+            Metric::Harness(a) => a.describe(),
         }
     }
 }
@@ -109,7 +161,14 @@ pub struct Test {
     pub name: String,
     pub command: String,
     pub metric: Metric,
-    pub unit: String,
+    /// The `unit` key, when given: it wins over what a harness reports.
+    pub unit_configured: Option<String>,
+    /// The unit when neither the config nor the tool says (`s` for times, `bytes` for
+    /// max-rss, a harness's fixed unit).
+    pub unit_default: String,
+    /// The unit the harness reported (Google Benchmark's `time_unit`), shared by every copy
+    /// of the test; the pipeline keeps it in the cache between invocations.
+    pub tool_unit: ToolUnit,
     pub direction: Direction,
     pub repeats: usize,
     /// Declared zero-spread metric (struct size, allocation count, binary size): one run per
@@ -126,7 +185,94 @@ pub struct Test {
     pub timeout: Duration,
 }
 
+/// The unit a harness reported for a test's values, learned from its first run (or from
+/// the cache) and shared by every clone of the test.
+#[derive(Debug, Clone, Default)]
+pub struct ToolUnit(std::sync::Arc<std::sync::Mutex<Option<String>>>);
+
+impl ToolUnit {
+    /// The unit reported so far.
+    pub fn get(&self) -> Option<String> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Record `unit`, or refuse it when an earlier run reported another one (values in
+    /// different units cannot be compared): returns the earlier unit then.
+    pub fn learn(&self, unit: &str) -> Result<(), String> {
+        let mut u = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        match u.as_deref() {
+            Some(old) if old != unit => Err(old.to_string()),
+            Some(_) => Ok(()),
+            None => {
+                *u = Some(unit.to_string());
+                Ok(())
+            }
+        }
+    }
+
+    /// Forget what was learned and start from `unit` (read from the cache).
+    pub fn set(&self, unit: Option<String>) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = unit;
+    }
+}
+
 impl Test {
+    /// The unit the test's values are in: the `unit` key, else what the harness reported,
+    /// else the metric's default.
+    pub fn unit(&self) -> String {
+        self.unit_configured
+            .clone()
+            .or_else(|| self.tool_unit.get())
+            .unwrap_or_else(|| self.unit_default.clone())
+    }
+
+    /// Whether runs need a fresh scratch directory (`PERFBISECT_OUT`): the metric reads a
+    /// file there, or a command refers to it.
+    pub fn needs_out_dir(&self) -> bool {
+        matches!(&self.metric, Metric::Harness(a) if a.needs_out_dir())
+            || [
+                Some(&self.command),
+                self.setup.as_ref(),
+                self.teardown.as_ref(),
+            ]
+            .into_iter()
+            .flatten()
+            .any(|c| c.contains("PERFBISECT_OUT"))
+    }
+
+    /// Tests with equal keys can share runs: one execution of the command per repeat, its
+    /// output read by each. `None` for a test that reads no output (wall, user, sys, max-rss:
+    /// the run itself is what it measures, so its runs stay its own and do not move when an
+    /// output test is added beside it) and for one whose commands tell tests apart through
+    /// `PERFBISECT_TEST`.
+    pub fn share_key(&self) -> Option<(String, String, String, Duration, usize)> {
+        if matches!(
+            self.metric,
+            Metric::Wall | Metric::User | Metric::Sys | Metric::MaxRss
+        ) {
+            return None;
+        }
+        let cmds = [
+            Some(&self.command),
+            self.setup.as_ref(),
+            self.teardown.as_ref(),
+        ];
+        if cmds
+            .into_iter()
+            .flatten()
+            .any(|c| c.contains("PERFBISECT_TEST"))
+        {
+            return None;
+        }
+        Some((
+            self.command.clone(),
+            self.setup.clone().unwrap_or_default(),
+            self.teardown.clone().unwrap_or_default(),
+            self.timeout,
+            self.warmup,
+        ))
+    }
+
     /// A stable hash of what changes the numbers a test produces; samples of another
     /// definition are not mixed with these.
     pub fn definition_hash(&self) -> u64 {
@@ -167,12 +313,28 @@ struct RawConfig {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawBuild {
-    command: Option<String>,
+    command: Option<Spanned<String>>,
     #[serde(default)]
     artifacts: Vec<Spanned<String>>,
     timeout: Option<Spanned<toml::Value>>,
     #[serde(default)]
     env: BTreeMap<String, String>,
+    cargo: Option<Spanned<RawCargo>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCargo {
+    #[serde(default)]
+    bins: Vec<Spanned<String>>,
+    #[serde(default)]
+    benches: Vec<Spanned<String>>,
+    package: Option<Spanned<String>>,
+    profile: Option<Spanned<String>>,
+    #[serde(default)]
+    features: Vec<Spanned<String>>,
+    #[serde(default)]
+    no_default_features: bool,
 }
 
 #[derive(Deserialize)]
@@ -180,7 +342,7 @@ struct RawBuild {
 struct RawTest {
     command: Spanned<String>,
     metric: Option<Spanned<toml::Value>>,
-    unit: Option<String>,
+    unit: Option<Spanned<String>>,
     direction: Option<Spanned<String>>,
     repeats: Option<Spanned<i64>>,
     deterministic: Option<bool>,
@@ -190,8 +352,8 @@ struct RawTest {
     alpha: Option<Spanned<f64>>,
     stake: Option<Spanned<f64>>,
     description: Option<String>,
-    setup: Option<String>,
-    teardown: Option<String>,
+    setup: Option<Spanned<String>>,
+    teardown: Option<Spanned<String>>,
     timeout: Option<Spanned<toml::Value>>,
 }
 
@@ -255,6 +417,7 @@ pub fn parse(text: &str, path: &Path) -> anyhow::Result<Config> {
         })
     })?;
     let at = |span: std::ops::Range<usize>| format!("{file}:{}", line_of(text, span.start));
+    let mut lines = BTreeMap::new();
 
     let build = match raw.build {
         None => Build {
@@ -262,6 +425,7 @@ pub fn parse(text: &str, path: &Path) -> anyhow::Result<Config> {
             artifacts: Vec::new(),
             timeout: Duration::from_secs(3600),
             env: BTreeMap::new(),
+            cargo: None,
         },
         Some(b) => {
             let span = b.span();
@@ -270,11 +434,23 @@ pub fn parse(text: &str, path: &Path) -> anyhow::Result<Config> {
                 None => Duration::from_secs(3600),
                 Some(t) => duration(&t, "build.timeout", &at(t.span()))?,
             };
-            if b.command.is_none() && b.artifacts.is_empty() {
+            if b.command.is_none() && b.artifacts.is_empty() && b.cargo.is_none() {
                 crate::usage!(
-                    "{}: [build] needs `command` or `artifacts` (or leave [build] out)",
+                    "{}: [build] needs `command`, `cargo` or `artifacts` (or leave [build] out)",
                     at(span)
                 );
+            }
+            if let (Some(c), Some(_)) = (&b.command, &b.cargo) {
+                crate::usage!(
+                    "{}: key `build.command`: use `command` or `cargo`, not both (`cargo` runs the build itself)",
+                    at(c.span())
+                );
+            }
+            if let Some(c) = &b.command {
+                if c.get_ref().trim().is_empty() {
+                    crate::usage!("{}: key `build.command` is empty", at(c.span()));
+                }
+                lines.insert("build.command".to_string(), line_of(text, c.span().start));
             }
             for sa in &b.artifacts {
                 let a = sa.get_ref();
@@ -285,11 +461,19 @@ pub fn parse(text: &str, path: &Path) -> anyhow::Result<Config> {
                     );
                 }
             }
+            let cargo = match b.cargo {
+                None => None,
+                Some(c) => {
+                    lines.insert("build.cargo".to_string(), line_of(text, c.span().start));
+                    Some(cargo_build(c, &b.artifacts, &at)?)
+                }
+            };
             Build {
-                command: b.command,
+                command: b.command.map(Spanned::into_inner),
                 artifacts: b.artifacts.into_iter().map(Spanned::into_inner).collect(),
                 timeout,
                 env: b.env,
+                cargo,
             }
         }
     };
@@ -320,6 +504,12 @@ pub fn parse(text: &str, path: &Path) -> anyhow::Result<Config> {
                 at(t.command.span()),
                 key("command")
             );
+        }
+        lines.insert(key("command"), line_of(text, t.command.span().start));
+        for (k, v) in [("setup", &t.setup), ("teardown", &t.teardown)] {
+            if let Some(v) = v {
+                lines.insert(key(k), line_of(text, v.span().start));
+            }
         }
         let metric = match &t.metric {
             None => Metric::Wall,
@@ -391,21 +581,31 @@ pub fn parse(text: &str, path: &Path) -> anyhow::Result<Config> {
             ),
             other => other.map(Spanned::into_inner),
         };
-        let unit = t.unit.unwrap_or_else(|| {
-            match metric {
-                Metric::Wall | Metric::User | Metric::Sys => "s",
-                Metric::MaxRss => "bytes",
-                _ => "",
+        if let Some(u) = &t.unit {
+            if u.get_ref().contains(['\n', '\r']) {
+                crate::usage!(
+                    "{}: key `{}` is more than one line",
+                    at(u.span()),
+                    key("unit")
+                );
             }
-            .to_string()
-        });
+        }
+        let unit_default = match &metric {
+            Metric::Wall | Metric::User | Metric::Sys => "s",
+            Metric::MaxRss => "bytes",
+            Metric::Harness(a) => a.static_unit().unwrap_or(""),
+            _ => "",
+        }
+        .to_string();
         tests.insert(
             name.clone(),
             Test {
                 name,
                 command,
                 metric,
-                unit,
+                unit_configured: t.unit.map(Spanned::into_inner),
+                unit_default,
+                tool_unit: ToolUnit::default(),
                 direction,
                 repeats,
                 deterministic,
@@ -415,8 +615,14 @@ pub fn parse(text: &str, path: &Path) -> anyhow::Result<Config> {
                 alpha,
                 stake,
                 description: t.description,
-                setup: t.setup.filter(|s| !s.trim().is_empty()),
-                teardown: t.teardown.filter(|s| !s.trim().is_empty()),
+                setup: t
+                    .setup
+                    .map(Spanned::into_inner)
+                    .filter(|s| !s.trim().is_empty()),
+                teardown: t
+                    .teardown
+                    .map(Spanned::into_inner)
+                    .filter(|s| !s.trim().is_empty()),
                 timeout,
             },
         );
@@ -430,6 +636,86 @@ pub fn parse(text: &str, path: &Path) -> anyhow::Result<Config> {
         dir,
         build,
         tests,
+        lines,
+    })
+}
+
+/// Names cargo accepts for targets and packages (and that are safe as file names).
+fn cargo_name(s: &str) -> bool {
+    !s.is_empty()
+        && !s.starts_with('.')
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_'))
+}
+
+/// Validate `[build] cargo = {...}`: target names usable as file names, no name twice (each
+/// becomes the artifact `./NAME`), no artifact path taking a target's name.
+fn cargo_build(
+    c: Spanned<RawCargo>,
+    artifacts: &[Spanned<String>],
+    at: &dyn Fn(std::ops::Range<usize>) -> String,
+) -> anyhow::Result<CargoBuild> {
+    let c = c.into_inner();
+    let mut seen: BTreeMap<String, &str> = BTreeMap::new();
+    for (k, list) in [("bins", &c.bins), ("benches", &c.benches)] {
+        for n in list {
+            let name = n.get_ref();
+            if !cargo_name(name) {
+                crate::usage!(
+                    "{}: key `build.cargo.{k}`: `{name}` is not a cargo target name (letters, digits, `-`, `_`)",
+                    at(n.span())
+                );
+            }
+            if let Some(other) = seen.insert(name.clone(), k) {
+                crate::usage!(
+                    "{}: key `build.cargo.{k}`: `{name}` is also in `build.cargo.{other}`; each target becomes the artifact `./{name}`, so names must differ",
+                    at(n.span())
+                );
+            }
+            if let Some(a) = artifacts
+                .iter()
+                .find(|a| a.get_ref().trim_start_matches("./").trim_end_matches('/') == name)
+            {
+                crate::usage!(
+                    "{}: key `build.artifacts`: `{}` is the name cargo's target `{name}` is cached under",
+                    at(a.span()),
+                    a.get_ref()
+                );
+            }
+        }
+    }
+    for (k, v) in [("package", &c.package), ("profile", &c.profile)] {
+        if let Some(v) = v {
+            if !cargo_name(v.get_ref()) {
+                crate::usage!(
+                    "{}: key `build.cargo.{k}`: `{}` is not a cargo {k} name",
+                    at(v.span()),
+                    v.get_ref()
+                );
+            }
+        }
+    }
+    for f in &c.features {
+        let v = f.get_ref();
+        if v.is_empty()
+            || !v
+                .chars()
+                .all(|ch| ch.is_ascii_alphanumeric() || matches!(ch, '-' | '_' | '/' | '+' | '.'))
+        {
+            crate::usage!(
+                "{}: key `build.cargo.features`: `{v}` is not a feature name",
+                at(f.span())
+            );
+        }
+    }
+    let plain = |l: Vec<Spanned<String>>| l.into_iter().map(Spanned::into_inner).collect();
+    Ok(CargoBuild {
+        bins: plain(c.bins),
+        benches: plain(c.benches),
+        package: c.package.map(Spanned::into_inner),
+        profile: c.profile.map(Spanned::into_inner),
+        features: plain(c.features),
+        no_default_features: c.no_default_features,
     })
 }
 
@@ -528,9 +814,10 @@ fn metric(v: &Spanned<toml::Value>, key: &str, at: &str) -> anyhow::Result<Metri
             "sys" => Ok(Metric::Sys),
             "max-rss" => Ok(Metric::MaxRss),
             other => crate::usage!(
-                "{at}: key `{key}`: `{other}` is not one of \"wall\", \"user\", \"sys\", \"max-rss\", {{ regex = \"...\" }}, {{ json = \"/pointer\" }}"
+                "{at}: key `{key}`: `{other}` is not one of \"wall\", \"user\", \"sys\", \"max-rss\", {{ regex = \"...\" }}, {{ json = \"/pointer\" }}, {{ format = \"gbench\", name = \"...\" }}"
             ),
         },
+        toml::Value::Table(t) if t.contains_key("format") => harness_metric(t, key, at),
         toml::Value::Table(t) if t.len() == 1 => {
             let (k, val) = t.iter().next().expect("one entry");
             let Some(s) = val.as_str() else {
@@ -554,6 +841,15 @@ fn metric(v: &Spanned<toml::Value>, key: &str, at: &str) -> anyhow::Result<Metri
                             "{at}: key `{key}.json`: `{s}` is not a JSON pointer (it starts with `/`)"
                         );
                     }
+                    // RFC 6901: `~` only as `~0` (a `~`) or `~1` (a `/`).
+                    let mut chars = s.chars().peekable();
+                    while let Some(c) = chars.next() {
+                        if c == '~' && !matches!(chars.next(), Some('0' | '1')) {
+                            crate::usage!(
+                                "{at}: key `{key}.json`: `{s}` has a `~` that is not `~0` or `~1` (write `~0` for `~`, `~1` for `/`)"
+                            );
+                        }
+                    }
                     Ok(Metric::Json(s.to_string()))
                 }
                 other => crate::usage!(
@@ -562,9 +858,56 @@ fn metric(v: &Spanned<toml::Value>, key: &str, at: &str) -> anyhow::Result<Metri
             }
         }
         _ => crate::usage!(
-            "{at}: key `{key}` must be \"wall\", \"user\", \"sys\", \"max-rss\", {{ regex = \"...\" }} or {{ json = \"/pointer\" }}"
+            "{at}: key `{key}` must be \"wall\", \"user\", \"sys\", \"max-rss\", {{ regex = \"...\" }}, {{ json = \"/pointer\" }} or {{ format = \"...\", name = \"...\", field = \"...\" }}"
         ),
     }
+}
+
+/// `{ format = "gbench" | "criterion" | "hyperfine" | "bmf" | "libtest", name, field, file }`.
+fn harness_metric(
+    t: &toml::map::Map<String, toml::Value>,
+    key: &str,
+    at: &str,
+) -> anyhow::Result<Metric> {
+    use crate::measure::adapters::{Adapter, Harness};
+    const KEYS: [&str; 4] = ["format", "name", "field", "file"];
+    let get = |k: &str| -> anyhow::Result<Option<String>> {
+        match t.get(k) {
+            None => Ok(None),
+            Some(toml::Value::String(s)) => Ok(Some(s.clone())),
+            Some(other) => crate::usage!(
+                "{at}: key `{key}.{k}` must be a string, not {}",
+                other.type_str()
+            ),
+        }
+    };
+    for k in t.keys() {
+        if !KEYS.contains(&k.as_str()) {
+            crate::usage!(
+                "{at}: key `{key}.{k}` is unknown{}; a harness metric has `format`, `name`, `field` and `file`",
+                crate::error::did_you_mean(k, KEYS)
+            );
+        }
+    }
+    let format = get("format")?.unwrap_or_default();
+    let names: Vec<&str> = Harness::ALL.iter().map(|h| h.name()).collect();
+    let Some(harness) = Harness::parse(&format) else {
+        crate::usage!(
+            "{at}: key `{key}.format`: `{format}` is not a harness perfbisect reads{}; use one of: {}",
+            crate::error::did_you_mean(&format, names.iter().copied()),
+            names.join(", ")
+        );
+    };
+    let adapter = Adapter {
+        harness,
+        name: get("name")?,
+        field: get("field")?,
+        file: get("file")?,
+    };
+    if let Err((sub, msg)) = adapter.validate() {
+        crate::usage!("{at}: key `{key}.{sub}`: {msg}");
+    }
+    Ok(Metric::Harness(adapter))
 }
 
 fn threshold(v: &Spanned<toml::Value>, key: &str, at: &str) -> anyhow::Result<Threshold> {
@@ -704,7 +1047,7 @@ timeout = 30
         let r = &c.tests["rss"];
         assert_eq!(r.threshold, Threshold::Absolute(1000.0));
         assert_eq!(r.direction, Direction::Higher);
-        assert_eq!(r.unit, "bytes");
+        assert_eq!(r.unit(), "bytes");
         assert_eq!(c.dir, Path::new("/x"));
     }
 
@@ -726,6 +1069,36 @@ timeout = 30
         assert!(e.contains("a b"), "{e}");
         let e = err("[build]\ncommand = \"make\"\ntimeout = \"soon\"\n");
         assert!(e.contains("build.timeout") && e.contains(":3:"), "{e}");
+    }
+
+    #[test]
+    fn only_tests_of_one_commands_output_share_runs() {
+        let c = parse(
+            r#"
+[tests.a]
+command = "./bench --json"
+metric = { json = "/a" }
+[tests.b]
+command = "./bench --json"
+metric = { format = "bmf", name = "b" }
+[tests.time]
+command = "./bench --json"
+[tests.named]
+command = "./bench --only $PERFBISECT_TEST"
+metric = { regex = "(1)" }
+"#,
+            Path::new("/x/perfbisect.toml"),
+        )
+        .unwrap();
+        let key = |n: &str| c.tests[n].share_key();
+        assert!(key("a").is_some());
+        assert_eq!(key("a"), key("b"));
+        assert_eq!(
+            key("time"),
+            None,
+            "a run's own time is measured in runs of its own"
+        );
+        assert_eq!(key("named"), None);
     }
 
     #[test]

@@ -16,8 +16,10 @@ pub mod measure;
 pub mod pipeline;
 pub mod progress;
 pub mod report;
+pub mod scaffold;
 pub mod stats;
 pub mod store;
+pub mod style;
 
 /// Parse arguments, run the command, print errors, and return the process exit code.
 pub fn main_with_args<I, T>(args: I) -> i32

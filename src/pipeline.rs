@@ -78,6 +78,13 @@ impl Workspace {
             .or_else(|| std::env::var_os("PERFBISECT_CACHE").map(PathBuf::from))
             .unwrap_or_else(|| config.dir.join("cache"));
         let cache = Cache::open(&cache_dir)?;
+        // What harnesses reported as their unit in earlier invocations.
+        for t in config.tests.values() {
+            if matches!(t.metric, crate::config::Metric::Harness(_)) {
+                t.tool_unit
+                    .set(cache.store().tool_unit(&t.name, t.definition_hash()));
+            }
+        }
         let lock = if lock {
             Some(cache.lock(verbosity.quiet)?)
         } else {
@@ -96,8 +103,10 @@ impl Workspace {
     /// A warning on stderr (kept clear of progress bars); hidden with `-q`.
     pub fn warn(&self, msg: &str) {
         if !self.verbosity.quiet {
-            self.progress
-                .println(&format!("perfbisect: warning: {msg}"));
+            self.progress.println(&format!(
+                "perfbisect: {} {msg}",
+                crate::style::warning_prefix()
+            ));
         }
     }
 
@@ -320,6 +329,60 @@ impl Workspace {
         }
     }
 
+    /// Keep the unit `test`'s harness reported, for later invocations (best effort: a unit
+    /// that cannot be written is learned again from the next run).
+    fn keep_unit(&self, test: &Test) {
+        if let Some(u) = test.tool_unit.get() {
+            let store = self.cache.store();
+            let hash = test.definition_hash();
+            if store.tool_unit(&test.name, hash).as_deref() != Some(u.as_str()) {
+                if let Err(e) = store.set_tool_unit(&test.name, hash, &u) {
+                    self.warn(&format!("{e:#}"));
+                }
+            }
+        }
+    }
+
+    /// Measure tests that share their command on one commit (see
+    /// [`measure::shared_batch`]): `batches[i].runs` samples of each, from one execution per
+    /// repeat, each stored (in `appenders[i]`) before the next run starts. Returns the number
+    /// of executions.
+    pub fn measure_shared(
+        &self,
+        appenders: &mut [&mut Appender],
+        batches: &[Batch<'_>],
+        each: &mut dyn FnMut(usize, &Sample),
+    ) -> anyhow::Result<usize> {
+        let ctxs: Vec<measure::Context<'_>> = batches.iter().map(|b| self.context(b)).collect();
+        let runs: Vec<usize> = batches.iter().map(|b| b.runs).collect();
+        let mut warned = vec![false; batches.len()];
+        let n = measure::shared_batch(
+            &ctxs,
+            &runs,
+            &mut |i, s| {
+                appenders[i].append(&s)?;
+                if let Some(e) = &s.error {
+                    if self.verbosity.verbose > 0 || !warned[i] {
+                        warned[i] = true;
+                        self.warn(&format!(
+                            "run of `{}` on {} failed: {}",
+                            batches[i].test.name,
+                            git::short(&batches[i].commit),
+                            e.trim_end()
+                        ));
+                    }
+                }
+                each(i, &s);
+                Ok(())
+            },
+            &|w| self.warn(w),
+        )?;
+        for b in batches {
+            self.keep_unit(b.test);
+        }
+        Ok(n)
+    }
+
     /// Run two batches interleaved (A B A B ...), each sample stored before the next run.
     pub fn measure_interleaved(
         &self,
@@ -346,6 +409,7 @@ impl Workspace {
             },
             &|w| self.warn(w),
         )?;
+        self.keep_unit(a.test);
         Ok(got)
     }
 
@@ -381,6 +445,7 @@ impl Workspace {
             },
             &|w| self.warn(w),
         )?;
+        self.keep_unit(test);
         Ok(got)
     }
 }

@@ -1,6 +1,9 @@
 //! Building commits in perfbisect's worktrees and caching their artifacts per (commit, recipe).
 //! Builds may run in parallel (one worktree slot per job); a failed build is recorded with its
-//! log's tail so it is skipped, not retried, unless asked.
+//! log's tail so it is skipped, not retried, unless asked. Rust projects are built through
+//! [`cargo`], which finds the executables by itself.
+
+pub mod cargo;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -124,6 +127,39 @@ pub fn build_one(
             interrupted: false,
         })
     };
+    let mut executables = Vec::new();
+    if let Some(cargo_build) = &build.cargo {
+        fs::File::create(&log_path)
+            .with_context(|| format!("cannot create {}", log_path.display()))?;
+        let mut env: Vec<(String, String)> = build
+            .env
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        env.push(("PERFBISECT_COMMIT".into(), commit.to_string()));
+        let run = cargo::Run {
+            worktree: &wt.dir,
+            env,
+            deadline: start + build.timeout,
+            timeout: build.timeout,
+            log: &log_path,
+            scratch: &cache.tmp(),
+        };
+        match cargo::build(cargo_build, &run)? {
+            cargo::Built::Executables(exes) => executables = exes,
+            cargo::Built::Failed(why) => {
+                return failure(format!("{why}\n{}", process::file_tail(&log_path)))
+            }
+            cargo::Built::Interrupted => {
+                return Ok(Outcome {
+                    commit,
+                    result: Err("interrupted".into()),
+                    seconds: start.elapsed().as_secs_f64(),
+                    interrupted: true,
+                })
+            }
+        }
+    }
     if let Some(cmd) = &build.command {
         let log = fs::File::create(&log_path)
             .with_context(|| format!("cannot create {}", log_path.display()))?;
@@ -141,6 +177,7 @@ pub fn build_one(
             output: Output::File(log),
             interrupt: Some(&crate::interrupt::REQUESTED),
             kill_leftovers: true,
+            own_rss: false,
         })?;
         match fin.status {
             Status::Interrupted => {
@@ -166,7 +203,7 @@ pub fn build_one(
         }
     }
     let dest = cache.artifacts(&commit, recipe);
-    match copy_artifacts(cache, &wt.dir, &build.artifacts, &dest) {
+    match copy_artifacts(cache, &wt.dir, &build.artifacts, &executables, &dest) {
         Ok(()) => Ok(Outcome {
             commit,
             result: Ok(dest),
@@ -186,12 +223,13 @@ enum ArtifactError {
     Io(anyhow::Error),
 }
 
-/// Copy artifacts into a temp dir, then rename it into place: a crash or a full disk leaves
-/// no half entry.
+/// Copy artifacts (and the executables cargo reported, each under its target's name) into a
+/// temp dir, then rename it into place: a crash or a full disk leaves no half entry.
 fn copy_artifacts(
     cache: &Cache,
     worktree: &Path,
     artifacts: &[String],
+    executables: &[(String, PathBuf)],
     dest: &Path,
 ) -> Result<(), ArtifactError> {
     let tmp_root = cache.tmp();
@@ -212,6 +250,14 @@ fn copy_artifacts(
         let to = tmp.path().join(a);
         copy_tree(&src, &to).map_err(|e| {
             ArtifactError::Io(e.context(format!("cannot copy artifact `{a}` into the cache")))
+        })?;
+    }
+    for (name, src) in executables {
+        if !src.is_file() {
+            return Err(ArtifactError::Missing(name.clone()));
+        }
+        copy_tree(src, &tmp.path().join(name)).map_err(|e| {
+            ArtifactError::Io(e.context(format!("cannot copy executable `{name}` into the cache")))
         })?;
     }
     let path = tmp.keep();

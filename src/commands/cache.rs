@@ -6,11 +6,32 @@ use std::time::SystemTime;
 
 use bytesize::ByteSize;
 
-use crate::cli::{CacheAction, CacheArgs, Global};
+use crate::cli::{CacheAction, CacheArgs, Format, Global};
 use crate::error::UsageError;
 use crate::pipeline::Workspace;
 
 use super::{locations, verbosity};
+
+/// `cache ls --format json`.
+#[derive(serde::Serialize)]
+struct JsonLs {
+    root: String,
+    total_bytes: u64,
+    builds: Vec<JsonBuild>,
+    failed: Vec<JsonBuild>,
+}
+
+#[derive(serde::Serialize)]
+struct JsonBuild {
+    commit: String,
+    /// The build recipe's hash (hex), as in the entry's name.
+    recipe: String,
+    subject: String,
+    bytes: u64,
+    /// Failed builds: the first line of why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
+}
 
 struct Entry {
     path: PathBuf,
@@ -52,7 +73,7 @@ fn du(p: &Path) -> u64 {
 }
 
 pub fn cache(g: &Global, args: CacheArgs) -> anyhow::Result<()> {
-    let write = !matches!(args.action, CacheAction::Ls);
+    let write = !matches!(args.action, CacheAction::Ls { .. });
     let ws = Workspace::open(&locations(g), verbosity(g), write)?;
     let root = &ws.cache.root;
     let subject = |name: &str| -> String {
@@ -63,7 +84,51 @@ pub fn cache(g: &Global, args: CacheArgs) -> anyhow::Result<()> {
             .unwrap_or_default()
     };
     match args.action {
-        CacheAction::Ls => {
+        CacheAction::Ls {
+            format: Format::Json,
+        } => {
+            let split = |name: &str| -> (String, String) {
+                match name.split_once('-') {
+                    Some((c, r)) => (c.to_string(), r.trim_end_matches(".txt").to_string()),
+                    None => (name.to_string(), String::new()),
+                }
+            };
+            let arts = entries(&root.join("artifacts"));
+            let failed = entries(&root.join("failed"));
+            let out = JsonLs {
+                root: root.display().to_string(),
+                total_bytes: arts.iter().map(|e| e.size).sum(),
+                builds: arts
+                    .iter()
+                    .map(|e| {
+                        let (commit, recipe) = split(&e.name);
+                        JsonBuild {
+                            subject: subject(&e.name),
+                            commit,
+                            recipe,
+                            bytes: e.size,
+                            reason: None,
+                        }
+                    })
+                    .collect(),
+                failed: failed
+                    .iter()
+                    .map(|e| {
+                        let (commit, recipe) = split(&e.name);
+                        let why = fs::read_to_string(&e.path).unwrap_or_default();
+                        JsonBuild {
+                            subject: subject(&e.name),
+                            commit,
+                            recipe,
+                            bytes: e.size,
+                            reason: Some(why.lines().next().unwrap_or("").trim().to_string()),
+                        }
+                    })
+                    .collect(),
+            };
+            print!("{}", crate::report::json_pretty(&out)?);
+        }
+        CacheAction::Ls { .. } => {
             let arts = entries(&root.join("artifacts"));
             let total: u64 = arts.iter().map(|e| e.size).sum();
             println!(

@@ -171,12 +171,12 @@ pub fn calibrate(g: &Global, args: CalibrateArgs) -> anyhow::Result<()> {
     tmp.persist(dir.join(format!("{}.json", test.name)))?;
 
     match args.format {
-        Format::Json => println!("{}", serde_json::to_string_pretty(&cal)?),
+        Format::Json => print!("{}", crate::report::json_pretty(&cal)?),
         _ => {
-            let unit = if test.unit.is_empty() {
+            let unit = if test.unit().is_empty() {
                 String::new()
             } else {
-                format!(" {}", test.unit)
+                format!(" {}", test.unit())
             };
             println!(
                 "{}: {} A/A runs of {} {}{}",

@@ -169,7 +169,7 @@ pub fn compare(g: &Global, args: CompareArgs) -> anyhow::Result<()> {
     let diff = stats::differ(&va, &vb, test.alpha, test.threshold);
     let cmp = Comparison {
         test: test.name.clone(),
-        unit: test.unit.clone(),
+        unit: test.unit(),
         direction: test.direction.as_str(),
         runs,
         a: side(&a, &sa, stopped[0]),
@@ -182,7 +182,7 @@ pub fn compare(g: &Global, args: CompareArgs) -> anyhow::Result<()> {
         differs: diff.is_some_and(|d| d.differs),
     };
     match args.format {
-        Format::Json => println!("{}", serde_json::to_string_pretty(&cmp)?),
+        Format::Json => print!("{}", crate::report::json_pretty(&cmp)?),
         _ => print!("{}", text(&cmp, &test)),
     }
     Ok(())

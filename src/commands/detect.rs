@@ -119,7 +119,7 @@ pub fn detect(g: &Global, args: DetectArgs) -> anyhow::Result<()> {
     let stdout = std::io::stdout();
     let mut w = stdout.lock();
     match args.format {
-        Format::Json => writeln!(w, "{}", serde_json::to_string(&out)?)?,
+        Format::Json => writeln!(w, "{}", crate::report::json_line(&out)?)?,
         _ => {
             if out.change_points.is_empty() {
                 writeln!(w, "no change points")?;

@@ -3,17 +3,17 @@
 mod cache;
 pub mod calibrate;
 mod compare;
+mod config;
 mod demo;
 mod detect;
+mod docs;
 mod find;
 mod log;
 mod run;
 mod show;
 mod step;
 
-use clap::Parser;
-
-use crate::cli::{Cli, Command, Format, Global};
+use crate::cli::{Cli, Command, FindArgs, Format, Global};
 use crate::pipeline::{Locations, Verbosity};
 
 pub use crate::interrupt::Interrupted;
@@ -24,8 +24,7 @@ where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
-    let args = default_to_find(args.into_iter().map(Into::into).collect());
-    let cli = match Cli::try_parse_from(args) {
+    let cli = match parse(args) {
         Ok(c) => c,
         Err(e) => {
             let _ = e.print();
@@ -34,7 +33,17 @@ where
     };
     crate::interrupt::install();
     let g = cli.global.clone();
-    let command = cli.command;
+    let command = match (cli.command, cli.test, cli.range) {
+        (Some(c), _, _) => c,
+        (None, Some(test), Some(range)) => Command::Find(FindArgs {
+            test,
+            range,
+            no_descend: cli.find.no_descend,
+            jobs: cli.find.jobs.unwrap_or(1),
+            format: cli.find.format.unwrap_or_default(),
+        }),
+        _ => unreachable!("parse() refuses a command line without a command or TEST RANGE"),
+    };
     if let Command::Step(args) = command {
         return step::step(&g, args);
     }
@@ -48,6 +57,9 @@ where
         Command::Log(a) => log::log(&g, a),
         Command::Cache(a) => cache::cache(&g, a),
         Command::Demo(a) => demo::demo(&g, a),
+        Command::Config(a) => config::config(&g, a),
+        Command::Completions { shell } => docs::completions(shell),
+        Command::Man { dir } => docs::man(dir.as_deref()),
         Command::Step(_) => unreachable!("handled above"),
     };
     match result {
@@ -57,83 +69,92 @@ where
             130
         }
         Err(e) => {
-            eprintln!("error: {e:#}");
+            crate::style::error(&format!("{e:#}"));
             crate::error::exit_code(&e)
         }
     }
 }
 
-/// `perfbisect [GLOBAL] TEST RANGE` means `perfbisect [GLOBAL] find TEST RANGE`: insert `find`
-/// when the first word after the global options is not a subcommand. A word that looks like a
-/// mistyped subcommand (`fnd`, `rnu`) is left to clap, which refuses it (exit 2) with "a
-/// similar subcommand exists", unless the config defines a test of that name.
-fn default_to_find(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
-    use clap::CommandFactory;
-    let cmd = Cli::command();
-    let names: Vec<&str> = cmd
-        .get_subcommands()
-        .flat_map(|s| std::iter::once(s.get_name()).chain(s.get_all_aliases()))
-        .collect();
-    let mut i = 1;
-    while i < args.len() {
-        let a = args[i].to_string_lossy();
-        if a == "--" {
-            return args;
-        }
-        if crate::cli::GLOBAL_WITH_VALUE.contains(&a.as_ref()) {
-            i += 2;
-            continue;
-        }
-        if a.starts_with('-') {
-            i += 1;
-            continue;
-        }
-        let known = cmd
+/// Parse the command line with clap. The default command (`perfbisect [GLOBAL] TEST RANGE`,
+/// which is `find TEST RANGE`) is clap's too: optional top-level TEST and RANGE beside the
+/// subcommands. What clap cannot see is checked here and reported as clap errors (exit 2): a
+/// TEST that looks like a mistyped subcommand (`fnd`, `rnu`) gets clap's "a similar
+/// subcommand exists", unless the config defines a test of that name; words after RANGE, and
+/// the default command's options before a subcommand, are refused.
+pub fn parse<I, T>(args: I) -> Result<Cli, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    use clap::{CommandFactory, FromArgMatches};
+    let mut cmd = Cli::command();
+    let matches = cmd.try_get_matches_from_mut(args)?;
+    let cli = Cli::from_arg_matches(&matches)?;
+    let usage = cmd.render_usage();
+    if let (None, Some(test)) = (&cli.command, &cli.test) {
+        let names: Vec<&str> = cmd
             .get_subcommands()
-            .any(|s| s.get_name() == a || s.get_all_aliases().any(|x| x == a))
-            || a == "help";
-        // A typo of a subcommand is left to clap, unless it is a test's name.
-        let typo = looks_like_subcommand(&a, &names) && !is_configured_test(&args, &a);
-        if !known && !typo {
-            args.insert(i, "find".into());
+            .flat_map(|s| std::iter::once(s.get_name()).chain(s.get_all_aliases()))
+            .collect();
+        // clap's own measure of "similar" (Jaro above 0.7), so the error reads as clap's.
+        let similar: Vec<String> = names
+            .iter()
+            .filter(|n| strsim::jaro(test, n) > 0.7)
+            .map(|n| n.to_string())
+            .collect();
+        if !similar.is_empty() && !is_configured_test(&cli.global, test) {
+            let mut e = clap::Error::new(ErrorKind::InvalidSubcommand).with_cmd(&cmd);
+            e.insert(
+                ContextKind::InvalidSubcommand,
+                ContextValue::String(test.clone()),
+            );
+            e.insert(
+                ContextKind::SuggestedSubcommand,
+                ContextValue::Strings(similar),
+            );
+            e.insert(ContextKind::Usage, ContextValue::StyledStr(usage));
+            return Err(e);
         }
-        return args;
     }
-    args
-}
-
-/// Whether `word` is close to a subcommand name, by clap's own measure (Jaro similarity above
-/// 0.7), so that clap's error then suggests it.
-fn looks_like_subcommand(word: &str, names: &[&str]) -> bool {
-    names.iter().any(|n| strsim::jaro(word, n) > 0.7)
-}
-
-/// Whether the config that `args` would use (`--config`, else ./perfbisect.toml, else
-/// REPO/perfbisect.toml) defines the test `name`; false when it cannot be read.
-fn is_configured_test(args: &[std::ffi::OsString], name: &str) -> bool {
-    let value = |opt: &str| {
-        let mut found = None;
-        for (k, a) in args.iter().enumerate() {
-            let a = a.to_string_lossy();
-            if a == "--" {
-                break;
-            }
-            if a == opt {
-                found = args.get(k + 1).map(std::path::PathBuf::from);
-            } else if let Some(v) = a.strip_prefix(&format!("{opt}=")) {
-                found = Some(v.into());
-            }
+    if let Some(word) = cli.extra.first() {
+        let mut e = clap::Error::new(ErrorKind::UnknownArgument).with_cmd(&cmd);
+        e.insert(ContextKind::InvalidArg, ContextValue::String(word.clone()));
+        e.insert(ContextKind::Usage, ContextValue::StyledStr(usage));
+        return Err(e);
+    }
+    if cli.command.is_some() {
+        if let Some(t) = &cli.test {
+            return Err(cmd.error(
+                ErrorKind::ArgumentConflict,
+                format!("`{t}` comes before the subcommand; TEST and RANGE without a subcommand mean `find TEST RANGE`"),
+            ));
         }
-        found
-    };
-    let config = value("--config");
-    let repo = match &config {
+        if let Some(opt) = cli.find.given() {
+            return Err(cmd.error(
+                ErrorKind::ArgumentConflict,
+                format!("{opt} is an option of the default command (find); give it after the subcommand"),
+            ));
+        }
+    } else if cli.test.is_none() {
+        return Err(cmd.error(
+            ErrorKind::MissingSubcommand,
+            "a command, or TEST and RANGE (for `find`), is required",
+        ));
+    }
+    Ok(cli)
+}
+
+/// Whether the config that `g` picks (`--config`, else ./perfbisect.toml, else
+/// REPO/perfbisect.toml) defines the test `name`; false when it cannot be read.
+fn is_configured_test(g: &Global, name: &str) -> bool {
+    let repo = match &g.config {
         Some(_) => None,
-        None => crate::git::Repo::open(value("--repo").as_deref())
+        None => crate::git::Repo::open(g.repo.as_deref())
             .ok()
             .map(|r| r.dir().to_path_buf()),
     };
-    crate::config::locate(config.as_deref(), repo.as_deref())
+    crate::config::locate(g.config.as_deref(), repo.as_deref())
         .and_then(|p| crate::config::load(&p))
         .is_ok_and(|c| c.tests.contains_key(name))
 }
@@ -243,36 +264,49 @@ fn check_format(format: Format, allowed: &[Format], command: &str) -> anyhow::Re
 }
 
 #[cfg(test)]
-mod default_to_find_tests {
-    use super::default_to_find;
+mod parse_tests {
+    use super::parse;
+    use crate::cli::Command;
 
-    fn words(args: &[&str]) -> Vec<String> {
-        let args = std::iter::once("perfbisect")
-            .chain(args.iter().copied())
-            .map(std::ffi::OsString::from)
-            .collect();
-        default_to_find(args)
-            .into_iter()
-            .skip(1)
-            .map(|a| a.to_string_lossy().into_owned())
+    fn args(rest: &[&str]) -> Vec<String> {
+        ["perfbisect", "--config", "/nonexistent/perfbisect.toml"]
+            .iter()
+            .chain(rest)
+            .map(|s| s.to_string())
             .collect()
     }
 
     #[test]
-    fn a_test_name_means_find_and_a_typo_is_left_to_clap() {
-        fn with<'a>(rest: &[&'a str]) -> Vec<&'a str> {
-            [&["--config", "/nonexistent/perfbisect.toml"][..], rest].concat()
-        }
+    fn a_test_name_means_find_and_a_typo_gets_clap_suggestion() {
+        let c = parse(args(&["h2-req-mem", "A..B"])).unwrap();
+        assert!(c.command.is_none());
         assert_eq!(
-            words(&with(&["h2-req-mem", "A..B"]))[2..],
-            ["find", "h2-req-mem", "A..B"]
+            (c.test.as_deref(), c.range.as_deref()),
+            (Some("h2-req-mem"), Some("A..B"))
         );
-        assert_eq!(words(&with(&["rss", "A..B"]))[2], "find");
-        assert_eq!(words(&with(&["value", "A..B"]))[2], "find");
-        assert_eq!(words(&with(&["run", "t", "A..B"]))[2], "run");
+        let c = parse(args(&["value", "A..B", "--format", "json", "-j", "3"])).unwrap();
+        assert_eq!(c.find.jobs, Some(3));
+        assert!(matches!(
+            parse(args(&["run", "t", "A..B"])).unwrap().command,
+            Some(Command::Run(_))
+        ));
         for typo in ["fnd", "shw", "shwo", "comapre", "calibrat", "detcet"] {
-            assert_eq!(words(&with(&[typo, "t", "A..B"]))[2], typo, "{typo}");
+            for rest in [&["t", "A..B"][..], &["A..B"]] {
+                let e = parse(args(&[&[typo][..], rest].concat())).unwrap_err();
+                assert_eq!(
+                    e.kind(),
+                    clap::error::ErrorKind::InvalidSubcommand,
+                    "{typo}"
+                );
+                assert!(e.to_string().contains("similar subcommand"), "{e}");
+            }
         }
+        let e = parse(args(&["value", "A..B", "C"])).unwrap_err();
+        assert_eq!(e.kind(), clap::error::ErrorKind::UnknownArgument);
+        let e = parse(args(&["--format", "json", "show", "t"])).unwrap_err();
+        assert!(e.to_string().contains("after the subcommand"), "{e}");
+        let e = parse(args(&["-q"])).unwrap_err();
+        assert_eq!(e.kind(), clap::error::ErrorKind::MissingSubcommand);
     }
 
     #[test]
@@ -281,13 +315,16 @@ mod default_to_find_tests {
         let cfg = d.path().join("perfbisect.toml");
         std::fs::write(&cfg, "[tests.fnd]\ncommand = \"true\"\n").unwrap();
         let cfg = cfg.to_string_lossy().into_owned();
-        assert_eq!(
-            words(&["--config", &cfg, "fnd", "A..B"]),
-            ["--config", &cfg, "find", "fnd", "A..B"]
-        );
-        assert_eq!(
-            words(&[&format!("--config={cfg}"), "-q", "fnd", "A..B"])[2],
-            "find"
-        );
+        let c = parse(["perfbisect", "--config", &cfg, "fnd", "A..B"]).unwrap();
+        assert_eq!(c.test.as_deref(), Some("fnd"));
+        let c = parse([
+            "perfbisect",
+            &format!("--config={cfg}"),
+            "-q",
+            "fnd",
+            "A..B",
+        ])
+        .unwrap();
+        assert_eq!(c.test.as_deref(), Some("fnd"));
     }
 }

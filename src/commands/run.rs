@@ -130,22 +130,38 @@ pub fn run(g: &Global, args: RunArgs) -> anyhow::Result<()> {
                 continue;
             }
         };
-        for (ti, test) in tests.iter().enumerate() {
-            let (need, round) = plan[ci][ti];
-            if need == 0 {
-                continue;
+        for group in share_groups(&tests, &plan[ci]) {
+            let names: Vec<&str> = group.iter().map(|&ti| tests[ti].name.as_str()).collect();
+            bar.set_message(format!("{} {} {}", c.short(), names.join(","), c.subject));
+            let batches: Vec<Batch<'_>> = group
+                .iter()
+                .map(|&ti| Batch {
+                    test: tests[ti],
+                    commit: c.id,
+                    artifacts: &artifacts,
+                    runs: plan[ci][ti].0,
+                    round: plan[ci][ti].1,
+                })
+                .collect();
+            if let [_] = group.as_slice() {
+                let batch = batches.into_iter().next().expect("one batch");
+                let got = ws.measure(&mut appenders[group[0]], batch, &mut |_| bar.inc(1))?;
+                summary.runs += got.len();
+                summary.failed_runs += got.iter().filter(|s| s.value.is_none()).count();
+            } else {
+                // One execution per repeat feeds every test of the group.
+                let mut mine: Vec<&mut crate::store::Appender> = appenders
+                    .iter_mut()
+                    .enumerate()
+                    .filter(|(ti, _)| group.contains(ti))
+                    .map(|(_, a)| a)
+                    .collect();
+                ws.measure_shared(&mut mine, &batches, &mut |_, s| {
+                    bar.inc(1);
+                    summary.runs += 1;
+                    summary.failed_runs += usize::from(s.value.is_none());
+                })?;
             }
-            bar.set_message(format!("{} {} {}", c.short(), test.name, c.subject));
-            let batch = Batch {
-                test,
-                commit: c.id,
-                artifacts: &artifacts,
-                runs: need,
-                round,
-            };
-            let got = ws.measure(&mut appenders[ti], batch, &mut |_| bar.inc(1))?;
-            summary.runs += got.len();
-            summary.failed_runs += got.iter().filter(|s| s.value.is_none()).count();
             if crate::interrupt::requested() {
                 break 'commits;
             }
@@ -183,6 +199,24 @@ pub fn run(g: &Global, args: RunArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The tests that still need runs on a commit, grouped so that tests with the same command,
+/// setup, teardown, timeout and warm-ups share their runs (in the order of `tests`, each
+/// group's indices ascending, so appenders are matched by index).
+fn share_groups(tests: &[&crate::config::Test], plan: &[(usize, u32)]) -> Vec<Vec<usize>> {
+    let mut groups: Vec<(Option<_>, Vec<usize>)> = Vec::new();
+    for (ti, t) in tests.iter().enumerate() {
+        if plan[ti].0 == 0 {
+            continue;
+        }
+        let key = t.share_key();
+        match groups.iter_mut().find(|(k, _)| key.is_some() && *k == key) {
+            Some((_, g)) => g.push(ti),
+            None => groups.push((key, vec![ti])),
+        }
+    }
+    groups.into_iter().map(|(_, g)| g).collect()
+}
+
 fn print_summary(
     ws: &Workspace,
     s: &Summary,
@@ -190,7 +224,7 @@ fn print_summary(
     started: Instant,
 ) -> anyhow::Result<()> {
     match format {
-        Format::Json => println!("{}", serde_json::to_string(s)?),
+        Format::Json => println!("{}", crate::report::json_line(s)?),
         _ => {
             println!(
                 "{} built, {} cached, {} build{} failed, {} run{} ({} failed) in {}",

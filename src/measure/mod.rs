@@ -2,6 +2,8 @@
 //! user and sys time, max RSS and metric. A run that fails or whose metric cannot be read is
 //! recorded as failed with the tail of its output, never dropped and never given a value.
 
+pub mod adapters;
+pub mod launch;
 pub mod process;
 
 use std::path::Path;
@@ -66,6 +68,7 @@ impl Context<'_> {
             output: Output::File(log),
             interrupt: None,
             kill_leftovers: false,
+            own_rss: false,
         })?;
         if fin.status.success() {
             return Ok(Ok(()));
@@ -102,28 +105,17 @@ impl Context<'_> {
 
     /// Run the test command once and read its metric.
     pub fn run_once(&self) -> anyhow::Result<Sample> {
-        let (regex, keep) = match &self.test.metric {
-            Metric::Regex(r) => (Some(r.clone()), 0),
-            Metric::Json(_) => (None, JSON_STDOUT_LIMIT),
-            _ => (None, 0),
-        };
-        let fin = process::run(Spec {
-            command: &self.test.command,
-            dir: self.artifacts,
-            env: self.env(),
-            timeout: self.test.timeout,
-            output: Output::Capture {
-                regex,
-                keep_stdout: keep,
-            },
-            interrupt: None,
-            kill_leftovers: true,
-        })?;
-        let (value, error) = match read_metric(&self.test.metric, &fin, self.test) {
+        let ran = execute(&[self])?;
+        Ok(self.sample(&ran, 0))
+    }
+
+    /// The sample of this context's test from `ran`, whose contexts' `index`th is this one.
+    fn sample(&self, ran: &Ran, index: usize) -> Sample {
+        let (value, error) = match read_metric(self.test, ran, index) {
             Ok(v) => (Some(v), None),
             Err(e) => (None, Some(e)),
         };
-        Ok(Sample {
+        Sample {
             commit: commit_key(&self.commit),
             test_hash: self.test.definition_hash(),
             recipe_hash: self.recipe_hash,
@@ -132,13 +124,13 @@ impl Context<'_> {
                 .map(|d| d.as_secs())
                 .unwrap_or(0),
             round: self.round,
-            wall: fin.wall,
-            user: fin.user,
-            sys: fin.sys,
-            max_rss: fin.max_rss,
+            wall: ran.fin.wall,
+            user: ran.fin.user,
+            sys: ran.fin.sys,
+            max_rss: ran.fin.max_rss,
             value,
             error,
-        })
+        }
     }
 
     /// A failed sample that records why no run could happen (e.g. `setup` failed).
@@ -160,6 +152,134 @@ impl Context<'_> {
             error: Some(error),
         }
     }
+}
+
+/// One execution of a command whose output feeds one or more tests.
+struct Ran {
+    fin: process::Finished,
+    /// The run's scratch directory (`PERFBISECT_OUT`), removed when this is dropped.
+    out: Option<tempfile::TempDir>,
+    /// Per context: the index of its regex among the capture's regexes.
+    regex_of: Vec<Option<usize>>,
+}
+
+/// Run the command of `ctxs` (equal for all: one test, or tests sharing runs) once, capturing
+/// what each test's metric reads.
+fn execute(ctxs: &[&Context<'_>]) -> anyhow::Result<Ran> {
+    let first = ctxs[0];
+    let mut regexes = Vec::new();
+    let mut regex_of = Vec::new();
+    let mut keep = 0;
+    for c in ctxs {
+        match &c.test.metric {
+            Metric::Regex(r) => {
+                regex_of.push(Some(regexes.len()));
+                regexes.push(r.clone());
+            }
+            Metric::Json(_) | Metric::Harness(_) => {
+                keep = JSON_STDOUT_LIMIT;
+                regex_of.push(None);
+            }
+            _ => regex_of.push(None),
+        }
+    }
+    let mut env = first.env();
+    if ctxs.len() > 1 {
+        let names: Vec<&str> = ctxs.iter().map(|c| c.test.name.as_str()).collect();
+        for (k, v) in env.iter_mut() {
+            if k == "PERFBISECT_TEST" {
+                *v = names.join(",");
+            }
+        }
+    }
+    let out = if ctxs.iter().any(|c| c.test.needs_out_dir()) {
+        let dir = tempfile::Builder::new()
+            .prefix("perfbisect-out.")
+            .tempdir()
+            .context("cannot create the run's scratch directory")?;
+        env.push(("PERFBISECT_OUT".into(), dir.path().display().to_string()));
+        let criterion = ctxs.iter().any(|c| {
+            matches!(&c.test.metric, Metric::Harness(a) if a.harness == adapters::Harness::Criterion)
+        });
+        if criterion {
+            // criterion writes `<id>/new/estimates.json` under CRITERION_HOME: a fresh one per
+            // run means only this run's results are there to read.
+            env.push((
+                "CRITERION_HOME".into(),
+                dir.path().join("criterion").display().to_string(),
+            ));
+        }
+        Some(dir)
+    } else {
+        None
+    };
+    let fin = process::run(Spec {
+        command: &first.test.command,
+        dir: first.artifacts,
+        env,
+        timeout: first.test.timeout,
+        output: Output::Capture {
+            regexes,
+            keep_stdout: keep,
+        },
+        interrupt: None,
+        kill_leftovers: true,
+        own_rss: ctxs
+            .iter()
+            .any(|c| matches!(c.test.metric, Metric::MaxRss)),
+    })?;
+    Ok(Ran { fin, out, regex_of })
+}
+
+/// Measure tests that share their command (see [`Test::share_key`](crate::config::Test::share_key))
+/// on one commit: one setup, the warm-ups, and `max(runs)` executions whose output each test
+/// reads, test `i` keeping the samples of the first `runs[i]`; one teardown. Each sample goes
+/// to `sink` with its test's index before the next run. Returns the number of executions.
+pub fn shared_batch(
+    ctxs: &[Context<'_>],
+    runs: &[usize],
+    sink: &mut dyn FnMut(usize, Sample) -> anyhow::Result<()>,
+    warn: &dyn Fn(&str),
+) -> anyhow::Result<usize> {
+    let most = runs.iter().copied().max().unwrap_or(0);
+    if most == 0 || ctxs.is_empty() {
+        return Ok(0);
+    }
+    let first = &ctxs[0];
+    if let Err(why) = first.setup()? {
+        for (i, c) in ctxs.iter().enumerate() {
+            if runs[i] > 0 {
+                sink(i, c.failed_sample(why.clone()))?;
+            }
+        }
+        first.teardown_or_warn(warn)?;
+        return Ok(0);
+    }
+    let all: Vec<&Context<'_>> = ctxs.iter().collect();
+    let result = (|| {
+        for _ in 0..first.test.warmup {
+            if crate::interrupt::requested() {
+                return Ok(0);
+            }
+            execute(&all)?;
+        }
+        let mut n = 0;
+        for k in 0..most {
+            if crate::interrupt::requested() {
+                break;
+            }
+            let ran = execute(&all)?;
+            for (i, c) in ctxs.iter().enumerate() {
+                if k < runs[i] {
+                    sink(i, c.sample(&ran, i))?;
+                }
+            }
+            n += 1;
+        }
+        Ok(n)
+    })();
+    first.teardown_or_warn(warn)?;
+    result
 }
 
 /// What a failed teardown is reported as: test, commit, and the tail of its output.
@@ -289,7 +409,8 @@ pub fn interleaved_while(
     result
 }
 
-fn read_metric(metric: &Metric, fin: &process::Finished, test: &Test) -> Result<f64, String> {
+fn read_metric(test: &Test, ran: &Ran, index: usize) -> Result<f64, String> {
+    let (metric, fin) = (&test.metric, &ran.fin);
     let tail = || {
         if fin.tail.trim().is_empty() {
             String::from("(no output)")
@@ -312,19 +433,21 @@ fn read_metric(metric: &Metric, fin: &process::Finished, test: &Test) -> Result<
         Metric::User => Ok(fin.user),
         Metric::Sys => Ok(fin.sys),
         Metric::MaxRss => Ok(fin.max_rss as f64),
-        Metric::Regex(re) => match &fin.regex_match {
-            None => Err(format!(
-                "no line of stdout matched the metric regex `{}`\n{}",
-                re.as_str(),
-                tail()
-            )),
-            Some(m) => parse_number(m).ok_or_else(|| {
-                format!(
-                    "the metric regex `{}` captured `{m}`, which is not a number",
-                    re.as_str()
-                )
-            }),
-        },
+        Metric::Regex(re) => {
+            match ran.regex_of[index].and_then(|i| fin.regex_matches[i].as_ref()) {
+                None => Err(format!(
+                    "no line of stdout matched the metric regex `{}`\n{}",
+                    re.as_str(),
+                    tail()
+                )),
+                Some(m) => parse_number(m).ok_or_else(|| {
+                    format!(
+                        "the metric regex `{}` captured `{m}`, which is not a number",
+                        re.as_str()
+                    )
+                }),
+            }
+        }
         Metric::Json(ptr) => {
             if fin.stdout_truncated {
                 return Err(format!(
@@ -345,6 +468,30 @@ fn read_metric(metric: &Metric, fin: &process::Finished, test: &Test) -> Result<
                     .ok_or_else(|| format!("`{ptr}` is `{s}`, which is not a number")),
                 other => Err(format!("`{ptr}` is {other}, not a number")),
             }
+        }
+        Metric::Harness(a) => {
+            if a.file.is_none() && fin.stdout_truncated {
+                return Err(format!(
+                    "stdout is longer than {} MiB; write the {} output to a file in $PERFBISECT_OUT and set `file`",
+                    JSON_STDOUT_LIMIT >> 20,
+                    a.harness.name()
+                ));
+            }
+            let src = adapters::Source {
+                stdout: &fin.stdout,
+                out_dir: ran.out.as_ref().map(|d| d.path()),
+            };
+            let r = adapters::read(a, &src).map_err(|e| format!("{e}\n{}", tail()))?;
+            if let Some(u) = &r.unit {
+                if let Err(old) = test.tool_unit.learn(u) {
+                    return Err(format!(
+                        "{} reported this value in `{u}`, but earlier runs of test `{}` were in `{old}`; perfbisect stores values as the tool reports them and does not mix units",
+                        a.harness.name(),
+                        test.name
+                    ));
+                }
+            }
+            Ok(r.value)
         }
     }
 }

@@ -48,10 +48,11 @@ impl std::fmt::Display for Status {
 pub enum Output {
     /// Both streams appended to this file (build logs, setup and teardown).
     File(File),
-    /// Both streams read here: stdout lines are matched against `regex` (first match
-    /// wins), up to `keep_stdout` bytes of stdout are kept whole, and a tail of each stream.
+    /// Both streams read here: stdout lines are matched against each of `regexes` (for each,
+    /// the first match wins), up to `keep_stdout` bytes of stdout are kept whole, and a tail
+    /// of each stream.
     Capture {
-        regex: Option<regex::Regex>,
+        regexes: Vec<regex::Regex>,
         keep_stdout: usize,
     },
 }
@@ -69,6 +70,9 @@ pub struct Spec<'a> {
     /// Kill what the command left running in its group once it exits (test runs), but not
     /// for `setup`, whose servers must outlive it.
     pub kill_leftovers: bool,
+    /// Run through the launcher (when enabled) so `max_rss` is the command's own, not at
+    /// least perfbisect's peak: see [`super::launch`]. Costs one more exec per run.
+    pub own_rss: bool,
 }
 
 /// A finished command.
@@ -84,8 +88,8 @@ pub struct Finished {
     pub stdout: Vec<u8>,
     /// Stdout was longer than `keep_stdout`.
     pub stdout_truncated: bool,
-    /// Capture group 1 of the first stdout line matching the regex.
-    pub regex_match: Option<String>,
+    /// Per regex of the capture: group 1 of the first stdout line matching it.
+    pub regex_matches: Vec<Option<String>>,
     /// The last bytes of stderr and stdout, for messages.
     pub tail: String,
 }
@@ -96,30 +100,69 @@ pub struct Finished {
 /// with a short timeout, so the deadline and the interrupt flag are checked without helper
 /// threads; that keeps the overhead per run near that of a bare fork and exec.
 pub fn run(spec: Spec<'_>) -> anyhow::Result<Finished> {
-    let mut cmd = Command::new("/bin/sh");
+    let launcher = super::launch::launcher().filter(|_| spec.own_rss);
+    let mut cmd = match launcher {
+        Some((l, needs_arg)) => {
+            let mut c = Command::new(l);
+            if needs_arg {
+                c.arg(super::launch::ARG);
+            }
+            c.arg("/bin/sh");
+            c
+        }
+        None => Command::new("/bin/sh"),
+    };
     cmd.arg("-c")
         .arg(spec.command)
         .current_dir(spec.dir)
         .stdin(Stdio::null())
         .process_group(0);
+    // The launcher's report comes through a pipe on its fd 3.
+    let report = match launcher {
+        Some(_) => {
+            let (read, write) = report_pipe()?;
+            let wfd = std::os::fd::AsRawFd::as_raw_fd(&write);
+            // SAFETY: dup2 and fcntl are async-signal-safe; fd 3 in the child is the pipe.
+            unsafe {
+                cmd.pre_exec(move || {
+                    if wfd == super::launch::FD {
+                        libc::fcntl(wfd, libc::F_SETFD, 0);
+                    } else if libc::dup2(wfd, super::launch::FD) < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+            Some((read, write))
+        }
+        None => None,
+    };
     for (k, v) in &spec.env {
         cmd.env(k, v);
     }
-    let (regex, keep_stdout, capture) = match spec.output {
+    let (regexes, keep_stdout, capture) = match spec.output {
         Output::File(f) => {
             let f2 = f.try_clone().context("cannot duplicate log file handle")?;
             cmd.stdout(Stdio::from(f)).stderr(Stdio::from(f2));
-            (None, 0, false)
+            (Vec::new(), 0, false)
         }
-        Output::Capture { regex, keep_stdout } => {
+        Output::Capture {
+            regexes,
+            keep_stdout,
+        } => {
             cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-            (regex, keep_stdout, true)
+            (regexes, keep_stdout, true)
         }
     };
     let start = Instant::now();
     let mut child = cmd
         .spawn()
         .with_context(|| format!("cannot start `sh -c {}`", spec.command))?;
+    // Only the launcher holds the write end now: its exit closes the pipe.
+    let report = report.map(|(read, write)| {
+        drop(write);
+        read
+    });
     let pid = child.id() as libc::pid_t;
     // A second Ctrl-C ends perfbisect at once; it takes this command's group with it.
     let _group = GroupGuard::register(pid);
@@ -127,8 +170,8 @@ pub fn run(spec: Spec<'_>) -> anyhow::Result<Finished> {
     let deadline = start
         .checked_add(spec.timeout)
         .unwrap_or_else(|| start + Duration::from_secs(100 * 365 * 24 * 3600));
-    let mut out = StreamReader::new(regex, keep_stdout);
-    let mut err = StreamReader::new(None, 0);
+    let mut out = StreamReader::new(regexes, keep_stdout);
+    let mut err = StreamReader::new(Vec::new(), 0);
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();
     let mut ended: Option<(libc::c_int, libc::rusage)> = None;
@@ -265,7 +308,7 @@ pub fn run(spec: Spec<'_>) -> anyhow::Result<Finished> {
     }
     drop(child);
 
-    let (stdout, stdout_truncated, regex_match, out_tail) = out.finish();
+    let (stdout, stdout_truncated, regex_matches, out_tail) = out.finish();
     let err_tail = err.finish().3;
     let mut tail = String::from_utf8_lossy(&err_tail).into_owned();
     let out_tail = String::from_utf8_lossy(&out_tail);
@@ -286,16 +329,46 @@ pub fn run(spec: Spec<'_>) -> anyhow::Result<Finished> {
         Status::Exited(-1)
     };
     let secs = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+    let mut user = secs(usage.ru_utime);
+    let mut sys = secs(usage.ru_stime);
+    let mut max_rss = (usage.ru_maxrss.max(0) as u64) * 1024;
+    // The launcher's report, when it got to write one (not when the group was killed).
+    if let Some(mut read) = report {
+        let mut text = String::new();
+        if read.read_to_string(&mut text).is_ok() {
+            if let Some(u) = super::launch::parse(&text) {
+                (user, sys, max_rss) = (u.user, u.sys, u.max_rss);
+            }
+        }
+    }
     Ok(Finished {
         status,
         wall,
-        user: secs(usage.ru_utime),
-        sys: secs(usage.ru_stime),
-        max_rss: (usage.ru_maxrss.max(0) as u64) * 1024,
+        user,
+        sys,
+        max_rss,
         stdout,
         stdout_truncated,
-        regex_match,
+        regex_matches,
         tail,
+    })
+}
+
+/// A pipe for the launcher's report: both ends close on exec (the child gets its copy on fd 3
+/// through `dup2`, which clears that flag).
+fn report_pipe() -> anyhow::Result<(File, std::os::fd::OwnedFd)> {
+    use std::os::fd::FromRawFd;
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: pipe2 fills two fds on success.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error()).context("cannot create a pipe");
+    }
+    // SAFETY: fresh fds owned by nobody else.
+    Ok(unsafe {
+        (
+            File::from_raw_fd(fds[0]),
+            std::os::fd::OwnedFd::from_raw_fd(fds[1]),
+        )
     })
 }
 
@@ -358,17 +431,17 @@ fn wait4(pid: libc::pid_t, nohang: bool) -> std::io::Result<Option<(libc::c_int,
 }
 
 /// Takes a stream's bytes as they come, with bounded memory: the first `keep` bytes whole,
-/// group 1 of the first line matching `regex`, and a tail.
+/// for each regex group 1 of the first line matching it, and a tail.
 ///
 /// A line longer than `MAX_LINE` is matched on its first `MAX_LINE` bytes and, failing
 /// that, on its last `MAX_LINE` bytes, so a metric printed at the end of a huge line (after
 /// progress output without newlines, say) is still found.
 struct StreamReader {
-    regex: Option<regex::Regex>,
+    regexes: Vec<regex::Regex>,
     keep: usize,
     kept: Vec<u8>,
     truncated: bool,
-    found: Option<String>,
+    found: Vec<Option<String>>,
     /// The start of the current line (up to `MAX_LINE` bytes).
     line: Vec<u8>,
     /// The bytes of the current line after `line`, of which the last `MAX_LINE + 1` count.
@@ -377,13 +450,13 @@ struct StreamReader {
 }
 
 impl StreamReader {
-    fn new(regex: Option<regex::Regex>, keep: usize) -> Self {
+    fn new(regexes: Vec<regex::Regex>, keep: usize) -> Self {
         StreamReader {
-            regex,
+            found: vec![None; regexes.len()],
+            regexes,
             keep,
             kept: Vec::new(),
             truncated: false,
-            found: None,
             line: Vec::new(),
             line_end: Vec::new(),
             tail: Vec::new(),
@@ -402,19 +475,24 @@ impl StreamReader {
         if self.tail.len() > 2 * TAIL_BYTES {
             self.tail.drain(..self.tail.len() - TAIL_BYTES);
         }
-        if self.regex.is_none() || self.found.is_some() {
+        if self.all_found() {
             return;
         }
         let mut rest = chunk;
         while let Some(nl) = rest.iter().position(|&b| b == b'\n') {
             self.push_line(&rest[..nl]);
             self.scan_line();
-            if self.found.is_some() {
+            if self.all_found() {
                 return;
             }
             rest = &rest[nl + 1..];
         }
         self.push_line(rest);
+    }
+
+    /// Every regex has matched (true when there are none): later lines need no scanning.
+    fn all_found(&self) -> bool {
+        self.found.iter().all(Option::is_some)
     }
 
     /// Add a part of the current line.
@@ -433,20 +511,28 @@ impl StreamReader {
 
     /// Match the line just ended, and start a new one.
     fn scan_line(&mut self) {
-        if let (Some(re), None) = (&self.regex, &self.found) {
+        if !self.all_found() {
             let text = String::from_utf8_lossy(&self.line);
-            self.found = re
-                .captures(&text)
-                .and_then(|c| c.get(1).map(|m| m.as_str().to_string()));
-            if self.found.is_none() && !self.line_end.is_empty() {
-                // The end of an over-long line. Its first character is context only, so that
-                // `^` cannot match in the middle of the line.
-                let end = &self.line_end[self.line_end.len().saturating_sub(MAX_LINE + 1)..];
-                let text = String::from_utf8_lossy(end);
-                if let Some((from, _)) = text.char_indices().nth(1) {
-                    self.found = re
-                        .captures_at(&text, from)
-                        .and_then(|c| c.get(1).map(|m| m.as_str().to_string()));
+            // The end of an over-long line. Its first character is context only, so that
+            // `^` cannot match in the middle of the line.
+            let end = (!self.line_end.is_empty()).then(|| {
+                String::from_utf8_lossy(
+                    &self.line_end[self.line_end.len().saturating_sub(MAX_LINE + 1)..],
+                )
+            });
+            for (re, found) in self.regexes.iter().zip(self.found.iter_mut()) {
+                if found.is_some() {
+                    continue;
+                }
+                *found = re
+                    .captures(&text)
+                    .and_then(|c| c.get(1).map(|m| m.as_str().to_string()));
+                if let (None, Some(end)) = (&found, &end) {
+                    if let Some((from, _)) = end.char_indices().nth(1) {
+                        *found = re
+                            .captures_at(end, from)
+                            .and_then(|c| c.get(1).map(|m| m.as_str().to_string()));
+                    }
                 }
             }
         }
@@ -454,8 +540,8 @@ impl StreamReader {
         self.line_end.clear();
     }
 
-    /// (kept bytes, truncated, first match, tail)
-    fn finish(mut self) -> (Vec<u8>, bool, Option<String>, Vec<u8>) {
+    /// (kept bytes, truncated, first match of each regex, tail)
+    fn finish(mut self) -> (Vec<u8>, bool, Vec<Option<String>>, Vec<u8>) {
         if !self.line.is_empty() {
             self.scan_line();
         }
@@ -471,11 +557,21 @@ mod tests {
     use super::*;
 
     fn matched(regex: &str, chunks: &[&[u8]]) -> Option<String> {
-        let mut r = StreamReader::new(Some(regex::Regex::new(regex).unwrap()), 0);
+        let mut r = StreamReader::new(vec![regex::Regex::new(regex).unwrap()], 0);
         for c in chunks {
             r.feed(c);
         }
-        r.finish().2
+        r.finish().2.pop().flatten()
+    }
+
+    #[test]
+    fn each_regex_finds_its_own_first_line() {
+        let res = ["^a: ([0-9]+)", "^b: ([0-9]+)", "^c: ([0-9]+)"]
+            .map(|r| regex::Regex::new(r).unwrap())
+            .to_vec();
+        let mut r = StreamReader::new(res, 0);
+        r.feed(b"b: 1\na: 2\nb: 3\n");
+        assert_eq!(r.finish().2, [Some("2".into()), Some("1".into()), None]);
     }
 
     #[test]

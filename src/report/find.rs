@@ -204,10 +204,10 @@ impl FindReport<'_> {
     }
 
     fn unit(&self) -> String {
-        if self.test.unit.is_empty() {
+        if self.test.unit().is_empty() {
             String::new()
         } else {
-            format!(" {}", self.test.unit)
+            format!(" {}", self.test.unit())
         }
     }
 
@@ -250,6 +250,19 @@ impl FindReport<'_> {
         parts.push(format!("measuring {}", crate::build::fmt_secs(t.measuring)));
         parts.push(format!("other {}", crate::build::fmt_secs(other)));
         format!("; {}", parts.join(", "))
+    }
+
+    /// What a "no change" could have seen: any change for a deterministic test, else the
+    /// smallest change these runs could have detected.
+    fn detectable(&self, min_detectable: f64) -> String {
+        if self.deterministic {
+            "any change of at least the threshold would have been seen".to_string()
+        } else {
+            format!(
+                "a change of {:.2} % or more would have been detected",
+                min_detectable * 100.0
+            )
+        }
     }
 
     /// The p-value as `p = …` (`sci`: in scientific notation, else with two decimals), or
@@ -349,14 +362,7 @@ pub fn text(r: &FindReport<'_>) -> String {
                 fmt_num(*after),
                 r.unit(),
                 r.evidence(*p_value, false),
-                if r.deterministic {
-                    "any change of at least the threshold would have been seen".to_string()
-                } else {
-                    format!(
-                        "these runs could have detected a change of {:.2} % or more",
-                        min_detectable * 100.0
-                    )
-                }
+                r.detectable(*min_detectable)
             );
         }
         Outcome::Inconclusive { reason, best_guess } => {
@@ -493,7 +499,7 @@ pub fn json(r: &FindReport<'_>) -> anyhow::Result<String> {
         notes: r.notes.to_vec(),
         deterministic: r.deterministic,
     };
-    Ok(serde_json::to_string_pretty(&out)? + "\n")
+    Ok(super::json_pretty(&out)?)
 }
 
 /// `--format md`: a report to paste into a bug tracker.
@@ -628,14 +634,7 @@ pub fn markdown(r: &FindReport<'_>) -> String {
             fmt_num(*after),
             r.unit(),
             r.evidence(*p_value, false),
-            if r.deterministic {
-                "any change of at least the threshold would have been seen".to_string()
-            } else {
-                format!(
-                    "a change of {:.2} % or more would have been detected",
-                    min_detectable * 100.0
-                )
-            }
+            r.detectable(*min_detectable)
         );
     }
     for n in r.notes {

@@ -162,10 +162,10 @@ pub fn summarize(test: &Test, rows: &[CommitRow]) -> Option<RangeSummary> {
 /// with results when none was given) and is printed under the test's line.
 pub fn text(test: &Test, scope: &str, rows: &[CommitRow]) -> String {
     let mut o = String::new();
-    let unit = if test.unit.is_empty() {
+    let unit = if test.unit().is_empty() {
         String::new()
     } else {
-        format!(", {}", test.unit)
+        format!(", {}", test.unit())
     };
     let _ = writeln!(
         o,
@@ -301,7 +301,7 @@ struct JsonCommit<'a> {
 #[derive(Serialize)]
 struct JsonShow<'a> {
     test: &'a str,
-    unit: &'a str,
+    unit: String,
     direction: Direction,
     commits: Vec<JsonCommit<'a>>,
     summary: Option<RangeSummary>,
@@ -326,12 +326,12 @@ pub fn json(test: &Test, rows: &[CommitRow]) -> anyhow::Result<String> {
         .collect();
     let out = JsonShow {
         test: &test.name,
-        unit: &test.unit,
+        unit: test.unit(),
         direction: test.direction,
         commits,
         summary: summarize(test, rows),
     };
-    Ok(serde_json::to_string_pretty(&out)? + "\n")
+    Ok(super::json_pretty(&out)?)
 }
 
 /// `--format csv`: one row per sample, failed runs included with their whole error text.

@@ -202,6 +202,33 @@ impl Store {
     }
 }
 
+impl Store {
+    /// The unit a harness reported for `test`'s values under the test definition `hash`
+    /// (`results/<test>.unit`), so that commands that measure nothing still show it.
+    pub fn tool_unit(&self, test: &str, hash: u64) -> Option<String> {
+        let text = std::fs::read_to_string(self.dir.join(format!("{test}.unit"))).ok()?;
+        let (h, unit) = text.trim_end_matches('\n').split_once(' ')?;
+        (u64::from_str_radix(h, 16).ok()? == hash).then(|| unit.to_string())
+    }
+
+    /// Remember the unit a harness reported (through a temp file and a rename).
+    pub fn set_tool_unit(&self, test: &str, hash: u64, unit: &str) -> anyhow::Result<()> {
+        std::fs::create_dir_all(&self.dir)
+            .with_context(|| format!("cannot create {}", self.dir.display()))?;
+        let path = self.dir.join(format!("{test}.unit"));
+        let mut tmp = tempfile::Builder::new()
+            .prefix(&format!(".{test}.unit."))
+            .tempfile_in(&self.dir)
+            .with_context(|| format!("cannot create a temp file in {}", self.dir.display()))?;
+        tmp.write_all(format!("{hash:016x} {unit}\n").as_bytes())
+            .and_then(|()| tmp.as_file().sync_all())
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        tmp.persist(&path)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        Ok(())
+    }
+}
+
 /// What [`Store::prune`] did to one test's file.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Pruned {

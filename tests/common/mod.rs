@@ -152,3 +152,83 @@ pub fn medians(show: &serde_json::Value) -> Vec<Option<f64>> {
         .map(|c| c["median"].as_f64())
         .collect()
 }
+
+/// One commit of [`Fixture::with_files`]: its subject and the files it writes (path, content).
+/// A file whose content starts with `#!` is committed executable.
+pub type FilesCommit<'a> = (&'a str, Vec<(&'a str, String)>);
+
+/// A git repository in `dir` whose commits write the given files, oldest first (each commit
+/// keeps the files of the ones before it). Returns the commit ids.
+pub fn files_repo(dir: &Path, commits: &[FilesCommit<'_>]) -> Vec<String> {
+    use perfbisect::demo::git;
+    std::fs::create_dir_all(dir).unwrap();
+    git(dir, &["init", "-q", "-b", "main", "."], None).unwrap();
+    for (subject, files) in commits {
+        for (path, content) in files {
+            let p = dir.join(path);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(&p, content).unwrap();
+            if content.starts_with("#!") {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+            }
+        }
+        git(dir, &["add", "-A"], None).unwrap();
+        git(dir, &["commit", "-q", "-m", subject], None).unwrap();
+    }
+    let ids = git(dir, &["rev-list", "--reverse", "main"], None).unwrap();
+    ids.lines().map(str::to_string).collect()
+}
+
+impl Fixture {
+    /// A repository of the given commits ([`files_repo`]) with its config and cache.
+    pub fn with_files(commits: &[FilesCommit<'_>], config: &str) -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path().join("repo");
+        let ids = files_repo(&repo, commits);
+        let config_path = dir.path().join("perfbisect.toml");
+        std::fs::write(&config_path, config).unwrap();
+        let cache = dir.path().join("cache");
+        Fixture {
+            repo,
+            config: config_path,
+            cache,
+            ids,
+            dir,
+        }
+    }
+
+    /// Rewrite the config file.
+    pub fn set_config(&self, config: &str) {
+        std::fs::write(&self.config, config).unwrap();
+    }
+}
+
+/// Whether `program` is on PATH. A test that needs a tool skips itself (with a note) when it
+/// is missing, unless PERFBISECT_REQUIRE_TOOLS is set (as .ci/run does, after installing it):
+/// then a missing tool fails the test.
+pub fn have_tool(program: &str, what: &str) -> bool {
+    let found = std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()));
+    have(found, &format!("{program} ({what})"))
+}
+
+/// [`have_tool`] for anything else a test needs (a header file, a library): `found`, or a
+/// skip note, or (with PERFBISECT_REQUIRE_TOOLS) a failure naming `what`.
+pub fn have(found: bool, what: &str) -> bool {
+    if !found {
+        assert!(
+            std::env::var_os("PERFBISECT_REQUIRE_TOOLS").is_none(),
+            "{what} is not installed; .ci/run installs it"
+        );
+        eprintln!("skipped: {what} is not installed");
+    }
+    found
+}
+
+/// The path of a file under tests/fixtures/.
+pub fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}

@@ -1,0 +1,166 @@
+//! A small launcher between perfbisect and each run of a `max-rss` test, so the peak resident
+//! set measured is the test's own.
+//!
+//! Linux keeps a process's peak RSS across `execve` (the peak of the image it replaced is
+//! folded into it), and a forked child starts with a copy of its parent's memory: so the
+//! `ru_maxrss` that `wait4` reports for any child of perfbisect is at least perfbisect's own
+//! peak, tens of MB once a large store is loaded. That floor would hide any change of a small
+//! program's memory. The launcher does nothing but spawn the command, `wait4` for it and write
+//! the child's `rusage` to a pipe: the command is then forked from a process about 2 MB small,
+//! as under GNU time. It is the small `perfbisect-launch` binary installed beside
+//! `perfbisect`, or, when that is missing, `perfbisect` itself in launcher mode (about 4 MB).
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::os::fd::FromRawFd;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// First argument that puts the binary in launcher mode.
+pub const ARG: &str = "__perfbisect-launch";
+/// The descriptor the launcher writes the child's resource usage to.
+pub const FD: i32 = 3;
+
+static LAUNCHER: OnceLock<(PathBuf, bool)> = OnceLock::new();
+
+/// The small launcher binary, installed beside `perfbisect`.
+pub const BINARY: &str = "perfbisect-launch";
+
+/// In the perfbisect binary: runs of `max-rss` tests go through the launcher from now on.
+pub fn enable() {
+    if let Ok(me) = std::env::current_exe() {
+        let small = me.with_file_name(BINARY);
+        let _ = LAUNCHER.set(if small.is_file() {
+            (small, false)
+        } else {
+            (me, true)
+        });
+    }
+}
+
+/// The launcher, when enabled (not in the library's own unit tests), and whether it needs
+/// [`ARG`] first (perfbisect itself) or not (the small binary).
+pub fn launcher() -> Option<(&'static Path, bool)> {
+    LAUNCHER.get().map(|(p, arg)| (p.as_path(), *arg))
+}
+
+/// `perfbisect-launch PROGRAM ARGS...`: the small binary's whole `main`.
+pub fn main() -> i32 {
+    let rest: Vec<OsString> = std::env::args_os().skip(1).collect();
+    launch(&rest)
+}
+
+/// Resource usage of the launched command, as the launcher reports it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Usage {
+    pub max_rss: u64,
+    pub user: f64,
+    pub sys: f64,
+}
+
+/// Parse the launcher's report: `maxrss_kib utime_us stime_us`.
+pub fn parse(report: &str) -> Option<Usage> {
+    let mut it = report.split_whitespace().map(|w| w.parse::<u64>().ok());
+    let (rss, user, sys) = (it.next()??, it.next()??, it.next()??);
+    Some(Usage {
+        max_rss: rss.saturating_mul(1024),
+        user: user as f64 / 1e6,
+        sys: sys as f64 / 1e6,
+    })
+}
+
+/// In launcher mode (`ARG PROGRAM ARGS...`): run the program, report its usage on [`FD`],
+/// and end the way it ended (same exit code, or the same signal). Returns otherwise.
+pub fn run_if_launcher() {
+    let mut args = std::env::args_os();
+    if args.nth(1).as_deref() != Some(std::ffi::OsStr::new(ARG)) {
+        return;
+    }
+    let rest: Vec<OsString> = args.collect();
+    std::process::exit(launch(&rest));
+}
+
+fn launch(rest: &[OsString]) -> i32 {
+    // SAFETY: FD was set up by perfbisect for this process; the command must not inherit it.
+    unsafe {
+        libc::fcntl(FD, libc::F_SETFD, libc::FD_CLOEXEC);
+    }
+    let Some((program, args)) = rest.split_first() else {
+        eprintln!("perfbisect: launcher: nothing to run");
+        return 127;
+    };
+    let child = match std::process::Command::new(program).args(args).spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!(
+                "perfbisect: launcher: cannot start {}: {e}",
+                program.to_string_lossy()
+            );
+            return 127;
+        }
+    };
+    let pid = child.id() as libc::pid_t;
+    let mut status: libc::c_int = 0;
+    // SAFETY: zeroed rusage is a valid value for wait4 to fill in.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: waiting for our own child with valid out-pointers.
+        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+        if r == pid {
+            break;
+        }
+        if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            return 127;
+        }
+    }
+    let us = |tv: libc::timeval| (tv.tv_sec.max(0) as u64) * 1_000_000 + tv.tv_usec.max(0) as u64;
+    // SAFETY: FD is ours (see above); File takes ownership and closes it.
+    let mut report = unsafe { std::fs::File::from_raw_fd(FD) };
+    let _ = writeln!(
+        report,
+        "{} {} {}",
+        usage.ru_maxrss.max(0),
+        us(usage.ru_utime),
+        us(usage.ru_stime)
+    );
+    drop(report);
+    if libc::WIFEXITED(status) {
+        return libc::WEXITSTATUS(status);
+    }
+    if libc::WIFSIGNALED(status) {
+        let sig = libc::WTERMSIG(status);
+        // SAFETY: restoring the default action and re-raising ends this process the way the
+        // command ended, so perfbisect sees the same signal.
+        // No core file of the launcher: the command's own, if any, is already written.
+        unsafe {
+            let none = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            libc::setrlimit(libc::RLIMIT_CORE, &none);
+            libc::signal(sig, libc::SIG_DFL);
+            libc::raise(sig);
+        }
+        return 128 + sig;
+    }
+    127
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reports_parse_or_are_refused() {
+        assert_eq!(
+            parse("1536 2500 1000000\n"),
+            Some(Usage {
+                max_rss: 1536 * 1024,
+                user: 0.0025,
+                sys: 1.0
+            })
+        );
+        assert_eq!(parse(""), None);
+        assert_eq!(parse("12 x 3"), None);
+    }
+}

@@ -1,0 +1,547 @@
+//! `perfbisect config init`: a commented starting config for a repository, from the build
+//! system found in its top directory (cargo, CMake, Meson, autotools, a plain Makefile), with
+//! a wall-time test and a max-RSS test of the program it builds. What it prints passes
+//! `perfbisect config check` as it is.
+
+use std::path::{Path, PathBuf};
+
+/// A build system perfbisect recognises.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum System {
+    Cargo,
+    CMake,
+    Meson,
+    Autotools,
+    Make,
+}
+
+impl System {
+    /// Its name in messages and in the config's comments.
+    pub fn name(self) -> &'static str {
+        match self {
+            System::Cargo => "cargo",
+            System::CMake => "CMake",
+            System::Meson => "Meson",
+            System::Autotools => "autotools",
+            System::Make => "Makefile",
+        }
+    }
+}
+
+/// A build system found in the repository, with what it builds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found {
+    pub system: System,
+    /// The file that gave it away (`CMakeLists.txt`, ...).
+    pub evidence: String,
+    /// cargo: the bin targets; others: the program's path relative to the worktree after the
+    /// build (`build/app`), when it could be told.
+    pub programs: Vec<String>,
+    /// cargo: bench targets (for the commented harness example).
+    pub benches: Vec<String>,
+    /// cargo: criterion is among the dev-dependencies.
+    pub criterion: bool,
+}
+
+/// Every build system found in `dir`, the one `init` uses first: cargo, CMake, Meson,
+/// autotools, then a plain Makefile (autotools and CMake projects often carry one too).
+pub fn detect(dir: &Path) -> Vec<Found> {
+    let mut out = Vec::new();
+    let has = |f: &str| dir.join(f).is_file();
+    if has("Cargo.toml") {
+        out.push(cargo(dir));
+    }
+    if has("CMakeLists.txt") {
+        out.push(Found {
+            system: System::CMake,
+            evidence: "CMakeLists.txt".into(),
+            programs: program_in(dir, "CMakeLists.txt", cmake_program, "build"),
+            benches: Vec::new(),
+            criterion: false,
+        });
+    }
+    if has("meson.build") {
+        out.push(Found {
+            system: System::Meson,
+            evidence: "meson.build".into(),
+            programs: program_in(dir, "meson.build", meson_program, "build"),
+            benches: Vec::new(),
+            criterion: false,
+        });
+    }
+    if let Some(f) = ["configure.ac", "configure.in"]
+        .into_iter()
+        .find(|f| has(f))
+    {
+        out.push(Found {
+            system: System::Autotools,
+            evidence: f.into(),
+            programs: program_in(dir, "Makefile.am", automake_program, ""),
+            benches: Vec::new(),
+            criterion: false,
+        });
+    }
+    if let Some(f) = ["GNUmakefile", "makefile", "Makefile"]
+        .into_iter()
+        .find(|f| has(f))
+    {
+        let text = std::fs::read_to_string(dir.join(f)).unwrap_or_default();
+        out.push(Found {
+            system: System::Make,
+            evidence: f.into(),
+            programs: make_program(&text).into_iter().collect(),
+            benches: Vec::new(),
+            criterion: false,
+        });
+    }
+    out
+}
+
+/// The program a build file in `dir` or one directory below makes, as a path relative to
+/// the worktree: `out` (the build directory, "" for in-tree builds) / subdirectory / name.
+fn program_in(dir: &Path, file: &str, find: fn(&str) -> Option<String>, out: &str) -> Vec<String> {
+    let mut places: Vec<PathBuf> = vec![PathBuf::new()];
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        let mut subs: Vec<PathBuf> = rd
+            .flatten()
+            .filter(|e| e.path().is_dir())
+            .map(|e| PathBuf::from(e.file_name()))
+            .filter(|p| {
+                let n = p.to_string_lossy();
+                !n.starts_with('.') && !matches!(n.as_ref(), "build" | "target" | "cache")
+            })
+            .collect();
+        subs.sort();
+        // Source directories first: `src/` holds the program more often than `tests/`.
+        subs.sort_by_key(|p| !matches!(p.to_str(), Some("src" | "app" | "cli" | "bin")));
+        places.extend(subs);
+    }
+    for sub in places {
+        let Ok(text) = std::fs::read_to_string(dir.join(&sub).join(file)) else {
+            continue;
+        };
+        if let Some(name) = find(&text) {
+            let p = Path::new(out).join(&sub).join(name);
+            return vec![p.to_string_lossy().into_owned()];
+        }
+    }
+    Vec::new()
+}
+
+/// A name that is a plain file name, and not a test program.
+fn plain_program(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '+'))
+        && !name.to_ascii_lowercase().contains("test")
+}
+
+/// `add_executable(NAME ...)` (with `${PROJECT_NAME}` resolved from `project(NAME ...)`).
+fn cmake_program(text: &str) -> Option<String> {
+    let project = regex::Regex::new(r"(?i)\bproject\s*\(\s*([A-Za-z0-9_.+-]+)")
+        .expect("valid regex")
+        .captures(text)
+        .map(|c| c[1].to_string());
+    let re = regex::Regex::new(r"(?i)\badd_executable\s*\(\s*([A-Za-z0-9_.+${}-]+)")
+        .expect("valid regex");
+    let found = re
+        .captures_iter(text)
+        .map(|c| c[1].to_string())
+        .map(|n| match (&project, n.as_str()) {
+            (Some(p), "${PROJECT_NAME}" | "${CMAKE_PROJECT_NAME}") => p.clone(),
+            _ => n,
+        })
+        .find(|n| plain_program(n));
+    found
+}
+
+/// `executable('NAME', ...)`.
+fn meson_program(text: &str) -> Option<String> {
+    regex::Regex::new(r#"\bexecutable\s*\(\s*['"]([^'"]+)['"]"#)
+        .expect("valid regex")
+        .captures_iter(text)
+        .map(|c| c[1].to_string())
+        .find(|n| plain_program(n))
+}
+
+/// `bin_PROGRAMS = NAME ...`.
+fn automake_program(text: &str) -> Option<String> {
+    regex::Regex::new(r"(?m)^\s*bin_PROGRAMS\s*\+?=\s*(.*)$")
+        .expect("valid regex")
+        .captures_iter(text)
+        .flat_map(|c| {
+            c[1].split_whitespace()
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+        .find(|n| plain_program(n))
+}
+
+/// The program of a plain Makefile: the first prerequisite of `all`, else the first rule's
+/// target that is not a conventional phony one, an object file or a pattern.
+fn make_program(text: &str) -> Option<String> {
+    let rule = regex::Regex::new(r"(?m)^([A-Za-z0-9_./+-]+)\s*:([^=].*)?$").expect("valid regex");
+    let phony = [
+        "all",
+        "clean",
+        "install",
+        "uninstall",
+        "test",
+        "tests",
+        "check",
+        "dist",
+        "distclean",
+        "bench",
+        "benchmark",
+        "format",
+        "lint",
+        "doc",
+        "docs",
+        "help",
+        "run",
+    ];
+    let usable = |n: &str| {
+        plain_program(n)
+            && !n.starts_with('.')
+            && !phony.contains(&n)
+            && ![".o", ".c", ".h", ".a", ".so", ".cc", ".cpp", ".d"]
+                .iter()
+                .any(|ext| n.ends_with(ext))
+    };
+    let mut first = None;
+    for c in rule.captures_iter(text) {
+        let target = &c[1];
+        let deps = c.get(2).map(|m| m.as_str()).unwrap_or("");
+        if target == "all" {
+            if let Some(d) = deps.split_whitespace().find(|d| usable(d)) {
+                return Some(d.to_string());
+            }
+        }
+        if first.is_none() && usable(target) {
+            first = Some(target.to_string());
+        }
+    }
+    first
+}
+
+/// cargo: bins and benches from `cargo metadata --no-deps` (it reads manifests only), else
+/// from Cargo.toml itself.
+fn cargo(dir: &Path) -> Found {
+    let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap_or_default();
+    let criterion = manifest.contains("criterion");
+    let from_metadata = std::process::Command::new("cargo")
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
+        .current_dir(dir)
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .and_then(|o| {
+            cargo_metadata::MetadataCommand::parse(String::from_utf8_lossy(&o.stdout)).ok()
+        });
+    let (mut programs, mut benches) = (Vec::new(), Vec::new());
+    match from_metadata {
+        Some(meta) => {
+            let mut pkgs = meta.workspace_default_packages();
+            if pkgs.is_empty() {
+                pkgs = meta.workspace_packages();
+            }
+            for p in pkgs {
+                for t in &p.targets {
+                    let list = if t.is_kind(cargo_metadata::TargetKind::Bin) {
+                        &mut programs
+                    } else if t.is_kind(cargo_metadata::TargetKind::Bench) {
+                        &mut benches
+                    } else {
+                        continue;
+                    };
+                    if !list.contains(&t.name) {
+                        list.push(t.name.clone());
+                    }
+                }
+            }
+        }
+        None => {
+            if let Ok(v) = manifest.parse::<toml::Table>() {
+                let names = |k: &str| -> Vec<String> {
+                    v.get(k)
+                        .and_then(|b| b.as_array())
+                        .map(|a| {
+                            a.iter()
+                                .filter_map(|t| t.get("name")?.as_str().map(str::to_string))
+                                .collect()
+                        })
+                        .unwrap_or_default()
+                };
+                programs = names("bin");
+                benches = names("bench");
+                if programs.is_empty() && dir.join("src/main.rs").is_file() {
+                    if let Some(n) = v
+                        .get("package")
+                        .and_then(|p| p.get("name"))
+                        .and_then(|n| n.as_str())
+                    {
+                        programs.push(n.to_string());
+                    }
+                }
+            }
+        }
+    }
+    // Names that cannot be cargo targets of the config (it validates them) are left out.
+    let ok = |n: &String| {
+        !n.is_empty()
+            && n.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_'))
+    };
+    programs.retain(ok);
+    benches.retain(ok);
+    Found {
+        system: System::Cargo,
+        evidence: "Cargo.toml".into(),
+        programs,
+        benches,
+        criterion,
+    }
+}
+
+/// A TOML basic string.
+fn q(s: &str) -> String {
+    toml::Value::String(s.to_string()).to_string()
+}
+
+/// A test name made from a program's file name.
+fn test_stem(program: &str) -> String {
+    let base = Path::new(program)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let s: String = base
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let s = s.trim_start_matches('.').to_string();
+    if s.is_empty() || s == "all" {
+        "app".into()
+    } else {
+        s
+    }
+}
+
+/// The commented config for the repository in `dir`, whose build systems `found` lists.
+pub fn render(dir: &Path, found: &[Found]) -> String {
+    let repo_name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "this repository".into());
+    let mut o = String::new();
+    o += &format!("# perfbisect config for `{repo_name}`, written by `perfbisect config init`.\n");
+    match found.first() {
+        Some(f) => {
+            o += &format!("# Build system: {} ({}).", f.system.name(), f.evidence);
+            if found.len() > 1 {
+                let others: Vec<String> = found[1..]
+                    .iter()
+                    .map(|f| format!("{} ({})", f.system.name(), f.evidence))
+                    .collect();
+                o += &format!(" Also found: {}.", others.join(", "));
+            }
+            o += "\n";
+        }
+        None => {
+            o += "# No build system recognised (cargo, CMake, Meson, autotools, Makefile): the\n\
+                  # [build] section below is a guess to edit.\n"
+        }
+    }
+    o += "#\n\
+          # Keep this file outside the commits it builds (old commits do not have it): save it as\n\
+          # perfbisect.toml in the repository's top directory, untracked (perfbisect keeps its\n\
+          # cache in cache/ beside it: add that to .gitignore), or anywhere and pass --config FILE.\n\
+          # `perfbisect config check` validates it; README.md, section Configuration, lists every\n\
+          # key.\n\n";
+    let first = found.first();
+    let system = first.map(|f| f.system);
+    let program = first.and_then(|f| f.programs.first().cloned());
+    // The program a test runs, relative to the artifact directory (its working directory).
+    let (run, guessed) = match (system, &program) {
+        (Some(System::Cargo), Some(p)) => (format!("./{p}"), false),
+        (_, Some(p)) if !p.contains('/') => (format!("./{p}"), false),
+        (_, Some(p)) => (p.clone(), false),
+        (Some(System::Cargo), None) => ("./app".into(), true),
+        (Some(System::CMake | System::Meson), None) => ("build/app".into(), true),
+        (_, None) => ("./app".into(), true),
+    };
+    let artifact = run.trim_start_matches("./").to_string();
+    o += "[build]\n";
+    match system {
+        Some(System::Cargo) => {
+            let f = first.expect("a system");
+            o += "# Built with cargo in perfbisect's own worktree of each commit (never your checkout);\n\
+                  # each target's executable is cached under its own name, so a test runs `./NAME`.\n";
+            let bins: Vec<String> = if guessed {
+                vec![q("app")]
+            } else {
+                f.programs.iter().map(|p| q(p)).collect()
+            };
+            if guessed {
+                o += "# No bin target found: name the one to measure (or use `benches`).\n";
+            }
+            o += &format!(
+                "cargo = {{ bins = [{}], profile = \"release\" }}\n",
+                bins.join(", ")
+            );
+        }
+        Some(System::CMake) => {
+            o += "# sh -c in perfbisect's own worktree of each commit (never your checkout); the worktree\n\
+                  # and its build/ directory are kept, so builds are incremental.\n\
+                  command = \"cmake -S . -B build -DCMAKE_BUILD_TYPE=Release && cmake --build build --parallel 2\"\n";
+        }
+        Some(System::Meson) => {
+            o += "# sh -c in perfbisect's own worktree of each commit (never your checkout); the worktree\n\
+                  # and its build/ directory are kept, so builds are incremental.\n\
+                  command = \"{ [ -d build ] || meson setup build --buildtype=release; } && meson compile -C build\"\n";
+        }
+        Some(System::Autotools) => {
+            o +=
+                "# sh -c in perfbisect's own worktree of each commit (never your checkout). Drop\n\
+                  # `autoreconf -fi &&` if the repository commits its configure script.\n\
+                  command = \"autoreconf -fi && ./configure && make -j2\"\n";
+        }
+        Some(System::Make) | None => {
+            o += "# sh -c in perfbisect's own worktree of each commit (never your checkout).\n\
+                  command = \"make -j2\"\n";
+        }
+    }
+    if system != Some(System::Cargo) {
+        o +=
+            "# What the tests need from a build, relative to the worktree; copied into the cache\n\
+              # per commit. The tests run in that copy.\n";
+        if guessed {
+            o += "# perfbisect could not tell which program the build makes: put its path here and\n\
+                  # in the tests' commands.\n";
+        }
+        o += &format!("artifacts = [{}]\n", q(&artifact));
+    }
+    o += "timeout = \"30m\"\n\n";
+    let stem = test_stem(&run);
+    o += &format!(
+        "# Wall time of one run of {run}, in seconds. Add the arguments of a typical workload to\n\
+         # `command` (sh -c in the commit's artifact directory); it must exit 0.\n\
+         [tests.{stem}-wall]\n\
+         command = {}\n\
+         metric = \"wall\"\n\
+         direction = \"lower\"        # lower is better\n\
+         repeats = 5                # runs per commit (find adds more when it cannot tell)\n\
+         threshold = \"2%\"           # the smallest change that matters\n\n",
+        q(&run)
+    );
+    o += &format!(
+        "# Peak memory of one run of {run}: max RSS of its process tree, in bytes.\n\
+         [tests.{stem}-rss]\n\
+         command = {}\n\
+         metric = \"max-rss\"\n\
+         direction = \"lower\"\n\
+         repeats = 3\n\
+         threshold = \"5%\"\n\n",
+        q(&run)
+    );
+    o += "# A benchmark harness's own numbers can be read instead of timing a command, e.g.:\n";
+    match first {
+        Some(f) if f.system == System::Cargo && !f.benches.is_empty() => {
+            let b = &f.benches[0];
+            o += &format!("#   (add `benches = [{}]` to `cargo` above, then)\n", q(b));
+            if f.criterion {
+                o += &format!(
+                    "# [tests.{b}-median]\n\
+                     # command = \"./{b} --bench\"\n\
+                     # metric = {{ format = \"criterion\", name = \"BENCHMARK ID\" }}   # median, ns\n"
+                );
+            } else {
+                o += &format!(
+                    "# [tests.{b}-ns]\n\
+                     # command = \"./{b} --bench\"\n\
+                     # metric = {{ format = \"libtest\", name = \"BENCH NAME\" }}     # ns/iter\n"
+                );
+            }
+        }
+        _ => {
+            o += "# [tests.parse]\n\
+                  # command = \"build/bench --benchmark_format=json\"\n\
+                  # metric = { format = \"gbench\", name = \"BM_Parse\" }          # real_time, its time_unit\n\
+                  # [tests.startup]\n\
+                  # command = 'hyperfine --runs 10 --export-json \"$PERFBISECT_OUT/h.json\" ./app'\n\
+                  # metric = { format = \"hyperfine\", file = \"h.json\" }         # mean, s\n";
+        }
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn programs_are_found_in_build_files() {
+        assert_eq!(
+            cmake_program("project(Demo C)\nadd_executable(unit_tests t.c)\nadd_executable(${PROJECT_NAME} main.c)\n"),
+            Some("Demo".into())
+        );
+        assert_eq!(
+            meson_program("project('x', 'c')\nexecutable('fast-tool', 'm.c')\n"),
+            Some("fast-tool".into())
+        );
+        assert_eq!(
+            automake_program("bin_PROGRAMS = curl\ncurl_SOURCES = a.c\n"),
+            Some("curl".into())
+        );
+        assert_eq!(
+            make_program("CC=cc\n.PHONY: all clean\nall: app\napp: app.o\n\t$(CC) -o $@ $^\nclean:\n\trm -f app\n"),
+            Some("app".into())
+        );
+        assert_eq!(
+            make_program("x.o: x.c\n\tcc -c x.c\nprog: x.o\n\tcc -o prog x.o\n"),
+            Some("prog".into())
+        );
+    }
+
+    #[test]
+    fn every_system_renders_a_config_that_parses() {
+        for (system, programs) in [
+            (System::Cargo, vec!["app".to_string()]),
+            (System::Cargo, vec![]),
+            (System::CMake, vec!["build/src/tool".into()]),
+            (System::Meson, vec![]),
+            (System::Autotools, vec!["src/curl".into()]),
+            (System::Make, vec!["app".into()]),
+        ] {
+            let f = Found {
+                system,
+                evidence: "x".into(),
+                programs,
+                benches: vec!["speed".into()],
+                criterion: true,
+            };
+            let text = render(Path::new("/r/demo"), &[f]);
+            let c = crate::config::parse(&text, Path::new("/r/perfbisect.toml"))
+                .unwrap_or_else(|e| panic!("{system:?}: {e:#}\n{text}"));
+            assert_eq!(c.tests.len(), 2, "{text}");
+            assert!(c.tests.values().any(|t| t.metric.describe() == "max-rss"));
+            assert_eq!(c.build.cargo.is_some(), system == System::Cargo);
+        }
+        let text = render(Path::new("/r/demo"), &[]);
+        crate::config::parse(&text, Path::new("/r/perfbisect.toml")).unwrap();
+    }
+}

@@ -1,0 +1,119 @@
+//! `[build] cargo = {...}`: a generated Rust workspace (no dependencies, built offline) whose
+//! commits change what its binary prints, measured over several commits. The executables are
+//! found through `cargo metadata` and cargo's JSON messages and cached under their target
+//! names: the config names no path under target/. The workspace's bench is a libtest bench
+//! (`#[bench]`, on this stable toolchain through RUSTC_BOOTSTRAP=1), so this is also the
+//! libtest adapter on output produced live.
+
+mod common;
+
+use common::Fixture;
+
+const WORKSPACE: &str = "[workspace]\nmembers = [\"tool\", \"speedy\"]\nresolver = \"2\"\n";
+const TOOL_TOML: &str = "[package]\nname = \"tool\"\nversion = \"0.1.0\"\nedition = \"2021\"\n";
+const SPEEDY_TOML: &str = "[package]\nname = \"speedy\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[[bench]]\nname = \"speed\"\n";
+const SPEEDY_LIB: &str = "/// The work the bench measures.\npub fn work(n: u64) -> u64 {\n    (0..n).map(|i| i ^ (i >> 3)).sum()\n}\n";
+const SPEED_BENCH: &str = "#![feature(test)]\nextern crate test;\n\n#[bench]\nfn parse(b: &mut test::Bencher) {\n    b.iter(|| speedy::work(test::black_box(1000)));\n}\n";
+
+fn main_rs(value: u32) -> String {
+    format!("fn main() {{\n    println!(\"value: {{}}\", {value});\n}}\n")
+}
+
+fn config(bins: &str) -> String {
+    format!(
+        r#"
+[build]
+cargo = {{ bins = [{bins}], benches = ["speed"] }}
+# No network; RUSTC_BOOTSTRAP lets libtest's #[bench] build on a stable toolchain.
+env = {{ CARGO_NET_OFFLINE = "true", RUSTC_BOOTSTRAP = "1" }}
+timeout = "10m"
+
+[tests.value]
+command = "./tool"
+metric = {{ regex = "^value: ([0-9]+)" }}
+deterministic = true
+
+[tests.speed]
+command = "./speed --bench parse"
+metric = {{ format = "libtest", name = "parse" }}
+repeats = 2
+"#
+    )
+}
+
+#[test]
+fn a_cargo_workspace_is_built_measured_and_bisected_without_paths() {
+    let f = Fixture::with_files(
+        &[
+            (
+                "Workspace",
+                vec![
+                    ("Cargo.toml", WORKSPACE.to_string()),
+                    ("tool/Cargo.toml", TOOL_TOML.to_string()),
+                    ("tool/src/main.rs", main_rs(100)),
+                    ("speedy/Cargo.toml", SPEEDY_TOML.to_string()),
+                    ("speedy/src/lib.rs", SPEEDY_LIB.to_string()),
+                    ("speedy/benches/speed.rs", SPEED_BENCH.to_string()),
+                    (".gitignore", "/target\nCargo.lock\n".to_string()),
+                ],
+            ),
+            ("Refactor", vec![("README", "tool\n".to_string())]),
+            ("Print more", vec![("tool/src/main.rs", main_rs(120))]),
+        ],
+        &config("\"tool\""),
+    );
+    let range = f.range();
+    let s = f.run_json("value,speed", &range, &[]);
+    assert_eq!(s["builds"], 2, "{s}");
+    assert_eq!(s["failed_builds"].as_array().unwrap().len(), 0, "{s}");
+    assert_eq!(s["runs"], 2 * 3, "{s}");
+    assert_eq!(s["failed_runs"], 0, "{s}");
+
+    // Each commit's cache entry holds the two executables under their target names.
+    let ls = f.json(&["cache", "ls", "--format", "json"]);
+    assert_eq!(ls["schema"], 1);
+    let builds = ls["builds"].as_array().unwrap();
+    assert_eq!(builds.len(), 2, "{ls}");
+    for b in builds {
+        let entry = f.cache.join("artifacts").join(format!(
+            "{}-{}",
+            b["commit"].as_str().unwrap(),
+            b["recipe"].as_str().unwrap()
+        ));
+        for exe in ["tool", "speed"] {
+            use std::os::unix::fs::PermissionsExt;
+            let m = std::fs::metadata(entry.join(exe)).unwrap();
+            assert!(m.permissions().mode() & 0o111 != 0, "{exe} in {entry:?}");
+        }
+    }
+
+    // What the binary prints moved at the third commit: find names it (building the first).
+    let found = f.json(&["find", "value", &range, "--format", "json"]);
+    assert_eq!(found["verdict"], "culprit", "{found}");
+    assert_eq!(found["culprit"]["commit"], f.ids[2].as_str(), "{found}");
+    assert_eq!(found["builds"], 1, "{found}");
+    let show = f.json(&["show", "value", "--format", "json"]);
+    assert_eq!(
+        common::medians(&show),
+        [Some(100.0), Some(100.0), Some(120.0)]
+    );
+    // The bench's own numbers, from libtest's lines.
+    let speed = f.json(&["show", "speed", &range, "--format", "json"]);
+    assert_eq!(speed["unit"], "ns");
+    assert!(
+        common::medians(&speed)
+            .iter()
+            .all(|m| m.is_some_and(|v| v > 0.0)),
+        "{speed}"
+    );
+
+    // A target that does not exist: the build fails saying which targets there are.
+    f.set_config(&config("\"tol\""));
+    let out = f.cmd().args(["run", "value", &range]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no bin target `tol` in the workspace at this commit; did you mean `tool`? (bin targets: tool)"),
+        "{err}"
+    );
+}

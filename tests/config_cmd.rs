@@ -1,0 +1,359 @@
+//! `perfbisect config init` on repositories of each build system, and `perfbisect config
+//! check` on what it prints and on configs with mistakes: exit 2 naming key and line,
+//! warnings (exit 0) for programs that cannot be found, nothing built.
+
+mod common;
+
+use std::path::Path;
+use std::process::Output;
+
+use common::{files_repo, have_tool, FilesCommit};
+
+fn perfbisect(args: &[&str]) -> assert_cmd::Command {
+    let mut c = assert_cmd::Command::cargo_bin("perfbisect").unwrap();
+    c.args(args).env("NO_COLOR", "1");
+    c
+}
+
+fn text(o: &[u8]) -> String {
+    String::from_utf8_lossy(o).into_owned()
+}
+
+/// `config init` in `repo`: (stdout, stderr).
+fn init(repo: &Path) -> (String, String) {
+    let out = perfbisect(&["--repo", repo.to_str().unwrap(), "config", "init"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    (text(&out.stdout), text(&out.stderr))
+}
+
+/// `config check` of `config`.
+fn check(config: &Path) -> Output {
+    perfbisect(&["--config", config.to_str().unwrap(), "config", "check"])
+        .output()
+        .unwrap()
+}
+
+fn cmake_repo(dir: &Path) -> Vec<String> {
+    let commits: Vec<FilesCommit<'_>> = vec![(
+        "CMake project",
+        vec![
+            (
+                "CMakeLists.txt",
+                "cmake_minimum_required(VERSION 3.10)\nproject(Demo C)\nadd_executable(demo src/main.c)\nadd_executable(demo_tests tests/t.c)\n".to_string(),
+            ),
+            (
+                "src/main.c",
+                "#include <stdio.h>\nint main(void) { puts(\"value: 7\"); return 0; }\n".to_string(),
+            ),
+            ("tests/t.c", "int main(void) { return 0; }\n".to_string()),
+        ],
+    )];
+    files_repo(dir, &commits)
+}
+
+#[test]
+fn init_on_a_cmake_repository_then_check_accepts_it() {
+    let d = tempfile::tempdir().unwrap();
+    let repo = d.path().join("demo");
+    cmake_repo(&repo);
+    let (config, note) = init(&repo);
+    assert!(
+        config.contains("# Build system: CMake (CMakeLists.txt)."),
+        "{config}"
+    );
+    assert!(config.contains("cmake -S . -B build"), "{config}");
+    assert!(config.contains("artifacts = [\"build/demo\"]"), "{config}");
+    assert!(config.contains("[tests.demo-wall]") && config.contains("metric = \"wall\""));
+    assert!(config.contains("[tests.demo-rss]") && config.contains("metric = \"max-rss\""));
+    assert!(note.contains("found CMake"), "{note}");
+    let path = d.path().join("perfbisect.toml");
+    std::fs::write(&path, &config).unwrap();
+    let out = check(&path);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains(": ok; build: command; 2 tests (demo-rss, demo-wall)"),
+        "{stdout}"
+    );
+    // Checking builds nothing: no cache appears beside the config.
+    assert!(!d.path().join("cache").exists());
+    // Where cmake is missing (an empty PATH here), that is the one warning, with its line;
+    // the tests' program `build/demo` is among the artifacts.
+    let line = config
+        .lines()
+        .position(|l| l.starts_with("command = \"cmake"))
+        .unwrap()
+        + 1;
+    let empty = tempfile::tempdir().unwrap();
+    let out = perfbisect(&["--config", path.to_str().unwrap(), "config", "check"])
+        .env("PATH", empty.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let err = text(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains(&format!(
+            ":{line}: key `build.command`: warning: `cmake` is not on PATH"
+        )),
+        "{err}"
+    );
+    assert!(text(&out.stdout).ends_with("; 1 warning\n"));
+    if have_tool("cmake", "cmake, to build with the config init wrote") {
+        let out = check(&path);
+        let err = text(&out.stderr);
+        assert!(err.is_empty(), "{err}");
+        // The config as printed builds and measures the repository.
+        let cache = d.path().join("cache");
+        let out = perfbisect(&[
+            "--repo",
+            repo.to_str().unwrap(),
+            "--config",
+            path.to_str().unwrap(),
+            "--cache",
+            cache.to_str().unwrap(),
+            "run",
+            "all",
+            "HEAD",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(
+            (s["builds"].as_u64(), s["failed_runs"].as_u64()),
+            (Some(1), Some(0)),
+            "{s}"
+        );
+    }
+}
+
+#[test]
+fn init_detects_each_build_system_and_each_config_checks_clean() {
+    let d = tempfile::tempdir().unwrap();
+    let cases: Vec<(&str, FilesCommit<'_>, &[&str])> = vec![
+        (
+            "rusty",
+            (
+                "cargo",
+                vec![
+                    ("Cargo.toml", "[package]\nname = \"rusty\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[[bin]]\nname = \"rusty-cli\"\npath = \"src/main.rs\"\n".into()),
+                    ("src/main.rs", "fn main() {}\n".into()),
+                ],
+            ),
+            &[
+                "# Build system: cargo (Cargo.toml).",
+                "cargo = { bins = [\"rusty-cli\"], profile = \"release\" }",
+                "command = \"./rusty-cli\"",
+                "[tests.rusty-cli-rss]",
+            ],
+        ),
+        (
+            "mesonic",
+            (
+                "meson",
+                vec![
+                    ("meson.build", "project('mesonic', 'c')\nexecutable('fastcat', 'cat.c')\n".into()),
+                    ("cat.c", "int main(void) { return 0; }\n".into()),
+                ],
+            ),
+            &[
+                "# Build system: Meson (meson.build).",
+                "meson compile -C build",
+                "artifacts = [\"build/fastcat\"]",
+                "command = \"build/fastcat\"",
+            ],
+        ),
+        (
+            "autotooled",
+            (
+                "autotools",
+                vec![
+                    ("configure.ac", "AC_INIT([tool], [1.0])\nAM_INIT_AUTOMAKE\nAC_PROG_CC\nAC_CONFIG_FILES([Makefile src/Makefile])\nAC_OUTPUT\n".into()),
+                    ("Makefile.am", "SUBDIRS = src\n".into()),
+                    ("src/Makefile.am", "bin_PROGRAMS = frob\nfrob_SOURCES = frob.c\n".into()),
+                    ("src/frob.c", "int main(void) { return 0; }\n".into()),
+                ],
+            ),
+            &[
+                "# Build system: autotools (configure.ac).",
+                "autoreconf -fi && ./configure && make -j2",
+                "artifacts = [\"src/frob\"]",
+                "[tests.frob-wall]",
+            ],
+        ),
+        (
+            "plainmake",
+            (
+                "make",
+                vec![
+                    ("Makefile", "CC ?= cc\n.PHONY: all clean\nall: hello\nhello: hello.c\n\t$(CC) -O2 -o $@ $<\nclean:\n\trm -f hello\n".into()),
+                    ("hello.c", "#include <stdio.h>\nint main(void) { puts(\"hi\"); return 0; }\n".into()),
+                ],
+            ),
+            &[
+                "# Build system: Makefile (Makefile).",
+                "command = \"make -j2\"",
+                "artifacts = [\"hello\"]",
+                "command = \"./hello\"",
+            ],
+        ),
+        (
+            "nothing",
+            ("empty", vec![("README", "just text\n".into())]),
+            &["# No build system recognised", "[tests.app-wall]"],
+        ),
+    ];
+    for (name, commit, expected) in cases {
+        let repo = d.path().join(name);
+        files_repo(&repo, &[commit]);
+        let (config, _) = init(&repo);
+        for e in expected {
+            assert!(config.contains(e), "{name}: no `{e}` in\n{config}");
+        }
+        let path = d.path().join(format!("{name}.toml"));
+        std::fs::write(&path, &config).unwrap();
+        let out = check(&path);
+        // Accepted as it is; warnings only for build tools missing on this machine.
+        assert_eq!(out.status.code(), Some(0), "{name}: {}", text(&out.stderr));
+        for w in text(&out.stderr).lines() {
+            assert!(
+                w.contains("key `build.command`") && w.contains("is not on PATH"),
+                "{name}: {w}"
+            );
+        }
+    }
+
+    // The plain Makefile's config builds and measures as printed (make and cc are here).
+    let repo = d.path().join("plainmake");
+    let cache = d.path().join("cache");
+    let out = perfbisect(&[
+        "--repo",
+        repo.to_str().unwrap(),
+        "--config",
+        d.path().join("plainmake.toml").to_str().unwrap(),
+        "--cache",
+        cache.to_str().unwrap(),
+        "run",
+        "all",
+        "HEAD",
+        "--format",
+        "json",
+    ])
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(s["builds"], 1, "{s}");
+    assert_eq!(s["runs"], 5 + 3, "{s}");
+    assert_eq!(s["failed_runs"], 0, "{s}");
+}
+
+#[test]
+fn check_rejects_mistakes_naming_key_and_line() {
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join("perfbisect.toml");
+    let cases: &[(&str, &[&str])] = &[
+        (
+            "[tests.x]\ncommand = \"true\"\nrepets = 3\n",
+            &[":3:", "unknown field `repets`", "did you mean `repeats`?"],
+        ),
+        (
+            "[build]\ncargo = { bins = [\"app\"], bin = [\"x\"] }\n",
+            &[":2:", "unknown field `bin`", "did you mean `bins`?"],
+        ),
+        (
+            "[tests.x]\ncommand = \"true\"\n\nmetric = { format = \"gbenhc\", name = \"BM\" }\n",
+            &[":4:", "key `tests.x.metric.format`", "did you mean `gbench`?"],
+        ),
+        (
+            "[tests.x]\ncommand = \"true\"\nmetric = { format = \"hyperfine\", field = \"avg\" }\n",
+            &[":3:", "key `tests.x.metric.field`", "mean, stddev, median"],
+        ),
+        (
+            "[tests.x]\ncommand = \"true\"\nmetric = { format = \"bmf\", nmae = \"b\" }\n",
+            &[":3:", "key `tests.x.metric.nmae` is unknown", "did you mean `name`?"],
+        ),
+        (
+            "[tests.x]\ncommand = \"true\"\nmetric = { format = \"gbench\", file = \"/tmp/out.json\" }\n",
+            &[":3:", "key `tests.x.metric.file`", "relative to the run's $PERFBISECT_OUT"],
+        ),
+        (
+            "[tests.x]\ncommand = \"true\"\nmetric = { regex = \"value: [0-9]+\" }\n",
+            &[":3:", "key `tests.x.metric.regex`", "no capture group"],
+        ),
+        (
+            "[tests.x]\ncommand = \"true\"\nmetric = { regex = \"value: ([0-9]+\" }\n",
+            &[":3:", "key `tests.x.metric.regex`", "invalid regex"],
+        ),
+        (
+            "[tests.x]\ncommand = \"true\"\nmetric = { json = \"/a/~2\" }\n",
+            &[":3:", "key `tests.x.metric.json`", "`~0` or `~1`"],
+        ),
+        (
+            "[build]\ncommand = \"make\"\ncargo = { bins = [\"app\"] }\n",
+            &[":2:", "key `build.command`", "`command` or `cargo`, not both"],
+        ),
+        (
+            "[build]\ncargo = { bins = [\"app\"], benches = [\"app\"] }\n",
+            &[":2:", "key `build.cargo.benches`", "also in `build.cargo.bins`"],
+        ),
+    ];
+    for (config, expected) in cases {
+        std::fs::write(&path, config).unwrap();
+        let out = check(&path);
+        assert_eq!(out.status.code(), Some(2), "{config}");
+        assert!(out.stdout.is_empty(), "{config}");
+        let err = text(&out.stderr);
+        for e in *expected {
+            assert!(err.contains(e), "{config}: no `{e}` in: {err}");
+        }
+    }
+}
+
+#[test]
+fn check_warns_about_programs_it_cannot_find_but_accepts_the_config() {
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join("perfbisect.toml");
+    std::fs::write(d.path().join("helper.sh"), "#!/bin/sh\n").unwrap();
+    std::fs::write(
+        &path,
+        r#"[build]
+cargo = { bins = ["app"] }
+
+[tests.ok]
+command = "./app --quick"
+
+[tests.tool]
+command = "nosuch-benchmark-runner --all"
+setup = "$PERFBISECT_CONFIG_DIR/helper.sh"
+
+[tests.stray]
+command = "./not-built"
+metric = { format = "hyperfine", file = "h.json" }
+"#,
+    )
+    .unwrap();
+    let out = check(&path);
+    assert_eq!(out.status.code(), Some(0));
+    let err = text(&out.stderr);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 3, "{err}");
+    assert!(lines[0].contains(":12: key `tests.stray.command`: warning: `./not-built` is not among the build's artifacts"), "{err}");
+    assert!(
+        lines[1].contains(
+            ":8: key `tests.tool.command`: warning: `nosuch-benchmark-runner` is not on PATH"
+        ),
+        "{err}"
+    );
+    assert!(
+        lines[2].contains(":9: key `tests.tool.setup`: warning:")
+            && lines[2].contains("not executable"),
+        "{err}"
+    );
+    assert!(text(&out.stdout).contains("build: cargo (app); 3 tests (ok, stray, tool); 3 warnings"));
+}
