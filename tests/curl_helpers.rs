@@ -4,8 +4,8 @@
 //! shellcheck on the scripts.
 //!
 //! They need pahole (dwarves), apache2, curl and shellcheck (`.ci/run` installs them). A test
-//! whose tool is missing says so on stderr and passes, unless `PERFBISECT_REQUIRE_CURL_TOOLS`
-//! is set (as `.ci/run` does): then it fails.
+//! whose tool is missing says so on stderr and passes, unless `PERFBISECT_REQUIRE_TOOLS` is
+//! set (as `.ci/run` does): then it fails.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -30,11 +30,11 @@ fn tools(test: &str, needed: &[&str]) -> bool {
     if missing.is_empty() {
         return true;
     }
-    if std::env::var_os("PERFBISECT_REQUIRE_CURL_TOOLS").is_some() {
+    if std::env::var_os("PERFBISECT_REQUIRE_TOOLS").is_some() {
         panic!("{test}: {} not installed", missing.join(", "));
     }
     eprintln!(
-        "SKIPPED {test}: {} not installed (set PERFBISECT_REQUIRE_CURL_TOOLS=1 to fail instead)",
+        "SKIPPED {test}: {} not installed (set PERFBISECT_REQUIRE_TOOLS=1 to fail instead)",
         missing.join(", ")
     );
     false

@@ -15,7 +15,7 @@
 # the usual others).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-# shellcheck source=common.sh
+# shellcheck source=SCRIPTDIR/common.sh
 . "$here/common.sh"
 
 dir=$(state_dir)

@@ -7,7 +7,7 @@
 #     maxalloc: N bytes
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-# shellcheck source=common.sh
+# shellcheck source=SCRIPTDIR/common.sh
 . "$here/common.sh"
 
 dir=$(state_dir)

@@ -12,12 +12,11 @@
 # Request counts and file sizes are curl's times CURL_PERF_SCALE (see common.sh); the files
 # themselves were made by httpd.sh. Every kind also prints "max-rss: N bytes", the peak resident
 # memory of the curl process alone, measured by GNU time (Debian package time) around curl:
-# the memory tests read that line. (perfbisect's own "max-rss" metric cannot be used here: the
-# kernel carries a process's peak RSS across exec, so the shell perfbisect forks starts out with
-# perfbisect's own RSS, tens of MB, which hides curl's.)
+# the memory tests read that line: curl alone, not this shell or awk, whichever way the perfbisect
+# at hand measures a run's process tree.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-# shellcheck source=common.sh
+# shellcheck source=SCRIPTDIR/common.sh
 . "$here/common.sh"
 
 kind=${1:-}
