@@ -28,6 +28,9 @@ pub struct Config {
     pub build: Build,
     /// Tests by name, sorted.
     pub tests: BTreeMap<String, Test>,
+    /// `[fingerprint] commands`: what else every sample depends on (compiler versions, say);
+    /// their outputs go into the fingerprint.
+    pub fingerprint_commands: Vec<String>,
 }
 
 /// How to build a commit.
@@ -162,6 +165,14 @@ struct RawConfig {
     build: Option<Spanned<RawBuild>>,
     #[serde(default)]
     tests: BTreeMap<Spanned<String>, Spanned<RawTest>>,
+    fingerprint: Option<RawFingerprint>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFingerprint {
+    #[serde(default)]
+    commands: Vec<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -425,11 +436,22 @@ pub fn parse(text: &str, path: &Path) -> anyhow::Result<Config> {
         .parent()
         .map(Path::to_path_buf)
         .unwrap_or_else(|| PathBuf::from("."));
+    let mut fingerprint_commands = Vec::new();
+    for c in raw.fingerprint.map(|f| f.commands).unwrap_or_default() {
+        if c.get_ref().trim().is_empty() {
+            crate::usage!(
+                "{}: key `fingerprint.commands`: a command is empty",
+                at(c.span())
+            );
+        }
+        fingerprint_commands.push(c.into_inner());
+    }
     Ok(Config {
         path: path.to_path_buf(),
         dir,
         build,
         tests,
+        fingerprint_commands,
     })
 }
 

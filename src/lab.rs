@@ -70,9 +70,9 @@ impl<'a> WorkspaceLab<'a> {
 }
 
 /// NaN for the runs that gave no number.
-fn values(samples: &[crate::store::Sample]) -> Vec<f64> {
+fn values<'s>(samples: impl IntoIterator<Item = &'s crate::store::Sample>) -> Vec<f64> {
     samples
-        .iter()
+        .into_iter()
         .map(|s| s.value.unwrap_or(f64::NAN))
         .collect()
 }

@@ -1,6 +1,9 @@
 //! Building commits in perfbisect's worktrees and caching their artifacts per (commit, recipe).
 //! Builds may run in parallel (one worktree slot per job); a failed build is recorded with its
-//! log's tail so it is skipped, not retried, unless asked.
+//! log's tail so it is skipped, not retried, unless asked. Artifacts are stored content-
+//! addressed ([`cas`]): identical files across commits take their space once.
+
+pub mod cas;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -166,7 +169,7 @@ pub fn build_one(
         }
     }
     let dest = cache.artifacts(&commit, recipe);
-    match copy_artifacts(cache, &wt.dir, &build.artifacts, &dest) {
+    match copy_artifacts(cache, &wt.dir, &build.artifacts, &dest, (&commit, recipe)) {
         Ok(()) => Ok(Outcome {
             commit,
             result: Ok(dest),
@@ -193,6 +196,7 @@ fn copy_artifacts(
     worktree: &Path,
     artifacts: &[String],
     dest: &Path,
+    (commit, recipe): (&ObjectId, u64),
 ) -> Result<(), ArtifactError> {
     let tmp_root = cache.tmp();
     fs::create_dir_all(&tmp_root)
@@ -214,6 +218,11 @@ fn copy_artifacts(
             ArtifactError::Io(e.context(format!("cannot copy artifact `{a}` into the cache")))
         })?;
     }
+    // Into the object store, and the manifest before the entry: an entry in place always has
+    // its manifest (a crash in between leaves a manifest of a build that is missing, which
+    // the next build of that commit rewrites).
+    let manifest = cas::intern(cache, tmp.path()).map_err(ArtifactError::Io)?;
+    cas::write_manifest(cache, commit, recipe, &manifest).map_err(ArtifactError::Io)?;
     let path = tmp.keep();
     if let Err(e) = fs::rename(&path, dest) {
         let _ = fs::remove_dir_all(&path);

@@ -20,7 +20,7 @@ pub fn show(g: &Global, args: ShowArgs) -> anyhow::Result<()> {
     let rows: Vec<CommitRow> = commits
         .into_iter()
         .map(|c| {
-            let records = samples.records(&c.id).to_vec();
+            let records: Vec<_> = samples.records(&c.id).into_iter().cloned().collect();
             let values: Vec<f64> = records.iter().filter_map(|s| s.value).collect();
             let status = if !values.is_empty() {
                 Status::Ok

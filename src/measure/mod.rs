@@ -25,6 +25,8 @@ pub struct Context<'a> {
     pub commit: ObjectId,
     pub recipe_hash: u64,
     pub round: u32,
+    /// The [`crate::fingerprint::Fingerprint::id`] every sample records.
+    pub fingerprint: u64,
 }
 
 impl Context<'_> {
@@ -138,6 +140,8 @@ impl Context<'_> {
             max_rss: fin.max_rss,
             value,
             error,
+            fingerprint: self.fingerprint,
+            import: None,
         })
     }
 
@@ -158,6 +162,8 @@ impl Context<'_> {
             max_rss: 0,
             value: None,
             error: Some(error),
+            fingerprint: self.fingerprint,
+            import: None,
         }
     }
 }

@@ -390,6 +390,8 @@ mod tests {
             max_rss: 4096,
             value,
             error: error.map(str::to_string),
+            fingerprint: 0,
+            import: None,
         }
     }
 
