@@ -22,6 +22,9 @@ pub struct WorkspaceLab<'a> {
     bar: indicatif::ProgressBar,
     /// The text of the last failed run of each position, for the report.
     pub last_error: HashMap<usize, String>,
+    /// Imported samples (another machine's numbers) count as evidence. Right for a
+    /// deterministic test; a noisy one measures here what it compares.
+    trust_imported: bool,
 }
 
 impl<'a> WorkspaceLab<'a> {
@@ -53,7 +56,13 @@ impl<'a> WorkspaceLab<'a> {
             stored,
             bar: ws.progress.bar(0, label),
             last_error,
+            trust_imported: true,
         }
+    }
+
+    /// Whether imported samples are evidence in this search (default: yes).
+    pub fn trust_imported(&mut self, yes: bool) {
+        self.trust_imported = yes;
     }
 
     /// Done: clear the progress bar.
@@ -95,7 +104,11 @@ impl Lab for WorkspaceLab<'_> {
     }
 
     fn stored(&self, pos: usize) -> Vec<f64> {
-        values(self.stored.records(&self.commits[pos].id))
+        let recs = self.stored.records(&self.commits[pos].id);
+        values(
+            recs.into_iter()
+                .filter(|s| self.trust_imported || s.import.is_none()),
+        )
     }
 
     fn measure(&mut self, pos: usize, runs: usize) -> anyhow::Result<Vec<f64>> {

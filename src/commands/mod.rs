@@ -6,7 +6,9 @@ mod compare;
 mod demo;
 mod detect;
 mod find;
+mod import;
 mod log;
+mod merge;
 mod run;
 mod show;
 mod step;
@@ -46,6 +48,8 @@ where
         Command::Compare(a) => compare::compare(&g, a),
         Command::Calibrate(a) => calibrate::calibrate(&g, a),
         Command::Log(a) => log::log(&g, a),
+        Command::Import(a) => import::import(&g, a),
+        Command::Merge(a) => merge::merge(&g, a),
         Command::Cache(a) => cache::cache(&g, a),
         Command::Demo(a) => demo::demo(&g, a),
         Command::Step(_) => unreachable!("handled above"),

@@ -13,7 +13,9 @@ pub fn show(g: &Global, args: ShowArgs) -> anyhow::Result<()> {
         &[Format::Text, Format::Json, Format::Csv],
         "show",
     )?;
-    let ws = Workspace::open(&locations(g), verbosity(g), false)?;
+    let mut ws = Workspace::open(&locations(g), verbosity(g), false)?;
+    ws.any_fingerprint = args.any_fingerprint;
+    let ws = ws;
     let test = ws.config.test(&args.test)?;
     let samples = ws.samples(test)?;
     let commits = ws.commits(args.range.as_deref(), &samples)?;
@@ -60,6 +62,9 @@ pub fn show(g: &Global, args: ShowArgs) -> anyhow::Result<()> {
         if let Some(n) = ws.cache.store().stale_note(&test.name, samples.stale) {
             ws.note(&n);
         }
+    }
+    if let Some(n) = ws.fingerprint_note(test, &samples) {
+        ws.note(&n);
     }
     Ok(())
 }
