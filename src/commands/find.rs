@@ -403,6 +403,40 @@ fn drive(
     })
 }
 
+/// Imported points on either side of a boundary compared by a noisy test: enough for a rank
+/// test to reach α = 0.01 with one sample per round (5 vs 5).
+const STEP_WINDOW: usize = 5;
+
+/// The index of the first imported point of a new level: among the boundaries where the
+/// points before and after (up to [`STEP_WINDOW`] on each side for a noisy test, the two
+/// neighbours for a deterministic one) differ by the test's rule (significant and at least the
+/// threshold), the one with the largest change. Cron series are short and sparse, too short
+/// for change-point detection's minimum segments, and only one gap is needed.
+fn imported_step(series: &[Vec<f64>], test: &Test, deterministic: bool) -> Option<usize> {
+    let w = if deterministic { 1 } else { STEP_WINDOW };
+    let mut best: Option<(usize, f64)> = None;
+    for k in 1..series.len() {
+        let left: Vec<f64> = series[k.saturating_sub(w)..k].concat();
+        let right: Vec<f64> = series[k..(k + w).min(series.len())].concat();
+        // The nearest neighbours must differ too, or a window would place the step early.
+        let near = crate::stats::differ(&series[k - 1], &series[k], 1.0, test.threshold);
+        let Some(d) = crate::stats::differ(&left, &right, test.alpha, test.threshold) else {
+            continue;
+        };
+        if d.differs
+            && near.is_some_and(|n| n.rel_change.signum() == d.rel_change.signum())
+            && test.threshold.reached(
+                crate::stats::median(&series[k - 1]).unwrap_or(0.0),
+                crate::stats::median(&series[k]).unwrap_or(0.0),
+            )
+            && best.is_none_or(|(_, r)| d.rel_change.abs() > r)
+        {
+            best = Some((k, d.rel_change.abs()));
+        }
+    }
+    best.map(|(k, _)| k)
+}
+
 /// The gap between two imported rounds (positions `lo < hi` of `commits`) across which the
 /// imported numbers of `test` step, when they do: the change point of the imported series
 /// (per commit, in range order) with the largest effect. `None` when fewer than two commits
@@ -430,16 +464,8 @@ fn imported_gap(
     if at.len() < 2 {
         return None;
     }
-    let opts = crate::stats::changepoint::Options {
-        threshold: test.threshold,
-        deterministic: params.deterministic,
-        ..crate::stats::changepoint::Options::default()
-    };
-    let cp = crate::stats::detect(&series, &opts)
-        .into_iter()
-        .filter(|c| c.index > 0 && c.index < at.len())
-        .max_by(|a, b| a.rel_change.abs().total_cmp(&b.rel_change.abs()))?;
-    let (lo, hi) = (at[cp.index - 1], at[cp.index]);
+    let k = imported_step(&series, test, params.deterministic)?;
+    let (lo, hi) = (at[k - 1], at[k]);
     let end = |pos: usize| {
         let recs: Vec<&crate::store::Sample> = stored
             .own(&commits[pos].id)

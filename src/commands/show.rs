@@ -34,6 +34,7 @@ pub fn show(g: &Global, args: ShowArgs) -> anyhow::Result<()> {
                 Status::Missing
             };
             CommitRow {
+                same_build_as: samples.shared_from(&c.id).first().copied(),
                 commit: c,
                 values,
                 records,
