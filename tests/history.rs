@@ -138,7 +138,7 @@ fn import_reports_broken_rows_adds_nothing_twice_and_feeds_show_and_detect() {
     let o = f.cmd().arg("import").arg(&file).output().unwrap();
     assert!(o.status.success());
     assert!(
-        out(&o).0.contains(&format!("imported 0 samples"))
+        out(&o).0.contains("imported 0 samples")
             && out(&o).0.contains(&format!("{good} already in the store")),
         "{}",
         out(&o).0

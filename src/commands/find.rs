@@ -25,6 +25,9 @@ struct Tally {
     most_parallel: usize,
     building: std::time::Duration,
     measuring: std::time::Duration,
+    /// Runs not made because identical builds' samples stood in, and what was said about it.
+    runs_saved: usize,
+    shared_notes: Vec<String>,
 }
 
 impl Tally {
@@ -278,6 +281,14 @@ pub fn find(g: &Global, args: FindArgs) -> anyhow::Result<()> {
         }
     }
     skips.sort_by_key(|s| s.pos);
+    notes.extend(tally.shared_notes.iter().cloned());
+    if tally.runs_saved > 0 {
+        notes.push(format!(
+            "identical builds saved {} run{}",
+            tally.runs_saved,
+            if tally.runs_saved == 1 { "" } else { "s" }
+        ));
+    }
 
     let invocation = super::invocation(g);
     let report = FindReport {
@@ -357,6 +368,15 @@ fn drive(
     lab.finish();
     let (outcome, d) = driven?;
     tally.add(&d);
+    tally.runs_saved += lab.runs_saved;
+    for (pos, twin) in &lab.shared {
+        tally.shared_notes.push(format!(
+            "{} {}: same build as {} (byte-identical artifacts), its samples were used instead of runs",
+            commits[*pos].short(),
+            commits[*pos].subject,
+            crate::git::short(twin)
+        ));
+    }
     // Besides the commits the search tried and could not build, the unbuildable commits that
     // make a culprit ambiguous (known from earlier runs, so never tried now).
     let in_doubt: Vec<usize> = match &outcome {

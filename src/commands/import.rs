@@ -397,13 +397,12 @@ fn read_csv(
     let mut rec = csv::ByteRecord::new();
     // The header: the columns by name, in any order; the first three are required.
     let mut col = [usize::MAX; 6];
-    loop {
-        match rdr.read_byte_record(&mut rec) {
-            Ok(false) => crate::usage!("{file}: empty file; expected a header `commit,test,value[,timestamp,round,machine]`"),
-            Ok(true) => {}
-            Err(e) => crate::usage!("{file}: cannot read the header: {e}"),
-        }
-        break;
+    match rdr.read_byte_record(&mut rec) {
+        Ok(false) => crate::usage!(
+            "{file}: empty file; expected a header `commit,test,value[,timestamp,round,machine]`"
+        ),
+        Ok(true) => {}
+        Err(e) => crate::usage!("{file}: cannot read the header: {e}"),
     }
     for (k, name) in rec.iter().enumerate() {
         let name = String::from_utf8_lossy(name).trim().to_ascii_lowercase();

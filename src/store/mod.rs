@@ -609,7 +609,7 @@ mod tests {
             value: Some(i as f64),
             error: None,
             fingerprint: 7,
-            import: (i % 3 == 0).then(|| Import {
+            import: i.is_multiple_of(3).then(|| Import {
                 round: Some(format!("R{i}")),
                 machine: None,
             }),
