@@ -130,6 +130,16 @@ pub struct Test {
 }
 
 impl Test {
+    /// Whether commits with byte-identical builds may share this test's samples: not when its
+    /// command or hooks read `PERFBISECT_COMMIT`, since they may then behave per commit
+    /// whatever the artifacts.
+    pub fn shares_identical_builds(&self) -> bool {
+        let reads = |s: &str| s.contains("PERFBISECT_COMMIT");
+        !(reads(&self.command)
+            || self.setup.as_deref().is_some_and(reads)
+            || self.teardown.as_deref().is_some_and(reads))
+    }
+
     /// A stable hash of what changes the numbers a test produces; samples of another
     /// definition are not mixed with these.
     pub fn definition_hash(&self) -> u64 {

@@ -103,7 +103,7 @@ impl WorkspaceLab<'_> {
     /// Once per position without samples of its own: the samples of a commit whose build
     /// (from its manifest) is byte-identical, stored before or measured in this search.
     fn identical_build_samples(&mut self, pos: usize) -> Option<(gix::ObjectId, Vec<f64>)> {
-        if !self.twin_checked.insert(pos) {
+        if !self.twin_checked.insert(pos) || !self.test.shares_identical_builds() {
             return None;
         }
         let id = self.commits[pos].id;

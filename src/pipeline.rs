@@ -285,7 +285,9 @@ impl Workspace {
             }
             out.by_commit.entry(s.commit).or_default().push(s);
         }
-        self.find_twins(&mut out);
+        if test.shares_identical_builds() {
+            self.find_twins(&mut out);
+        }
         Ok(out)
     }
 
