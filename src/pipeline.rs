@@ -304,7 +304,15 @@ impl Workspace {
         if let Some(r) = range {
             return Ok(self.repo.range(r)?.commits);
         }
-        if samples.by_commit.is_empty() {
+        // Commits with samples of their own, and those whose identical builds have some.
+        let mut with_results: std::collections::HashSet<[u8; 20]> =
+            samples.by_commit.keys().copied().collect();
+        for (k, others) in &samples.twins {
+            if others.iter().any(|o| samples.by_commit.contains_key(o)) {
+                with_results.insert(*k);
+            }
+        }
+        if with_results.is_empty() {
             return Ok(Vec::new());
         }
         let gix = self.repo.gix();
@@ -320,7 +328,7 @@ impl Workspace {
         if let Ok(head) = self.repo.head() {
             for id in self.repo.walk(head, None)? {
                 let key = commit_key(&id);
-                if samples.by_commit.contains_key(&key) {
+                if with_results.contains(&key) {
                     on_chain.insert(key);
                     chain.push((commit_time(id), self.repo.info(id)?));
                 }
@@ -328,7 +336,7 @@ impl Workspace {
         }
         let mut rest = Vec::new();
         let mut unknown = 0usize;
-        for key in samples.by_commit.keys() {
+        for key in &with_results {
             if on_chain.contains(key) {
                 continue;
             }
