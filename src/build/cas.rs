@@ -285,6 +285,35 @@ pub fn remove_unused_objects(cache: &Cache) -> anyhow::Result<(usize, u64)> {
     Ok((n, bytes))
 }
 
+/// Remove the objects of `manifest` that no entry links any more (after its entry was
+/// removed); returns their bytes. Cheaper than [`remove_unused_objects`]: only the build's own
+/// objects are looked at.
+pub fn release(cache: &Cache, manifest: &Manifest) -> anyhow::Result<u64> {
+    let mut bytes = 0;
+    for f in &manifest.files {
+        let obj = object_path(cache, &f.hash, f.exec);
+        if let Ok(m) = fs::metadata(&obj) {
+            if m.nlink() <= 1 {
+                fs::remove_file(&obj)
+                    .with_context(|| format!("cannot remove {}", obj.display()))?;
+                bytes += m.len();
+            }
+        }
+    }
+    Ok(bytes)
+}
+
+/// Bytes of the files under `p` that are not links into the object store (plain copies).
+pub fn unlinked_bytes(p: &Path) -> u64 {
+    match fs::symlink_metadata(p) {
+        Ok(m) if m.is_dir() => fs::read_dir(p)
+            .map(|rd| rd.flatten().map(|e| unlinked_bytes(&e.path())).sum())
+            .unwrap_or(0),
+        Ok(m) if m.is_file() && m.nlink() <= 1 => m.len(),
+        _ => 0,
+    }
+}
+
 /// Bytes the cache holds for artifacts on disk: every object once, plus files of entries
 /// that are not links into the store (entries cached before the store existed).
 pub fn disk_bytes(cache: &Cache) -> u64 {

@@ -242,20 +242,33 @@ fn gc(ws: &Workspace, max: Option<u64>) -> anyhow::Result<()> {
             cands.push((used, e.path, false));
         }
         cands.sort_by_key(|c| c.0);
+        // The size is taken once and then reduced by what each eviction frees: walking the
+        // cache after each one would be quadratic in the number of builds.
+        let mut total = du_cache(ws);
         for (_, path, is_build) in cands {
-            if du_cache(ws) <= max {
+            if total <= max {
                 break;
             }
             if is_build {
+                let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+                let (commit, recipe) = split_entry(name.as_deref().unwrap_or(""));
+                let manifest = commit.and_then(|c| cas::read_manifest(&ws.cache, &c, recipe));
+                let plain = cas::unlinked_bytes(&path);
                 remove(&path)?;
-                cas::remove_unused_objects(&ws.cache)?;
+                let objects = match &manifest {
+                    Some(m) => cas::release(&ws.cache, m)?,
+                    None => cas::remove_unused_objects(&ws.cache)?.1,
+                };
+                total = total.saturating_sub(plain + objects);
                 builds += 1;
             } else {
+                let size = du(&path);
                 // The marker first: a slot without it is checked out from scratch.
                 let mut marker = path.clone().into_os_string();
                 marker.push(".commit");
                 let _ = fs::remove_file(&marker);
                 remove(&path)?;
+                total = total.saturating_sub(size);
                 slots += 1;
             }
         }
