@@ -29,6 +29,8 @@ fn main() {
             max_rss: 130_000 + i as u64,
             value: Some(5.5e9 + i as f64),
             error: None,
+            fingerprint: 0x9abc,
+            import: None,
         };
         bytes.extend_from_slice(&encode_frame(&s).expect("frame"));
     }

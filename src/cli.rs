@@ -65,6 +65,9 @@ pub struct DefaultFind {
     /// Output format.
     #[arg(long, value_parser = formats(&[Format::Text, Format::Json, Format::Md]))]
     pub format: Option<Format>,
+    /// Use samples measured with any fingerprint, not only this machine's.
+    #[arg(long)]
+    pub any_fingerprint: bool,
 }
 
 impl DefaultFind {
@@ -76,6 +79,8 @@ impl DefaultFind {
             Some("--jobs")
         } else if self.format.is_some() {
             Some("--format")
+        } else if self.any_fingerprint {
+            Some("--any-fingerprint")
         } else {
             None
         }
@@ -125,6 +130,11 @@ pub enum Command {
     Step(StepArgs),
     /// List the commits of RANGE as perfbisect walks them (first parent, oldest first).
     Log(LogArgs),
+    /// Take in results measured elsewhere (a cron job's rounds): CSV or JSON rows of commit,
+    /// test, value and optionally timestamp, round and machine.
+    Import(ImportArgs),
+    /// Merge the result stores of other caches (shards of a CI matrix) into this cache.
+    Merge(MergeArgs),
     /// Inspect or trim the cache of built artifacts.
     Cache(CacheArgs),
     /// Create a small demo repository with a known regression and find it.
@@ -207,6 +217,10 @@ pub struct FindArgs {
     /// Output format.
     #[arg(long, value_parser = formats(&[Format::Text, Format::Json, Format::Md]), default_value = "text")]
     pub format: Format,
+    /// Use samples measured with any fingerprint (other machines, compilers), not only this
+    /// machine's.
+    #[arg(long)]
+    pub any_fingerprint: bool,
 }
 
 #[derive(Debug, Args)]
@@ -227,7 +241,8 @@ pub struct RunArgs {
     /// Build up to N commits at once (never while measuring).
     #[arg(short, long, default_value_t = 1)]
     pub jobs: usize,
-    /// Only handle shard I of N (1-based), e.g. `--shard 2/4`.
+    /// Only handle shard I of N (1-based), e.g. `--shard 2/4`: every N-th commit of the range,
+    /// starting with the I-th, so N machines split the range without overlap.
     #[arg(long, value_name = "I/N")]
     pub shard: Option<String>,
     /// Output format.
@@ -245,6 +260,10 @@ pub struct ShowArgs {
     /// Output format.
     #[arg(long, value_parser = formats(&[Format::Text, Format::Json, Format::Csv]), default_value = "text")]
     pub format: Format,
+    /// Use samples measured with any fingerprint (other machines, compilers), not only this
+    /// machine's.
+    #[arg(long)]
+    pub any_fingerprint: bool,
 }
 
 #[derive(Debug, Args)]
@@ -264,6 +283,10 @@ pub struct DetectArgs {
     /// Family-wise significance level for confirming change points.
     #[arg(long)]
     pub alpha: Option<f64>,
+    /// Use samples measured with any fingerprint (other machines, compilers), not only this
+    /// machine's.
+    #[arg(long, conflicts_with = "input")]
+    pub any_fingerprint: bool,
 }
 
 #[derive(Debug, Args)]
@@ -316,6 +339,30 @@ pub struct LogArgs {
     pub count: bool,
 }
 
+/// Formats `import` reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ImportFormat {
+    Csv,
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// The file: CSV with header `commit,test,value[,timestamp,round,machine]`, a JSON array
+    /// of such objects, or the output of `show --format json`.
+    pub file: PathBuf,
+    /// Format of FILE (default: by its extension, `.json` or else CSV).
+    #[arg(long)]
+    pub format: Option<ImportFormat>,
+}
+
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// Cache directories (or their `results/` folders) whose samples to add to this cache.
+    #[arg(required = true, value_name = "CACHE")]
+    pub caches: Vec<PathBuf>,
+}
+
 #[derive(Debug, Args)]
 pub struct CacheArgs {
     #[command(subcommand)]
@@ -324,19 +371,20 @@ pub struct CacheArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum CacheAction {
-    /// List cached builds and failed builds.
+    /// List cached builds (size, samples stored), failed builds, and what the cache takes.
     Ls {
         /// Output format.
         #[arg(long, value_parser = formats(&[Format::Text, Format::Json]), default_value = "text")]
         format: Format,
     },
-    /// Remove the oldest cached builds until the cache is under SIZE.
+    /// Evict the least recently used builds and worktrees until the cache is under SIZE
+    /// (stored results are never removed).
     Gc {
-        /// e.g. 10G, 500M (default: remove only stale temp files)
+        /// e.g. 10G, 500M (default: remove only temp files and unused objects)
         #[arg(long)]
         max_size: Option<String>,
     },
-    /// Remove the cached build (or failure record) of REV.
+    /// Remove the cached build (or failure record) of REV; its stored results stay.
     Rm { rev: String },
     /// Delete stored samples of earlier test or build definitions (they are never used).
     Prune,
@@ -374,4 +422,8 @@ pub struct DemoArgs {
     /// With --create-only: seed of reproducible noise (0: fresh noise from /dev/urandom).
     #[arg(long, default_value_t = 0, requires = "create_only")]
     pub noise_seed: u64,
+    /// With --create-only: every K-th commit changes only documentation (its build is
+    /// byte-identical to its parent's); 0: none.
+    #[arg(long, default_value_t = 0, requires = "create_only", value_name = "K")]
+    pub docs_every: usize,
 }

@@ -31,6 +31,9 @@ pub struct Config {
     /// The line of each command key (`build.command`, `tests.NAME.command`, `...setup`,
     /// `...teardown`), for messages about them after parsing (`config check`).
     pub lines: BTreeMap<String, usize>,
+    /// `[fingerprint] commands`: what else every sample depends on (compiler versions, say);
+    /// their outputs go into the fingerprint.
+    pub fingerprint_commands: Vec<String>,
 }
 
 /// How to build a commit.
@@ -273,6 +276,16 @@ impl Test {
         ))
     }
 
+    /// Whether commits with byte-identical builds may share this test's samples: not when its
+    /// command or hooks read `PERFBISECT_COMMIT`, since they may then behave per commit
+    /// whatever the artifacts.
+    pub fn shares_identical_builds(&self) -> bool {
+        let reads = |s: &str| s.contains("PERFBISECT_COMMIT");
+        !(reads(&self.command)
+            || self.setup.as_deref().is_some_and(reads)
+            || self.teardown.as_deref().is_some_and(reads))
+    }
+
     /// A stable hash of what changes the numbers a test produces; samples of another
     /// definition are not mixed with these.
     pub fn definition_hash(&self) -> u64 {
@@ -308,6 +321,14 @@ struct RawConfig {
     build: Option<Spanned<RawBuild>>,
     #[serde(default)]
     tests: BTreeMap<Spanned<String>, Spanned<RawTest>>,
+    fingerprint: Option<RawFingerprint>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFingerprint {
+    #[serde(default)]
+    commands: Vec<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -631,12 +652,23 @@ pub fn parse(text: &str, path: &Path) -> anyhow::Result<Config> {
         .parent()
         .map(Path::to_path_buf)
         .unwrap_or_else(|| PathBuf::from("."));
+    let mut fingerprint_commands = Vec::new();
+    for c in raw.fingerprint.map(|f| f.commands).unwrap_or_default() {
+        if c.get_ref().trim().is_empty() {
+            crate::usage!(
+                "{}: key `fingerprint.commands`: a command is empty",
+                at(c.span())
+            );
+        }
+        fingerprint_commands.push(c.into_inner());
+    }
     Ok(Config {
         path: path.to_path_buf(),
         dir,
         build,
         tests,
         lines,
+        fingerprint_commands,
     })
 }
 

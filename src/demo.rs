@@ -82,6 +82,9 @@ pub struct CommitSpec {
     pub broken: bool,
     /// 0: noise from /dev/urandom; otherwise a reproducible stream per (seed, commit, run).
     pub noise_seed: u64,
+    /// The commit changes only documentation (`docs/NEWS.md`), not the program: its build is
+    /// byte-identical to its parent's, and the other fields are ignored.
+    pub docs_only: bool,
 }
 
 impl Default for CommitSpec {
@@ -95,6 +98,7 @@ impl Default for CommitSpec {
             work: 1000,
             broken: false,
             noise_seed: 0,
+            docs_only: false,
         }
     }
 }
@@ -183,8 +187,17 @@ pub fn create_repo(dir: &Path, commits: &[CommitSpec]) -> anyhow::Result<Vec<Str
                 APP_C.len()
             );
         }
-        let p = params_h(c, n);
-        let _ = write!(stream, "M 100644 inline params.h\ndata {}\n{p}\n", p.len());
+        if c.docs_only && n > 1 {
+            let doc = format!("# News\n\nNotes up to commit {n}.\n");
+            let _ = write!(
+                stream,
+                "M 100644 inline docs/NEWS.md\ndata {}\n{doc}\n",
+                doc.len()
+            );
+        } else {
+            let p = params_h(c, n);
+            let _ = write!(stream, "M 100644 inline params.h\ndata {}\n{p}\n", p.len());
+        }
     }
     git(dir, &["fast-import", "--quiet"], Some(stream.as_bytes()))?;
     git(dir, &["checkout", "-q", "-f", "main"], None)?;

@@ -22,6 +22,18 @@ pub struct WorkspaceLab<'a> {
     bar: indicatif::ProgressBar,
     /// The text of the last failed run of each position, for the report.
     pub last_error: HashMap<usize, String>,
+    /// Imported samples (another machine's numbers) count as evidence. Right for a
+    /// deterministic test; a noisy one measures here what it compares.
+    trust_imported: bool,
+    /// Values measured in this search, by commit, for commits built later whose build is
+    /// byte-identical.
+    fresh: HashMap<[u8; 20], Vec<f64>>,
+    /// Positions already checked for an identical build with samples.
+    twin_checked: std::collections::HashSet<usize>,
+    /// Runs not made because an identical build's samples stood in.
+    pub runs_saved: usize,
+    /// `(position, the commit whose identical build's samples it used)`, for the report.
+    pub shared: Vec<(usize, gix::ObjectId)>,
 }
 
 impl<'a> WorkspaceLab<'a> {
@@ -53,7 +65,17 @@ impl<'a> WorkspaceLab<'a> {
             stored,
             bar: ws.progress.bar(0, label),
             last_error,
+            trust_imported: true,
+            fresh: HashMap::new(),
+            twin_checked: Default::default(),
+            runs_saved: 0,
+            shared: Vec::new(),
         }
+    }
+
+    /// Whether imported samples are evidence in this search (default: yes).
+    pub fn trust_imported(&mut self, yes: bool) {
+        self.trust_imported = yes;
     }
 
     /// Done: clear the progress bar.
@@ -70,11 +92,49 @@ impl<'a> WorkspaceLab<'a> {
 }
 
 /// NaN for the runs that gave no number.
-fn values(samples: &[crate::store::Sample]) -> Vec<f64> {
+fn values<'s>(samples: impl IntoIterator<Item = &'s crate::store::Sample>) -> Vec<f64> {
     samples
-        .iter()
+        .into_iter()
         .map(|s| s.value.unwrap_or(f64::NAN))
         .collect()
+}
+
+impl WorkspaceLab<'_> {
+    /// Once per position without samples of its own: the samples of a commit whose build
+    /// (from its manifest) is byte-identical, stored before or measured in this search.
+    fn identical_build_samples(&mut self, pos: usize) -> Option<(gix::ObjectId, Vec<f64>)> {
+        if !self.twin_checked.insert(pos) || !self.test.shares_identical_builds() {
+            return None;
+        }
+        let id = self.commits[pos].id;
+        if !self.stored.records(&id).is_empty() {
+            return None; // the search was given them already
+        }
+        let cache = &self.ws.cache;
+        let recipe = self.ws.config.build.recipe_hash();
+        let mine = crate::build::cas::read_manifest(cache, &id, recipe)?.digest;
+        let key = crate::store::commit_key(&id);
+        let mut twins: Vec<[u8; 20]> = crate::build::cas::digests(cache, recipe)
+            .into_iter()
+            .filter(|(c, d)| *d == mine && *c != key)
+            .map(|(c, _)| c)
+            .collect();
+        twins.sort();
+        for t in twins {
+            let tid = gix::ObjectId::from_bytes_or_panic(&t);
+            let mut vals: Vec<f64> = values(
+                self.stored
+                    .own(&tid)
+                    .iter()
+                    .filter(|s| self.trust_imported || s.import.is_none()),
+            );
+            vals.extend(self.fresh.get(&t).into_iter().flatten());
+            if !vals.is_empty() {
+                return Some((tid, vals));
+            }
+        }
+        None
+    }
 }
 
 impl Lab for WorkspaceLab<'_> {
@@ -95,13 +155,32 @@ impl Lab for WorkspaceLab<'_> {
     }
 
     fn stored(&self, pos: usize) -> Vec<f64> {
-        values(self.stored.records(&self.commits[pos].id))
+        let recs = self.stored.records(&self.commits[pos].id);
+        values(
+            recs.into_iter()
+                .filter(|s| self.trust_imported || s.import.is_none()),
+        )
     }
 
     fn measure(&mut self, pos: usize, runs: usize) -> anyhow::Result<Vec<f64>> {
         let art = self
             .artifacts(pos)
             .ok_or_else(|| anyhow::anyhow!("{} is not built", self.commits[pos].short()))?;
+        // Built just now and byte-identical to a commit with samples: those stand in for runs.
+        if let Some((twin, vals)) = self.identical_build_samples(pos) {
+            self.runs_saved += vals.len().min(runs);
+            self.shared.push((pos, twin));
+            if self.ws.verbosity.verbose > 0 {
+                self.bar.println(format!(
+                    "{} {}: same build as {} (byte-identical artifacts): its {} samples are used",
+                    self.commits[pos].short(),
+                    self.commits[pos].subject,
+                    crate::git::short(&twin),
+                    vals.len()
+                ));
+            }
+            return Ok(vals);
+        }
         let c = &self.commits[pos];
         self.bar
             .set_message(format!("{} {} ({runs} runs)", c.short(), c.subject));
@@ -119,6 +198,10 @@ impl Lab for WorkspaceLab<'_> {
             self.last_error.insert(pos, e);
         }
         let vals = values(&got);
+        self.fresh
+            .entry(crate::store::commit_key(&c.id))
+            .or_default()
+            .extend(&vals);
         if self.ws.verbosity.verbose > 0 {
             let fin: Vec<f64> = vals.iter().copied().filter(|v| v.is_finite()).collect();
             let med = crate::stats::median(&fin).unwrap_or(f64::NAN);

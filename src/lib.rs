@@ -9,6 +9,7 @@ pub mod commands;
 pub mod config;
 pub mod demo;
 pub mod error;
+pub mod fingerprint;
 pub mod git;
 pub mod interrupt;
 pub mod lab;

@@ -1,14 +1,16 @@
 //! The workspace every command works in: the repository, the config, the cache and its lock,
 //! and the steps they share (load samples, build what is missing, measure and store).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use anyhow::Context as _;
 use gix::ObjectId;
 
 use crate::build::{self, State};
 use crate::config::{Config, Test};
+use crate::fingerprint::Fingerprint;
 use crate::git::{self, CommitInfo, Repo};
 use crate::measure;
 use crate::progress::Progress;
@@ -30,6 +32,9 @@ pub struct Workspace {
     pub cache: Cache,
     pub verbosity: Verbosity,
     pub progress: Progress,
+    /// Use the samples of every fingerprint, not only this machine's (`--any-fingerprint`).
+    pub any_fingerprint: bool,
+    fingerprint: OnceLock<Fingerprint>,
     _lock: Option<CacheLock>,
 }
 
@@ -41,27 +46,76 @@ pub struct Locations {
     pub cache: Option<PathBuf>,
 }
 
-/// Samples of one test, grouped by commit, only those of the current test and build
-/// definitions.
+/// Samples of one test, grouped by commit: those of the current test and build definitions
+/// and of this machine's fingerprint (or every fingerprint with `--any-fingerprint`), plus
+/// imported ones.
 #[derive(Debug, Default)]
 pub struct Samples {
     pub by_commit: HashMap<[u8; 20], Vec<Sample>>,
     /// Samples ignored because the test or build definition changed since.
     pub stale: usize,
+    /// Samples set aside because another machine or setup measured them, by fingerprint id.
+    pub other_fingerprints: BTreeMap<u64, usize>,
+    /// Commits whose builds are byte-identical (same artifact digest), each with the others:
+    /// they measure the same, so they share their samples.
+    pub twins: HashMap<[u8; 20], Vec<[u8; 20]>>,
 }
 
 impl Samples {
-    /// All records (ok and failed) of a commit.
-    pub fn records(&self, id: &ObjectId) -> &[Sample] {
+    /// The commit's own records (ok and failed), without those of identical builds.
+    pub fn own(&self, id: &ObjectId) -> &[Sample] {
         self.by_commit
             .get(&commit_key(id))
             .map(Vec::as_slice)
             .unwrap_or(&[])
     }
 
-    /// Metric values of the successful runs of a commit.
+    /// All records (ok and failed) of a commit: its own, then those of commits whose build is
+    /// byte-identical to its own.
+    pub fn records(&self, id: &ObjectId) -> Vec<&Sample> {
+        let key = commit_key(id);
+        let mut out: Vec<&Sample> = self.own(id).iter().collect();
+        for t in self.twins.get(&key).into_iter().flatten() {
+            out.extend(self.by_commit.get(t).into_iter().flatten());
+        }
+        out
+    }
+
+    /// The identical builds whose samples a commit uses (those with samples), oldest id first.
+    pub fn shared_from(&self, id: &ObjectId) -> Vec<ObjectId> {
+        let mut out: Vec<ObjectId> = self
+            .twins
+            .get(&commit_key(id))
+            .into_iter()
+            .flatten()
+            .filter(|t| self.by_commit.get(*t).is_some_and(|v| !v.is_empty()))
+            .map(|t| ObjectId::from_bytes_or_panic(t))
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// Metric values of the successful runs of a commit (and of its identical builds).
     pub fn values(&self, id: &ObjectId) -> Vec<f64> {
         self.records(id).iter().filter_map(|s| s.value).collect()
+    }
+
+    /// Add a sample measured now, so later commits of the same invocation see it.
+    pub fn push(&mut self, s: Sample) {
+        self.by_commit.entry(s.commit).or_default().push(s);
+    }
+
+    /// Learn that `a` and `b` built byte-identical artifacts.
+    pub fn add_twins(&mut self, group: &[[u8; 20]]) {
+        for &a in group {
+            let others: Vec<[u8; 20]> = group.iter().copied().filter(|&b| b != a).collect();
+            let e = self.twins.entry(a).or_default();
+            for b in others {
+                if !e.contains(&b) {
+                    e.push(b);
+                }
+            }
+        }
     }
 }
 
@@ -96,8 +150,89 @@ impl Workspace {
             cache,
             progress: Progress::new(verbosity.progress),
             verbosity,
+            any_fingerprint: false,
+            fingerprint: OnceLock::new(),
             _lock: lock,
         })
+    }
+
+    /// This machine's fingerprint with this config (computed once, when first needed: it
+    /// runs the `[fingerprint]` commands).
+    pub fn fingerprint(&self) -> &Fingerprint {
+        self.fingerprint
+            .get_or_init(|| Fingerprint::current(&self.config))
+    }
+
+    /// What `show`, `detect` and `find` say when samples of other fingerprints were set aside
+    /// (or, with `--any-fingerprint`, used): how many, and what each fingerprint was.
+    pub fn fingerprint_note(&self, test: &Test, samples: &Samples) -> Option<String> {
+        if samples.other_fingerprints.is_empty() {
+            return None;
+        }
+        let n: usize = samples.other_fingerprints.values().sum();
+        let mut out = format!(
+            "note: {n} stored sample{} of `{}` {} measured with {} other fingerprint{} and {}:",
+            if n == 1 { "" } else { "s" },
+            test.name,
+            if n == 1 { "was" } else { "were" },
+            samples.other_fingerprints.len(),
+            if samples.other_fingerprints.len() == 1 {
+                ""
+            } else {
+                "s"
+            },
+            if self.any_fingerprint {
+                "are used (--any-fingerprint)"
+            } else {
+                "are not used (--any-fingerprint uses them)"
+            }
+        );
+        for (id, k) in &samples.other_fingerprints {
+            out += &format!(
+                "\n  {k} from {}",
+                crate::fingerprint::describe(&self.cache.root, *id)
+            );
+        }
+        let here = self.fingerprint();
+        out += &format!(
+            "\n  this machine: {}",
+            crate::fingerprint::describe(&self.cache.root, here.id())
+        );
+        Some(out)
+    }
+
+    /// The byte-identical builds among the cached ones of the current recipe (from their
+    /// manifests), for [`Samples::twins`].
+    pub fn find_twins(&self, samples: &mut Samples) {
+        let recipe = self.config.build.recipe_hash();
+        let mut groups: HashMap<String, Vec<[u8; 20]>> = HashMap::new();
+        for (commit, digest) in build::cas::digests(&self.cache, recipe) {
+            groups.entry(digest).or_default().push(commit);
+        }
+        samples.twins.clear();
+        for g in groups.values().filter(|g| g.len() > 1) {
+            samples.add_twins(g);
+        }
+    }
+
+    /// After `id` was built: the commits whose builds are byte-identical to it, now known.
+    pub fn learn_twins(&self, samples: &mut Samples, id: &ObjectId) {
+        let recipe = self.config.build.recipe_hash();
+        let Some(m) =
+            build::cas::manifest_or_hash(&self.cache, id, recipe, &self.config.build.artifacts)
+        else {
+            return;
+        };
+        let key = commit_key(id);
+        let mut group = vec![key];
+        for (commit, digest) in build::cas::digests(&self.cache, recipe) {
+            if digest == m.digest && commit != key {
+                group.push(commit);
+            }
+        }
+        if group.len() > 1 {
+            samples.add_twins(&group);
+        }
     }
 
     /// A warning on stderr (kept clear of progress bars); hidden with `-q`.
@@ -139,13 +274,28 @@ impl Workspace {
         }
         let th = test.definition_hash();
         let rh = self.config.build.recipe_hash();
+        let here = self.fingerprint().id();
         let mut out = Samples::default();
         for s in loaded.samples {
-            if s.test_hash == th && s.recipe_hash == rh {
-                out.by_commit.entry(s.commit).or_default().push(s);
-            } else {
+            // Imported rows were measured by someone else's build and test command: a change
+            // of this config does not make them stale.
+            if s.import.is_none() && (s.test_hash != th || s.recipe_hash != rh) {
                 out.stale += 1;
+                continue;
             }
+            // 0: measured before fingerprints were recorded, on this machine as far as
+            // anyone knows.
+            let foreign = s.import.is_none() && s.fingerprint != 0 && s.fingerprint != here;
+            if foreign {
+                *out.other_fingerprints.entry(s.fingerprint).or_default() += 1;
+                if !self.any_fingerprint {
+                    continue;
+                }
+            }
+            out.by_commit.entry(s.commit).or_default().push(s);
+        }
+        if test.shares_identical_builds() {
+            self.find_twins(&mut out);
         }
         Ok(out)
     }
@@ -163,7 +313,15 @@ impl Workspace {
         if let Some(r) = range {
             return Ok(self.repo.range(r)?.commits);
         }
-        if samples.by_commit.is_empty() {
+        // Commits with samples of their own, and those whose identical builds have some.
+        let mut with_results: std::collections::HashSet<[u8; 20]> =
+            samples.by_commit.keys().copied().collect();
+        for (k, others) in &samples.twins {
+            if others.iter().any(|o| samples.by_commit.contains_key(o)) {
+                with_results.insert(*k);
+            }
+        }
+        if with_results.is_empty() {
             return Ok(Vec::new());
         }
         let gix = self.repo.gix();
@@ -179,7 +337,7 @@ impl Workspace {
         if let Ok(head) = self.repo.head() {
             for id in self.repo.walk(head, None)? {
                 let key = commit_key(&id);
-                if samples.by_commit.contains_key(&key) {
+                if with_results.contains(&key) {
                     on_chain.insert(key);
                     chain.push((commit_time(id), self.repo.info(id)?));
                 }
@@ -187,7 +345,7 @@ impl Workspace {
         }
         let mut rest = Vec::new();
         let mut unknown = 0usize;
-        for key in samples.by_commit.keys() {
+        for key in &with_results {
             if on_chain.contains(key) {
                 continue;
             }
@@ -286,8 +444,14 @@ impl Workspace {
         out
     }
 
-    /// Open the store for appending one test's samples, reporting repairs.
+    /// Open the store for appending one test's samples, reporting repairs. The fingerprint the
+    /// samples will record is kept in the cache, so reports can say what it was.
     pub fn appender(&self, test: &Test) -> anyhow::Result<Appender> {
+        if let Err(e) = self.fingerprint().save(&self.cache.root) {
+            self.warn(&format!(
+                "{e:#}; reports will name this fingerprint by its id only"
+            ));
+        }
         let a = self
             .cache
             .store()
@@ -326,6 +490,7 @@ impl Workspace {
             commit: x.commit,
             recipe_hash: self.config.build.recipe_hash(),
             round: x.round,
+            fingerprint: self.fingerprint().id(),
         }
     }
 
@@ -391,6 +556,8 @@ impl Workspace {
         b: Batch<'_>,
         each: &mut dyn FnMut(&Sample),
     ) -> anyhow::Result<(Vec<Sample>, Vec<Sample>)> {
+        build::cas::mark_used(a.artifacts);
+        build::cas::mark_used(b.artifacts);
         let (ca, cb) = (self.context(&a), self.context(&b));
         let mut got = (Vec::new(), Vec::new());
         measure::interleaved(
@@ -421,6 +588,7 @@ impl Workspace {
         batch: Batch<'_>,
         each: &mut dyn FnMut(&Sample),
     ) -> anyhow::Result<Vec<Sample>> {
+        build::cas::mark_used(batch.artifacts);
         let ctx = self.context(&batch);
         let (test, commit) = (batch.test, batch.commit);
         let mut got = Vec::new();

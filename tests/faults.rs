@@ -640,12 +640,13 @@ fn corrupt_store_files_are_reported_and_the_rest_is_kept() {
     // A record written by a newer perfbisect: skipped by version, named by offset.
     let sample = raw(&cache, "value").samples[0].clone();
     let mut newer = good.clone();
-    newer.extend_from_slice(&frame_with_version(&sample, 2));
+    let next = perfbisect::store::RECORD_VERSION + 1;
+    newer.extend_from_slice(&frame_with_version(&sample, next));
     newer.extend_from_slice(&encode_frame(&sample).unwrap());
     std::fs::write(&path, &newer).unwrap();
     let (s, err) = show(&f, &cache, "value", &["-v"]);
     assert_eq!(total(&s), 10, "the record after the newer one is kept");
-    let at = format!("record at offset {} has version 2", good.len());
+    let at = format!("record at offset {} has version {next}", good.len());
     assert!(err.contains(&name) && err.contains(&at), "{err}");
     // A writer appends after it and keeps it (a newer perfbisect may read it).
     let o = run_ok(&f, &cache, "value", &["--again"]);

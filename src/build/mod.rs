@@ -1,9 +1,11 @@
 //! Building commits in perfbisect's worktrees and caching their artifacts per (commit, recipe).
 //! Builds may run in parallel (one worktree slot per job); a failed build is recorded with its
 //! log's tail so it is skipped, not retried, unless asked. Rust projects are built through
-//! [`cargo`], which finds the executables by itself.
+//! [`cargo`], which finds the executables by itself. Artifacts are stored content-addressed
+//! ([`cas`]): identical files across commits take their space once.
 
 pub mod cargo;
+pub mod cas;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -203,7 +205,14 @@ pub fn build_one(
         }
     }
     let dest = cache.artifacts(&commit, recipe);
-    match copy_artifacts(cache, &wt.dir, &build.artifacts, &executables, &dest) {
+    match copy_artifacts(
+        cache,
+        &wt.dir,
+        &build.artifacts,
+        &executables,
+        &dest,
+        (&commit, recipe),
+    ) {
         Ok(()) => Ok(Outcome {
             commit,
             result: Ok(dest),
@@ -231,6 +240,7 @@ fn copy_artifacts(
     artifacts: &[String],
     executables: &[(String, PathBuf)],
     dest: &Path,
+    (commit, recipe): (&ObjectId, u64),
 ) -> Result<(), ArtifactError> {
     let tmp_root = cache.tmp();
     fs::create_dir_all(&tmp_root)
@@ -260,6 +270,11 @@ fn copy_artifacts(
             ArtifactError::Io(e.context(format!("cannot copy executable `{name}` into the cache")))
         })?;
     }
+    // Into the object store, and the manifest before the entry: an entry in place always has
+    // its manifest (a crash in between leaves a manifest of a build that is missing, which
+    // the next build of that commit rewrites).
+    let manifest = cas::intern(cache, tmp.path()).map_err(ArtifactError::Io)?;
+    cas::write_manifest(cache, commit, recipe, &manifest).map_err(ArtifactError::Io)?;
     let path = tmp.keep();
     if let Err(e) = fs::rename(&path, dest) {
         let _ = fs::remove_dir_all(&path);

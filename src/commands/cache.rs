@@ -6,6 +6,7 @@ use std::time::SystemTime;
 
 use bytesize::ByteSize;
 
+use crate::build::cas;
 use crate::cli::{CacheAction, CacheArgs, Format, Global};
 use crate::error::UsageError;
 use crate::pipeline::Workspace;
@@ -128,83 +129,249 @@ pub fn cache(g: &Global, args: CacheArgs) -> anyhow::Result<()> {
             };
             print!("{}", crate::report::json_pretty(&out)?);
         }
-        CacheAction::Ls { .. } => {
-            let arts = entries(&root.join("artifacts"));
-            let total: u64 = arts.iter().map(|e| e.size).sum();
-            println!(
-                "{} ({} cached build{}, {})",
-                root.display(),
-                arts.len(),
-                if arts.len() == 1 { "" } else { "s" },
-                ByteSize(total)
-            );
-            for e in &arts {
-                println!(
-                    "  {:<10} {:>10}  {}",
-                    &e.name[..10.min(e.name.len())],
-                    ByteSize(e.size).to_string(),
-                    subject(&e.name)
-                );
-            }
-            let failed = entries(&root.join("failed"));
-            if !failed.is_empty() {
-                println!("failed builds ({}):", failed.len());
-                for e in &failed {
-                    let why = fs::read_to_string(&e.path).unwrap_or_default();
-                    println!(
-                        "  {:<10} {} ({})",
-                        &e.name[..10.min(e.name.len())],
-                        subject(&e.name),
-                        why.lines().next().unwrap_or("").trim()
-                    );
-                }
-            }
-        }
+        CacheAction::Ls { .. } => ls(&ws, &subject),
         CacheAction::Gc { max_size } => {
-            let mut freed = 0u64;
-            for e in entries(&ws.cache.tmp()) {
-                freed += e.size;
-                remove(&e.path)?;
-            }
-            if let Some(max) = max_size {
-                let max: ByteSize = max.parse().map_err(|e| {
-                    UsageError::err(format!("--max-size `{max}`: {e} (use e.g. 500M or 10G)"))
-                })?;
-                let arts = entries(&root.join("artifacts"));
-                let mut total: u64 = arts.iter().map(|e| e.size).sum();
-                // Oldest first: recently built commits are the likeliest to be measured again.
-                for e in arts {
-                    if total <= max.as_u64() {
-                        break;
-                    }
-                    remove(&e.path)?;
-                    total -= e.size;
-                    freed += e.size;
-                }
-            }
-            println!("freed {}", ByteSize(freed));
+            let max = max_size
+                .map(|m| {
+                    m.parse::<ByteSize>().map_err(|e| {
+                        UsageError::err(format!("--max-size `{m}`: {e} (use e.g. 500M or 10G)"))
+                    })
+                })
+                .transpose()?;
+            gc(&ws, max.map(|m| m.as_u64()))?;
         }
         CacheAction::Rm { rev } => {
             let id = ws.repo.resolve(&rev)?;
             let hex = id.to_string();
+            let before = cas::disk_bytes(&ws.cache);
             let mut n = 0;
-            for dir in ["artifacts", "failed"] {
+            for dir in ["artifacts", "failed", "manifests", "logs"] {
                 for e in entries(&root.join(dir)) {
                     if e.name.starts_with(&hex) {
                         remove(&e.path)?;
-                        n += 1;
+                        if matches!(dir, "artifacts" | "failed") {
+                            n += 1;
+                        }
                     }
                 }
             }
+            cas::remove_unused_objects(&ws.cache)?;
+            let freed = before.saturating_sub(cas::disk_bytes(&ws.cache));
             println!(
-                "removed {n} cache entr{} of {}",
+                "removed {n} cache entr{} of {} ({} freed); its stored results stay",
                 if n == 1 { "y" } else { "ies" },
-                &hex[..10]
+                &hex[..10],
+                ByteSize(freed)
             );
         }
         CacheAction::Prune => prune(&ws)?,
     }
     Ok(())
+}
+
+/// `cache ls`: every cached build with its size (as copies would take), the samples stored
+/// for it and whether it shares its build with other commits; failed builds with why; and what
+/// the cache takes on disk.
+fn ls(ws: &Workspace, subject: &dyn Fn(&str) -> String) {
+    let root = &ws.cache.root;
+    let store = ws.cache.store();
+    // Samples per commit, over every test and fingerprint.
+    let mut samples: std::collections::HashMap<String, usize> = Default::default();
+    let mut total_samples = 0usize;
+    let mut commits_with_samples = std::collections::HashSet::new();
+    for t in store.tests() {
+        if let Ok(l) = store.load(&t) {
+            for s in &l.samples {
+                let hex = s.commit_id().to_string();
+                commits_with_samples.insert(hex.clone());
+                *samples.entry(hex).or_default() += 1;
+                total_samples += 1;
+            }
+        }
+    }
+    let arts = entries(&root.join("artifacts"));
+    let mut digests: std::collections::HashMap<String, usize> = Default::default();
+    let mut rows = Vec::new();
+    let mut copies = 0u64;
+    for e in &arts {
+        let (commit, recipe) = split_entry(&e.name);
+        let manifest = commit.and_then(|c| cas::read_manifest(&ws.cache, &c, recipe));
+        let size = manifest.as_ref().map_or(e.size, |m| m.bytes());
+        copies += size;
+        if let Some(m) = &manifest {
+            *digests.entry(m.digest.clone()).or_default() += 1;
+        }
+        rows.push((e, size, manifest.map(|m| m.digest)));
+    }
+    let on_disk = cas::disk_bytes(&ws.cache);
+    let worktrees = du(&ws.cache.worktrees());
+    println!(
+        "{} ({} cached build{}: {} as plain copies, {} on disk, {} per build; worktrees {}; results {})",
+        root.display(),
+        arts.len(),
+        if arts.len() == 1 { "" } else { "s" },
+        ByteSize(copies),
+        ByteSize(on_disk),
+        ByteSize(on_disk / arts.len().max(1) as u64),
+        ByteSize(worktrees),
+        ByteSize(du(&root.join("results")))
+    );
+    for (e, size, digest) in &rows {
+        let hex = e.name.get(..40).unwrap_or(&e.name);
+        let n = samples.get(hex).copied().unwrap_or(0);
+        let same = digest
+            .as_ref()
+            .and_then(|d| digests.get(d))
+            .filter(|&&k| k > 1)
+            .map(|k| {
+                format!(
+                    " [build identical to {} other{}]",
+                    k - 1,
+                    if *k == 2 { "" } else { "s" }
+                )
+            })
+            .unwrap_or_default();
+        println!(
+            "  {:<10} {:>10}  {:>5} sample{}  {}{same}",
+            &e.name[..10.min(e.name.len())],
+            ByteSize(*size).to_string(),
+            n,
+            if n == 1 { " " } else { "s" },
+            subject(&e.name)
+        );
+    }
+    let failed = entries(&root.join("failed"));
+    if !failed.is_empty() {
+        println!("failed builds ({}):", failed.len());
+        for e in &failed {
+            let why = fs::read_to_string(&e.path).unwrap_or_default();
+            println!(
+                "  {:<10} {} ({})",
+                &e.name[..10.min(e.name.len())],
+                subject(&e.name),
+                why.lines().next().unwrap_or("").trim()
+            );
+        }
+    }
+    println!(
+        "results: {total_samples} sample{} of {} commit{} ({} of them not cached now: results are kept when builds are evicted)",
+        if total_samples == 1 { "" } else { "s" },
+        commits_with_samples.len(),
+        if commits_with_samples.len() == 1 { "" } else { "s" },
+        commits_with_samples
+            .iter()
+            .filter(|c| !arts.iter().any(|e| e.name.starts_with(c.as_str())))
+            .count()
+    );
+}
+
+/// `<commit>-<recipe>` of an artifact entry.
+fn split_entry(name: &str) -> (Option<gix::ObjectId>, u64) {
+    let commit = name
+        .get(..40)
+        .and_then(|h| gix::ObjectId::from_hex(h.as_bytes()).ok());
+    let recipe = name
+        .get(41..)
+        .and_then(|r| u64::from_str_radix(r, 16).ok())
+        .unwrap_or(0);
+    (commit, recipe)
+}
+
+/// `cache gc`: remove temp files and objects nothing links; with a size, evict the least
+/// recently used artifact entries and worktree slots until the cache (everything in it,
+/// results included) fits, or nothing evictable is left. Results are never removed, nor the
+/// manifests that say which builds were identical.
+fn gc(ws: &Workspace, max: Option<u64>) -> anyhow::Result<()> {
+    let root = &ws.cache.root;
+    let before = du_cache(ws);
+    for e in entries(&ws.cache.tmp()) {
+        remove(&e.path)?;
+    }
+    cas::remove_unused_objects(&ws.cache)?;
+    let (mut builds, mut slots) = (0usize, 0usize);
+    if let Some(max) = max {
+        // Candidates by last use: an entry's time is set each time it is measured, a slot's
+        // `.commit` file each time it is switched to another commit.
+        let mut cands: Vec<(SystemTime, PathBuf, bool)> = entries(&root.join("artifacts"))
+            .into_iter()
+            .map(|e| (e.modified, e.path, true))
+            .collect();
+        for e in entries(&ws.cache.worktrees()) {
+            if e.name.ends_with(".commit") {
+                continue;
+            }
+            let marker = ws.cache.worktrees().join(format!("{}.commit", e.name));
+            let used = fs::metadata(&marker)
+                .and_then(|m| m.modified())
+                .unwrap_or(e.modified);
+            cands.push((used, e.path, false));
+        }
+        cands.sort_by_key(|c| c.0);
+        // The size is taken once and then reduced by what each eviction frees: walking the
+        // cache after each one would be quadratic in the number of builds.
+        let mut total = du_cache(ws);
+        for (_, path, is_build) in cands {
+            if total <= max {
+                break;
+            }
+            if is_build {
+                let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+                let (commit, recipe) = split_entry(name.as_deref().unwrap_or(""));
+                let manifest = commit.and_then(|c| cas::read_manifest(&ws.cache, &c, recipe));
+                let plain = cas::unlinked_bytes(&path);
+                remove(&path)?;
+                let objects = match &manifest {
+                    Some(m) => cas::release(&ws.cache, m)?,
+                    None => cas::remove_unused_objects(&ws.cache)?.1,
+                };
+                total = total.saturating_sub(plain + objects);
+                builds += 1;
+            } else {
+                let size = du(&path);
+                // The marker first: a slot without it is checked out from scratch.
+                let mut marker = path.clone().into_os_string();
+                marker.push(".commit");
+                let _ = fs::remove_file(&marker);
+                remove(&path)?;
+                total = total.saturating_sub(size);
+                slots += 1;
+            }
+        }
+        let now = du_cache(ws);
+        if now > max {
+            println!(
+                "the cache still takes {} after evicting every build and worktree: stored results and logs are kept",
+                ByteSize(now)
+            );
+        }
+    }
+    let after = du_cache(ws);
+    println!(
+        "freed {} (evicted {builds} build{} and {slots} worktree{}); the cache takes {}",
+        ByteSize(before.saturating_sub(after)),
+        if builds == 1 { "" } else { "s" },
+        if slots == 1 { "" } else { "s" },
+        ByteSize(after)
+    );
+    Ok(())
+}
+
+/// What the cache takes on disk: artifacts (objects once, plain copies) and everything else
+/// except the demo's folder.
+fn du_cache(ws: &Workspace) -> u64 {
+    let root = &ws.cache.root;
+    let rest: u64 = fs::read_dir(root)
+        .map(|rd| {
+            rd.flatten()
+                .filter(|e| {
+                    let n = e.file_name();
+                    !matches!(n.to_str(), Some("artifacts" | "objects" | "demo"))
+                })
+                .map(|e| du(&e.path()))
+                .sum()
+        })
+        .unwrap_or(0);
+    cas::disk_bytes(&ws.cache) + rest
 }
 
 /// Rewrite each configured test's store without the samples of other test or build
@@ -215,8 +382,9 @@ fn prune(ws: &Workspace) -> anyhow::Result<()> {
     let mut total = 0;
     for test in ws.config.tests.values() {
         let th = test.definition_hash();
+        // Imported rows are never stale by this config (see `Workspace::samples`).
         let p = store.prune(&test.name, &|s| {
-            s.test_hash != th || s.recipe_hash != recipe
+            s.import.is_none() && (s.test_hash != th || s.recipe_hash != recipe)
         })?;
         total += p.removed;
         if p.removed > 0 {

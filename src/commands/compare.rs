@@ -116,6 +116,7 @@ pub fn compare(g: &Global, args: CompareArgs) -> anyhow::Result<()> {
         commit,
         recipe_hash: ws.config.build.recipe_hash(),
         round: 0,
+        fingerprint: ws.fingerprint().id(),
     };
     let (ca, cb) = (context(a.id, &arts[0]), context(b.id, &arts[1]));
     // A side whose test fails `repeats` runs in a row gets no more runs (as `find` steps

@@ -124,6 +124,7 @@ pub fn demo(g: &Global, args: crate::cli::DemoArgs) -> anyhow::Result<()> {
             no_descend: false,
             jobs: 1,
             format: Format::Text,
+            any_fingerprint: false,
         },
     )?;
     println!("\n$ perfbisect run value,rss {range} --jobs 2");
@@ -147,6 +148,7 @@ pub fn demo(g: &Global, args: crate::cli::DemoArgs) -> anyhow::Result<()> {
             test: "value".into(),
             range: Some(range.clone()),
             format: Format::Text,
+            any_fingerprint: false,
         },
     )?;
     for test in ["value", "rss"] {
@@ -159,6 +161,7 @@ pub fn demo(g: &Global, args: crate::cli::DemoArgs) -> anyhow::Result<()> {
                 input: None,
                 format: Format::Text,
                 alpha: None,
+                any_fingerprint: false,
             },
         )?;
     }
@@ -206,6 +209,7 @@ fn create_only(
             noise_pct: a.noise_pct,
             outlier_rate: a.outlier_rate,
             noise_seed: a.noise_seed,
+            docs_only: a.docs_every > 0 && n % a.docs_every == 0 && Some(n) != a.step_at,
             ..CommitSpec::default()
         })
         .collect();

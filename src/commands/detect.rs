@@ -80,9 +80,14 @@ pub fn detect(g: &Global, args: DetectArgs) -> anyhow::Result<()> {
                 .test
                 .as_deref()
                 .expect("clap requires TEST without --input");
-            let ws = Workspace::open(&locations(g), verbosity(g), false)?;
+            let mut ws = Workspace::open(&locations(g), verbosity(g), false)?;
+            ws.any_fingerprint = args.any_fingerprint;
+            let ws = ws;
             let test = ws.config.test(name)?;
             let samples = ws.samples(test)?;
+            if let Some(n) = ws.fingerprint_note(test, &samples) {
+                ws.note(&n);
+            }
             let commits = ws.commits(args.range.as_deref(), &samples)?;
             let series: Vec<Vec<f64>> = commits.iter().map(|c| samples.values(&c.id)).collect();
             // A deterministic test: every change of at least the threshold is a change point at

@@ -10,7 +10,7 @@ use crate::config::Test;
 use crate::git::CommitInfo;
 use crate::lab::WorkspaceLab;
 use crate::pipeline::{Samples, Workspace};
-use crate::report::find::{self as view, FindReport, Skip};
+use crate::report::find::{self as view, FindReport, GapEnd, ImportedGap, Skip};
 use crate::store::Appender;
 
 use super::{check_format, locations, verbosity};
@@ -25,6 +25,9 @@ struct Tally {
     most_parallel: usize,
     building: std::time::Duration,
     measuring: std::time::Duration,
+    /// Runs not made because identical builds' samples stood in, and what was said about it.
+    runs_saved: usize,
+    shared_notes: Vec<String>,
 }
 
 impl Tally {
@@ -57,7 +60,9 @@ pub fn find(g: &Global, args: FindArgs) -> anyhow::Result<()> {
         &[Format::Text, Format::Json, Format::Md],
         "find",
     )?;
-    let ws = Workspace::open(&locations(g), verbosity(g), true)?;
+    let mut ws = Workspace::open(&locations(g), verbosity(g), true)?;
+    ws.any_fingerprint = args.any_fingerprint;
+    let ws = ws;
     let test = ws.config.test(&args.test)?.clone();
     if let Some(w) = super::calibrate::threshold_warning(&ws.cache, &test) {
         ws.warn(&w);
@@ -74,22 +79,105 @@ pub fn find(g: &Global, args: FindArgs) -> anyhow::Result<()> {
     let started = Instant::now();
 
     let stored = ws.samples(&test)?;
+    if let Some(n) = ws.fingerprint_note(&test, &stored) {
+        ws.note(&n);
+    }
     let params = super::search_params(&test, &stored, &|w| ws.warn(w));
     let mut appender = ws.appender(&test)?;
     let mut tally = Tally::default();
     if args.jobs == 0 {
         crate::usage!("--jobs must be at least 1");
     }
-    let first = drive(
-        &ws,
-        &test,
-        &mut appender,
-        &stored,
-        params,
-        &commits,
-        args.jobs,
-        &mut tally,
-    )?;
+    // Imported rounds first: when they show a step, only the gap between the two rounds
+    // around it is searched (and built).
+    let mut gap = imported_gap(&test, &stored, &commits, params);
+    let mut gap_notes = Vec::new();
+    let mut first = None;
+    if let Some((lo, hi, g)) = &mut gap {
+        let sub: Vec<CommitInfo> = commits[*lo..=*hi].to_vec();
+        ws.note(&format!(
+            "perfbisect: imported rounds show the step between {} and {} ({} commit{} between); searching only there{}",
+            sub[0].short(),
+            sub[sub.len() - 1].short(),
+            g.inside,
+            if g.inside == 1 { "" } else { "s" },
+            if g.trusted_ends {
+                ""
+            } else {
+                ", after measuring both ends here"
+            }
+        ));
+        let r = drive(
+            &ws,
+            &test,
+            &mut appender,
+            &stored,
+            params,
+            &sub,
+            args.jobs,
+            &mut tally,
+        )?;
+        let describe = |e: &GapEnd, c: &CommitInfo| {
+            format!(
+                "{} {} (median {} of {} imported sample{}{}{})",
+                c.short(),
+                c.subject,
+                crate::report::fmt_num(e.median),
+                e.n,
+                if e.n == 1 { "" } else { "s" },
+                if e.rounds.is_empty() {
+                    String::new()
+                } else {
+                    format!(", round {}", e.rounds.join(", "))
+                },
+                if e.machines.is_empty() {
+                    String::new()
+                } else {
+                    format!(", from {}", e.machines.join(", "))
+                }
+            )
+        };
+        let ends = format!(
+            "{} and {}",
+            describe(&g.old, &sub[0]),
+            describe(&g.new, &sub[sub.len() - 1])
+        );
+        if matches!(r.outcome, Outcome::NoChange { .. }) {
+            // The step of the imported numbers does not show here: search the whole range
+            // on this machine's numbers instead.
+            g.fell_back = true;
+            gap_notes.push(format!(
+                "imported rounds put a step between {ends}, but measured here the two do not differ; searched the whole range instead"
+            ));
+        } else {
+            gap_notes.push(format!(
+                "imported numbers: {ends}; {}; only the {} commit{} between them {} searched",
+                if g.trusted_ends {
+                    "used as they are (deterministic test)"
+                } else {
+                    "both measured again here before their levels were trusted (the import may come from another machine)"
+                },
+                g.inside,
+                if g.inside == 1 { "" } else { "s" },
+                if g.inside == 1 { "was" } else { "were" }
+            ));
+            commits = sub;
+            first = Some(r);
+        }
+    }
+    let first = match first {
+        Some(r) => r,
+        None => drive(
+            &ws,
+            &test,
+            &mut appender,
+            &stored,
+            params,
+            &commits,
+            args.jobs,
+            &mut tally,
+        )?,
+    };
     if tally.reused > 0 {
         ws.note(&format!(
             "used {} stored samples of `{}` in this range",
@@ -98,7 +186,8 @@ pub fn find(g: &Global, args: FindArgs) -> anyhow::Result<()> {
     }
     let mut outcome = first.outcome;
     let mut probed = first.probed;
-    let mut notes = first.notes;
+    let mut notes = gap_notes;
+    notes.extend(first.notes);
     let mut skips = first.skips;
     let deterministic = first.deterministic;
     // (culprit inside a merged branch, the merge that brought it in)
@@ -192,6 +281,14 @@ pub fn find(g: &Global, args: FindArgs) -> anyhow::Result<()> {
         }
     }
     skips.sort_by_key(|s| s.pos);
+    notes.extend(tally.shared_notes.iter().cloned());
+    if tally.runs_saved > 0 {
+        notes.push(format!(
+            "identical builds saved {} run{}",
+            tally.runs_saved,
+            if tally.runs_saved == 1 { "" } else { "s" }
+        ));
+    }
 
     let invocation = super::invocation(g);
     let report = FindReport {
@@ -216,6 +313,7 @@ pub fn find(g: &Global, args: FindArgs) -> anyhow::Result<()> {
         merges: &merges,
         deterministic,
         seconds: started.elapsed().as_secs_f64(),
+        imported: gap.as_ref().map(|(_, _, g)| g),
     };
     let out = match args.format {
         Format::Json => view::json(&report)?,
@@ -264,10 +362,21 @@ fn drive(
             .collect(),
     );
     let mut lab = WorkspaceLab::new(ws, test, commits, appender, stored, "find");
+    // Another machine's numbers set no level for a noisy test: it measures here.
+    lab.trust_imported(params.deterministic);
     let driven = bisect::drive(&mut search, &mut lab, commits.len(), jobs);
     lab.finish();
     let (outcome, d) = driven?;
     tally.add(&d);
+    tally.runs_saved += lab.runs_saved;
+    for (pos, twin) in &lab.shared {
+        tally.shared_notes.push(format!(
+            "{} {}: same build as {} (byte-identical artifacts), its samples were used instead of runs",
+            commits[*pos].short(),
+            commits[*pos].subject,
+            crate::git::short(twin)
+        ));
+    }
     // Besides the commits the search tried and could not build, the unbuildable commits that
     // make a culprit ambiguous (known from earlier runs, so never tried now).
     let in_doubt: Vec<usize> = match &outcome {
@@ -312,4 +421,109 @@ fn drive(
         skips,
         deterministic: search.is_deterministic(),
     })
+}
+
+/// Imported points on either side of a boundary compared by a noisy test: enough for a rank
+/// test to reach α = 0.01 with one sample per round (5 vs 5).
+const STEP_WINDOW: usize = 5;
+
+/// The index of the first imported point of a new level: among the boundaries where the
+/// points before and after (up to [`STEP_WINDOW`] on each side for a noisy test, the two
+/// neighbours for a deterministic one) differ by the test's rule (significant and at least the
+/// threshold), the one with the largest change. Cron series are short and sparse, too short
+/// for change-point detection's minimum segments, and only one gap is needed.
+fn imported_step(series: &[Vec<f64>], test: &Test, deterministic: bool) -> Option<usize> {
+    let w = if deterministic { 1 } else { STEP_WINDOW };
+    let mut best: Option<(usize, f64)> = None;
+    for k in 1..series.len() {
+        let left: Vec<f64> = series[k.saturating_sub(w)..k].concat();
+        let right: Vec<f64> = series[k..(k + w).min(series.len())].concat();
+        // The nearest neighbours must differ too, or a window would place the step early.
+        let near = crate::stats::differ(&series[k - 1], &series[k], 1.0, test.threshold);
+        let Some(d) = crate::stats::differ(&left, &right, test.alpha, test.threshold) else {
+            continue;
+        };
+        if d.differs
+            && near.is_some_and(|n| n.rel_change.signum() == d.rel_change.signum())
+            && test.threshold.reached(
+                crate::stats::median(&series[k - 1]).unwrap_or(0.0),
+                crate::stats::median(&series[k]).unwrap_or(0.0),
+            )
+            && best.is_none_or(|(_, r)| d.rel_change.abs() > r)
+        {
+            best = Some((k, d.rel_change.abs()));
+        }
+    }
+    best.map(|(k, _)| k)
+}
+
+/// The gap between two imported rounds (positions `lo < hi` of `commits`) across which the
+/// imported numbers of `test` step, when they do: the change point of the imported series
+/// (per commit, in range order) with the largest effect. `None` when fewer than two commits
+/// of the range have imported samples or the imported numbers show no step.
+fn imported_gap(
+    test: &Test,
+    stored: &Samples,
+    commits: &[CommitInfo],
+    params: Params,
+) -> Option<(usize, usize, ImportedGap)> {
+    let mut at = Vec::new();
+    let mut series = Vec::new();
+    for (pos, c) in commits.iter().enumerate() {
+        let v: Vec<f64> = stored
+            .own(&c.id)
+            .iter()
+            .filter(|s| s.import.is_some())
+            .filter_map(|s| s.value)
+            .collect();
+        if !v.is_empty() {
+            at.push(pos);
+            series.push(v);
+        }
+    }
+    if at.len() < 2 {
+        return None;
+    }
+    let k = imported_step(&series, test, params.deterministic)?;
+    let (lo, hi) = (at[k - 1], at[k]);
+    let end = |pos: usize| {
+        let recs: Vec<&crate::store::Sample> = stored
+            .own(&commits[pos].id)
+            .iter()
+            .filter(|s| s.import.is_some() && s.value.is_some())
+            .collect();
+        let vals: Vec<f64> = recs.iter().filter_map(|s| s.value).collect();
+        let mut rounds: Vec<String> = recs
+            .iter()
+            .filter_map(|s| s.import.as_ref()?.round.clone())
+            .collect();
+        rounds.sort();
+        rounds.dedup();
+        let mut machines: Vec<String> = recs
+            .iter()
+            .filter_map(|s| s.import.as_ref()?.machine.clone())
+            .collect();
+        machines.sort();
+        machines.dedup();
+        GapEnd {
+            commit: commits[pos].id.to_string(),
+            median: crate::stats::median(&vals).unwrap_or(f64::NAN),
+            n: vals.len(),
+            rounds,
+            machines,
+        }
+    };
+    Some((
+        lo,
+        hi,
+        ImportedGap {
+            samples: series.iter().map(Vec::len).sum(),
+            commits: at.len(),
+            old: end(lo),
+            new: end(hi),
+            inside: hi - lo - 1,
+            trusted_ends: params.deterministic,
+            fell_back: false,
+        },
+    ))
 }

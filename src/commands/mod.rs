@@ -8,7 +8,9 @@ mod demo;
 mod detect;
 mod docs;
 mod find;
+mod import;
 mod log;
+mod merge;
 mod run;
 mod show;
 mod step;
@@ -41,6 +43,7 @@ where
             no_descend: cli.find.no_descend,
             jobs: cli.find.jobs.unwrap_or(1),
             format: cli.find.format.unwrap_or_default(),
+            any_fingerprint: cli.find.any_fingerprint,
         }),
         _ => unreachable!("parse() refuses a command line without a command or TEST RANGE"),
     };
@@ -55,6 +58,8 @@ where
         Command::Compare(a) => compare::compare(&g, a),
         Command::Calibrate(a) => calibrate::calibrate(&g, a),
         Command::Log(a) => log::log(&g, a),
+        Command::Import(a) => import::import(&g, a),
+        Command::Merge(a) => merge::merge(&g, a),
         Command::Cache(a) => cache::cache(&g, a),
         Command::Demo(a) => demo::demo(&g, a),
         Command::Config(a) => config::config(&g, a),

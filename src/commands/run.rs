@@ -19,9 +19,27 @@ struct Summary {
     runs: usize,
     failed_builds: Vec<String>,
     failed_runs: usize,
+    /// Runs not made because a commit's build is byte-identical to that of a commit whose
+    /// samples it shares.
+    runs_saved: usize,
+    /// Commits (of this invocation) whose samples come from an identical build, with it.
+    identical_builds: Vec<Shared>,
+    /// `I/N` with `--shard`, and how many commits of the range that shard holds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    shard: Option<String>,
+    commits: usize,
     /// Why each of `failed_builds` failed (the first line of its record), for the text output.
     #[serde(skip)]
     failed_reasons: Vec<String>,
+}
+
+/// A commit whose build is byte-identical to another's, so it uses that one's samples.
+#[derive(Debug, Serialize)]
+struct Shared {
+    commit: String,
+    same_as: String,
+    test: String,
+    runs_saved: usize,
 }
 
 pub fn run(g: &Global, args: RunArgs) -> anyhow::Result<()> {
@@ -52,34 +70,37 @@ pub fn run(g: &Global, args: RunArgs) -> anyhow::Result<()> {
         .filter(|(i, _)| shard.is_none_or(|(k, n)| i % n == k - 1))
         .map(|(_, c)| c.clone())
         .collect();
+    if let Some((i, n)) = shard {
+        ws.note(&format!(
+            "perfbisect: shard {i}/{n}: {} of the {} commits of {} (every {n}th, from the {i}th)",
+            commits.len(),
+            range.commits.len(),
+            range.spec
+        ));
+    }
     let started = Instant::now();
 
-    // What each (commit, test) still needs.
-    let mut plan: Vec<Vec<(usize, u32)>> = vec![Vec::new(); commits.len()];
+    // What each (commit, test) still needs, as far as is known before building: a commit not
+    // built yet may turn out to be byte-identical to a measured one.
+    let mut samples = Vec::new();
     for test in &tests {
-        let samples = ws.samples(test)?;
+        let s = ws.samples(test)?;
         if !g.quiet {
-            if let Some(note) = ws.cache.store().stale_note(&test.name, samples.stale) {
+            if let Some(note) = ws.cache.store().stale_note(&test.name, s.stale) {
                 ws.note(&note);
             }
         }
-        for (ci, c) in commits.iter().enumerate() {
-            let recs = samples.records(&c.id);
-            let have = recs.len();
-            let next_round = recs.iter().map(|s| s.round + 1).max().unwrap_or(0);
-            let (need, round) = if args.again {
-                (test.repeats, next_round)
-            } else if args.gaps {
-                (if have == 0 { test.repeats } else { 0 }, 0)
-            } else {
-                (
-                    test.repeats.saturating_sub(have),
-                    next_round.saturating_sub(1),
-                )
-            };
-            plan[ci].push((need, round));
-        }
+        samples.push(s);
     }
+    let needs = |samples: &[crate::pipeline::Samples], ci: usize| -> Vec<(usize, u32, usize)> {
+        tests
+            .iter()
+            .zip(samples)
+            .map(|(test, samples)| need(test, samples, &commits[ci].id, args.again, args.gaps))
+            .collect()
+    };
+    let plan: Vec<Vec<(usize, u32, usize)>> =
+        (0..commits.len()).map(|ci| needs(&samples, ci)).collect();
 
     let mut summary = Summary {
         builds: 0,
@@ -87,11 +108,15 @@ pub fn run(g: &Global, args: RunArgs) -> anyhow::Result<()> {
         runs: 0,
         failed_builds: Vec::new(),
         failed_runs: 0,
+        runs_saved: 0,
+        identical_builds: Vec::new(),
+        shard: shard.map(|(i, n)| format!("{i}/{n}")),
+        commits: commits.len(),
         failed_reasons: Vec::new(),
     };
     let mut to_build = Vec::new();
     for (ci, c) in commits.iter().enumerate() {
-        let needed = plan[ci].iter().any(|(n, _)| *n > 0);
+        let needed = plan[ci].iter().any(|(n, _, _)| *n > 0);
         match ws.build_state(&c.id) {
             State::Cached(_) => summary.cache_hits += 1,
             State::Failed(_) if !args.retry_failed => {}
@@ -106,7 +131,17 @@ pub fn run(g: &Global, args: RunArgs) -> anyhow::Result<()> {
         return Err(Interrupted.into());
     }
 
-    let total: usize = plan.iter().flatten().map(|(n, _)| n).sum();
+    // The builds just made have manifests: commits now known to be byte-identical to
+    // measured ones share their samples instead of running again.
+    for (s, t) in samples.iter_mut().zip(&tests) {
+        if t.shares_identical_builds() {
+            ws.find_twins(s);
+        }
+    }
+    let total: usize = (0..commits.len())
+        .flat_map(|ci| needs(&samples, ci))
+        .map(|(n, _, _)| n)
+        .sum();
     let bar = ws.progress.bar(total as u64, "run");
     let mut appenders = Vec::new();
     for t in &tests {
@@ -120,17 +155,44 @@ pub fn run(g: &Global, args: RunArgs) -> anyhow::Result<()> {
                 summary
                     .failed_reasons
                     .push(tail.lines().next().unwrap_or("").trim().to_string());
-                let skipped: u64 = plan[ci].iter().map(|(n, _)| *n as u64).sum();
+                let skipped: u64 = needs(&samples, ci).iter().map(|n| n.0 as u64).sum();
                 bar.inc(skipped);
                 continue;
             }
             State::Missing => {
-                let skipped: u64 = plan[ci].iter().map(|(n, _)| *n as u64).sum();
+                let skipped: u64 = needs(&samples, ci).iter().map(|n| n.0 as u64).sum();
                 bar.inc(skipped);
                 continue;
             }
         };
-        for group in share_groups(&tests, &plan[ci]) {
+        let now = needs(&samples, ci);
+        for (ti, test) in tests.iter().enumerate() {
+            let saved = now[ti].2;
+            if saved == 0 {
+                continue;
+            }
+            let from = samples[ti].shared_from(&c.id);
+            let same_as = from.first().map(|f| f.to_string()).unwrap_or_default();
+            if ws.verbosity.verbose > 0 {
+                ws.note(&format!(
+                    "{} {}: same build as {} (byte-identical artifacts): its samples of `{}` are used, {saved} run{} saved",
+                    c.short(),
+                    c.subject,
+                    from.first().map(git::short).unwrap_or_default(),
+                    test.name,
+                    if saved == 1 { "" } else { "s" }
+                ));
+            }
+            summary.runs_saved += saved;
+            summary.identical_builds.push(Shared {
+                commit: c.id.to_string(),
+                same_as,
+                test: test.name.clone(),
+                runs_saved: saved,
+            });
+        }
+        let plan_c: Vec<(usize, u32)> = now.iter().map(|&(n, r, _)| (n, r)).collect();
+        for group in share_groups(&tests, &plan_c) {
             let names: Vec<&str> = group.iter().map(|&ti| tests[ti].name.as_str()).collect();
             bar.set_message(format!("{} {} {}", c.short(), names.join(","), c.subject));
             let batches: Vec<Batch<'_>> = group
@@ -139,15 +201,18 @@ pub fn run(g: &Global, args: RunArgs) -> anyhow::Result<()> {
                     test: tests[ti],
                     commit: c.id,
                     artifacts: &artifacts,
-                    runs: plan[ci][ti].0,
-                    round: plan[ci][ti].1,
+                    runs: plan_c[ti].0,
+                    round: plan_c[ti].1,
                 })
                 .collect();
+            // What was measured now, for later commits whose build turns out identical.
+            let mut fresh: Vec<(usize, crate::store::Sample)> = Vec::new();
             if let [_] = group.as_slice() {
                 let batch = batches.into_iter().next().expect("one batch");
                 let got = ws.measure(&mut appenders[group[0]], batch, &mut |_| bar.inc(1))?;
                 summary.runs += got.len();
                 summary.failed_runs += got.iter().filter(|s| s.value.is_none()).count();
+                fresh.extend(got.into_iter().map(|s| (group[0], s)));
             } else {
                 // One execution per repeat feeds every test of the group.
                 let mut mine: Vec<&mut crate::store::Appender> = appenders
@@ -156,11 +221,15 @@ pub fn run(g: &Global, args: RunArgs) -> anyhow::Result<()> {
                     .filter(|(ti, _)| group.contains(ti))
                     .map(|(_, a)| a)
                     .collect();
-                ws.measure_shared(&mut mine, &batches, &mut |_, s| {
+                ws.measure_shared(&mut mine, &batches, &mut |i, s| {
                     bar.inc(1);
                     summary.runs += 1;
                     summary.failed_runs += usize::from(s.value.is_none());
+                    fresh.push((group[i], s.clone()));
                 })?;
+            }
+            for (ti, s) in fresh {
+                samples[ti].push(s);
             }
             if crate::interrupt::requested() {
                 break 'commits;
@@ -237,6 +306,22 @@ fn print_summary(
                 s.failed_runs,
                 crate::build::fmt_secs(started.elapsed().as_secs_f64())
             );
+            if s.runs_saved > 0 {
+                let mut commits: Vec<&str> = s
+                    .identical_builds
+                    .iter()
+                    .map(|b| b.commit.as_str())
+                    .collect();
+                commits.sort();
+                commits.dedup();
+                println!(
+                    "  {} commit{} built byte-identical artifacts to measured ones and reused their samples: {} run{} saved",
+                    commits.len(),
+                    if commits.len() == 1 { "" } else { "s" },
+                    s.runs_saved,
+                    if s.runs_saved == 1 { "" } else { "s" }
+                );
+            }
             for (f, why) in s.failed_builds.iter().zip(&s.failed_reasons) {
                 let id = gix::ObjectId::from_hex(f.as_bytes())?;
                 let subject = ws.repo.info(id).map(|i| i.subject).unwrap_or_default();
@@ -245,6 +330,37 @@ fn print_summary(
         }
     }
     Ok(())
+}
+
+/// What `test` still needs on commit `id`: (runs, the round they belong to, runs saved because
+/// an identical build's samples stand in for the commit's own).
+fn need(
+    test: &crate::config::Test,
+    samples: &crate::pipeline::Samples,
+    id: &gix::ObjectId,
+    again: bool,
+    gaps: bool,
+) -> (usize, u32, usize) {
+    let own = samples.own(id).len();
+    let recs = samples.records(id);
+    let have = recs.len();
+    let next_round = recs.iter().map(|s| s.round + 1).max().unwrap_or(0);
+    if again {
+        return (test.repeats, next_round, 0);
+    }
+    let want = |n: usize| {
+        if gaps {
+            if n == 0 {
+                test.repeats
+            } else {
+                0
+            }
+        } else {
+            test.repeats.saturating_sub(n)
+        }
+    };
+    let need = want(have);
+    (need, next_round.saturating_sub(1), want(own) - need)
 }
 
 fn parse_shard(s: &str) -> anyhow::Result<(usize, usize)> {

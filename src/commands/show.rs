@@ -13,14 +13,16 @@ pub fn show(g: &Global, args: ShowArgs) -> anyhow::Result<()> {
         &[Format::Text, Format::Json, Format::Csv],
         "show",
     )?;
-    let ws = Workspace::open(&locations(g), verbosity(g), false)?;
+    let mut ws = Workspace::open(&locations(g), verbosity(g), false)?;
+    ws.any_fingerprint = args.any_fingerprint;
+    let ws = ws;
     let test = ws.config.test(&args.test)?;
     let samples = ws.samples(test)?;
     let commits = ws.commits(args.range.as_deref(), &samples)?;
     let rows: Vec<CommitRow> = commits
         .into_iter()
         .map(|c| {
-            let records = samples.records(&c.id).to_vec();
+            let records: Vec<_> = samples.records(&c.id).into_iter().cloned().collect();
             let values: Vec<f64> = records.iter().filter_map(|s| s.value).collect();
             let status = if !values.is_empty() {
                 Status::Ok
@@ -32,6 +34,7 @@ pub fn show(g: &Global, args: ShowArgs) -> anyhow::Result<()> {
                 Status::Missing
             };
             CommitRow {
+                same_build_as: samples.shared_from(&c.id).first().copied(),
                 commit: c,
                 values,
                 records,
@@ -60,6 +63,9 @@ pub fn show(g: &Global, args: ShowArgs) -> anyhow::Result<()> {
         if let Some(n) = ws.cache.store().stale_note(&test.name, samples.stale) {
             ws.note(&n);
         }
+    }
+    if let Some(n) = ws.fingerprint_note(test, &samples) {
+        ws.note(&n);
     }
     Ok(())
 }

@@ -27,6 +27,8 @@ pub struct Context<'a> {
     pub commit: ObjectId,
     pub recipe_hash: u64,
     pub round: u32,
+    /// The [`crate::fingerprint::Fingerprint::id`] every sample records.
+    pub fingerprint: u64,
 }
 
 impl Context<'_> {
@@ -130,6 +132,8 @@ impl Context<'_> {
             max_rss: ran.fin.max_rss,
             value,
             error,
+            fingerprint: self.fingerprint,
+            import: None,
         }
     }
 
@@ -150,6 +154,8 @@ impl Context<'_> {
             max_rss: 0,
             value: None,
             error: Some(error),
+            fingerprint: self.fingerprint,
+            import: None,
         }
     }
 }
@@ -224,9 +230,7 @@ fn execute(ctxs: &[&Context<'_>]) -> anyhow::Result<Ran> {
         },
         interrupt: None,
         kill_leftovers: true,
-        own_rss: ctxs
-            .iter()
-            .any(|c| matches!(c.test.metric, Metric::MaxRss)),
+        own_rss: ctxs.iter().any(|c| matches!(c.test.metric, Metric::MaxRss)),
     })?;
     Ok(Ran { fin, out, regex_of })
 }

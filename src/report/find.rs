@@ -36,6 +36,37 @@ pub struct FindReport<'a> {
     /// The search compared exact values (a deterministic metric, or no spread at both ends):
     /// its p-values (0 or 1) are no test's result, and the report says "deterministic".
     pub deterministic: bool,
+    /// What imported rounds (cron results) told the search, when they were used.
+    pub imported: Option<&'a ImportedGap>,
+}
+
+/// The gap between two imported rounds whose levels differ, which the search was narrowed to.
+#[derive(Debug, Clone, Serialize)]
+pub struct ImportedGap {
+    /// Imported samples of the test within the range.
+    pub samples: usize,
+    /// Commits of the range with imported samples.
+    pub commits: usize,
+    /// The last imported round before the step and the first after it.
+    pub old: GapEnd,
+    pub new: GapEnd,
+    /// Commits strictly between them: the only ones built for the search.
+    pub inside: usize,
+    /// Whether the imported numbers of the two ends were used as they are (deterministic
+    /// tests) or the ends were measured here first (noisy tests: another machine's level).
+    pub trusted_ends: bool,
+    /// The search of the gap did not confirm the step here, so the whole range was searched.
+    pub fell_back: bool,
+}
+
+/// One end of an [`ImportedGap`].
+#[derive(Debug, Clone, Serialize)]
+pub struct GapEnd {
+    pub commit: String,
+    pub median: f64,
+    pub n: usize,
+    pub rounds: Vec<String>,
+    pub machines: Vec<String>,
 }
 
 /// Where a search's wall time went.
@@ -155,6 +186,8 @@ struct JsonFind {
     notes: Vec<String>,
     /// Exact comparisons: the p-values are 0 or 1 by construction.
     deterministic: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    imported: Option<ImportedGap>,
 }
 
 #[derive(Serialize)]
@@ -498,6 +531,7 @@ pub fn json(r: &FindReport<'_>) -> anyhow::Result<String> {
             .collect(),
         notes: r.notes.to_vec(),
         deterministic: r.deterministic,
+        imported: r.imported.cloned(),
     };
     Ok(super::json_pretty(&out)?)
 }
@@ -766,6 +800,7 @@ mod tests {
             invocation: "",
             seconds: 1.0,
             deterministic,
+            imported: None,
         };
         (text(&r), markdown(&r), json(&r).unwrap())
     }

@@ -28,6 +28,15 @@ pub struct CommitRow {
     pub values: Vec<f64>,
     pub records: Vec<Sample>,
     pub status: Status,
+    /// A commit whose build is byte-identical to this one's, whose samples these include.
+    pub same_build_as: Option<gix::ObjectId>,
+}
+
+impl CommitRow {
+    /// How many of the records were imported (cron rounds), not measured here.
+    pub fn imported(&self) -> usize {
+        self.records.iter().filter(|s| s.import.is_some()).count()
+    }
 }
 
 /// The stake verdict, worded like curl's page.
@@ -203,15 +212,28 @@ pub fn text(test: &Test, scope: &str, rows: &[CommitRow]) -> String {
                 ("0".into(), String::new(), what.into(), String::new())
             }
         };
+        let mut marks = Vec::new();
+        let imported = r.imported();
+        if imported > 0 {
+            marks.push(format!("{imported} imported"));
+        }
+        if let Some(t) = &r.same_build_as {
+            marks.push(format!("same build as {}", crate::git::short(t)));
+        }
         let _ = writeln!(
             o,
-            "{:<10}  {:>4}  {:>12}  {:>12}  {:>12}  {}",
+            "{:<10}  {:>4}  {:>12}  {:>12}  {:>12}  {}{}",
             r.commit.short(),
             n,
             min,
             med,
             max,
-            r.commit.subject
+            r.commit.subject,
+            if marks.is_empty() {
+                String::new()
+            } else {
+                format!(" [{}]", marks.join("; "))
+            }
         );
     }
     match summarize(test, rows) {
@@ -296,6 +318,12 @@ struct JsonCommit<'a> {
     median: Option<f64>,
     max: Option<f64>,
     status: Status,
+    /// The values of the successful runs, in stored order (what `import` reads back).
+    values: &'a [f64],
+    /// How many of them were imported rather than measured here.
+    imported: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    same_build_as: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -321,6 +349,9 @@ pub fn json(test: &Test, rows: &[CommitRow]) -> anyhow::Result<String> {
                 median: s.map(|s| s.median),
                 max: s.map(|s| s.max),
                 status: r.status,
+                values: &r.values,
+                imported: r.imported(),
+                same_build_as: r.same_build_as.map(|t| t.to_string()),
             }
         })
         .collect();
@@ -390,6 +421,8 @@ mod tests {
             max_rss: 4096,
             value,
             error: error.map(str::to_string),
+            fingerprint: 0,
+            import: None,
         }
     }
 
@@ -397,6 +430,7 @@ mod tests {
     fn csv_round_trips_quotes_commas_and_multi_line_errors() {
         let error = "test command exited with 3\nerror: \"bad\", said the test,\r\nthen \"\"more\"\"\nlast line, with a comma";
         let row = CommitRow {
+            same_build_as: None,
             commit: CommitInfo {
                 id: gix::ObjectId::from_bytes_or_panic(&[7; 20]),
                 subject: "A \"quoted\", subject".into(),

@@ -16,8 +16,9 @@ use serde::{Deserialize, Serialize};
 const MAGIC: &[u8; 8] = b"PBSTORE\0";
 /// The file format this build writes and reads.
 pub const FORMAT_VERSION: u32 = 1;
-/// The record layout this build writes; newer records are skipped with a warning.
-pub const RECORD_VERSION: u8 = 1;
+/// The record layout this build writes; newer records are skipped with a warning. Version 1
+/// (before fingerprints and imports) is still read: see [`SampleV1`].
+pub const RECORD_VERSION: u8 = 2;
 const HEADER_LEN: usize = 12;
 const FRAME_HEAD: usize = 8;
 /// No record is this large; a longer length field is corruption.
@@ -44,6 +45,74 @@ pub struct Sample {
     /// Why the run failed, with the tail of its output.
     #[serde(deserialize_with = "borrowed_text")]
     pub error: Option<String>,
+    /// [`crate::fingerprint::Fingerprint::id`] of the machine and setup that measured it; 0 when
+    /// not recorded (records of version 1, imported rows).
+    pub fingerprint: u64,
+    /// Where an imported sample came from; `None` for a run perfbisect made.
+    pub import: Option<Import>,
+}
+
+/// The provenance of a sample taken in by `perfbisect import` (a cron round, say).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+pub struct Import {
+    /// The round as the file names it (`R31`, `31`), if it does.
+    #[serde(deserialize_with = "borrowed_text")]
+    pub round: Option<String>,
+    /// The machine that measured it, if the file says.
+    #[serde(deserialize_with = "borrowed_text")]
+    pub machine: Option<String>,
+}
+
+/// The record layout of version 1 (perfbisect before fingerprints and imports): read and
+/// turned into a [`Sample`] without a fingerprint, never written again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SampleV1 {
+    pub commit: [u8; 20],
+    pub test_hash: u64,
+    pub recipe_hash: u64,
+    pub time: u64,
+    pub round: u32,
+    pub wall: f64,
+    pub user: f64,
+    pub sys: f64,
+    pub max_rss: u64,
+    pub value: Option<f64>,
+    #[serde(deserialize_with = "borrowed_text")]
+    pub error: Option<String>,
+}
+
+impl From<SampleV1> for Sample {
+    fn from(s: SampleV1) -> Sample {
+        Sample {
+            commit: s.commit,
+            test_hash: s.test_hash,
+            recipe_hash: s.recipe_hash,
+            time: s.time,
+            round: s.round,
+            wall: s.wall,
+            user: s.user,
+            sys: s.sys,
+            max_rss: s.max_rss,
+            value: s.value,
+            error: s.error,
+            fingerprint: 0,
+            import: None,
+        }
+    }
+}
+
+/// Decode the payload of a record of layout `version` (at most [`RECORD_VERSION`]).
+pub fn decode_record(version: u8, payload: &[u8]) -> Result<Sample, String> {
+    let config = bincode::config::standard();
+    match version {
+        1 => bincode::serde::borrow_decode_from_slice::<SampleV1, _>(payload, config)
+            .map(|(s, _)| s.into())
+            .map_err(|e| e.to_string()),
+        2 => bincode::serde::borrow_decode_from_slice::<Sample, _>(payload, config)
+            .map(|(s, _)| s)
+            .map_err(|e| e.to_string()),
+        v => Err(format!("record version {v} is not known")),
+    }
 }
 
 /// Reads text by borrowing it from the record being decoded: its length is then checked
@@ -265,11 +334,7 @@ impl Store {
             match frame_at(&bytes, off) {
                 Some((end, ver, payload)) => {
                     let drop = ver <= RECORD_VERSION
-                        && bincode::serde::borrow_decode_from_slice::<Sample, _>(
-                            payload,
-                            bincode::config::standard(),
-                        )
-                        .is_ok_and(|(s, _)| stale(&s));
+                        && decode_record(ver, payload).is_ok_and(|s| stale(&s));
                     if drop {
                         p.removed += 1;
                     } else {
@@ -304,6 +369,66 @@ impl Store {
             .with_context(|| format!("cannot replace {}", path.display()))?;
         try_sync_dir(&self.dir)?;
         Ok(p)
+    }
+
+    /// Add `samples` to `test`'s file all at once: the intact records already there and the
+    /// new ones are written to a temp file beside it, which is synced and renamed over the
+    /// file, so a crash or a full disk leaves the old file or the new one, never some of the
+    /// new records (an append of many frames could be cut after any of them). Records of a
+    /// newer layout are kept as they are; a torn tail and corrupt bytes are left out (no load
+    /// could read them). The caller holds the cache lock.
+    pub fn add_atomically(&self, test: &str, samples: &[Sample]) -> anyhow::Result<()> {
+        if samples.is_empty() {
+            return Ok(());
+        }
+        std::fs::create_dir_all(&self.dir)
+            .with_context(|| format!("cannot create {}", self.dir.display()))?;
+        let path = self.path(test);
+        let old = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+        };
+        let mut out = Vec::with_capacity(old.len() + samples.len() * 100);
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        if !old.is_empty() {
+            // Refuses files that are not stores or are of a newer format.
+            decode_file(&path, &old)?;
+            let mut off = HEADER_LEN.min(old.len());
+            while off < old.len() {
+                match frame_at(&old, off) {
+                    Some((end, _, _)) => {
+                        out.extend_from_slice(&old[off..end]);
+                        off = end;
+                    }
+                    None => {
+                        off = (off + 1..old.len().saturating_sub(FRAME_HEAD - 1))
+                            .find(|&o| frame_at(&old, o).is_some())
+                            .unwrap_or(old.len());
+                    }
+                }
+            }
+        }
+        for s in samples {
+            out.extend_from_slice(&encode_frame(s)?);
+        }
+        let mut tmp = tempfile::Builder::new()
+            .prefix(&format!(".{test}.pbs."))
+            .tempfile_in(&self.dir)
+            .with_context(|| format!("cannot create a temp file in {}", self.dir.display()))?;
+        let mode = std::fs::metadata(&path).map(|m| m.permissions());
+        tmp.write_all(&out)
+            .and_then(|()| match mode {
+                Ok(m) => tmp.as_file().set_permissions(m),
+                Err(_) => Ok(()),
+            })
+            .and_then(|()| tmp.as_file().sync_all())
+            .with_context(|| format!("cannot write a temp file in {}", self.dir.display()))?;
+        tmp.persist(&path)
+            .with_context(|| format!("cannot replace {}", path.display()))?;
+        try_sync_dir(&self.dir)?;
+        Ok(())
     }
 
     /// Names of the tests that have a file in the store, sorted.
@@ -433,11 +558,8 @@ pub fn decode_file(path: &Path, bytes: &[u8]) -> Result<Loaded, StoreError> {
                     // Decoding borrows from the record (see `borrowed_text`), so a bogus
                     // length inside a record with a valid checksum is checked against the
                     // record's bytes instead of allocating gigabytes (or aborting).
-                    match bincode::serde::borrow_decode_from_slice::<Sample, _>(
-                        payload,
-                        bincode::config::standard(),
-                    ) {
-                        Ok((s, _)) => out.samples.push(s),
+                    match decode_record(ver, payload) {
+                        Ok(s) => out.samples.push(s),
                         Err(e) => out.warnings.push(format!(
                             "{}: record at offset {off} cannot be decoded ({e}); skipped",
                             path.display()
@@ -513,6 +635,11 @@ mod tests {
             max_rss: 1024,
             value: Some(i as f64),
             error: None,
+            fingerprint: 7,
+            import: i.is_multiple_of(3).then(|| Import {
+                round: Some(format!("R{i}")),
+                machine: None,
+            }),
         }
     }
 
@@ -533,6 +660,75 @@ mod tests {
         assert_eq!(l.samples.len(), 10);
         assert_eq!(l.samples[3], sample(3));
         assert!(l.warnings.is_empty());
+    }
+
+    #[test]
+    fn version_1_records_are_read_without_a_fingerprint() {
+        let d = tempfile::tempdir().unwrap();
+        let v1 = SampleV1 {
+            commit: [3; 20],
+            test_hash: 1,
+            recipe_hash: 2,
+            time: 5,
+            round: 1,
+            wall: 0.5,
+            user: 0.25,
+            sys: 0.125,
+            max_rss: 1024,
+            value: Some(9.5),
+            error: Some("tail".into()),
+        };
+        let payload = bincode::serde::encode_to_vec(&v1, bincode::config::standard()).unwrap();
+        let mut body = vec![1u8];
+        body.extend_from_slice(&payload);
+        let mut bytes = MAGIC.to_vec();
+        bytes.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        bytes.extend_from_slice(&(body.len() as u32).to_le_bytes());
+        bytes.extend_from_slice(&crc32fast::hash(&body).to_le_bytes());
+        bytes.extend_from_slice(&body);
+        std::fs::write(d.path().join("t.pbs"), &bytes).unwrap();
+        let store = Store::new(d.path());
+        // A writer appends version 2 after it; both are read.
+        store.appender("t").unwrap().append(&sample(4)).unwrap();
+        let l = store.load("t").unwrap();
+        assert!(l.warnings.is_empty(), "{:?}", l.warnings);
+        assert_eq!(l.samples.len(), 2);
+        assert_eq!(l.samples[0], Sample::from(v1));
+        assert_eq!(l.samples[0].fingerprint, 0);
+        assert!(l.samples[0].import.is_none());
+        assert_eq!(l.samples[1], sample(4));
+    }
+
+    #[test]
+    fn add_atomically_keeps_what_was_there_and_adds_all() {
+        let d = tempfile::tempdir().unwrap();
+        let p = write(d.path(), 3);
+        // A torn tail is left out of the rewrite.
+        let len = std::fs::metadata(&p).unwrap().len();
+        OpenOptions::new()
+            .write(true)
+            .open(&p)
+            .unwrap()
+            .set_len(len - 2)
+            .unwrap();
+        let store = Store::new(d.path());
+        store
+            .add_atomically("t", &[sample(10), sample(11)])
+            .unwrap();
+        let l = store.load("t").unwrap();
+        let times: Vec<u64> = l.samples.iter().map(|s| s.time).collect();
+        assert_eq!(times, [0, 1, 10, 11]);
+        assert!(l.warnings.is_empty(), "{:?}", l.warnings);
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 1);
+        store.add_atomically("new", &[sample(1)]).unwrap();
+        assert_eq!(store.load("new").unwrap().samples, vec![sample(1)]);
+        // Not a store: refused, and left as it is.
+        std::fs::write(store.path("bad"), b"hello world, not a store").unwrap();
+        assert!(store.add_atomically("bad", &[sample(1)]).is_err());
+        assert_eq!(
+            std::fs::read(store.path("bad")).unwrap(),
+            b"hello world, not a store"
+        );
     }
 
     #[test]

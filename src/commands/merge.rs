@@ -1,0 +1,161 @@
+//! `perfbisect merge CACHE...`: add the samples of other caches' result stores (the shards of
+//! a CI matrix, each run with `run --shard I/N`) to this cache. A sample already here is not
+//! added again (samples are compared whole, counted with multiplicity), so merging twice, or
+//! merging a store into itself, adds nothing; shards that all started from one restored store
+//! carry its samples, which count once. Each test's file takes its new samples in one
+//! atomic rewrite. The fingerprints, build manifests and failed-build records that come with
+//! the samples are copied when this cache lacks them, so reports can name the machines, share
+//! samples between identical builds and mark the commits that do not build.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+
+use crate::cli::{Global, MergeArgs};
+use crate::error::UsageError;
+use crate::pipeline::Workspace;
+use crate::store::{encode_frame, Store};
+
+use super::{locations, verbosity};
+
+pub fn merge(g: &Global, args: MergeArgs) -> anyhow::Result<()> {
+    let ws = Workspace::open(&locations(g), verbosity(g), true)?;
+    let dest = ws.cache.store();
+    // Every source is checked before anything is written.
+    let mut sources: Vec<(PathBuf, PathBuf)> = Vec::new();
+    for c in &args.caches {
+        let shown = crate::pipeline::display_path(c);
+        let results = if c.join("results").is_dir() {
+            c.join("results")
+        } else if has_stores(c) {
+            c.clone()
+        } else if c.exists() {
+            crate::usage!(
+                "{shown}: no result store there (neither {shown}/results/ nor .pbs files)"
+            );
+        } else {
+            crate::usage!("{shown}: no such directory");
+        };
+        let root = if results.ends_with("results") {
+            results.parent().unwrap_or(&results).to_path_buf()
+        } else {
+            results.clone()
+        };
+        sources.push((root, results));
+    }
+    let mut added_total = 0usize;
+    let mut present_total = 0usize;
+    let mut tests: Vec<String> = sources
+        .iter()
+        .flat_map(|(_, r)| Store::new(r).tests())
+        .collect();
+    tests.sort();
+    tests.dedup();
+    for test in &tests {
+        let mut have: HashMap<[u8; 32], usize> = HashMap::new();
+        let here = dest.load(test)?;
+        for s in &here.samples {
+            *have.entry(key(&encode_frame(s)?)).or_default() += 1;
+        }
+        let mut new = Vec::new();
+        let mut present = 0usize;
+        for (_, results) in &sources {
+            let src = Store::new(results);
+            let loaded = src.load(test).with_context(|| {
+                format!(
+                    "cannot read {}",
+                    crate::pipeline::display_path(&src.path(test))
+                )
+            })?;
+            for w in &loaded.warnings {
+                ws.warn(w);
+            }
+            // The union as a multiset: a sample this cache (or an earlier source) already holds
+            // as often as this source does is not added again. Shards that started from one
+            // restored store all carry its samples, which must count once.
+            let mut seen: HashMap<[u8; 32], usize> = HashMap::new();
+            for s in loaded.samples {
+                let k = key(&encode_frame(&s)?);
+                let n = seen.entry(k).or_default();
+                *n += 1;
+                let held = have.entry(k).or_default();
+                if *n > *held {
+                    *held += 1;
+                    new.push(s);
+                } else {
+                    present += 1;
+                }
+            }
+        }
+        dest.add_atomically(test, &new)
+            .with_context(|| format!("cannot add the merged samples of test `{test}`"))?;
+        if !new.is_empty() || present > 0 {
+            println!(
+                "{test}: added {} sample{}, {present} already here",
+                new.len(),
+                if new.len() == 1 { "" } else { "s" }
+            );
+        }
+        added_total += new.len();
+        present_total += present;
+    }
+    let mut copied = 0usize;
+    for (root, _) in &sources {
+        for dir in ["fingerprints", "manifests", "failed"] {
+            copied += copy_missing(&root.join(dir), &ws.cache.root.join(dir))?;
+        }
+    }
+    println!(
+        "merged {} cache{}: added {added_total} sample{}, {present_total} already here{}",
+        sources.len(),
+        if sources.len() == 1 { "" } else { "s" },
+        if added_total == 1 { "" } else { "s" },
+        if copied > 0 {
+            format!("; copied {copied} fingerprint, manifest and failed-build record(s)")
+        } else {
+            String::new()
+        }
+    );
+    Ok(())
+}
+
+/// Identity of a sample: the hash of its encoded record.
+fn key(frame: &[u8]) -> [u8; 32] {
+    *blake3::hash(frame).as_bytes()
+}
+
+fn has_stores(dir: &Path) -> bool {
+    std::fs::read_dir(dir).is_ok_and(|rd| {
+        rd.flatten()
+            .any(|e| e.file_name().to_string_lossy().ends_with(".pbs"))
+    })
+}
+
+/// Copy the files of `from` that `to` lacks (through a temp file and a rename each).
+fn copy_missing(from: &Path, to: &Path) -> anyhow::Result<usize> {
+    let Ok(rd) = std::fs::read_dir(from) else {
+        return Ok(0);
+    };
+    let mut n = 0;
+    for e in rd.flatten() {
+        let name = e.file_name();
+        if name.to_string_lossy().starts_with('.') || !e.path().is_file() {
+            continue;
+        }
+        let dest = to.join(&name);
+        if dest.exists() {
+            continue;
+        }
+        std::fs::create_dir_all(to)
+            .map_err(|err| UsageError::err(format!("cannot create {}: {err}", to.display())))?;
+        let mut tmp = tempfile::NamedTempFile::new_in(to)?;
+        let bytes = std::fs::read(e.path())?;
+        std::io::Write::write_all(&mut tmp, &bytes)?;
+        tmp.as_file().sync_all()?;
+        tmp.persist(&dest)
+            .with_context(|| format!("cannot write {}", dest.display()))?;
+        n += 1;
+    }
+    Ok(n)
+}
