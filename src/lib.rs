@@ -2,6 +2,7 @@
 //!
 //! The library holds everything; `main.rs` only calls [`main_with_args`].
 
+pub mod attach;
 pub mod bisect;
 pub mod build;
 pub mod cli;
@@ -10,6 +11,7 @@ pub mod config;
 pub mod demo;
 pub mod error;
 pub mod git;
+pub mod host;
 pub mod interrupt;
 pub mod lab;
 pub mod measure;

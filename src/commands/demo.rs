@@ -124,6 +124,8 @@ pub fn demo(g: &Global, args: crate::cli::DemoArgs) -> anyhow::Result<()> {
             no_descend: false,
             jobs: 1,
             format: Format::Text,
+            plot: None,
+            attach: None,
         },
     )?;
     println!("\n$ perfbisect run value,rss {range} --jobs 2");
@@ -147,6 +149,7 @@ pub fn demo(g: &Global, args: crate::cli::DemoArgs) -> anyhow::Result<()> {
             test: "value".into(),
             range: Some(range.clone()),
             format: Format::Text,
+            plot: None,
         },
     )?;
     for test in ["value", "rss"] {

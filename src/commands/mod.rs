@@ -7,6 +7,7 @@ mod demo;
 mod detect;
 mod find;
 mod log;
+mod report;
 mod run;
 mod show;
 mod step;
@@ -14,7 +15,7 @@ mod step;
 use clap::Parser;
 
 use crate::cli::{Cli, Command, Format, Global};
-use crate::pipeline::{Locations, Verbosity};
+use crate::pipeline::{Locations, Verbosity, Workspace};
 
 pub use crate::interrupt::Interrupted;
 
@@ -48,6 +49,7 @@ where
         Command::Log(a) => log::log(&g, a),
         Command::Cache(a) => cache::cache(&g, a),
         Command::Demo(a) => demo::demo(&g, a),
+        Command::Report(a) => report::report(&g, a),
         Command::Step(_) => unreachable!("handled above"),
     };
     match result {
@@ -224,6 +226,55 @@ fn shell_quote(s: &str) -> String {
     } else {
         format!("'{}'", s.replace('\'', "'\\''"))
     }
+}
+
+/// Per-commit rows of `test` for `commits`: the values and records stored, and whether a
+/// commit without values failed to build, failed every run, or was never measured.
+fn rows(
+    ws: &Workspace,
+    samples: &crate::pipeline::Samples,
+    commits: Vec<crate::git::CommitInfo>,
+) -> Vec<crate::report::show::CommitRow> {
+    use crate::build::State;
+    use crate::report::show::{CommitRow, Status};
+    commits
+        .into_iter()
+        .map(|c| {
+            let records = samples.records(&c.id).to_vec();
+            let values: Vec<f64> = records.iter().filter_map(|s| s.value).collect();
+            let status = if !values.is_empty() {
+                Status::Ok
+            } else if matches!(ws.build_state(&c.id), State::Failed(_)) {
+                Status::BuildFailed
+            } else if !records.is_empty() {
+                Status::RunFailed
+            } else {
+                Status::Missing
+            };
+            CommitRow {
+                commit: c,
+                values,
+                records,
+                status,
+            }
+        })
+        .collect()
+}
+
+/// `detect`'s change points over `rows` with the test's threshold (a declared deterministic
+/// test: every change of at least the threshold, at its exact commit).
+fn change_points(
+    test: &crate::config::Test,
+    rows: &[crate::report::show::CommitRow],
+) -> Vec<crate::stats::ChangePoint> {
+    use crate::stats::changepoint;
+    let series: Vec<Vec<f64>> = rows.iter().map(|r| r.values.clone()).collect();
+    let opts = changepoint::Options {
+        threshold: test.threshold,
+        deterministic: test.deterministic,
+        ..changepoint::Options::default()
+    };
+    crate::stats::detect(&series, &opts)
 }
 
 /// Refuse formats a command does not offer.

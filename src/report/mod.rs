@@ -1,7 +1,14 @@
 //! Rendering results for terminals, scripts and bug trackers.
 
+pub mod charts;
+pub mod export;
 pub mod find;
+pub mod html;
+pub mod issue;
+pub mod plot;
 pub mod show;
+pub mod spark;
+pub mod units;
 
 /// A number with up to five significant digits, trailing zeros dropped; integers stay integers.
 pub fn fmt_num(v: f64) -> String {
