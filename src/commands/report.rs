@@ -264,31 +264,46 @@ fn site(g: &Global, args: &ReportArgs) -> anyhow::Result<()> {
         "written by `perfbisect report --format html`; it rewrites only its own files here\n",
     )
     .with_context(|| format!("cannot write into {}", out.display()))?;
-    // Pages are independent: render them on every core.
-    let pages: Vec<anyhow::Result<usize>> = loaded
+    // Tests are independent: detect and render them on every core.
+    let done: Vec<anyhow::Result<(usize, usize)>> = loaded
         .par_iter()
-        .filter(|(t, _, _)| selected.iter().any(|s| s.name == t.name))
         .map(|(t, scope, rows)| {
+            let cps = change_points(t, rows);
+            let n_cps = cps.len();
+            if !selected.iter().any(|s| s.name == t.name) {
+                return Ok((n_cps, 0));
+            }
             let page = Page {
                 test: t,
                 scope: scope.clone(),
                 rows,
-                change_points: change_points(t, rows),
+                change_points: cps,
             };
             let files = html::page(&page, &site)?;
             for (rel, bytes) in &files {
                 plot::write_file(&out.join(rel), bytes)?;
             }
-            Ok(files.len())
+            Ok((n_cps, files.len()))
         })
         .collect();
     let mut written = 0;
-    for p in pages {
-        written += p?;
+    let mut cps_per_test = Vec::new();
+    for d in done {
+        let (n_cps, files) = d?;
+        written += files;
+        cps_per_test.push(n_cps);
     }
     let entries: Vec<IndexEntry> = loaded
         .iter()
-        .map(|(t, _, rows)| IndexEntry::new(t, rows, out.join(format!("{}.html", t.name)).exists()))
+        .zip(cps_per_test)
+        .map(|((t, _, rows), n_cps)| {
+            IndexEntry::new(
+                t,
+                rows,
+                n_cps,
+                out.join(format!("{}.html", t.name)).exists(),
+            )
+        })
         .collect();
     plot::write_file(
         &out.join("index.html"),

@@ -89,6 +89,7 @@ th, td { padding: 4px 6px; text-align: right; border-bottom: 1px solid #eceef1; 
 th { font-weight: 600; color: #5f6670; }
 .l { text-align: left; }
 td.subject { white-space: normal; overflow-wrap: anywhere; min-width: 8em; }
+td.wrap { white-space: normal; }
 table.kv td, table.kv th { border: 0; padding: 1px 6px 1px 0; }
 code, .hash { font-family: "DejaVu Sans Mono", ui-monospace, monospace; font-size: .92em; overflow-wrap: anywhere; }
 tr.cp td { background: #fff4e5; }
@@ -423,14 +424,14 @@ fn change_point_table(o: &mut String, p: &Page<'_>) {
         );
         return;
     }
-    o.push_str("<table><tr><th class=\"l\">first commit of the new level</th><th>before</th><th>after</th><th>change</th><th class=\"l wide\">subject</th></tr>\n");
+    o.push_str("<table><tr><th class=\"l\">first commit of the new level</th><th class=\"l\">before → after</th><th>change</th><th class=\"l wide\">subject</th></tr>\n");
     for cp in &p.change_points {
         let Some(r) = p.rows.get(cp.index) else {
             continue;
         };
         let _ = writeln!(
             o,
-            "<tr><td class=\"l\"><a class=\"hash\" href=\"#c-{}\">{}</a></td><td>{}</td><td>{}</td><td>{:+.2} %</td><td class=\"l subject wide\">{}</td></tr>",
+            "<tr><td class=\"l\"><a class=\"hash\" href=\"#c-{}\">{}</a></td><td class=\"l wrap\">{} → {}</td><td>{:+.2} %</td><td class=\"l subject wide\">{}</td></tr>",
             r.commit.short(),
             r.commit.short(),
             esc(&quantity(cp.before, &p.test.unit)),
@@ -579,6 +580,8 @@ fn config_section(o: &mut String, t: &Test, b: &Build) {
 /// One test on the index.
 pub struct IndexEntry<'a> {
     pub test: &'a Test,
+    /// detect's change points over the commits.
+    pub change_points: usize,
     /// Per-commit medians, oldest first (NaN: none).
     pub medians: Vec<f64>,
     pub summary: Option<RangeSummary>,
@@ -588,9 +591,15 @@ pub struct IndexEntry<'a> {
 
 impl<'a> IndexEntry<'a> {
     /// The index entry of a test over `rows`.
-    pub fn new(test: &'a Test, rows: &[CommitRow], has_page: bool) -> IndexEntry<'a> {
+    pub fn new(
+        test: &'a Test,
+        rows: &[CommitRow],
+        change_points: usize,
+        has_page: bool,
+    ) -> IndexEntry<'a> {
         IndexEntry {
             test,
+            change_points,
             medians: rows
                 .iter()
                 .map(|r| stats::median(&r.values).unwrap_or(f64::NAN))
@@ -662,7 +671,7 @@ pub fn index(entries: &[IndexEntry<'_>], site: &Site<'_>) -> String {
             o,
             "{open}<div class=\"name\">{}</div><div class=\"desc\">{}</div>\
              <div><span class=\"big\">{}</span> <span class=\"arrow {arrow_class}\" title=\"{}\">{arrow}</span></div>\
-             <div class=\"desc\">{stake}</div>{}{close}",
+             <div class=\"desc\">{stake}; {}</div>{}{close}",
             esc(&t.name),
             esc(t.description.as_deref().unwrap_or(&format!(
                 "{} is better",
@@ -672,6 +681,11 @@ pub fn index(entries: &[IndexEntry<'_>], site: &Site<'_>) -> String {
                 .map(|v| esc(&quantity(v, &t.unit)))
                 .unwrap_or_else(|| "no results".into()),
             esc(&arrow_title),
+            match e.change_points {
+                0 => "no change point".to_string(),
+                1 => "1 change point".to_string(),
+                n => format!("{n} change points"),
+            },
             spark_svg(&e.medians),
         );
     }
@@ -695,10 +709,7 @@ mod tests {
     #[test]
     fn sparklines_scale_into_the_box() {
         let s = spark_svg(&[1.0, 2.0, f64::NAN, 3.0]);
-        assert!(
-            s.contains("points=\"0.0,34.0 66.7,18.0 200.0,2.0\""),
-            "{s}"
-        );
+        assert!(s.contains("points=\"0.0,34.0 66.7,18.0 200.0,2.0\""), "{s}");
         assert_eq!(spark_svg(&[1.0]), "");
     }
 }

@@ -109,19 +109,20 @@ pub fn markdown(x: &Issue<'_>) -> String {
             );
             let _ = writeln!(
                 o,
-                "**{}**; {}, by {}, {}{}.\n",
+                "**{}** — commit `{}` by {}, {}{}{}.\n",
                 x.effect(c),
-                if cs.len() > 1 {
-                    format!("the largest of {} steps", cs.len())
-                } else {
-                    "culprit".to_string()
-                },
+                at.id,
                 md_escape(&at.author),
                 date(at.time),
                 if c.verified {
-                    ", confirmed by interleaved re-runs of parent and culprit"
+                    "; confirmed by interleaved re-runs of parent and culprit"
                 } else {
                     ""
+                },
+                if cs.len() > 1 {
+                    format!("; the largest of {} steps", cs.len())
+                } else {
+                    String::new()
                 }
             );
         }

@@ -468,10 +468,21 @@ fn draw<DB: DrawingBackend>(root: &Area<DB>, c: &Chart) -> DrawResult<DB> {
             hi = hi.max(v);
         }
     }
-    if let Some(s) = c.stake.filter(|s| s.is_finite()) {
-        lo = lo.min(s);
-        hi = hi.max(s);
-    }
+    // The stake joins the y range when it is near the data; a stake far away would squash
+    // the data into a line, so it is then only named at the edge it lies beyond.
+    let stake = c.stake.filter(|s| s.is_finite()).map(|s| {
+        let reach = (hi - lo).max(0.1 * ((lo + hi) / 2.0).abs());
+        let near = !lo.is_finite() || (s >= lo - reach && s <= hi + reach);
+        if near {
+            lo = lo.min(s);
+            hi = hi.max(s);
+        }
+        Stake {
+            value: s,
+            in_view: near,
+            above: s > hi,
+        }
+    });
     if !lo.is_finite() || !hi.is_finite() {
         // Nothing measured: say so in the middle of the picture.
         label(
@@ -572,10 +583,22 @@ fn draw<DB: DrawingBackend>(root: &Area<DB>, c: &Chart) -> DrawResult<DB> {
     }
 
     if let Some(m) = main {
-        main_panel(root, c, m, &ymap, &points, small)?;
+        main_panel(root, c, m, &ymap, &points, stake, small)?;
     }
     if let Some(s) = side {
-        box_panel(root, c, s, &ymap, small)?;
+        box_panel(root, c, s, &ymap, stake.filter(|_| main.is_none()), small)?;
+        if main.is_some() {
+            if let Some(k) = stake.filter(|k| k.in_view) {
+                let py = ymap.px(k.value);
+                dashed(
+                    root,
+                    (s.left, py),
+                    (s.right, py),
+                    colour::STAKE.stroke_width(2),
+                    6,
+                )?;
+            }
+        }
     }
     Ok(())
 }
@@ -712,6 +735,7 @@ fn main_panel<DB: DrawingBackend>(
     r: Rect,
     ymap: &YMap,
     points: &[(usize, f64, f64, f64)],
+    stake: Option<Stake>,
     small: f64,
 ) -> DrawResult<DB> {
     let n = c.commits.len().max(1);
@@ -823,25 +847,8 @@ fn main_panel<DB: DrawingBackend>(
         }
     }
 
-    // Stake.
-    if let Some(s) = c.stake.filter(|s| s.is_finite()) {
-        let py = ymap.px(s);
-        dashed(
-            root,
-            (r.left, py),
-            (r.right, py),
-            colour::STAKE.stroke_width(2),
-            6,
-        )?;
-        label(
-            root,
-            &format!("stake {}", quantity(s, &c.unit)),
-            (r.right - 4, py - 3),
-            small,
-            &colour::STAKE,
-            HPos::Right,
-            VPos::Bottom,
-        )?;
+    if let Some(k) = stake {
+        draw_stake(root, c, r, ymap, k, small)?;
     }
 
     // Median line and dots.
@@ -921,11 +928,67 @@ fn main_panel<DB: DrawingBackend>(
     Ok(())
 }
 
+/// Where the stake goes.
+#[derive(Debug, Clone, Copy)]
+struct Stake {
+    value: f64,
+    /// Inside the y range: a dashed line; otherwise a label at the edge it lies beyond.
+    in_view: bool,
+    above: bool,
+}
+
+/// The stake as a dashed line with its value, or, when far from the data, its value with an
+/// arrow at the top or bottom edge.
+fn draw_stake<DB: DrawingBackend>(
+    root: &Area<DB>,
+    c: &Chart,
+    r: Rect,
+    ymap: &YMap,
+    k: Stake,
+    small: f64,
+) -> DrawResult<DB> {
+    let text = format!("stake {}", quantity(k.value, &c.unit));
+    if !k.in_view {
+        let (y, arrow, v) = if k.above {
+            (r.top + 2, "↑", VPos::Top)
+        } else {
+            (r.bottom - 4, "↓", VPos::Bottom)
+        };
+        return label(
+            root,
+            &format!("{text} {arrow} (off this scale)"),
+            (r.right - 4, y),
+            small,
+            &colour::STAKE,
+            HPos::Right,
+            v,
+        );
+    }
+    let py = ymap.px(k.value);
+    dashed(
+        root,
+        (r.left, py),
+        (r.right, py),
+        colour::STAKE.stroke_width(2),
+        6,
+    )?;
+    label(
+        root,
+        &text,
+        (r.right - 4, py - 3),
+        small,
+        &colour::STAKE,
+        HPos::Right,
+        VPos::Bottom,
+    )
+}
+
 fn box_panel<DB: DrawingBackend>(
     root: &Area<DB>,
     c: &Chart,
     r: Rect,
     ymap: &YMap,
+    stake: Option<Stake>,
     small: f64,
 ) -> DrawResult<DB> {
     let k = c.boxes.len().max(1) as i32;
@@ -951,26 +1014,8 @@ fn box_panel<DB: DrawingBackend>(
             colour::AXIS.stroke_width(1),
         ))?;
     }
-    if let Some(s) = c.stake.filter(|s| s.is_finite()) {
-        let py = ymap.px(s);
-        dashed(
-            root,
-            (r.left, py),
-            (r.right, py),
-            colour::STAKE.stroke_width(2),
-            6,
-        )?;
-        if c.commits.is_empty() {
-            label(
-                root,
-                &format!("stake {}", quantity(s, &c.unit)),
-                (r.right - 4, py - 3),
-                small,
-                &colour::STAKE,
-                HPos::Right,
-                VPos::Bottom,
-            )?;
-        }
+    if let Some(k) = stake {
+        draw_stake(root, c, r, ymap, k, small)?;
     }
     for (j, b) in c.boxes.iter().enumerate() {
         let cx = r.left + slot * j as i32 + slot / 2;
