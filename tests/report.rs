@@ -205,7 +205,7 @@ fn markdown_report_snapshot() {
         machine: "Linux 6.1 x86_64, Test CPU, 2 cores".into(),
         perfbisect: "0.1.0".into(),
     };
-    let blocks = [0..rows.len()];
+    let blocks: Vec<std::ops::Range<usize>> = std::iter::once(0..rows.len()).collect();
     let x = Issue {
         find: &r,
         rows: &rows,
