@@ -13,8 +13,8 @@ use std::fmt::Write as _;
 use super::charts;
 use super::plot;
 use super::show::{summarize, CommitRow, RangeSummary, Status};
-use super::units::quantity;
-use super::{fmt_num, fmt_signed};
+use super::units::{quantity, signed_quantity};
+use super::fmt_num;
 use crate::config::{Build, Test};
 use crate::stats::{self, ChangePoint};
 
@@ -86,11 +86,12 @@ figure img { display: block; width: 100%; height: auto; }
 figcaption { color: #5f6670; font-size: .9em; padding: 4px 4px 0; }
 table { border-collapse: collapse; width: 100%; background: #fff; }
 th, td { padding: 4px 6px; text-align: right; border-bottom: 1px solid #eceef1; white-space: nowrap; }
-th { font-weight: 600; color: #5f6670; }
+th { font-weight: 600; color: #5f6670; white-space: normal; }
 .l { text-align: left; }
 td.subject { white-space: normal; overflow-wrap: anywhere; min-width: 8em; }
 td.wrap { white-space: normal; }
-table.kv td, table.kv th { border: 0; padding: 1px 6px 1px 0; }
+table.kv td, table.kv th { border: 0; padding: 1px 6px 1px 0; white-space: normal; vertical-align: top; }
+table.kv td:first-child { white-space: nowrap; }
 code, .hash { font-family: "DejaVu Sans Mono", ui-monospace, monospace; font-size: .92em; overflow-wrap: anywhere; }
 tr.cp td { background: #fff4e5; }
 tr:target td { background: #e3eefc; }
@@ -382,9 +383,9 @@ fn summary_cards(o: &mut String, t: &Test, s: Option<&RangeSummary>) {
                  <p>{} ({:+.2} %) from the mean<br>{} ({:+.2} %) from P50</p>\
                  <p>newest median {}: <b class=\"{class}\">{words}</b></p></div>",
                 esc(&quantity(k.stake, unit)),
-                esc(&fmt_signed(k.vs_mean)),
+                esc(&signed_quantity(k.vs_mean, unit)),
                 k.vs_mean_pct,
-                esc(&fmt_signed(k.vs_p50)),
+                esc(&signed_quantity(k.vs_p50, unit)),
                 k.vs_p50_pct,
                 esc(&quantity(k.current, unit)),
             );
@@ -405,7 +406,7 @@ fn summary_cards(o: &mut String, t: &Test, s: Option<&RangeSummary>) {
                 "<div class=\"card\"><h2>Trend</h2><p>Mann-Kendall over the commit medians says: <b class=\"{class}\">{word}</b> (p = {:.4}; significant below 0.05)</p>\
                  <p>Sen's slope: {} per commit ({:+.3} % of the median)</p></div>",
                 tr.p_value,
-                esc(&fmt_signed(tr.sen_slope)),
+                esc(&signed_quantity(tr.sen_slope, unit)),
                 tr.sen_slope_pct
             );
         }

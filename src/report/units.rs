@@ -109,6 +109,16 @@ pub fn quantity(v: f64, unit: &str) -> String {
     format!("{x:.decimals$}{}", unit_after(s.prefix, unit))
 }
 
+/// [`quantity`] with an explicit sign: "+62.14 MB/s", "-3 bytes".
+pub fn signed_quantity(v: f64, unit: &str) -> String {
+    let q = quantity(v, unit);
+    if v > 0.0 {
+        format!("+{q}")
+    } else {
+        q
+    }
+}
+
 /// Labels for axis ticks `ticks` (evenly spaced) in one shared scale, with just enough
 /// decimals that neighbouring ticks read differently: "13.2 MB", "13.4 MB".
 pub fn tick_labels(ticks: &[f64], unit: &str) -> Vec<String> {
@@ -186,6 +196,8 @@ mod tests {
         assert_eq!(quantity(0.25, "%"), "0.25 %");
         assert_eq!(quantity(-20_000.0, "bytes"), "-20.00 kB");
         assert_eq!(quantity(f64::NAN, "s"), "NaN s");
+        assert_eq!(signed_quantity(62_143_419.0, "bytes/sec"), "+62.14 MB/s");
+        assert_eq!(signed_quantity(-3.0, "bytes"), "-3 bytes");
     }
 
     #[test]
