@@ -86,7 +86,11 @@ fn main() {
         let mut rng = 0x9E37_79B9_7F4A_7C15u64 ^ k as u64;
         for (i, id) in ids.iter().enumerate() {
             let oid = gix::ObjectId::from_hex(id.as_bytes()).expect("id");
-            let step = if i > commits * (k + 3) / (tests + 6) { 1.03 } else { 1.0 };
+            let step = if i > commits * (k + 3) / (tests + 6) {
+                1.03
+            } else {
+                1.0
+            };
             let drift = 1.0 + i as f64 * 1e-6;
             let runs = if det { 1 } else { repeats };
             for r in 0..runs {
@@ -155,10 +159,7 @@ fn main() {
         tests + 1
     );
     println!("  ratio render / load: {:.1}", render / load);
-    println!(
-        "  verdict: {}",
-        if render < 3.0 { "PASS" } else { "FAIL" }
-    );
+    println!("  verdict: {}", if render < 3.0 { "PASS" } else { "FAIL" });
 }
 
 /// (unit, direction, typical value, deterministic) of the `k`th test.

@@ -107,6 +107,33 @@ impl FindRun {
         }
     }
 
+    /// A plot's title that says the finding: "value: +8.08 % regression at edf5fc6 in a..b".
+    pub fn chart_title(&self) -> String {
+        let what = match &self.outcome {
+            Outcome::Culprits(cs) => {
+                let c = &cs[0];
+                format!(
+                    "{:+.2} % {} at {}{}",
+                    c.rel_change * 100.0,
+                    view::judge(self.test.direction, c.rel_change),
+                    self.commits[c.pos].id.to_hex_with_len(7),
+                    if cs.len() > 1 {
+                        format!(" (and {} more)", cs.len() - 1)
+                    } else {
+                        String::new()
+                    }
+                )
+            }
+            Outcome::NoChange { .. } => "no change".to_string(),
+            Outcome::Inconclusive { .. } => "inconclusive".to_string(),
+        };
+        format!(
+            "{}: {what} in {}",
+            self.test.name,
+            charts::abbreviate_hashes(&self.spec)
+        )
+    }
+
     /// The old end and the range's commits: the first-parent chain that was searched.
     pub fn chain(&self) -> &[CommitInfo] {
         &self.commits[..=self.searched]
@@ -178,7 +205,7 @@ pub fn find(g: &Global, args: FindArgs) -> anyhow::Result<()> {
     let spark = spark::medians_line(&rows, &run.test.unit);
     let chart = charts::commit_chart(
         &run.test,
-        &format!("{}: {}", run.test.name, run.spec),
+        &run.chart_title(),
         &rows,
         run.markers(),
         charts::WIDE,

@@ -27,14 +27,10 @@ pub fn report(g: &Global, args: ReportArgs) -> anyhow::Result<()> {
     if let Some(p) = &args.plot {
         plot::ImageFormat::of(p)?;
     }
-    let target = match &args.attach {
-        Some(t) if args.format != Format::Md => {
-            let _ = t;
-            crate::usage!("--attach posts the Markdown report; use it with --format md")
-        }
-        Some(t) => Some(Target::parse(t)?),
-        None => None,
-    };
+    if args.attach.is_some() && args.format != Format::Md {
+        crate::usage!("--attach posts the Markdown report; use it with --format md");
+    }
+    let target = args.attach.as_deref().map(Target::parse).transpose()?;
     if args.format == Format::Html {
         return site(g, &args);
     }
@@ -64,13 +60,7 @@ pub fn report(g: &Global, args: ReportArgs) -> anyhow::Result<()> {
     let spark = spark::medians_line(chain, &run.test.unit);
     let mut markers = run.markers();
     markers.extend(charts::change_point_markers(chain, &cps));
-    let chart = charts::commit_chart(
-        &run.test,
-        &format!("{}: {}", run.test.name, run.spec),
-        chain,
-        markers,
-        charts::WIDE,
-    );
+    let chart = charts::commit_chart(&run.test, &run.chart_title(), chain, markers, charts::WIDE);
     let measured = measured(&ws, &run.test);
     let render = |plot_ref: Option<String>| -> anyhow::Result<String> {
         let mut r = run.report(&invocation);

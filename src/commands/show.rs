@@ -33,7 +33,7 @@ pub fn show(g: &Global, args: ShowArgs) -> anyhow::Result<()> {
             .unwrap_or_else(|| "all commits with results".into());
         let chart = charts::commit_chart(
             test,
-            &format!("{}: {scope}", test.name),
+            &format!("{}: {}", test.name, charts::abbreviate_hashes(&scope)),
             &rows,
             charts::change_point_markers(&rows, &cps),
             charts::WIDE,

@@ -16,6 +16,31 @@ pub fn tick_hash(row: &CommitRow) -> String {
     row.commit.id.to_hex_with_len(7).to_string()
 }
 
+/// `spec` with every full 40-digit hash cut to 10 digits, so a range typed as full hashes fits
+/// in a plot's title.
+pub fn abbreviate_hashes(spec: &str) -> String {
+    let mut out = String::with_capacity(spec.len());
+    let mut run = String::new();
+    let flush = |run: &mut String, out: &mut String| {
+        if run.len() == 40 {
+            out.push_str(&run[..10]);
+        } else {
+            out.push_str(run);
+        }
+        run.clear();
+    };
+    for ch in spec.chars() {
+        if ch.is_ascii_hexdigit() {
+            run.push(ch);
+        } else {
+            flush(&mut run, &mut out);
+            out.push(ch);
+        }
+    }
+    flush(&mut run, &mut out);
+    out
+}
+
 /// "bytes, lower is better: Size of struct foo"
 pub fn subtitle(test: &Test) -> String {
     let mut s = String::new();
@@ -185,6 +210,17 @@ pub fn distribution_chart(
     edges.extend(bounds);
     edges.push(rows.len());
     let mut boxes = Vec::new();
+    // Without change points there is one level, the whole range: the box of everything says
+    // it; a long range is split into older and the most recent commits instead.
+    let no_levels = edges.len() == 2;
+    if no_levels {
+        let recent = rows.len().saturating_sub(super::html::RECENT);
+        edges = if recent > 0 {
+            vec![0, recent, rows.len()]
+        } else {
+            Vec::new()
+        };
+    }
     for w in edges.windows(2) {
         let (a, b) = (w[0], w[1]);
         if a >= b {
@@ -200,10 +236,11 @@ pub fn distribution_chart(
             format!("{}..{}", tick_hash(&rows[a]), tick_hash(&rows[b - 1]))
         };
         boxes.push(BoxGroup {
-            label: if a == 0 {
-                "first level".into()
-            } else {
-                format!("from {}", tick_hash(&rows[a]))
+            label: match (no_levels, a == 0) {
+                (true, true) => "older commits".into(),
+                (true, false) => format!("last {}", b - a),
+                (false, true) => "first level".into(),
+                (false, false) => format!("from {}", tick_hash(&rows[a])),
             },
             sub,
             values,
@@ -241,5 +278,19 @@ pub fn distribution_chart(
         style: Style::Band,
         width: size.0,
         height: size.1,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn full_hashes_are_cut_in_titles() {
+        let full = "395c196a7321056ad0ffb7330c074a1912402cf3";
+        assert_eq!(
+            super::abbreviate_hashes(&format!("{full}..main")),
+            "395c196a73..main"
+        );
+        assert_eq!(super::abbreviate_hashes("v8.21..HEAD~3"), "v8.21..HEAD~3");
+        assert_eq!(super::abbreviate_hashes("cafe..beef"), "cafe..beef");
     }
 }

@@ -11,10 +11,10 @@
 use std::fmt::Write as _;
 
 use super::charts;
+use super::fmt_num;
 use super::plot;
 use super::show::{summarize, CommitRow, RangeSummary, Status};
 use super::units::{quantity, signed_quantity};
-use super::fmt_num;
 use crate::config::{Build, Test};
 use crate::stats::{self, ChangePoint};
 

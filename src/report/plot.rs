@@ -85,7 +85,8 @@ pub struct Chart {
     pub stake: Option<f64>,
     /// The second panel; empty for none. Without commits the boxes fill the picture.
     pub boxes: Vec<BoxGroup>,
-    /// Heading of the box panel.
+    /// Heading of a picture of boxes alone (beside a commit chart the labels under the boxes
+    /// say what they are).
     pub boxes_title: String,
     pub style: Style,
     pub width: u32,
@@ -237,7 +238,9 @@ pub fn write_file(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
 
 /// A commit's min, median and max, when it has values.
 fn levels(values: &[f64]) -> Option<(f64, f64, f64)> {
-    stats::summarize(values).map(|s| (s.min, s.median, s.max))
+    // An infinite value (a metric that overflowed) cannot be placed on an axis.
+    let finite: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+    stats::summarize(&finite).map(|s| (s.min, s.median, s.max))
 }
 
 /// Pixel rectangle of a panel.
@@ -269,6 +272,13 @@ impl YMap {
         let t = (v - self.lo) / (self.hi - self.lo);
         let y = self.bottom as f64 - t * (self.bottom - self.top) as f64;
         y.round().clamp(-10_000.0, 10_000.0) as i32
+    }
+}
+
+impl YMap {
+    /// [`YMap::px`] held inside the plot: values beyond the range sit on its edge.
+    fn px_in(&self, v: f64) -> i32 {
+        self.px(v).clamp(self.top, self.bottom)
     }
 }
 
@@ -308,6 +318,21 @@ fn label<DB: DrawingBackend>(
 ) -> DrawResult<DB> {
     let style = font(size).color(colour).pos(Pos::new(h, v));
     area.draw(&Text::new(s.to_string(), at, style))
+}
+
+/// A small filled triangle pointing up (`up`) or down with its tip at `tip`: a run beyond
+/// the edge of the scale.
+fn triangle<DB: DrawingBackend>(
+    area: &Area<DB>,
+    tip: (i32, i32),
+    up: bool,
+    colour: RGBColor,
+) -> DrawResult<DB> {
+    let d = if up { 7 } else { -7 };
+    area.draw(&Polygon::new(
+        vec![tip, (tip.0 - 4, tip.1 + d), (tip.0 + 4, tip.1 + d)],
+        colour.filled(),
+    ))
 }
 
 /// A dashed straight line.
@@ -379,7 +404,8 @@ fn drawn_points(commits: &[PlotCommit], capacity: usize) -> (Vec<(usize, f64, f6
 
 /// Tukey box: (whisker low, P25, median, P75, whisker high, outliers).
 fn tukey(values: &[f64]) -> Option<(f64, f64, f64, f64, f64, Vec<f64>)> {
-    let s = stats::summarize(values)?;
+    let finite: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+    let s = stats::summarize(&finite)?;
     let iqr = s.p75 - s.p25;
     let (fence_lo, fence_hi) = (s.p25 - 1.5 * iqr, s.p75 + 1.5 * iqr);
     let inside = values
@@ -440,33 +466,33 @@ fn draw<DB: DrawingBackend>(root: &Area<DB>, c: &Chart) -> DrawResult<DB> {
     let (points, downsampled) = drawn_points(&c.commits, capacity);
     let any_failed = c.commits.iter().any(|p| p.failed);
 
-    // Legend, wrapped to the width.
-    y = legend(
-        root,
-        c,
-        (pad, y + 2),
-        w - pad,
-        small,
-        any_failed,
-        downsampled,
-    )? + 8;
-
-    // The y range covers what is drawn, the stake and the boxes.
+    // The y range covers the medians and the runs, except far outliers: a run 30 % off in a
+    // 1 % noise series would squash a 3 % step into a few pixels. Runs beyond 3 IQR of all
+    // runs (and beyond every median) are drawn at the edge, marked with a triangle.
     let mut lo = f64::INFINITY;
     let mut hi = f64::NEG_INFINITY;
-    for &(_, a, m, b) in &points {
-        let (a, b) = match c.style {
-            Style::Band => (a, b),
-            Style::Line { .. } => (m, m),
-        };
-        lo = lo.min(a);
-        hi = hi.max(b);
+    for &(_, _, m, _) in &points {
+        if m.is_finite() {
+            lo = lo.min(m);
+            hi = hi.max(m);
+        }
+    }
+    let mut pool: Vec<f64> = Vec::new();
+    if c.style == Style::Band {
+        pool.extend(
+            c.commits
+                .iter()
+                .flat_map(|p| p.values.iter().copied())
+                .filter(|v| v.is_finite()),
+        );
     }
     for b in &c.boxes {
-        for &v in b.values.iter().filter(|v| v.is_finite()) {
-            lo = lo.min(v);
-            hi = hi.max(v);
-        }
+        pool.extend(b.values.iter().copied().filter(|v| v.is_finite()));
+    }
+    if let Some(s) = stats::summarize(&pool) {
+        let iqr = s.p75 - s.p25;
+        lo = lo.min(s.min.max(s.p25 - 3.0 * iqr));
+        hi = hi.max(s.max.min(s.p75 + 3.0 * iqr));
     }
     // The stake joins the y range when it is near the data; a stake far away would squash
     // the data into a line, so it is then only named at the edge it lies beyond.
@@ -499,14 +525,41 @@ fn draw<DB: DrawingBackend>(root: &Area<DB>, c: &Chart) -> DrawResult<DB> {
     let span = hi - lo;
     let padding = if span > 0.0 {
         span * 0.08
+    } else if lo.fract() == 0.0 {
+        // A flat count or size: whole units around it, not ticks at 2.01 bytes.
+        (lo.abs() * 0.01).max(2.0)
     } else if lo != 0.0 {
         lo.abs() * 0.01
     } else {
         1.0
     };
     let (lo, hi) = (lo - padding, hi + padding);
+    let seen = Seen {
+        failed: any_failed,
+        downsampled,
+        off_scale: pool.iter().any(|&v| v < lo || v > hi),
+        gaps: !downsampled && points.windows(2).any(|p| p[1].0 > p[0].0 + 1),
+    };
+
+    // Legend, wrapped to the width.
+    y = legend(root, c, (pad, y + 2), w - pad, small, seen)? + 8;
 
     let bottom_area = if c.commits.is_empty() { 52 } else { 44 };
+    // A picture of boxes alone has its heading in a row of its own above them; beside a
+    // commit chart the labels under the boxes say what they are.
+    let boxes_heading = c.commits.is_empty() && !c.boxes_title.is_empty();
+    if boxes_heading {
+        label(
+            root,
+            &fit(root, &c.boxes_title, small, w - 2 * pad),
+            (w / 2, y),
+            small,
+            &colour::MUTED,
+            HPos::Center,
+            VPos::Top,
+        )?;
+        y += small as i32 + 6;
+    }
     let plot_top = y + 4;
     let plot_bottom = h - bottom_area;
     let n_ticks = ((plot_bottom - plot_top) / 36).clamp(4, 10) as usize;
@@ -604,14 +657,26 @@ fn draw<DB: DrawingBackend>(root: &Area<DB>, c: &Chart) -> DrawResult<DB> {
 }
 
 /// Draw the legend from `at`, wrapping before `right`; returns the y below it.
+/// What the legend needs to explain besides the chart's own parts.
+#[derive(Debug, Clone, Copy)]
+struct Seen {
+    /// Some commit has no result (crosses).
+    failed: bool,
+    /// The commits were down-sampled.
+    downsampled: bool,
+    /// Some runs lie beyond the y range (triangles at the edge).
+    off_scale: bool,
+    /// The median line crosses commits without values (dotted there).
+    gaps: bool,
+}
+
 fn legend<DB: DrawingBackend>(
     root: &Area<DB>,
     c: &Chart,
     at: (i32, i32),
     right: i32,
     size: f64,
-    any_failed: bool,
-    downsampled: bool,
+    seen: Seen,
 ) -> Result<i32, DrawingAreaErrorKind<DB::ErrorType>> {
     #[derive(Clone, Copy)]
     enum Swatch {
@@ -622,6 +687,7 @@ fn legend<DB: DrawingBackend>(
         Change,
         Failed,
         Box,
+        OffScale,
     }
     let mut items: Vec<(Swatch, String)> = Vec::new();
     if !c.commits.is_empty() {
@@ -629,17 +695,24 @@ fn legend<DB: DrawingBackend>(
             Style::Band => {
                 items.push((
                     Swatch::Band,
-                    if downsampled {
+                    if seen.downsampled {
                         "min–max (down-sampled)".into()
                     } else {
                         "min–max per commit".into()
                     },
                 ));
-                items.push((Swatch::Median, "median".into()));
+                items.push((
+                    Swatch::Median,
+                    if seen.gaps {
+                        "median (dotted across unmeasured commits)".into()
+                    } else {
+                        "median".into()
+                    },
+                ));
             }
             Style::Line { .. } => items.push((
                 Swatch::Median,
-                if downsampled {
+                if seen.downsampled {
                     "median, down-sampled (LTTB)".into()
                 } else {
                     "median per commit".into()
@@ -656,8 +729,11 @@ fn legend<DB: DrawingBackend>(
     if c.markers.iter().any(|m| m.kind == MarkerKind::ChangePoint) {
         items.push((Swatch::Change, "change point".into()));
     }
-    if any_failed {
+    if seen.failed {
         items.push((Swatch::Failed, "no result (build or runs failed)".into()));
+    }
+    if seen.off_scale {
+        items.push((Swatch::OffScale, "runs off this scale (outliers)".into()));
     }
     if c.commits.is_empty() && !c.boxes.is_empty() {
         items.push((Swatch::Box, "P25–P75, median, whiskers 1.5 IQR".into()));
@@ -714,6 +790,7 @@ fn legend<DB: DrawingBackend>(
                     colour::BOX.mix(0.3).filled(),
                 ))?;
             }
+            Swatch::OffScale => triangle(root, (x + 8, cy - 4), true, colour::MUTED)?,
         }
         label(
             root,
@@ -831,18 +908,31 @@ fn main_panel<DB: DrawingBackend>(
                 let x = xpx(i);
                 root.draw(&Rectangle::new(
                     [
-                        (x - half, ymap.px(b)),
-                        (x + half, ymap.px(a).max(ymap.px(b) + 1)),
+                        (x - half, ymap.px_in(b)),
+                        (x + half, ymap.px_in(a).max(ymap.px_in(b) + 1)),
                     ],
                     band,
                 ))?;
             } else {
                 let mut poly: Vec<(i32, i32)> = run
                     .iter()
-                    .map(|&(i, _, _, b)| (xpx(i), ymap.px(b)))
+                    .map(|&(i, _, _, b)| (xpx(i), ymap.px_in(b)))
                     .collect();
-                poly.extend(run.iter().rev().map(|&(i, a, _, _)| (xpx(i), ymap.px(a))));
+                poly.extend(
+                    run.iter()
+                        .rev()
+                        .map(|&(i, a, _, _)| (xpx(i), ymap.px_in(a))),
+                );
                 root.draw(&Polygon::new(poly, band))?;
+            }
+        }
+        // Runs beyond the scale: a triangle at the edge they lie beyond.
+        for &(i, a, _, b) in points {
+            if b > ymap.hi {
+                triangle(root, (xpx(i), r.top + 1), true, colour::MUTED)?;
+            }
+            if a < ymap.lo {
+                triangle(root, (xpx(i), r.bottom - 1), false, colour::MUTED)?;
             }
         }
     }
@@ -851,18 +941,33 @@ fn main_panel<DB: DrawingBackend>(
         draw_stake(root, c, r, ymap, k, small)?;
     }
 
-    // Median line and dots.
-    let line: Vec<(i32, i32)> = points
+    // Median line and dots: solid between neighbouring commits, dotted across commits without
+    // values (a line there would claim measurements that were never made).
+    let meds: Vec<(usize, (i32, i32))> = points
         .iter()
         .filter(|p| p.2.is_finite())
-        .map(|&(i, _, m, _)| (xpx(i), ymap.px(m)))
+        .map(|&(i, _, m, _)| (i, (xpx(i), ymap.px(m))))
         .collect();
-    if line.len() > 1 {
-        root.draw(&PathElement::new(
-            line.clone(),
-            colour::MEDIAN.stroke_width(2),
-        ))?;
+    let downsampled = points.len() < c.commits.iter().filter(|p| !p.values.is_empty()).count();
+    let mut solid: Vec<(i32, i32)> = Vec::new();
+    for (k, &(i, p)) in meds.iter().enumerate() {
+        solid.push(p);
+        let next = meds.get(k + 1);
+        let gap = next.is_some_and(|&(j, _)| !downsampled && j > i + 1);
+        if gap || next.is_none() {
+            if solid.len() > 1 {
+                root.draw(&PathElement::new(
+                    std::mem::take(&mut solid),
+                    colour::MEDIAN.stroke_width(2),
+                ))?;
+            }
+            solid.clear();
+            if let Some(&(_, q)) = next.filter(|_| gap) {
+                dashed(root, p, q, colour::MEDIAN.mix(0.7).stroke_width(1), 3)?;
+            }
+        }
     }
+    let line: Vec<(i32, i32)> = meds.iter().map(|&(_, p)| p).collect();
     if line.len() <= 120 {
         for p in &line {
             root.draw(&Circle::new(*p, 3, colour::MEDIAN.filled()))?;
@@ -993,17 +1098,6 @@ fn box_panel<DB: DrawingBackend>(
 ) -> DrawResult<DB> {
     let k = c.boxes.len().max(1) as i32;
     let slot = r.width() / k;
-    if !c.boxes_title.is_empty() {
-        label(
-            root,
-            &fit(root, &c.boxes_title, small, r.width()),
-            ((r.left + r.right) / 2, r.top + 2),
-            small,
-            &colour::MUTED,
-            HPos::Center,
-            VPos::Top,
-        )?;
-    }
     root.draw(&PathElement::new(
         vec![(r.left, r.bottom), (r.right, r.bottom)],
         colour::AXIS.stroke_width(1),
@@ -1028,20 +1122,23 @@ fn box_panel<DB: DrawingBackend>(
         if let Some((wl, q1, med, q3, wh, outliers)) = tukey(&b.values) {
             let stroke = col.stroke_width(2);
             root.draw(&PathElement::new(
-                vec![(cx, ymap.px(wl)), (cx, ymap.px(q1))],
+                vec![(cx, ymap.px_in(wl)), (cx, ymap.px_in(q1))],
                 stroke,
             ))?;
             root.draw(&PathElement::new(
-                vec![(cx, ymap.px(q3)), (cx, ymap.px(wh))],
+                vec![(cx, ymap.px_in(q3)), (cx, ymap.px_in(wh))],
                 stroke,
             ))?;
             for v in [wl, wh] {
                 root.draw(&PathElement::new(
-                    vec![(cx - half / 2, ymap.px(v)), (cx + half / 2, ymap.px(v))],
+                    vec![
+                        (cx - half / 2, ymap.px_in(v)),
+                        (cx + half / 2, ymap.px_in(v)),
+                    ],
                     stroke,
                 ))?;
             }
-            let (top, bottom) = (ymap.px(q3), ymap.px(q1).max(ymap.px(q3) + 1));
+            let (top, bottom) = (ymap.px_in(q3), ymap.px_in(q1).max(ymap.px_in(q3) + 1));
             root.draw(&Rectangle::new(
                 [(cx - half, top), (cx + half, bottom)],
                 col.mix(0.25).filled(),
@@ -1051,11 +1148,17 @@ fn box_panel<DB: DrawingBackend>(
                 stroke,
             ))?;
             root.draw(&PathElement::new(
-                vec![(cx - half, ymap.px(med)), (cx + half, ymap.px(med))],
+                vec![(cx - half, ymap.px_in(med)), (cx + half, ymap.px_in(med))],
                 colour::TEXT.stroke_width(2),
             ))?;
             for o in outliers.iter().take(200) {
-                root.draw(&Circle::new((cx, ymap.px(*o)), 2, col.stroke_width(1)))?;
+                if *o > ymap.hi {
+                    triangle(root, (cx, r.top + 1), true, colour::MUTED)?;
+                } else if *o < ymap.lo {
+                    triangle(root, (cx, r.bottom - 1), false, colour::MUTED)?;
+                } else {
+                    root.draw(&Circle::new((cx, ymap.px(*o)), 2, col.stroke_width(1)))?;
+                }
             }
         }
         let text_max = slot - 4;
@@ -1133,6 +1236,44 @@ mod tests {
         let e = ImageFormat::of(Path::new("b.jpg")).unwrap_err();
         assert!(crate::error::is_usage(&e));
         assert!(format!("{e}").contains("b.jpg"), "{e}");
+    }
+
+    #[test]
+    fn odd_values_never_panic() {
+        let mut cs = commits(10);
+        cs[2].values = vec![f64::INFINITY, 100.0];
+        cs[3].values = vec![f64::NAN];
+        cs[4].values = vec![f64::NEG_INFINITY];
+        let chart = Chart {
+            title: String::new(),
+            subtitle: String::new(),
+            unit: String::new(),
+            commits: cs,
+            markers: vec![Marker {
+                index: 99,
+                label: "far".into(),
+                kind: MarkerKind::Culprit,
+            }],
+            stake: Some(f64::NAN),
+            boxes: vec![BoxGroup {
+                label: "x".into(),
+                sub: String::new(),
+                values: vec![f64::INFINITY],
+                highlight: true,
+            }],
+            boxes_title: String::new(),
+            style: Style::Band,
+            width: 120,
+            height: 80,
+        };
+        assert!(svg(&chart).is_ok());
+        assert!(png(&chart).is_ok());
+        let tiny = Chart {
+            width: 1,
+            height: 1,
+            ..chart
+        };
+        assert!(svg(&tiny).is_ok());
     }
 
     #[test]
