@@ -278,7 +278,8 @@ impl YMap {
 impl YMap {
     /// [`YMap::px`] held inside the plot: values beyond the range sit on its edge.
     fn px_in(&self, v: f64) -> i32 {
-        self.px(v).clamp(self.top, self.bottom)
+        self.px(v)
+            .clamp(self.top.min(self.bottom), self.bottom.max(self.top))
     }
 }
 
@@ -562,6 +563,10 @@ fn draw<DB: DrawingBackend>(root: &Area<DB>, c: &Chart) -> DrawResult<DB> {
     }
     let plot_top = y + 4;
     let plot_bottom = h - bottom_area;
+    if plot_bottom - plot_top < 20 || w - 2 * pad < 60 {
+        // No room for a plot (a picture a few pixels tall): the title is all it can hold.
+        return Ok(());
+    }
     let n_ticks = ((plot_bottom - plot_top) / 36).clamp(4, 10) as usize;
     let ticks = nice_ticks(lo, hi, n_ticks);
     let tick_text = tick_labels(&ticks, &c.unit);
