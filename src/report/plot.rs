@@ -1268,17 +1268,19 @@ mod tests {
             }],
             boxes_title: String::new(),
             style: Style::Band,
-            width: 120,
-            height: 80,
+            width: 600,
+            height: 400,
         };
         assert!(svg(&chart).is_ok());
         assert!(png(&chart).is_ok());
-        let tiny = Chart {
-            width: 1,
-            height: 1,
-            ..chart
-        };
-        assert!(svg(&tiny).is_ok());
+        for (width, height) in [(1, 1), (120, 80), (2000, 30)] {
+            let tiny = Chart {
+                width,
+                height,
+                ..chart.clone()
+            };
+            assert!(svg(&tiny).is_ok() && png(&tiny).is_ok(), "{width}x{height}");
+        }
     }
 
     #[test]
