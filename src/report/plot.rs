@@ -757,7 +757,7 @@ fn legend<DB: DrawingBackend>(
             Swatch::Band => {
                 root.draw(&Rectangle::new(
                     [(x, cy - 5), (x + 16, cy + 5)],
-                    colour::BAND.mix(0.25).filled(),
+                    colour::BAND.mix(0.2).filled(),
                 ))?;
             }
             Swatch::Median => {
@@ -905,7 +905,7 @@ fn main_panel<DB: DrawingBackend>(
                 runs.push(vec![p]);
             }
         }
-        let band = colour::BAND.mix(0.25).filled();
+        let band = colour::BAND.mix(0.2).filled();
         for run in &runs {
             if run.len() == 1 {
                 let (i, a, _, b) = run[0];
