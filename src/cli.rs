@@ -82,9 +82,11 @@ pub enum Format {
     Json,
     Csv,
     Md,
-    /// A static HTML site (`report --out DIR`).
+    // Plain comments, not doc comments: clap would turn those into per-value help and print
+    // the values as a long list instead of `[possible values: ...]`.
+    // A static HTML site (`report --out DIR`).
     Html,
-    /// Apache Otava's CSV: one row per commit, a time and a commit column, a column per test.
+    // Apache Otava's CSV: one row per commit, a time and a commit column, a column per test.
     Otava,
 }
 
@@ -168,7 +170,7 @@ pub struct ShowArgs {
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// Test name from the config; `all` (only with --format html) for every test.
+    /// Test name from the config; `all` for every test (HTML only).
     pub test: String,
     /// Revision range `OLD..NEW` (md and json: required, `find` runs over it; html: default
     /// every commit with results, as `show` lists them).

@@ -804,3 +804,94 @@ fn bad_report_arguments_exit_2_naming_what_is_wrong() {
     // Nothing was built for a refused command.
     assert!(!f.cache.join("artifacts").exists());
 }
+
+#[test]
+fn markdown_reports_say_no_change_and_inconclusive_plainly() {
+    let t = test_def();
+    let rows = fixed_rows();
+    let commits: Vec<CommitInfo> = rows.iter().map(|r| r.commit.clone()).collect();
+    let measured = Measured {
+        test_command: "./app".into(),
+        metric: "wall".into(),
+        repeats: 5,
+        warmup: 0,
+        max_repeats: 30,
+        threshold: "2 %".into(),
+        alpha: 0.01,
+        deterministic: false,
+        build_command: None,
+        artifacts: vec![],
+        machine: "m".into(),
+        perfbisect: "0".into(),
+    };
+    let blocks: Vec<std::ops::Range<usize>> = std::iter::once(0..rows.len()).collect();
+    let render = |outcome: &Outcome| {
+        let r = FindReport {
+            test: &t,
+            range: "a..b",
+            commits: &commits,
+            outcome,
+            probed: &[0, 11],
+            notes: &[],
+            builds: 2,
+            runs: 10,
+            reused: 0,
+            time: TimeSpent::default(),
+            skipped: &[],
+            searched: 11,
+            invocation: "",
+            merges: &[],
+            seconds: 1.0,
+            deterministic: false,
+            sparkline: None,
+            plot: None,
+        };
+        let x = Issue {
+            find: &r,
+            rows: &rows,
+            blocks: &blocks,
+            change_points: &[],
+            measured: &measured,
+        };
+        issue::markdown(&x)
+    };
+    let md = render(&Outcome::NoChange {
+        before: 13_300_000.0,
+        after: 13_310_000.0,
+        p_value: 0.43,
+        min_detectable: 0.012,
+    });
+    assert!(md.starts_with("## `value`: no change in `a..b`"), "{md}");
+    assert!(
+        md.contains("**value: 13.30 MB → 13.31 MB between the ends, p = 0.43**; a change of 1.20 % or more would have been detected."),
+        "{md}"
+    );
+    assert!(md.contains("perfbisect find value a..b"), "{md}");
+    assert!(md.contains("- build: none"), "{md}");
+    assert!(!md.contains("### Commits around"), "{md}");
+
+    let md = render(&Outcome::Inconclusive {
+        reason: "the step may be spread over several commits".into(),
+        best_guess: Some(Culprit {
+            pos: 8,
+            parent: 7,
+            candidates: vec![8],
+            before: 13_300_000.0,
+            after: 13_710_000.0,
+            n_before: 5,
+            n_after: 5,
+            rel_change: 0.0308,
+            p_value: 0.02,
+            verified: false,
+        }),
+    });
+    assert!(md.starts_with("## `value`: inconclusive in `a..b`"), "{md}");
+    assert!(
+        md.contains("(best guess, not confirmed): the step may be spread"),
+        "{md}"
+    );
+    assert!(
+        md.contains("### Commits around `8b8b8b8b8b` (best guess)"),
+        "{md}"
+    );
+}
