@@ -468,7 +468,7 @@ fn draw<DB: DrawingBackend>(root: &Area<DB>, c: &Chart) -> DrawResult<DB> {
     let any_failed = c.commits.iter().any(|p| p.failed);
 
     // The y range covers the medians and the runs, except far outliers: a run 30 % off in a
-    // 1 % noise series would squash a 3 % step into a few pixels. Runs beyond 3 IQR of all
+    // 1 % noise series would squash a 3 % step into a few pixels. Runs beyond 1.5 IQR of all
     // runs (and beyond every median) are drawn at the edge, marked with a triangle.
     let mut lo = f64::INFINITY;
     let mut hi = f64::NEG_INFINITY;
@@ -492,8 +492,8 @@ fn draw<DB: DrawingBackend>(root: &Area<DB>, c: &Chart) -> DrawResult<DB> {
     }
     if let Some(s) = stats::summarize(&pool) {
         let iqr = s.p75 - s.p25;
-        lo = lo.min(s.min.max(s.p25 - 3.0 * iqr));
-        hi = hi.max(s.max.min(s.p75 + 3.0 * iqr));
+        lo = lo.min(s.min.max(s.p25 - 1.5 * iqr));
+        hi = hi.max(s.max.min(s.p75 + 1.5 * iqr));
     }
     // The stake joins the y range when it is near the data; a stake far away would squash
     // the data into a line, so it is then only named at the edge it lies beyond.
@@ -911,12 +911,13 @@ fn main_panel<DB: DrawingBackend>(
                 let (i, a, _, b) = run[0];
                 let half = ((per * 0.3).round() as i32).clamp(1, 6);
                 let x = xpx(i);
+                // A lone bar is narrow: a stronger tint keeps it visible.
                 root.draw(&Rectangle::new(
                     [
                         (x - half, ymap.px_in(b)),
                         (x + half, ymap.px_in(a).max(ymap.px_in(b) + 1)),
                     ],
-                    band,
+                    colour::BAND.mix(0.35).filled(),
                 ))?;
             } else {
                 let mut poly: Vec<(i32, i32)> = run
@@ -990,6 +991,7 @@ fn main_panel<DB: DrawingBackend>(
         }
     }
 
+    let off_top = c.style == Style::Band && points.iter().any(|p| p.3 > ymap.hi);
     // Markers, labels stacked in rows so none overlaps another.
     let mut markers: Vec<&Marker> = c.markers.iter().filter(|m| m.index < n).collect();
     markers.sort_by_key(|m| (m.index, m.kind == MarkerKind::Culprit));
@@ -1027,7 +1029,8 @@ fn main_panel<DB: DrawingBackend>(
         } else {
             rows[row] = span.1;
         }
-        let ly = r.top + 3 + row as i32 * (small as i32 + 5);
+        // Below the off-scale triangles when there are any.
+        let ly = r.top + if off_top { 11 } else { 3 } + row as i32 * (small as i32 + 5);
         // A white backing keeps the label readable over the band.
         root.draw(&Rectangle::new(
             [(span.0, ly - 1), (span.1, ly + small as i32 + 3)],
