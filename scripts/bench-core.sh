@@ -3,6 +3,7 @@
 #   1. loading 1,000,000 stored samples           (target < 0.5 s; reference: reading the file)
 #   2. listing a 30,000-commit first-parent range (target: ratio <= 1.5 vs git rev-list --first-parent --count)
 #   3. overhead per measured run of `true`          (target: ratio <= 1.2 vs hyperfine --runs)
+#   4. the HTML site of 24 tests x 1,000 commits    (target < 3 s; reference: loading their samples)
 # Usage: scripts/bench-core.sh   (installs hyperfine from Debian if missing; needs git, python3)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -79,3 +80,6 @@ print(f"  perfbisect run --again ({runs} runs of `true`, each stored and fsynced
 print(f"  hyperfine --runs {runs} true:                                        {h:.3f} s, {h/runs*1e3:.3f} ms/run")
 print(f"  ratio: {p/h:.2f} (target <= 1.2) {'PASS' if p/h <= 1.2 else 'FAIL'}")
 PY
+
+echo "== 4. HTML site (report all --format html), 24 tests x 1,000 commits"
+cargo bench -q --bench html 2>/dev/null | grep -v '^$'

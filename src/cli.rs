@@ -68,6 +68,12 @@ pub struct DefaultFind {
     /// Use samples measured with any fingerprint, not only this machine's.
     #[arg(long)]
     pub any_fingerprint: bool,
+    /// Also draw the range into FILE.png or FILE.svg.
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<PathBuf>,
+    /// Post the Markdown report as a comment on issue N of OWNER/REPO with `gh`.
+    #[arg(long, value_name = "OWNER/REPO#N")]
+    pub attach: Option<String>,
 }
 
 impl DefaultFind {
@@ -81,6 +87,10 @@ impl DefaultFind {
             Some("--format")
         } else if self.any_fingerprint {
             Some("--any-fingerprint")
+        } else if self.plot.is_some() {
+            Some("--plot")
+        } else if self.attach.is_some() {
+            Some("--attach")
         } else {
             None
         }
@@ -160,6 +170,10 @@ pub enum Command {
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
     },
+    /// A finding to act on: Markdown for an issue (find's verdict, the commits around the
+    /// culprit, change points, a sparkline, how it was measured, how to reproduce it), the
+    /// same as JSON with every sample, or a static HTML site of every test.
+    Report(ReportArgs),
 }
 
 #[derive(Debug, Args)]
@@ -189,6 +203,12 @@ pub enum Format {
     Json,
     Csv,
     Md,
+    // Plain comments, not doc comments: clap would turn those into per-value help and print
+    // the values as a long list instead of `[possible values: ...]`.
+    // A static HTML site (`report --out DIR`).
+    Html,
+    // Apache Otava's CSV: one row per commit, a time and a commit column, a column per test.
+    Otava,
 }
 
 /// The `--format` parser of a command that writes `allowed`: clap lists only these in
@@ -221,6 +241,13 @@ pub struct FindArgs {
     /// machine's.
     #[arg(long)]
     pub any_fingerprint: bool,
+    /// Also draw the range (medians, min–max band, the culprits) into FILE.png or FILE.svg.
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<PathBuf>,
+    /// Post the Markdown report as a comment on issue N of OWNER/REPO with `gh`, and print the
+    /// comment's URL instead of the report.
+    #[arg(long, value_name = "OWNER/REPO#N")]
+    pub attach: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -257,13 +284,48 @@ pub struct ShowArgs {
     /// Revision range `A..B` or a single revision (default: every commit with results of
     /// TEST, also those not reachable from HEAD, oldest first).
     pub range: Option<String>,
-    /// Output format.
-    #[arg(long, value_parser = formats(&[Format::Text, Format::Json, Format::Csv]), default_value = "text")]
+    /// Output format: `csv` and `json` carry every sample; `otava` is Apache Otava's CSV
+    /// (TEST may then be `all` or `name,name`: a column per test).
+    #[arg(long, value_parser = formats(&[Format::Text, Format::Json, Format::Csv, Format::Otava]), default_value = "text")]
     pub format: Format,
     /// Use samples measured with any fingerprint (other machines, compilers), not only this
     /// machine's.
     #[arg(long)]
     pub any_fingerprint: bool,
+    /// Also draw the commits (medians, min–max band, detect's change points) into FILE.png or
+    /// FILE.svg.
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Test name from the config; `all` for every test (HTML only).
+    pub test: String,
+    /// Revision range `OLD..NEW` (md and json: required, `find` runs over it; html: default
+    /// every commit with results, as `show` lists them).
+    pub range: Option<String>,
+    /// md: Markdown for an issue; json: the same with every sample; html: a static site
+    /// (index of all tests, a page per test) written into --out DIR.
+    #[arg(long, value_parser = formats(&[Format::Md, Format::Json, Format::Html]), default_value = "md")]
+    pub format: Format,
+    /// Also draw the range into FILE.png or FILE.svg (md: referenced from the report by a
+    /// relative path).
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<PathBuf>,
+    /// Directory to write into: the site (html), or DIR/TEST.md with its plot (md).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Post the Markdown as a comment on issue N of OWNER/REPO with `gh`, and print the
+    /// comment's URL.
+    #[arg(long, value_name = "OWNER/REPO#N")]
+    pub attach: Option<String>,
+    /// Build up to N commits at once when `find` needs builds.
+    #[arg(long, short = 'j', default_value_t = 1, value_name = "N")]
+    pub jobs: usize,
+    /// Stop at a merge commit instead of searching the branch it merged.
+    #[arg(long)]
+    pub no_descend: bool,
 }
 
 #[derive(Debug, Args)]

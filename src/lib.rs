@@ -2,6 +2,7 @@
 //!
 //! The library holds everything; `main.rs` only calls [`main_with_args`].
 
+pub mod attach;
 pub mod bisect;
 pub mod build;
 pub mod cli;
@@ -11,6 +12,7 @@ pub mod demo;
 pub mod error;
 pub mod fingerprint;
 pub mod git;
+pub mod host;
 pub mod interrupt;
 pub mod lab;
 pub mod measure;

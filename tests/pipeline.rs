@@ -509,7 +509,8 @@ fn every_command_lists_only_the_formats_it_writes_and_clap_rejects_the_rest() {
     for (cmd, formats) in [
         ("find", "text, json, md"),
         ("run", "text, json"),
-        ("show", "text, json, csv"),
+        ("show", "text, json, csv, otava"),
+        ("report", "md, json, html"),
         ("detect", "text, json"),
         ("compare", "text, json"),
         ("calibrate", "text, json"),
@@ -529,7 +530,8 @@ fn every_command_lists_only_the_formats_it_writes_and_clap_rejects_the_rest() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("invalid value 'md'") && err.contains("[possible values: text, json, csv]"),
+        err.contains("invalid value 'md'")
+            && err.contains("[possible values: text, json, csv, otava]"),
         "{err}"
     );
     // The defaults are in the help.

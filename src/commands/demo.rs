@@ -125,6 +125,8 @@ pub fn demo(g: &Global, args: crate::cli::DemoArgs) -> anyhow::Result<()> {
             jobs: 1,
             format: Format::Text,
             any_fingerprint: false,
+            plot: None,
+            attach: None,
         },
     )?;
     println!("\n$ perfbisect run value,rss {range} --jobs 2");
@@ -149,6 +151,7 @@ pub fn demo(g: &Global, args: crate::cli::DemoArgs) -> anyhow::Result<()> {
             range: Some(range.clone()),
             format: Format::Text,
             any_fingerprint: false,
+            plot: None,
         },
     )?;
     for test in ["value", "rss"] {

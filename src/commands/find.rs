@@ -11,6 +11,8 @@ use crate::git::CommitInfo;
 use crate::lab::WorkspaceLab;
 use crate::pipeline::{Samples, Workspace};
 use crate::report::find::{self as view, FindReport, GapEnd, ImportedGap, Skip};
+use crate::report::plot::{self, Marker, MarkerKind};
+use crate::report::{charts, spark};
 use crate::store::Appender;
 
 use super::{check_format, locations, verbosity};
@@ -54,28 +56,223 @@ struct Searched {
 /// Deepest chain of merges `find` descends through (a merge of a merge of ...).
 const MAX_DESCENT: usize = 8;
 
+/// A finished `find`: the searched chain and the merged branches it descended into, what it
+/// concluded, and what it spent. `report` renders the same.
+pub(super) struct FindRun {
+    pub test: Test,
+    /// What the user typed.
+    pub spec: String,
+    /// Commits of the searched range (the chain is `commits[..=searched]`).
+    pub searched: usize,
+    /// Position 0 the old end, 1..=searched the range, then merged branches searched.
+    pub commits: Vec<CommitInfo>,
+    /// Position ranges of `commits` that are one first-parent chain each: the range, then each
+    /// merged branch (so "the commits around a culprit" stay on its own chain).
+    pub blocks: Vec<std::ops::Range<usize>>,
+    pub outcome: Outcome,
+    pub probed: Vec<usize>,
+    pub notes: Vec<String>,
+    pub skips: Vec<Skip>,
+    pub merges: Vec<(usize, usize)>,
+    tally: Tally,
+    pub deterministic: bool,
+    pub seconds: f64,
+    /// The imported rounds that narrowed the search, when they did.
+    pub imported: Option<ImportedGap>,
+}
+
+impl FindRun {
+    /// The report of this run; `invocation` are the global options to repeat in reproduce
+    /// commands.
+    pub fn report<'a>(&'a self, invocation: &'a str) -> FindReport<'a> {
+        FindReport {
+            test: &self.test,
+            range: &self.spec,
+            searched: self.searched,
+            invocation,
+            commits: &self.commits,
+            outcome: &self.outcome,
+            probed: &self.probed,
+            notes: &self.notes,
+            builds: self.tally.builds,
+            runs: self.tally.runs,
+            reused: self.tally.reused,
+            time: view::TimeSpent {
+                building: self.tally.building.as_secs_f64(),
+                measuring: self.tally.measuring.as_secs_f64(),
+                build_rounds: self.tally.build_rounds,
+                most_parallel: self.tally.most_parallel,
+            },
+            skipped: &self.skips,
+            merges: &self.merges,
+            deterministic: self.deterministic,
+            seconds: self.seconds,
+            sparkline: None,
+            plot: None,
+            imported: self.imported.as_ref(),
+        }
+    }
+
+    /// A plot's title that says the finding: "value: +8.08 % regression at edf5fc6 in a..b".
+    pub fn chart_title(&self) -> String {
+        let what = match &self.outcome {
+            Outcome::Culprits(cs) => {
+                let c = &cs[0];
+                format!(
+                    "{:+.2} % {} at {}{}",
+                    c.rel_change * 100.0,
+                    view::judge(self.test.direction, c.rel_change),
+                    self.commits[c.pos].id.to_hex_with_len(7),
+                    if cs.len() > 1 {
+                        format!(" (and {} more)", cs.len() - 1)
+                    } else {
+                        String::new()
+                    }
+                )
+            }
+            Outcome::NoChange { .. } => "no change".to_string(),
+            Outcome::Inconclusive { .. } => "inconclusive".to_string(),
+        };
+        format!(
+            "{}: {what} in {}",
+            self.test.name,
+            charts::abbreviate_hashes(&self.spec)
+        )
+    }
+
+    /// The old end and the range's commits: the first-parent chain that was searched.
+    pub fn chain(&self) -> &[CommitInfo] {
+        &self.commits[..=self.searched]
+    }
+
+    /// The culprits as plot markers on the chain; one found inside a merged branch is drawn at
+    /// the merge that brought it in, labelled with its own hash.
+    pub fn markers(&self) -> Vec<Marker> {
+        let culprits: Vec<&Culprit> = match &self.outcome {
+            Outcome::Culprits(cs) => cs.iter().collect(),
+            Outcome::Inconclusive {
+                best_guess: Some(c),
+                ..
+            } => vec![c],
+            _ => Vec::new(),
+        };
+        culprits
+            .into_iter()
+            .map(|c| {
+                let mut at = c.pos;
+                while let Some(&(_, m)) = self.merges.iter().find(|(p, _)| *p == at) {
+                    at = m;
+                }
+                let label = self.commits[c.pos].id.to_hex_with_len(7).to_string();
+                Marker {
+                    index: at,
+                    label: if at == c.pos {
+                        label
+                    } else {
+                        format!("{label} (merged here)")
+                    },
+                    kind: MarkerKind::Culprit,
+                }
+            })
+            .filter(|m| m.index <= self.searched)
+            .collect()
+    }
+}
+
 pub fn find(g: &Global, args: FindArgs) -> anyhow::Result<()> {
     check_format(
         args.format,
         &[Format::Text, Format::Json, Format::Md],
         "find",
     )?;
+    // Bad --plot and --attach values are refused before anything is built.
+    if let Some(p) = &args.plot {
+        plot::ImageFormat::of(p)?;
+    }
+    let target = match &args.attach {
+        Some(t) => {
+            if args.format == Format::Json {
+                crate::usage!(
+                    "--attach posts the Markdown report; leave out --format json (or use --format md)"
+                );
+            }
+            Some(crate::attach::Target::parse(t)?)
+        }
+        None => None,
+    };
     let mut ws = Workspace::open(&locations(g), verbosity(g), true)?;
     ws.any_fingerprint = args.any_fingerprint;
     let ws = ws;
     let test = ws.config.test(&args.test)?.clone();
+    let run = search(&ws, test, &args.range, args.jobs, args.no_descend)?;
+    let invocation = super::invocation(g);
+
+    // The chain's medians as stored now (what this search measured, and what was there).
+    let samples = ws.samples(&run.test)?;
+    let rows = super::rows(&ws, &samples, run.chain().to_vec());
+    let spark = spark::medians_line(&rows, &run.test.unit());
+    let chart = charts::commit_chart(
+        &run.test,
+        &run.chart_title(),
+        &rows,
+        run.markers(),
+        charts::WIDE,
+    );
+    let render = |plot_ref: Option<String>, format: Format| -> anyhow::Result<String> {
+        let mut report = run.report(&invocation);
+        report.sparkline = spark.clone();
+        report.plot = plot_ref;
+        Ok(match format {
+            Format::Json => view::json(&report)?,
+            Format::Md => view::markdown(&report),
+            _ => view::text(&report),
+        })
+    };
+    if let Some(target) = target {
+        let name = format!("{}.md", run.test.name);
+        let saved = super::report::save_markdown(
+            &ws,
+            None,
+            &run.test.name,
+            &name,
+            args.plot.as_deref(),
+            &chart,
+            &|plot_ref| render(plot_ref, Format::Md),
+        )?;
+        return super::report::post(&ws, &target, &saved);
+    }
+    if let Some(path) = &args.plot {
+        plot::write(&chart, path)?;
+        ws.note(&format!("plot written to {}", path.display()));
+    }
+    let plot_ref = args.plot.as_ref().map(|p| p.display().to_string());
+    print!("{}", render(plot_ref, args.format)?);
+    Ok(())
+}
+
+/// Run `find`'s search of `test` over `range_spec` (descending into merges unless
+/// `no_descend`), building up to `jobs` commits at once.
+pub(super) fn search(
+    ws: &Workspace,
+    test: Test,
+    range_spec: &str,
+    jobs: usize,
+    no_descend: bool,
+) -> anyhow::Result<FindRun> {
     if let Some(w) = super::calibrate::threshold_warning(&ws.cache, &test) {
         ws.warn(&w);
     }
-    let range = ws.repo.range(&args.range)?;
+    let range = ws.repo.range(range_spec)?;
     let Some(base) = range.base.clone() else {
         crate::usage!(
             "range `{}` has no old end to compare with (a root commit); use `OLD..NEW`",
-            args.range
+            range_spec
         );
     };
     let mut commits: Vec<CommitInfo> = vec![base];
     commits.extend(range.commits.iter().cloned());
+    let mut blocks: Vec<std::ops::Range<usize>> = Vec::new();
+    blocks.push(0..commits.len());
     let started = Instant::now();
 
     let stored = ws.samples(&test)?;
@@ -85,9 +282,10 @@ pub fn find(g: &Global, args: FindArgs) -> anyhow::Result<()> {
     let params = super::search_params(&test, &stored, &|w| ws.warn(w));
     let mut appender = ws.appender(&test)?;
     let mut tally = Tally::default();
-    if args.jobs == 0 {
+    if jobs == 0 {
         crate::usage!("--jobs must be at least 1");
     }
+    let mut searched = range.commits.len();
     // Imported rounds first: when they show a step, only the gap between the two rounds
     // around it is searched (and built).
     let mut gap = imported_gap(&test, &stored, &commits, params);
@@ -108,13 +306,13 @@ pub fn find(g: &Global, args: FindArgs) -> anyhow::Result<()> {
             }
         ));
         let r = drive(
-            &ws,
+            ws,
             &test,
             &mut appender,
             &stored,
             params,
             &sub,
-            args.jobs,
+            jobs,
             &mut tally,
         )?;
         let describe = |e: &GapEnd, c: &CommitInfo| {
@@ -161,6 +359,9 @@ pub fn find(g: &Global, args: FindArgs) -> anyhow::Result<()> {
                 if g.inside == 1 { "" } else { "s" },
                 if g.inside == 1 { "was" } else { "were" }
             ));
+            searched = sub.len() - 1;
+            blocks.clear();
+            blocks.push(0..sub.len());
             commits = sub;
             first = Some(r);
         }
@@ -168,13 +369,13 @@ pub fn find(g: &Global, args: FindArgs) -> anyhow::Result<()> {
     let first = match first {
         Some(r) => r,
         None => drive(
-            &ws,
+            ws,
             &test,
             &mut appender,
             &stored,
             params,
             &commits,
-            args.jobs,
+            jobs,
             &mut tally,
         )?,
     };
@@ -192,7 +393,7 @@ pub fn find(g: &Global, args: FindArgs) -> anyhow::Result<()> {
     let deterministic = first.deterministic;
     // (culprit inside a merged branch, the merge that brought it in)
     let mut merges: Vec<(usize, usize)> = Vec::new();
-    if !args.no_descend {
+    if !no_descend {
         if let Outcome::Culprits(cs) = &mut outcome {
             let mut todo: Vec<(Culprit, usize)> = cs.drain(..).map(|c| (c, 0)).collect();
             let mut done: Vec<Culprit> = Vec::new();
@@ -219,17 +420,18 @@ pub fn find(g: &Global, args: FindArgs) -> anyhow::Result<()> {
                     plural(inner.len() - 1, "commit of", "commits of"),
                 ));
                 let r = drive(
-                    &ws,
+                    ws,
                     &test,
                     &mut appender,
                     &stored,
                     params,
                     &inner,
-                    args.jobs,
+                    jobs,
                     &mut tally,
                 )?;
                 let off = commits.len();
                 let side_span = format!("{}..{}", inner[0].short(), inner[inner.len() - 1].short());
+                blocks.push(off..off + inner.len());
                 commits.extend(inner);
                 // The fork point may already be on the chain searched before: list it once.
                 for p in r.probed.iter().map(|p| p + off) {
@@ -289,39 +491,22 @@ pub fn find(g: &Global, args: FindArgs) -> anyhow::Result<()> {
             if tally.runs_saved == 1 { "" } else { "s" }
         ));
     }
-
-    let invocation = super::invocation(g);
-    let report = FindReport {
-        test: &test,
-        range: &range.spec,
-        searched: range.commits.len(),
-        invocation: &invocation,
-        commits: &commits,
-        outcome: &outcome,
-        probed: &probed,
-        notes: &notes,
-        builds: tally.builds,
-        runs: tally.runs,
-        reused: tally.reused,
-        time: view::TimeSpent {
-            building: tally.building.as_secs_f64(),
-            measuring: tally.measuring.as_secs_f64(),
-            build_rounds: tally.build_rounds,
-            most_parallel: tally.most_parallel,
-        },
-        skipped: &skips,
-        merges: &merges,
+    Ok(FindRun {
+        test,
+        spec: range.spec.clone(),
+        searched,
+        commits,
+        blocks,
+        outcome,
+        probed,
+        notes,
+        skips,
+        merges,
+        tally,
         deterministic,
         seconds: started.elapsed().as_secs_f64(),
-        imported: gap.as_ref().map(|(_, _, g)| g),
-    };
-    let out = match args.format {
-        Format::Json => view::json(&report)?,
-        Format::Md => view::markdown(&report),
-        _ => view::text(&report),
-    };
-    print!("{out}");
-    Ok(())
+        imported: gap.map(|(_, _, g)| g),
+    })
 }
 
 fn plural(n: usize, one: &str, many: &str) -> String {

@@ -11,12 +11,13 @@ mod find;
 mod import;
 mod log;
 mod merge;
+mod report;
 mod run;
 mod show;
 mod step;
 
 use crate::cli::{Cli, Command, FindArgs, Format, Global};
-use crate::pipeline::{Locations, Verbosity};
+use crate::pipeline::{Locations, Verbosity, Workspace};
 
 pub use crate::interrupt::Interrupted;
 
@@ -44,6 +45,8 @@ where
             jobs: cli.find.jobs.unwrap_or(1),
             format: cli.find.format.unwrap_or_default(),
             any_fingerprint: cli.find.any_fingerprint,
+            plot: cli.find.plot,
+            attach: cli.find.attach,
         }),
         _ => unreachable!("parse() refuses a command line without a command or TEST RANGE"),
     };
@@ -65,6 +68,7 @@ where
         Command::Config(a) => config::config(&g, a),
         Command::Completions { shell } => docs::completions(shell),
         Command::Man { dir } => docs::man(dir.as_deref()),
+        Command::Report(a) => report::report(&g, a),
         Command::Step(_) => unreachable!("handled above"),
     };
     match result {
@@ -250,6 +254,56 @@ fn shell_quote(s: &str) -> String {
     } else {
         format!("'{}'", s.replace('\'', "'\\''"))
     }
+}
+
+/// Per-commit rows of `test` for `commits`: the values and records stored, and whether a
+/// commit without values failed to build, failed every run, or was never measured.
+fn rows(
+    ws: &Workspace,
+    samples: &crate::pipeline::Samples,
+    commits: Vec<crate::git::CommitInfo>,
+) -> Vec<crate::report::show::CommitRow> {
+    use crate::build::State;
+    use crate::report::show::{CommitRow, Status};
+    commits
+        .into_iter()
+        .map(|c| {
+            let records: Vec<_> = samples.records(&c.id).into_iter().cloned().collect();
+            let values: Vec<f64> = records.iter().filter_map(|s| s.value).collect();
+            let status = if !values.is_empty() {
+                Status::Ok
+            } else if matches!(ws.build_state(&c.id), State::Failed(_)) {
+                Status::BuildFailed
+            } else if !records.is_empty() {
+                Status::RunFailed
+            } else {
+                Status::Missing
+            };
+            CommitRow {
+                same_build_as: samples.shared_from(&c.id).first().copied(),
+                commit: c,
+                values,
+                records,
+                status,
+            }
+        })
+        .collect()
+}
+
+/// `detect`'s change points over `rows` with the test's threshold (a declared deterministic
+/// test: every change of at least the threshold, at its exact commit).
+fn change_points(
+    test: &crate::config::Test,
+    rows: &[crate::report::show::CommitRow],
+) -> Vec<crate::stats::ChangePoint> {
+    use crate::stats::changepoint;
+    let series: Vec<Vec<f64>> = rows.iter().map(|r| r.values.clone()).collect();
+    let opts = changepoint::Options {
+        threshold: test.threshold,
+        deterministic: test.deterministic,
+        ..changepoint::Options::default()
+    };
+    crate::stats::detect(&series, &opts)
 }
 
 /// Refuse formats a command does not offer.

@@ -1,47 +1,48 @@
-//! `perfbisect show TEST [RANGE]`: stored results per commit and a summary of the range.
+//! `perfbisect show TEST [RANGE]`: stored results per commit and a summary of the range; every
+//! sample as CSV or JSON, Apache Otava's CSV, and a plot.
 
-use crate::build::State;
 use crate::cli::{Format, Global, ShowArgs};
-use crate::pipeline::Workspace;
-use crate::report::show::{self as view, CommitRow, Status};
+use crate::config::Test;
+use crate::pipeline::{Samples, Workspace};
+use crate::report::show as view;
+use crate::report::{charts, export, plot};
 
-use super::{check_format, locations, verbosity};
+use super::{change_points, check_format, locations, rows, verbosity};
 
 pub fn show(g: &Global, args: ShowArgs) -> anyhow::Result<()> {
     check_format(
         args.format,
-        &[Format::Text, Format::Json, Format::Csv],
+        &[Format::Text, Format::Json, Format::Csv, Format::Otava],
         "show",
     )?;
     let mut ws = Workspace::open(&locations(g), verbosity(g), false)?;
     ws.any_fingerprint = args.any_fingerprint;
     let ws = ws;
+    if args.format == Format::Otava {
+        return otava(&ws, &args);
+    }
     let test = ws.config.test(&args.test)?;
     let samples = ws.samples(test)?;
     let commits = ws.commits(args.range.as_deref(), &samples)?;
-    let rows: Vec<CommitRow> = commits
-        .into_iter()
-        .map(|c| {
-            let records: Vec<_> = samples.records(&c.id).into_iter().cloned().collect();
-            let values: Vec<f64> = records.iter().filter_map(|s| s.value).collect();
-            let status = if !values.is_empty() {
-                Status::Ok
-            } else if matches!(ws.build_state(&c.id), State::Failed(_)) {
-                Status::BuildFailed
-            } else if !records.is_empty() {
-                Status::RunFailed
-            } else {
-                Status::Missing
-            };
-            CommitRow {
-                same_build_as: samples.shared_from(&c.id).first().copied(),
-                commit: c,
-                values,
-                records,
-                status,
-            }
-        })
-        .collect();
+    let rows = rows(&ws, &samples, commits);
+    if let Some(path) = &args.plot {
+        // Refuse a bad file name before anything is drawn.
+        plot::ImageFormat::of(path)?;
+        let cps = change_points(test, &rows);
+        let scope = args
+            .range
+            .clone()
+            .unwrap_or_else(|| "all commits with results".into());
+        let chart = charts::commit_chart(
+            test,
+            &format!("{}: {}", test.name, charts::abbreviate_hashes(&scope)),
+            &rows,
+            charts::change_point_markers(&rows, &cps),
+            charts::WIDE,
+        );
+        plot::write(&chart, path)?;
+        ws.note(&format!("plot written to {}", path.display()));
+    }
     let out = match args.format {
         Format::Json => view::json(test, &rows)?,
         Format::Csv => view::csv(test, &rows)?,
@@ -66,6 +67,71 @@ pub fn show(g: &Global, args: ShowArgs) -> anyhow::Result<()> {
     }
     if let Some(n) = ws.fingerprint_note(test, &samples) {
         ws.note(&n);
+    }
+    Ok(())
+}
+
+/// `show TESTS [RANGE] --format otava`: one row per commit with a value of every test.
+fn otava(ws: &Workspace, args: &ShowArgs) -> anyhow::Result<()> {
+    if args.plot.is_some() {
+        crate::usage!("--plot draws one test; leave it out with --format otava");
+    }
+    let tests: Vec<&Test> = if args.test == "all" {
+        ws.config.tests.values().collect()
+    } else {
+        let mut v = Vec::new();
+        for name in args
+            .test
+            .split(',')
+            .map(str::trim)
+            .filter(|n| !n.is_empty())
+        {
+            let t = ws.config.test(name)?;
+            if !v.iter().any(|x: &&Test| x.name == t.name) {
+                v.push(t);
+            }
+        }
+        v
+    };
+    if tests.is_empty() {
+        crate::usage!("no test named in `{}`", args.test);
+    }
+    let samples: Vec<Samples> = tests
+        .iter()
+        .map(|t| ws.samples(t))
+        .collect::<anyhow::Result<_>>()?;
+    // Without a range: every commit with results of any of the tests, in `show`'s order.
+    let commits = match &args.range {
+        Some(r) => ws.commits(Some(r), &Samples::default())?,
+        None => {
+            let mut union = Samples::default();
+            for s in &samples {
+                for k in s.by_commit.keys() {
+                    union.by_commit.entry(*k).or_default();
+                }
+            }
+            ws.commits(None, &union)?
+        }
+    };
+    let medians: Vec<Vec<Option<f64>>> = samples
+        .iter()
+        .map(|s| {
+            commits
+                .iter()
+                .map(|c| crate::stats::median(&s.values(&c.id)))
+                .collect()
+        })
+        .collect();
+    let out = export::otava(&tests, &commits, &medians)?;
+    print!("{}", out.csv);
+    if out.incomplete > 0 {
+        ws.warn(&format!(
+            "{} commit{} left out: Otava needs a value of every test in a row, and {} lack{} one",
+            out.incomplete,
+            if out.incomplete == 1 { "" } else { "s" },
+            if out.incomplete == 1 { "it" } else { "they" },
+            if out.incomplete == 1 { "s" } else { "" },
+        ));
     }
     Ok(())
 }

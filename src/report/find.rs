@@ -32,6 +32,12 @@ pub struct FindReport<'a> {
     pub invocation: &'a str,
     /// `(culprit, merge)`: a culprit found inside the branch that `merge` brought in.
     pub merges: &'a [(usize, usize)],
+    /// The medians of the searched chain as a sparkline with its caption
+    /// ([`super::spark::medians_line`]); printed when given.
+    pub sparkline: Option<String>,
+    /// Path of a plot of the range, relative to where the Markdown lives; the Markdown shows
+    /// it when given.
+    pub plot: Option<String>,
     pub seconds: f64,
     /// The search compared exact values (a deterministic metric, or no spread at both ends):
     /// its p-values (0 or 1) are no test's result, and the report says "deterministic".
@@ -108,6 +114,18 @@ pub fn judge_with_article(direction: Direction, rel_change: f64) -> &'static str
 
 /// A commit time as `YYYY-MM-DD HH:MM UTC`.
 pub fn date(secs: i64) -> String {
+    let (year, month, day, h, m, _) = civil(secs);
+    format!("{year:04}-{month:02}-{day:02} {h:02}:{m:02} UTC")
+}
+
+/// A time as ISO 8601 in UTC, to the second: `2023-11-14T22:29:00Z`.
+pub fn iso8601(secs: i64) -> String {
+    let (year, month, day, h, m, s) = civil(secs);
+    format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}Z")
+}
+
+/// Seconds since the epoch as (year, month, day, hour, minute, second) in UTC.
+pub fn civil(secs: i64) -> (i128, i64, i64, i64, i64, i64) {
     // Any i64 that a commit object can hold, years past 9999 and before 1970 included:
     // days to a civil date by Howard Hinnant's algorithm, in i64 so nothing overflows.
     let days = secs.div_euclid(86_400);
@@ -121,11 +139,7 @@ pub fn date(secs: i64) -> String {
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = i128::from(yoe) + i128::from(era) * 400 + i128::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02} UTC",
-        rem / 3600,
-        rem % 3600 / 60
-    )
+    (year, month, day, rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
 #[derive(Serialize)]
@@ -236,7 +250,7 @@ impl FindReport<'_> {
         }
     }
 
-    fn unit(&self) -> String {
+    pub(crate) fn unit(&self) -> String {
         if self.test.unit().is_empty() {
             String::new()
         } else {
@@ -244,7 +258,7 @@ impl FindReport<'_> {
         }
     }
 
-    fn spent(&self) -> String {
+    pub(crate) fn spent(&self) -> String {
         format!(
             "{} build{}, {} run{} in {}{}",
             self.builds,
@@ -300,7 +314,7 @@ impl FindReport<'_> {
 
     /// The p-value as `p = …` (`sci`: in scientific notation, else with two decimals), or
     /// "deterministic" when the values were compared exactly and the p is no test's result.
-    fn evidence(&self, p: f64, sci: bool) -> String {
+    pub(crate) fn evidence(&self, p: f64, sci: bool) -> String {
         if self.deterministic {
             "deterministic".into()
         } else if sci {
@@ -311,7 +325,7 @@ impl FindReport<'_> {
     }
 
     /// The merge that brought the commit at `pos` in, if it was found inside a merged branch.
-    fn merge_of(&self, pos: usize) -> Option<usize> {
+    pub(crate) fn merge_of(&self, pos: usize) -> Option<usize> {
         self.merges.iter().find(|(c, _)| *c == pos).map(|&(_, m)| m)
     }
 
@@ -405,6 +419,9 @@ pub fn text(r: &FindReport<'_>) -> String {
             }
         }
     }
+    if let Some(sp) = &r.sparkline {
+        let _ = writeln!(o, "{sp}");
+    }
     for n in r.notes {
         let _ = writeln!(o, "note: {n}");
     }
@@ -457,6 +474,11 @@ pub fn text(r: &FindReport<'_>) -> String {
 
 /// `--format json`: one object, README.md's "JSON output" shape (`culprits`, the evidence).
 pub fn json(r: &FindReport<'_>) -> anyhow::Result<String> {
+    Ok(super::json_pretty(&json_value(r)?)?)
+}
+
+/// The object `--format json` prints, for reports that carry it.
+pub fn json_value(r: &FindReport<'_>) -> anyhow::Result<serde_json::Value> {
     let (culprits, no_change, reason, best_guess) = match r.outcome {
         Outcome::Culprits(cs) => (
             cs.iter().map(|c| r.json_culprit(c)).collect::<Vec<_>>(),
@@ -533,7 +555,7 @@ pub fn json(r: &FindReport<'_>) -> anyhow::Result<String> {
         deterministic: r.deterministic,
         imported: r.imported.cloned(),
     };
-    Ok(super::json_pretty(&out)?)
+    Ok(serde_json::to_value(&out)?)
 }
 
 /// `--format md`: a report to paste into a bug tracker.
@@ -574,6 +596,16 @@ pub fn markdown(r: &FindReport<'_>) -> String {
             "{d} ({}, {} is better).\n",
             t.metric.describe(),
             t.direction.as_str()
+        );
+    }
+    if let Some(sp) = &r.sparkline {
+        let _ = writeln!(o, "{}\n", md_sparkline(sp));
+    }
+    if let Some(p) = &r.plot {
+        let _ = writeln!(
+            o,
+            "{}\n",
+            md_image(&format!("{} over {}", t.name, r.range), p)
         );
     }
     let several = culprits.len() > 1;
@@ -686,7 +718,7 @@ pub fn markdown(r: &FindReport<'_>) -> String {
 
 /// The commands that reproduce one culprit, as pasted into a shell in the repository: the
 /// before/after comparison and a `git bisect run` over the parent..culprit step.
-fn reproduce(o: &mut String, r: &FindReport<'_>, c: &Culprit) {
+pub(crate) fn reproduce(o: &mut String, r: &FindReport<'_>, c: &Culprit) {
     let t = r.test;
     let parent = &r.commits[c.parent].id;
     let at = &r.commits[c.pos].id;
@@ -709,8 +741,32 @@ fn reproduce(o: &mut String, r: &FindReport<'_>, c: &Culprit) {
     let _ = writeln!(o, "</details>\n");
 }
 
+/// A sparkline line for Markdown: the bars as code (monospace, so they line up), the caption
+/// after them as text.
+pub(crate) fn md_sparkline(line: &str) -> String {
+    match line.split_once(' ') {
+        Some((bars, rest)) => format!("`{bars}` {rest}"),
+        None => format!("`{line}`"),
+    }
+}
+
+/// A Markdown image of the plot at `path` (relative to the Markdown file).
+pub(crate) fn md_image(alt: &str, path: &str) -> String {
+    // Spaces and parentheses would end the link target early.
+    let target: String = path
+        .chars()
+        .map(|c| match c {
+            ' ' => "%20".to_string(),
+            '(' => "%28".to_string(),
+            ')' => "%29".to_string(),
+            c => c.to_string(),
+        })
+        .collect();
+    format!("![{}]({target})", alt.replace(['[', ']'], ""))
+}
+
 /// `1 commit`, `3 commits`.
-fn count(n: usize, what: &str) -> String {
+pub(crate) fn count(n: usize, what: &str) -> String {
     if n == 1 {
         format!("1 {what}")
     } else {
@@ -718,8 +774,9 @@ fn count(n: usize, what: &str) -> String {
     }
 }
 
-fn md_escape(s: &str) -> String {
-    s.replace('|', "\\|")
+/// Text for a Markdown table cell or line: pipes escaped, line breaks dropped.
+pub(crate) fn md_escape(s: &str) -> String {
+    s.replace('|', "\\|").replace(['\n', '\r'], " ")
 }
 
 #[cfg(test)]
@@ -734,6 +791,7 @@ mod date_tests {
         assert_eq!(date(-86_400), "1969-12-31 00:00 UTC");
         // Year 10000 and beyond, and the extremes a commit object can hold.
         assert_eq!(date(253_402_300_800), "10000-01-01 00:00 UTC");
+        assert_eq!(super::iso8601(1_700_000_945), "2023-11-14T22:29:05Z");
         for s in [i64::MAX, i64::MIN, i64::MAX - 1, i64::MIN + 1] {
             assert!(date(s).ends_with(" UTC"));
         }
@@ -798,6 +856,8 @@ mod tests {
             merges: &[],
             searched: commits.len() - 1,
             invocation: "",
+            sparkline: None,
+            plot: None,
             seconds: 1.0,
             deterministic,
             imported: None,

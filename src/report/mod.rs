@@ -1,7 +1,14 @@
 //! Rendering results for terminals, scripts and bug trackers.
 
+pub mod charts;
+pub mod export;
 pub mod find;
+pub mod html;
+pub mod issue;
+pub mod plot;
 pub mod show;
+pub mod spark;
+pub mod units;
 
 /// The version of every JSON object perfbisect prints (its `"schema"` field, first). It
 /// changes when a field is removed or changes meaning; new fields may appear without it.

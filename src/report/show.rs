@@ -333,10 +333,17 @@ struct JsonShow<'a> {
     direction: Direction,
     commits: Vec<JsonCommit<'a>>,
     summary: Option<RangeSummary>,
+    /// Every stored run of these commits, failed ones included.
+    samples: Vec<super::export::SampleRow>,
 }
 
 /// `--format json`, one object.
 pub fn json(test: &Test, rows: &[CommitRow]) -> anyhow::Result<String> {
+    Ok(super::json_pretty(&json_value(test, rows)?)?)
+}
+
+/// The object `--format json` prints, for reports that add to it.
+pub fn json_value(test: &Test, rows: &[CommitRow]) -> anyhow::Result<serde_json::Value> {
     let commits = rows
         .iter()
         .map(|r| {
@@ -361,33 +368,48 @@ pub fn json(test: &Test, rows: &[CommitRow]) -> anyhow::Result<String> {
         direction: test.direction,
         commits,
         summary: summarize(test, rows),
+        samples: super::export::samples(test, rows),
     };
-    Ok(super::json_pretty(&out)?)
+    Ok(serde_json::to_value(&out)?)
 }
 
 /// `--format csv`: one row per sample, failed runs included with their whole error text.
 /// Written with the `csv` crate, so quotes, commas and line breaks in an error round-trip.
+/// `time` is seconds since the epoch, `timestamp` the same in ISO 8601; the columns after
+/// `error` were added later and stay at the end, so readers by position keep working.
 pub fn csv(test: &Test, rows: &[CommitRow]) -> anyhow::Result<String> {
-    let _ = test;
     let mut w = ::csv::Writer::from_writer(Vec::new());
     w.write_record([
-        "commit", "round", "time", "value", "wall", "user", "sys", "max_rss", "error",
+        "commit",
+        "round",
+        "time",
+        "value",
+        "wall",
+        "user",
+        "sys",
+        "max_rss",
+        "error",
+        "test",
+        "unit",
+        "timestamp",
+        "fingerprint",
     ])?;
-    for r in rows {
-        let commit = r.commit.id.to_string();
-        for s in &r.records {
-            w.write_record([
-                commit.clone(),
-                s.round.to_string(),
-                s.time.to_string(),
-                s.value.map(|v| v.to_string()).unwrap_or_default(),
-                s.wall.to_string(),
-                s.user.to_string(),
-                s.sys.to_string(),
-                s.max_rss.to_string(),
-                s.error.clone().unwrap_or_default(),
-            ])?;
-        }
+    for s in super::export::samples(test, rows) {
+        w.write_record([
+            s.commit,
+            s.round.to_string(),
+            s.time.to_string(),
+            s.value.map(|v| v.to_string()).unwrap_or_default(),
+            s.wall.to_string(),
+            s.user.to_string(),
+            s.sys.to_string(),
+            s.max_rss.to_string(),
+            s.error.unwrap_or_default(),
+            s.test,
+            s.unit,
+            s.timestamp,
+            s.fingerprint.unwrap_or_default(),
+        ])?;
     }
     let bytes = w
         .into_inner()
@@ -445,7 +467,21 @@ mod tests {
         let mut r = ::csv::Reader::from_reader(text.as_bytes());
         assert_eq!(
             r.headers().unwrap(),
-            vec!["commit", "round", "time", "value", "wall", "user", "sys", "max_rss", "error"]
+            vec![
+                "commit",
+                "round",
+                "time",
+                "value",
+                "wall",
+                "user",
+                "sys",
+                "max_rss",
+                "error",
+                "test",
+                "unit",
+                "timestamp",
+                "fingerprint"
+            ]
         );
         let recs: Vec<::csv::StringRecord> = r.records().map(Result::unwrap).collect();
         assert_eq!(recs.len(), 2, "{text}");
@@ -461,6 +497,10 @@ mod tests {
                 "0.25",
                 "0.125",
                 "4096",
+                "",
+                "t",
+                "s",
+                "2023-11-14T22:13:20Z",
                 ""
             ]
         );

@@ -1,0 +1,335 @@
+//! `perfbisect report TEST RANGE [--format md|json]` (a finding for an issue, through `find`)
+//! and `report TEST|all [RANGE] --format html --out DIR` (a static site of the stored
+//! results); `--attach OWNER/REPO#N` posts the Markdown with `gh`.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+use rayon::prelude::*;
+
+use crate::attach::Target;
+use crate::cli::{Format, Global, ReportArgs};
+use crate::config::Test;
+use crate::pipeline::Workspace;
+use crate::report::html::{self, IndexEntry, Page, Site};
+use crate::report::issue::{self, Issue, Measured};
+use crate::report::plot::{self, Chart};
+use crate::report::{charts, find as find_view, spark};
+
+use super::{change_points, check_format, locations, rows, verbosity};
+
+pub fn report(g: &Global, args: ReportArgs) -> anyhow::Result<()> {
+    check_format(
+        args.format,
+        &[Format::Md, Format::Json, Format::Html],
+        "report",
+    )?;
+    if let Some(p) = &args.plot {
+        plot::ImageFormat::of(p)?;
+    }
+    if args.attach.is_some() && args.format != Format::Md {
+        crate::usage!("--attach posts the Markdown report; use it with --format md");
+    }
+    let target = args.attach.as_deref().map(Target::parse).transpose()?;
+    if args.format == Format::Html {
+        return site(g, &args);
+    }
+    if args.test == "all" {
+        crate::usage!(
+            "`report all` makes the HTML site (--format html --out DIR); a Markdown or JSON report is about one test"
+        );
+    }
+    let Some(range) = args.range.as_deref() else {
+        crate::usage!(
+            "report {} needs a RANGE (`OLD..NEW`): `find` runs over it for the verdict",
+            args.test
+        );
+    };
+    if args.jobs == 0 {
+        crate::usage!("--jobs must be at least 1");
+    }
+    let ws = Workspace::open(&locations(g), verbosity(g), true)?;
+    let test = ws.config.test(&args.test)?.clone();
+    let run = super::find::search(&ws, test, range, args.jobs, args.no_descend)?;
+    let invocation = super::invocation(g);
+
+    let samples = ws.samples(&run.test)?;
+    let all_rows = rows(&ws, &samples, run.commits.clone());
+    let chain = &all_rows[..=run.searched];
+    let cps = change_points(&run.test, chain);
+    let spark = spark::medians_line(chain, &run.test.unit());
+    let mut markers = run.markers();
+    markers.extend(charts::change_point_markers(chain, &cps));
+    let chart = charts::commit_chart(&run.test, &run.chart_title(), chain, markers, charts::WIDE);
+    let measured = measured(&ws, &run.test);
+    let render = |plot_ref: Option<String>| -> anyhow::Result<String> {
+        let mut r = run.report(&invocation);
+        r.sparkline = spark.clone();
+        r.plot = plot_ref;
+        let x = Issue {
+            find: &r,
+            rows: &all_rows,
+            blocks: &run.blocks,
+            change_points: &cps,
+            measured: &measured,
+        };
+        Ok(match args.format {
+            Format::Json => issue::json(&x, find_view::json_value(&r)?)?,
+            _ => issue::markdown(&x),
+        })
+    };
+
+    if target.is_some() || args.out.is_some() {
+        let ext = if args.format == Format::Json {
+            "json"
+        } else {
+            "md"
+        };
+        let name = format!("{}.{ext}", run.test.name);
+        let saved = save_markdown(
+            &ws,
+            args.out.as_deref(),
+            &run.test.name,
+            &name,
+            args.plot.as_deref(),
+            &chart,
+            &render,
+        )?;
+        return match target {
+            Some(t) => post(&ws, &t, &saved),
+            None => {
+                ws.note(&format!("report written to {}", saved.display()));
+                Ok(())
+            }
+        };
+    }
+    if let Some(path) = &args.plot {
+        plot::write(&chart, path)?;
+        ws.note(&format!("plot written to {}", path.display()));
+    }
+    print!(
+        "{}",
+        render(args.plot.as_ref().map(|p| p.display().to_string()))?
+    );
+    Ok(())
+}
+
+/// What the "How it was measured" section says.
+fn measured(ws: &Workspace, t: &Test) -> Measured {
+    Measured {
+        test_command: t.command.clone(),
+        metric: t.metric.describe(),
+        repeats: t.repeats,
+        warmup: t.warmup,
+        max_repeats: t.max_repeats,
+        threshold: match t.threshold {
+            crate::stats::Threshold::Relative(r) => {
+                format!("{} %", crate::report::fmt_num(r * 100.0))
+            }
+            crate::stats::Threshold::Absolute(a) => crate::report::units::quantity(a, &t.unit()),
+        },
+        alpha: t.alpha,
+        deterministic: t.deterministic,
+        build_command: ws.config.build.command.clone(),
+        artifacts: ws.config.build.artifacts.clone(),
+        machine: crate::host::describe(),
+        perfbisect: env!("CARGO_PKG_VERSION").to_string(),
+    }
+}
+
+/// Write a report as `name` into `out` (default: a new folder `CACHE/reports/TIME-TEST/`),
+/// with the plot (when `plot` names one) beside it under that file name and referenced by
+/// it; `render` makes the report from the plot's relative path. Returns the report's path.
+pub(super) fn save_markdown(
+    ws: &Workspace,
+    out: Option<&Path>,
+    test: &str,
+    name: &str,
+    plot: Option<&Path>,
+    chart: &Chart,
+    render: &dyn Fn(Option<String>) -> anyhow::Result<String>,
+) -> anyhow::Result<PathBuf> {
+    let dir = match out {
+        Some(d) => d.to_path_buf(),
+        None => {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0);
+            let (y, mo, d, h, mi, s) = crate::report::find::civil(now as i64);
+            ws.cache
+                .root
+                .join("reports")
+                .join(format!("{y:04}{mo:02}{d:02}-{h:02}{mi:02}{s:02}-{test}"))
+        }
+    };
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let plot_ref = match plot {
+        Some(p) => {
+            let file = p
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+                .unwrap_or_else(|| format!("{test}.png"));
+            plot::write(chart, &dir.join(&file))?;
+            Some(file)
+        }
+        None => None,
+    };
+    let path = dir.join(name);
+    plot::write_file(&path, render(plot_ref)?.as_bytes())?;
+    Ok(path)
+}
+
+/// Post the Markdown file `saved` to `target` and print the comment's URL; on failure the
+/// error names gh's message and where the Markdown is.
+pub(super) fn post(ws: &Workspace, target: &Target, saved: &Path) -> anyhow::Result<()> {
+    match crate::attach::post(target, saved) {
+        Ok(url) => {
+            println!("{url}");
+            ws.note(&format!(
+                "posted to {target}; the report is also saved as {}",
+                crate::pipeline::display_path(saved)
+            ));
+            Ok(())
+        }
+        Err(e) => Err(e.context(format!(
+            "cannot post the report to {target}; it is saved as {}",
+            crate::pipeline::display_path(saved)
+        ))),
+    }
+}
+
+/// Marker file of a folder `report --format html` wrote.
+const SITE_MARKER: &str = ".perfbisect-site";
+
+/// `report TEST|all [RANGE] --format html --out DIR`.
+fn site(g: &Global, args: &ReportArgs) -> anyhow::Result<()> {
+    let Some(out) = args.out.as_deref() else {
+        crate::usage!("--format html writes a site: give the folder with --out DIR");
+    };
+    if args.plot.is_some() {
+        crate::usage!(
+            "--plot draws one test's range; the HTML site has its own charts (leave --plot out)"
+        );
+    }
+    check_site_dir(out)?;
+    let ws = Workspace::open(&locations(g), verbosity(g), false)?;
+    let selected: Vec<&Test> = if args.test == "all" {
+        ws.config.tests.values().collect()
+    } else {
+        vec![ws.config.test(&args.test)?]
+    };
+    // Every test's rows (the index shows all tests); pages for the selected ones.
+    let range_commits = match &args.range {
+        Some(r) => Some(ws.repo.range(r)?.commits),
+        None => None,
+    };
+    let mut loaded = Vec::new();
+    for t in ws.config.tests.values() {
+        let samples = ws.samples(t)?;
+        let commits = match &range_commits {
+            Some(c) => c.clone(),
+            None => ws.commits(None, &samples)?,
+        };
+        let scope = match &args.range {
+            Some(r) => format!("{} commits of {r}, oldest first", commits.len()),
+            None => format!("all {} commits with results, oldest first", commits.len()),
+        };
+        loaded.push((t, scope, rows(&ws, &samples, commits)));
+    }
+    let site = Site {
+        name: ws
+            .repo
+            .dir()
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "perfbisect".into()),
+        build: &ws.config.build,
+        perfbisect: env!("CARGO_PKG_VERSION").to_string(),
+    };
+    std::fs::create_dir_all(out.join("img"))
+        .with_context(|| format!("cannot create {}", out.join("img").display()))?;
+    std::fs::write(
+        out.join(SITE_MARKER),
+        "written by `perfbisect report --format html`; it rewrites only its own files here\n",
+    )
+    .with_context(|| format!("cannot write into {}", out.display()))?;
+    // Tests are independent: detect and render them on every core.
+    let done: Vec<anyhow::Result<(usize, usize)>> = loaded
+        .par_iter()
+        .map(|(t, scope, rows)| {
+            let cps = change_points(t, rows);
+            let n_cps = cps.len();
+            // `all` leaves out tests never measured here (the index lists them unlinked); a
+            // test asked for by name gets its page, empty or not.
+            let measured = rows.iter().any(|r| !r.values.is_empty());
+            if !selected.iter().any(|s| s.name == t.name) || (args.test == "all" && !measured) {
+                return Ok((n_cps, 0));
+            }
+            let page = Page {
+                test: t,
+                scope: scope.clone(),
+                rows,
+                change_points: cps,
+            };
+            let files = html::page(&page, &site)?;
+            for (rel, bytes) in &files {
+                plot::write_file(&out.join(rel), bytes)?;
+            }
+            Ok((n_cps, files.len()))
+        })
+        .collect();
+    let mut written = 0;
+    let mut cps_per_test = Vec::new();
+    for d in done {
+        let (n_cps, files) = d?;
+        written += files;
+        cps_per_test.push(n_cps);
+    }
+    let entries: Vec<IndexEntry> = loaded
+        .iter()
+        .zip(cps_per_test)
+        .map(|((t, _, rows), n_cps)| {
+            IndexEntry::new(
+                t,
+                rows,
+                n_cps,
+                out.join(format!("{}.html", t.name)).exists(),
+            )
+        })
+        .collect();
+    plot::write_file(
+        &out.join("index.html"),
+        html::index(&entries, &site).as_bytes(),
+    )?;
+    ws.note(&format!(
+        "wrote {} file{} into {}; open {}",
+        written + 1,
+        if written == 0 { "" } else { "s" },
+        crate::pipeline::display_path(out),
+        crate::pipeline::display_path(&out.join("index.html"))
+    ));
+    Ok(())
+}
+
+/// The site's folder must be new, empty, or one this command wrote before (it holds the
+/// marker): a user's folder is never written into.
+fn check_site_dir(out: &Path) -> anyhow::Result<()> {
+    match std::fs::read_dir(out) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {
+            crate::usage!("--out {}: is a file, not a folder", out.display())
+        }
+        Err(e) => Err(e).with_context(|| format!("cannot read {}", out.display())),
+        Ok(mut entries) => {
+            if entries.next().is_none() || out.join(SITE_MARKER).exists() {
+                Ok(())
+            } else {
+                crate::usage!(
+                    "--out {}: the folder is not empty and no perfbisect site was written there before; give a new or empty folder",
+                    out.display()
+                )
+            }
+        }
+    }
+}

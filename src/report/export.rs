@@ -1,0 +1,167 @@
+//! Exports of the stored samples for other tools: every sample with its commit, test, unit,
+//! round, time and fingerprint (JSON), and Apache Otava's CSV (one row per commit, a column per
+//! test) so Otava's change-point analysis can read perfbisect's measurements.
+
+use serde::Serialize;
+
+use super::find::iso8601;
+use super::show::CommitRow;
+use crate::config::Test;
+use crate::git::CommitInfo;
+use crate::store::Sample;
+
+/// One stored run, as exported.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SampleRow {
+    pub commit: String,
+    pub test: String,
+    pub unit: String,
+    /// Which measuring round produced it (0 first; `run --again` adds one).
+    pub round: u32,
+    /// When the run finished, seconds since the epoch.
+    pub time: u64,
+    /// The same as ISO 8601 in UTC.
+    pub timestamp: String,
+    /// The metric; `null` for a failed run.
+    pub value: Option<f64>,
+    pub wall: f64,
+    pub user: f64,
+    pub sys: f64,
+    pub max_rss: u64,
+    /// Why the run failed.
+    pub error: Option<String>,
+    /// What the number depends on besides the commit (machine, kernel, compiler); `null`
+    /// while the store records none.
+    pub fingerprint: Option<String>,
+}
+
+/// The fingerprint a sample was measured under, as exports write it.
+///
+/// The store does not record fingerprints yet: this is the one place to read them from a
+/// [`Sample`] once it does (issue 12), and every export (JSON, CSV, `report --format json`)
+/// picks them up from here.
+pub fn fingerprint_of(_sample: &Sample) -> Option<String> {
+    None
+}
+
+/// Every sample of `rows`, failed runs included, in commit order then as stored.
+pub fn samples(test: &Test, rows: &[CommitRow]) -> Vec<SampleRow> {
+    rows.iter()
+        .flat_map(|r| {
+            let commit = r.commit.id.to_string();
+            r.records.iter().map(move |s| SampleRow {
+                commit: commit.clone(),
+                test: test.name.clone(),
+                unit: test.unit(),
+                round: s.round,
+                time: s.time,
+                timestamp: iso8601(i64::try_from(s.time).unwrap_or(i64::MAX)),
+                value: s.value,
+                wall: s.wall,
+                user: s.user,
+                sys: s.sys,
+                max_rss: s.max_rss,
+                error: s.error.clone(),
+                fingerprint: fingerprint_of(s),
+            })
+        })
+        .collect()
+}
+
+/// What [`otava`] wrote.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OtavaCsv {
+    pub csv: String,
+    /// Commits written.
+    pub rows: usize,
+    /// Commits left out because some test has no value there (Otava reads a number in every
+    /// cell of a row).
+    pub incomplete: usize,
+}
+
+/// Apache Otava's CSV (its `type: csv` tests: `time_column: time`, `attributes: [commit]`,
+/// `metrics: [<test>, ...]`): one row per commit in `commits` order, the commit's author time
+/// (`2023-11-14 22:29:00 +0000`), its full hash, then per test the median of its runs there.
+/// `medians[t][i]` is test `t`'s median at `commits[i]`.
+pub fn otava(
+    tests: &[&Test],
+    commits: &[CommitInfo],
+    medians: &[Vec<Option<f64>>],
+) -> anyhow::Result<OtavaCsv> {
+    let mut w = ::csv::Writer::from_writer(Vec::new());
+    let mut header = vec!["time".to_string(), "commit".to_string()];
+    header.extend(tests.iter().map(|t| t.name.clone()));
+    w.write_record(&header)?;
+    let (mut rows, mut incomplete) = (0, 0);
+    for (i, c) in commits.iter().enumerate() {
+        let values: Option<Vec<f64>> = medians
+            .iter()
+            .map(|m| m.get(i).copied().flatten())
+            .collect();
+        let Some(values) = values else {
+            if medians
+                .iter()
+                .any(|m| m.get(i).copied().flatten().is_some())
+            {
+                incomplete += 1;
+            }
+            continue;
+        };
+        let (y, mo, d, h, mi, s) = super::find::civil(c.time);
+        let mut rec = vec![
+            format!("{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02} +0000"),
+            c.id.to_string(),
+        ];
+        rec.extend(values.iter().map(|v| v.to_string()));
+        w.write_record(&rec)?;
+        rows += 1;
+    }
+    let bytes = w
+        .into_inner()
+        .map_err(|e| anyhow::anyhow!("cannot write CSV: {e}"))?;
+    Ok(OtavaCsv {
+        csv: String::from_utf8(bytes)?,
+        rows,
+        incomplete,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn otava_rows_need_every_test() {
+        let cfg = crate::config::parse(
+            "[build]\ncommand = \"true\"\n[tests.a]\ncommand = \"./app\"\n[tests.b]\ncommand = \"./app\"\n",
+            std::path::Path::new("/tmp/perfbisect.toml"),
+        )
+        .unwrap();
+        let (a, b) = (cfg.test("a").unwrap(), cfg.test("b").unwrap());
+        let commits: Vec<CommitInfo> = (1..=3u8)
+            .map(|i| CommitInfo {
+                id: gix::ObjectId::from_bytes_or_panic(&[i; 20]),
+                subject: String::new(),
+                author: String::new(),
+                time: 1_700_000_000 + i64::from(i),
+            })
+            .collect();
+        let out = otava(
+            &[a, b],
+            &commits,
+            &[
+                vec![Some(1.5), Some(2.0), None],
+                vec![Some(10.0), None, None],
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            out.csv,
+            format!(
+                "time,commit,a,b\n2023-11-14 22:13:21 +0000,{},1.5,10\n",
+                "01".repeat(20)
+            )
+        );
+        assert_eq!((out.rows, out.incomplete), (1, 1));
+    }
+}

@@ -1,0 +1,462 @@
+//! `report TEST RANGE`: a finding to paste into an issue (GitHub-flavoured Markdown) or to
+//! feed a script (JSON): find's verdict with a one-line headline, the commits around each
+//! culprit, detect's change points over the range, a sparkline, how it was measured, and the
+//! commands that reproduce it.
+
+use std::fmt::Write as _;
+use std::ops::Range;
+
+use serde::Serialize;
+
+use super::find::{count, date, judge, md_escape, md_image, md_sparkline, reproduce, FindReport};
+use super::show::{CommitRow, Status};
+use super::units::quantity;
+use crate::bisect::{Culprit, Outcome};
+use crate::stats::{self, ChangePoint};
+
+/// How the numbers were made, for the "How it was measured" section.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Measured {
+    pub test_command: String,
+    pub metric: String,
+    pub repeats: usize,
+    pub warmup: usize,
+    pub max_repeats: usize,
+    pub threshold: String,
+    pub alpha: f64,
+    pub deterministic: bool,
+    pub build_command: Option<String>,
+    pub artifacts: Vec<String>,
+    /// Kernel, CPU and cores of the machine the report was made on.
+    pub machine: String,
+    pub perfbisect: String,
+}
+
+/// Everything a report shows besides `find`'s own report.
+pub struct Issue<'a> {
+    pub find: &'a FindReport<'a>,
+    /// One row per commit of `find.commits` (same positions).
+    pub rows: &'a [CommitRow],
+    /// Position ranges of `rows` that are one first-parent chain each (the range first).
+    pub blocks: &'a [Range<usize>],
+    /// detect's change points over the searched chain (`rows[..=find.searched]`).
+    pub change_points: &'a [ChangePoint],
+    pub measured: &'a Measured,
+}
+
+/// Commits shown on each side of a culprit.
+const AROUND: usize = 3;
+
+impl Issue<'_> {
+    fn unit(&self) -> String {
+        self.find.test.unit()
+    }
+
+    /// "value: +8.08 % (1000 units → 1081 units), p = 6.0e-20"
+    fn effect(&self, c: &Culprit) -> String {
+        format!(
+            "{}: {:+.2} % ({} → {}), {}",
+            self.find.test.name,
+            c.rel_change * 100.0,
+            quantity(c.before, &self.unit()),
+            quantity(c.after, &self.unit()),
+            self.find.evidence(c.p_value, true)
+        )
+    }
+
+    fn culprits(&self) -> Vec<(&Culprit, bool)> {
+        match self.find.outcome {
+            Outcome::Culprits(cs) => cs.iter().map(|c| (c, true)).collect(),
+            Outcome::Inconclusive {
+                best_guess: Some(c),
+                ..
+            } => vec![(c, false)],
+            _ => Vec::new(),
+        }
+    }
+
+    /// The rows around `pos` on its own chain.
+    fn around(&self, pos: usize) -> Range<usize> {
+        let block = self
+            .blocks
+            .iter()
+            .find(|b| b.contains(&pos))
+            .cloned()
+            .unwrap_or(0..self.rows.len());
+        pos.saturating_sub(AROUND).max(block.start)..(pos + AROUND + 1).min(block.end)
+    }
+}
+
+/// GitHub-flavoured Markdown for an issue.
+pub fn markdown(x: &Issue<'_>) -> String {
+    let r = x.find;
+    let t = r.test;
+    let mut o = String::new();
+    let culprits = x.culprits();
+
+    // Headline: the verdict, the culprit, the effect.
+    match r.outcome {
+        Outcome::Culprits(cs) => {
+            let c = &cs[0];
+            let at = &r.commits[c.pos];
+            let _ = writeln!(
+                o,
+                "## `{}`: {} at `{}` {}\n",
+                t.name,
+                judge(t.direction, c.rel_change),
+                at.short(),
+                md_escape(&at.subject)
+            );
+            let _ = writeln!(
+                o,
+                "**{}** — commit `{}` by {}, {}{}{}.\n",
+                x.effect(c),
+                at.id,
+                md_escape(&at.author),
+                date(at.time),
+                if c.verified {
+                    "; confirmed by interleaved re-runs of parent and culprit"
+                } else {
+                    ""
+                },
+                if cs.len() > 1 {
+                    format!("; the largest of {} steps", cs.len())
+                } else {
+                    String::new()
+                }
+            );
+        }
+        Outcome::NoChange {
+            before,
+            after,
+            p_value,
+            min_detectable,
+        } => {
+            let _ = writeln!(o, "## `{}`: no change in `{}`\n", t.name, r.range);
+            let _ = writeln!(
+                o,
+                "**{}: {} → {} between the ends, {}**; {}.\n",
+                t.name,
+                quantity(*before, &x.unit()),
+                quantity(*after, &x.unit()),
+                r.evidence(*p_value, false),
+                if r.deterministic {
+                    "any change of at least the threshold would have been seen".to_string()
+                } else {
+                    format!(
+                        "a change of {:.2} % or more would have been detected",
+                        min_detectable * 100.0
+                    )
+                }
+            );
+        }
+        Outcome::Inconclusive { reason, best_guess } => {
+            let _ = writeln!(o, "## `{}`: inconclusive in `{}`\n", t.name, r.range);
+            match best_guess {
+                Some(c) => {
+                    let at = &r.commits[c.pos];
+                    let _ = writeln!(
+                        o,
+                        "**{}** at `{}` {} (best guess, not confirmed): {}\n",
+                        x.effect(c),
+                        at.short(),
+                        md_escape(&at.subject),
+                        md_escape(reason)
+                    );
+                }
+                None => {
+                    let _ = writeln!(o, "{}\n", md_escape(reason));
+                }
+            }
+        }
+    }
+    let _ = writeln!(
+        o,
+        "{}{} ({}, {} is better); range `{}`, {} on the first-parent chain.\n",
+        t.description
+            .as_deref()
+            .map(|d| format!("{} — ", md_escape(d)))
+            .unwrap_or_default(),
+        format_args!("`{}`", t.metric.describe()),
+        if t.unit().is_empty() {
+            "no unit".to_string()
+        } else {
+            t.unit()
+        },
+        t.direction.as_str(),
+        r.range,
+        count(r.searched, "commit")
+    );
+    if let Some(sp) = &r.sparkline {
+        let _ = writeln!(o, "{}\n", md_sparkline(sp));
+    }
+    if let Some(p) = &r.plot {
+        let _ = writeln!(
+            o,
+            "{}\n",
+            md_image(&format!("{} over {}", t.name, r.range), p)
+        );
+    }
+
+    // Further steps, then a table around each culprit.
+    if culprits.len() > 1 {
+        let _ = writeln!(o, "All {} steps, largest first:\n", culprits.len());
+        for (c, _) in &culprits {
+            let at = &r.commits[c.pos];
+            let _ = writeln!(
+                o,
+                "- `{}` {}: {}",
+                at.short(),
+                md_escape(&at.subject),
+                x.effect(c)
+            );
+        }
+        let _ = writeln!(o);
+    }
+    for (c, confirmed) in &culprits {
+        around_table(&mut o, x, c, *confirmed);
+    }
+    if !r.notes.is_empty() || !r.skipped.is_empty() {
+        for n in r.notes {
+            let _ = writeln!(o, "- note: {}", md_escape(n));
+        }
+        for s in r.skipped {
+            let c = &r.commits[s.pos];
+            let why = s.reason.lines().next().unwrap_or("");
+            let _ = writeln!(
+                o,
+                "- skipped `{}` {}: {}",
+                c.short(),
+                md_escape(&c.subject),
+                md_escape(why)
+            );
+        }
+        let _ = writeln!(o);
+    }
+
+    change_points(&mut o, x);
+    measured(&mut o, x);
+
+    for (c, _) in &culprits {
+        reproduce(&mut o, r, c);
+    }
+    if culprits.is_empty() {
+        let _ = writeln!(o, "<details><summary>Reproduce</summary>\n");
+        let _ = writeln!(o, "```sh");
+        let _ = writeln!(o, "perfbisect {}find {} {}", r.invocation, t.name, r.range);
+        let _ = writeln!(o, "```\n");
+        let _ = writeln!(o, "</details>\n");
+    }
+    o
+}
+
+/// The commits around one culprit on its chain: runs, median, min and max.
+fn around_table(o: &mut String, x: &Issue<'_>, c: &Culprit, confirmed: bool) {
+    let r = x.find;
+    let at = &r.commits[c.pos];
+    let _ = writeln!(
+        o,
+        "### Commits around `{}`{}\n",
+        at.short(),
+        if confirmed { "" } else { " (best guess)" }
+    );
+    let _ = writeln!(
+        o,
+        "| | commit | subject | runs | median | min | max |\n|---|---|---|---:|---:|---:|---:|"
+    );
+    for p in x.around(c.pos) {
+        let row = &x.rows[p];
+        let role = if p == c.pos {
+            "**culprit**"
+        } else if p == c.parent {
+            "parent"
+        } else if c.candidates.contains(&p) {
+            "candidate"
+        } else {
+            ""
+        };
+        let cells = match stats::summarize(&row.values) {
+            Some(s) => format!(
+                "{} | {} | {} | {}",
+                s.n,
+                quantity(s.median, &x.unit()),
+                quantity(s.min, &x.unit()),
+                quantity(s.max, &x.unit())
+            ),
+            None => {
+                let what = match row.status {
+                    Status::BuildFailed => "does not build",
+                    Status::RunFailed => "runs failed",
+                    _ => "not measured",
+                };
+                format!("0 | {what} | | ")
+            }
+        };
+        let hash = if p == c.pos {
+            format!("**`{}`**", row.commit.short())
+        } else {
+            format!("`{}`", row.commit.short())
+        };
+        let _ = writeln!(
+            o,
+            "| {role} | {hash} | {} | {cells} |",
+            md_escape(&row.commit.subject)
+        );
+    }
+    let _ = writeln!(o);
+    let mut pos = c.pos;
+    while let Some(m) = r.merge_of(pos) {
+        let mc = &r.commits[m];
+        let _ = writeln!(
+            o,
+            "Came in with the merge `{}` {}.\n",
+            mc.short(),
+            md_escape(&mc.subject)
+        );
+        pos = m;
+    }
+    if c.candidates.len() > 1 {
+        let list: Vec<String> = c
+            .candidates
+            .iter()
+            .map(|&p| format!("`{}`", r.commits[p].short()))
+            .collect();
+        let _ = writeln!(
+            o,
+            "Ambiguous: commits that do not build sit between; any of {} may be the culprit.\n",
+            list.join(", ")
+        );
+    }
+}
+
+fn change_points(o: &mut String, x: &Issue<'_>) {
+    let r = x.find;
+    let _ = writeln!(
+        o,
+        "### Change points\n\n`perfbisect detect` over every stored run of the {} of `{}`:\n",
+        count(r.searched + 1, "commit"),
+        r.range
+    );
+    if x.change_points.is_empty() {
+        let _ = writeln!(
+            o,
+            "none{}.\n",
+            if r.deterministic {
+                ""
+            } else {
+                " (a range measured only where `find` probed holds few commits to detect from)"
+            }
+        );
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "| first commit of the new level | subject | before | after | change | evidence |\n|---|---|---:|---:|---:|---|"
+    );
+    for cp in x.change_points {
+        let Some(row) = x.rows.get(cp.index) else {
+            continue;
+        };
+        let _ = writeln!(
+            o,
+            "| `{}` | {} | {} | {} | {:+.2} % | {} |",
+            row.commit.short(),
+            md_escape(&row.commit.subject),
+            quantity(cp.before, &x.unit()),
+            quantity(cp.after, &x.unit()),
+            cp.rel_change * 100.0,
+            if cp.deterministic {
+                "deterministic".to_string()
+            } else {
+                format!("p = {:.2e}", cp.p_value)
+            }
+        );
+    }
+    let _ = writeln!(o);
+}
+
+fn measured(o: &mut String, x: &Issue<'_>) {
+    let m = x.measured;
+    let _ = writeln!(o, "### How it was measured\n");
+    let _ = writeln!(
+        o,
+        "- test: `{}`, metric `{}`; {}",
+        m.test_command.replace('`', "'"),
+        m.metric,
+        if m.deterministic {
+            "deterministic: one run per commit, values compared exactly".to_string()
+        } else {
+            format!(
+                "{} runs per commit{}, up to {} when in doubt; threshold {}, α {}",
+                m.repeats,
+                if m.warmup > 0 {
+                    format!(" after {} warm-up", m.warmup)
+                } else {
+                    String::new()
+                },
+                m.max_repeats,
+                m.threshold,
+                m.alpha
+            )
+        }
+    );
+    match &m.build_command {
+        Some(b) => {
+            let _ = writeln!(
+                o,
+                "- build: `{}`, artifacts {}",
+                b.replace('`', "'"),
+                m.artifacts
+                    .iter()
+                    .map(|a| format!("`{a}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        None => {
+            let _ = writeln!(o, "- build: none (artifacts copied as checked out)");
+        }
+    }
+    let _ = writeln!(o, "- search: {}", x.find.spent());
+    let _ = writeln!(o, "- machine: {}", md_escape(&m.machine));
+    let _ = writeln!(o, "- perfbisect {}\n", m.perfbisect);
+}
+
+/// `report --format json`: `show --format json`'s object for the searched chain (every
+/// commit, the summary, every sample) with `range`, `find` (find's JSON object),
+/// `change_points`, `sparkline` and `measured` added.
+pub fn json(x: &Issue<'_>, find_json: serde_json::Value) -> anyhow::Result<String> {
+    let r = x.find;
+    let chain = &x.rows[..=r.searched.min(x.rows.len().saturating_sub(1))];
+    let mut v = super::show::json_value(r.test, chain)?;
+    let cps: Vec<serde_json::Value> = x
+        .change_points
+        .iter()
+        .filter_map(|cp| {
+            let row = x.rows.get(cp.index)?;
+            Some(serde_json::json!({
+                "index": cp.index,
+                "commit": row.commit.id.to_string(),
+                "subject": row.commit.subject,
+                "before": cp.before,
+                "after": cp.after,
+                "rel_change": cp.rel_change,
+                "p_value": cp.p_value,
+                "deterministic": cp.deterministic,
+            }))
+        })
+        .collect();
+    if let Some(obj) = v.as_object_mut() {
+        obj.insert("range".into(), r.range.into());
+        obj.insert("find".into(), find_json);
+        obj.insert("change_points".into(), cps.into());
+        obj.insert(
+            "sparkline".into(),
+            r.sparkline
+                .clone()
+                .map_or(serde_json::Value::Null, Into::into),
+        );
+        obj.insert("measured".into(), serde_json::to_value(x.measured)?);
+    }
+    Ok(serde_json::to_string_pretty(&v)? + "\n")
+}

@@ -1,0 +1,1298 @@
+//! Plots of one test over commits, drawn with plotters into SVG or PNG: per commit the
+//! min–max band and the median, change points and culprits as labelled vertical markers, the
+//! stake as a horizontal line, unbuildable commits marked, and a second panel of box plots
+//! (before/after each marker) on the same y scale.
+//!
+//! Text is drawn from DejaVu Sans shipped inside the crate (`fonts/`), never a system font, so
+//! a PNG has the same labels on a machine without fonts. Layout is computed here in pixels
+//! (plotters draws), so the same data gives the same bytes.
+
+use std::path::Path;
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+use super::units::{nice_ticks, quantity, tick_labels};
+use crate::stats;
+
+/// The font every plot's text is drawn with (DejaVu Sans 2.37, licence beside it).
+static FONT: &[u8] = include_bytes!("fonts/DejaVuSans.ttf");
+/// The family name the font is registered under; SVG text names it, so a browser uses its own
+/// sans-serif font when it shows an SVG.
+const FAMILY: &str = "sans-serif";
+
+/// One commit on the x axis.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlotCommit {
+    /// Short hash.
+    pub label: String,
+    /// Metric values of its successful runs (none: not measured, or it failed).
+    pub values: Vec<f64>,
+    /// It does not build, or its runs all failed: marked with a cross.
+    pub failed: bool,
+}
+
+/// What a vertical marker stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MarkerKind {
+    /// A commit `find` named (solid red).
+    Culprit,
+    /// A change point `detect` found (dashed orange).
+    ChangePoint,
+}
+
+/// A vertical marker before the commit at `index` (the first commit of a new level).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Marker {
+    pub index: usize,
+    /// Short hash, written beside the marker.
+    pub label: String,
+    pub kind: MarkerKind,
+}
+
+/// One box of the box-plot panel.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BoxGroup {
+    /// First line under the box ("before", "after").
+    pub label: String,
+    /// Second line (a short hash or a commit span).
+    pub sub: String,
+    pub values: Vec<f64>,
+    /// Drawn in the culprit's colour (an "after" box).
+    pub highlight: bool,
+}
+
+/// How the commits are drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Style {
+    /// Min–max band and median line; long ranges down-sampled to what the width can show.
+    Band,
+    /// Only the medians, down-sampled with LTTB to this many points, as dots on a line
+    /// (curl's "full range, 20 data points").
+    Line { points: usize },
+}
+
+/// Everything one picture shows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Chart {
+    pub title: String,
+    pub subtitle: String,
+    /// The test's unit (axis labels carry it, with SI prefixes).
+    pub unit: String,
+    pub commits: Vec<PlotCommit>,
+    pub markers: Vec<Marker>,
+    pub stake: Option<f64>,
+    /// The second panel; empty for none. Without commits the boxes fill the picture.
+    pub boxes: Vec<BoxGroup>,
+    /// Heading of a picture of boxes alone (beside a commit chart the labels under the boxes
+    /// say what they are).
+    pub boxes_title: String,
+    pub style: Style,
+    pub width: u32,
+    pub height: u32,
+}
+
+/// Picture formats, by file extension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ImageFormat {
+    Png,
+    Svg,
+}
+
+impl ImageFormat {
+    /// The format a path asks for by its extension; a usage error (exit 2) naming the path
+    /// for anything but `.png` and `.svg`.
+    pub fn of(path: &Path) -> anyhow::Result<ImageFormat> {
+        let ext = path
+            .extension()
+            .and_then(|e| e.to_str())
+            .map(str::to_ascii_lowercase);
+        match ext.as_deref() {
+            Some("png") => Ok(ImageFormat::Png),
+            Some("svg") => Ok(ImageFormat::Svg),
+            _ => Err(crate::error::UsageError::err(format!(
+                "--plot {}: the file name must end in .png or .svg",
+                path.display()
+            ))),
+        }
+    }
+}
+
+/// Colours, chosen to stay apart for colour-blind readers (blue against orange and red).
+mod colour {
+    use plotters::style::RGBColor;
+    pub const TEXT: RGBColor = RGBColor(33, 37, 41);
+    pub const MUTED: RGBColor = RGBColor(99, 106, 114);
+    pub const GRID: RGBColor = RGBColor(228, 231, 235);
+    pub const AXIS: RGBColor = RGBColor(150, 155, 160);
+    pub const BAND: RGBColor = RGBColor(66, 133, 244);
+    pub const MEDIAN: RGBColor = RGBColor(20, 70, 160);
+    pub const STAKE: RGBColor = RGBColor(30, 130, 60);
+    pub const CULPRIT: RGBColor = RGBColor(200, 30, 30);
+    pub const CHANGE: RGBColor = RGBColor(215, 110, 0);
+    pub const BOX: RGBColor = RGBColor(66, 133, 244);
+    pub const BOX_AFTER: RGBColor = RGBColor(220, 80, 60);
+}
+
+/// Register the shipped font with plotters, once per process.
+fn register_font() -> anyhow::Result<()> {
+    static ONCE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let ok = *ONCE
+        .get_or_init(|| plotters::style::register_font(FAMILY, FontStyle::Normal, FONT).is_ok());
+    if ok {
+        Ok(())
+    } else {
+        anyhow::bail!("the font shipped with perfbisect cannot be read (a corrupt build?)")
+    }
+}
+
+fn font(size: f64) -> TextStyle<'static> {
+    (FAMILY, size).into_font().color(&colour::TEXT)
+}
+
+/// The chart as an SVG document.
+pub fn svg(chart: &Chart) -> anyhow::Result<String> {
+    register_font()?;
+    let mut out = String::new();
+    {
+        let root =
+            SVGBackend::with_string(&mut out, (chart.width, chart.height)).into_drawing_area();
+        draw(&root, chart).map_err(|e| anyhow::anyhow!("cannot draw the plot: {e}"))?;
+        root.present()
+            .map_err(|e| anyhow::anyhow!("cannot draw the plot: {e}"))?;
+    }
+    Ok(out)
+}
+
+/// The chart as PNG bytes (8-bit RGB).
+pub fn png(chart: &Chart) -> anyhow::Result<Vec<u8>> {
+    register_font()?;
+    let (w, h) = (chart.width, chart.height);
+    let mut rgb = vec![0u8; w as usize * h as usize * 3];
+    {
+        let root = BitMapBackend::with_buffer(&mut rgb, (w, h)).into_drawing_area();
+        draw(&root, chart).map_err(|e| anyhow::anyhow!("cannot draw the plot: {e}"))?;
+        root.present()
+            .map_err(|e| anyhow::anyhow!("cannot draw the plot: {e}"))?;
+    }
+    let mut out = Vec::new();
+    {
+        let mut enc = png::Encoder::new(&mut out, w, h);
+        enc.set_color(png::ColorType::Rgb);
+        enc.set_depth(png::BitDepth::Eight);
+        let mut writer = enc.write_header()?;
+        writer.write_image_data(&rgb)?;
+        writer.finish()?;
+    }
+    Ok(out)
+}
+
+/// Render `chart` in the format `path`'s extension names and write it there (through a temp
+/// file and a rename, so a reader never sees half a picture).
+pub fn write(chart: &Chart, path: &Path) -> anyhow::Result<()> {
+    let bytes = match ImageFormat::of(path)? {
+        ImageFormat::Png => png(chart)?,
+        ImageFormat::Svg => svg(chart)?.into_bytes(),
+    };
+    write_file(path, &bytes)
+}
+
+/// Write `bytes` to `path` through a temp file beside it and a rename.
+pub fn write_file(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    use std::io::Write as _;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    if !dir.is_dir() {
+        std::fs::create_dir_all(&dir).with_context(|| {
+            format!(
+                "cannot write {}: cannot create {}",
+                path.display(),
+                dir.display()
+            )
+        })?;
+    }
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".perfbisect-")
+        .tempfile_in(&dir)
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "cannot write {}: {}",
+                path.display(),
+                std::io::Error::from(e.kind())
+            )
+        })?;
+    tmp.write_all(bytes)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    // Readable like any file the user makes (the temp file is 0600).
+    let _ = tmp
+        .as_file()
+        .set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644));
+    tmp.persist(path)
+        .map_err(|e| anyhow::anyhow!("cannot write {}: {}", path.display(), e.error))?;
+    Ok(())
+}
+
+/// A commit's min, median and max, when it has values.
+fn levels(values: &[f64]) -> Option<(f64, f64, f64)> {
+    // An infinite value (a metric that overflowed) cannot be placed on an axis.
+    let finite: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+    stats::summarize(&finite).map(|s| (s.min, s.median, s.max))
+}
+
+/// Pixel rectangle of a panel.
+#[derive(Debug, Clone, Copy)]
+struct Rect {
+    left: i32,
+    top: i32,
+    right: i32,
+    bottom: i32,
+}
+
+impl Rect {
+    fn width(&self) -> i32 {
+        self.right - self.left
+    }
+}
+
+/// Maps values to pixel rows.
+#[derive(Debug, Clone, Copy)]
+struct YMap {
+    lo: f64,
+    hi: f64,
+    top: i32,
+    bottom: i32,
+}
+
+impl YMap {
+    fn px(&self, v: f64) -> i32 {
+        let t = (v - self.lo) / (self.hi - self.lo);
+        let y = self.bottom as f64 - t * (self.bottom - self.top) as f64;
+        y.round().clamp(-10_000.0, 10_000.0) as i32
+    }
+}
+
+impl YMap {
+    /// [`YMap::px`] held inside the plot: values beyond the range sit on its edge.
+    fn px_in(&self, v: f64) -> i32 {
+        self.px(v)
+            .clamp(self.top.min(self.bottom), self.bottom.max(self.top))
+    }
+}
+
+type Area<DB> = DrawingArea<DB, Shift>;
+type DrawResult<DB> = Result<(), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
+
+fn text_width<DB: DrawingBackend>(area: &Area<DB>, s: &str, size: f64) -> i32 {
+    area.estimate_text_size(s, &font(size))
+        .map(|(w, _)| w as i32)
+        .unwrap_or((s.chars().count() as f64 * size * 0.6) as i32)
+}
+
+/// `s` cut to fit `max` pixels, with an ellipsis when cut.
+fn fit<DB: DrawingBackend>(area: &Area<DB>, s: &str, size: f64, max: i32) -> String {
+    if text_width(area, s, size) <= max {
+        return s.to_string();
+    }
+    let mut chars: Vec<char> = s.chars().collect();
+    while !chars.is_empty() {
+        chars.pop();
+        let t: String = chars.iter().collect::<String>() + "…";
+        if text_width(area, &t, size) <= max {
+            return t;
+        }
+    }
+    String::new()
+}
+
+fn label<DB: DrawingBackend>(
+    area: &Area<DB>,
+    s: &str,
+    at: (i32, i32),
+    size: f64,
+    colour: &RGBColor,
+    h: HPos,
+    v: VPos,
+) -> DrawResult<DB> {
+    let style = font(size).color(colour).pos(Pos::new(h, v));
+    area.draw(&Text::new(s.to_string(), at, style))
+}
+
+/// A small filled triangle pointing up (`up`) or down with its tip at `tip`: a run beyond
+/// the edge of the scale.
+fn triangle<DB: DrawingBackend>(
+    area: &Area<DB>,
+    tip: (i32, i32),
+    up: bool,
+    colour: RGBColor,
+) -> DrawResult<DB> {
+    let d = if up { 7 } else { -7 };
+    area.draw(&Polygon::new(
+        vec![tip, (tip.0 - 4, tip.1 + d), (tip.0 + 4, tip.1 + d)],
+        colour.filled(),
+    ))
+}
+
+/// A dashed straight line.
+fn dashed<DB: DrawingBackend>(
+    area: &Area<DB>,
+    from: (i32, i32),
+    to: (i32, i32),
+    style: ShapeStyle,
+    dash: i32,
+) -> DrawResult<DB> {
+    let (dx, dy) = ((to.0 - from.0) as f64, (to.1 - from.1) as f64);
+    let len = (dx * dx + dy * dy).sqrt();
+    if len < 1.0 {
+        return Ok(());
+    }
+    let mut t = 0.0;
+    while t < len {
+        let e = (t + dash as f64).min(len);
+        let p = |s: f64| {
+            (
+                from.0 + (dx * s / len).round() as i32,
+                from.1 + (dy * s / len).round() as i32,
+            )
+        };
+        area.draw(&PathElement::new(vec![p(t), p(e)], style))?;
+        t += 2.0 * dash as f64;
+    }
+    Ok(())
+}
+
+/// The points to draw for the commits: every measured commit, or, when more than
+/// `capacity`, the medians down-sampled with LTTB; each drawn point carries the min and max
+/// of the commits it stands for, so no extreme is hidden by the down-sampling.
+/// Returns (commit index, min, median, max, down-sampled).
+fn drawn_points(commits: &[PlotCommit], capacity: usize) -> (Vec<(usize, f64, f64, f64)>, bool) {
+    let all: Vec<(usize, f64, f64, f64)> = commits
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| levels(&c.values).map(|(lo, m, hi)| (i, lo, m, hi)))
+        .collect();
+    if all.len() <= capacity.max(3) {
+        return (all, false);
+    }
+    let pts: Vec<(f64, f64)> = all.iter().map(|p| (p.0 as f64, p.2)).collect();
+    let kept = stats::lttb(&pts, capacity.max(3));
+    let kept_idx: Vec<usize> = kept.iter().map(|p| p.0 as usize).collect();
+    // Each kept point stands for the commits nearer to it than to its neighbours.
+    let mut out = Vec::with_capacity(kept_idx.len());
+    let mut j = 0;
+    for (k, &i) in kept_idx.iter().enumerate() {
+        let upto = match kept_idx.get(k + 1) {
+            Some(&next) => (i + next) / 2,
+            None => usize::MAX,
+        };
+        let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+        let mut median = f64::NAN;
+        while j < all.len() && all[j].0 <= upto {
+            lo = lo.min(all[j].1);
+            hi = hi.max(all[j].3);
+            if all[j].0 == i {
+                median = all[j].2;
+            }
+            j += 1;
+        }
+        out.push((i, lo, median, hi));
+    }
+    (out, true)
+}
+
+/// Tukey box: (whisker low, P25, median, P75, whisker high, outliers).
+fn tukey(values: &[f64]) -> Option<(f64, f64, f64, f64, f64, Vec<f64>)> {
+    let finite: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+    let s = stats::summarize(&finite)?;
+    let iqr = s.p75 - s.p25;
+    let (fence_lo, fence_hi) = (s.p25 - 1.5 * iqr, s.p75 + 1.5 * iqr);
+    let inside = values
+        .iter()
+        .copied()
+        .filter(|v| v.is_finite() && *v >= fence_lo && *v <= fence_hi);
+    let lo = inside.clone().fold(f64::INFINITY, f64::min);
+    let hi = inside.fold(f64::NEG_INFINITY, f64::max);
+    let mut out: Vec<f64> = values
+        .iter()
+        .copied()
+        .filter(|v| v.is_finite() && (*v < fence_lo || *v > fence_hi))
+        .collect();
+    out.sort_by(f64::total_cmp);
+    out.dedup();
+    Some((lo.min(s.p25), s.p25, s.median, s.p75, hi.max(s.p75), out))
+}
+
+fn draw<DB: DrawingBackend>(root: &Area<DB>, c: &Chart) -> DrawResult<DB> {
+    root.fill(&WHITE)?;
+    let (w, h) = (c.width as i32, c.height as i32);
+    let narrow = w < 600;
+    let pad = if narrow { 8 } else { 16 };
+    let title_size = if narrow { 15.0 } else { 18.0 };
+    let small = if narrow { 10.0 } else { 11.0 };
+
+    // Title and subtitle.
+    let mut y = pad - 4;
+    label(
+        root,
+        &fit(root, &c.title, title_size, w - 2 * pad),
+        (pad, y),
+        title_size,
+        &colour::TEXT,
+        HPos::Left,
+        VPos::Top,
+    )?;
+    y += title_size as i32 + 6;
+    if !c.subtitle.is_empty() {
+        label(
+            root,
+            &fit(root, &c.subtitle, small + 1.0, w - 2 * pad),
+            (pad, y),
+            small + 1.0,
+            &colour::MUTED,
+            HPos::Left,
+            VPos::Top,
+        )?;
+        y += small as i32 + 8;
+    }
+
+    // What is drawn, for the legend and the y range.
+    let plot_w_guess = (w - 2 * pad - 60) as f64 * if c.boxes.is_empty() { 1.0 } else { 0.74 };
+    let capacity = match c.style {
+        Style::Band => (plot_w_guess / 3.0).max(3.0) as usize,
+        Style::Line { points } => points.max(3),
+    };
+    let (points, downsampled) = drawn_points(&c.commits, capacity);
+    let any_failed = c.commits.iter().any(|p| p.failed);
+
+    // The y range covers the medians and the runs, except far outliers: a run 30 % off in a
+    // 1 % noise series would squash a 3 % step into a few pixels. Runs beyond 1.5 IQR of all
+    // runs (and beyond every median) are drawn at the edge, marked with a triangle.
+    let mut lo = f64::INFINITY;
+    let mut hi = f64::NEG_INFINITY;
+    for &(_, _, m, _) in &points {
+        if m.is_finite() {
+            lo = lo.min(m);
+            hi = hi.max(m);
+        }
+    }
+    let mut pool: Vec<f64> = Vec::new();
+    if c.style == Style::Band {
+        pool.extend(
+            c.commits
+                .iter()
+                .flat_map(|p| p.values.iter().copied())
+                .filter(|v| v.is_finite()),
+        );
+    }
+    for b in &c.boxes {
+        pool.extend(b.values.iter().copied().filter(|v| v.is_finite()));
+    }
+    if let Some(s) = stats::summarize(&pool) {
+        let iqr = s.p75 - s.p25;
+        lo = lo.min(s.min.max(s.p25 - 1.5 * iqr));
+        hi = hi.max(s.max.min(s.p75 + 1.5 * iqr));
+    }
+    // The stake joins the y range when it is near the data; a stake far away would squash
+    // the data into a line, so it is then only named at the edge it lies beyond.
+    let stake = c.stake.filter(|s| s.is_finite()).map(|s| {
+        let reach = (hi - lo).max(0.1 * ((lo + hi) / 2.0).abs());
+        let near = !lo.is_finite() || (s >= lo - reach && s <= hi + reach);
+        if near {
+            lo = lo.min(s);
+            hi = hi.max(s);
+        }
+        Stake {
+            value: s,
+            in_view: near,
+            above: s > hi,
+        }
+    });
+    if !lo.is_finite() || !hi.is_finite() {
+        // Nothing measured: say so in the middle of the picture.
+        label(
+            root,
+            "no measurements in this range",
+            (w / 2, (y + h) / 2),
+            14.0,
+            &colour::MUTED,
+            HPos::Center,
+            VPos::Center,
+        )?;
+        return Ok(());
+    }
+    let span = hi - lo;
+    let padding = if span > 0.0 {
+        span * 0.08
+    } else if lo.fract() == 0.0 {
+        // A flat count or size: whole units around it, not ticks at 2.01 bytes.
+        (lo.abs() * 0.01).max(2.0)
+    } else if lo != 0.0 {
+        lo.abs() * 0.01
+    } else {
+        1.0
+    };
+    let (lo, hi) = (lo - padding, hi + padding);
+    let seen = Seen {
+        failed: any_failed,
+        downsampled,
+        off_scale: pool.iter().any(|&v| v < lo || v > hi),
+        gaps: !downsampled && points.windows(2).any(|p| p[1].0 > p[0].0 + 1),
+    };
+
+    // Legend, wrapped to the width.
+    y = legend(root, c, (pad, y + 2), w - pad, small, seen)? + 8;
+
+    let bottom_area = if c.commits.is_empty() { 52 } else { 44 };
+    // A picture of boxes alone has its heading in a row of its own above them; beside a
+    // commit chart the labels under the boxes say what they are.
+    let boxes_heading = c.commits.is_empty() && !c.boxes_title.is_empty();
+    if boxes_heading {
+        label(
+            root,
+            &fit(root, &c.boxes_title, small, w - 2 * pad),
+            (w / 2, y),
+            small,
+            &colour::MUTED,
+            HPos::Center,
+            VPos::Top,
+        )?;
+        y += small as i32 + 6;
+    }
+    let plot_top = y + 4;
+    let plot_bottom = h - bottom_area;
+    if plot_bottom - plot_top < 20 || w - 2 * pad < 60 {
+        // No room for a plot (a picture a few pixels tall): the title is all it can hold.
+        return Ok(());
+    }
+    let n_ticks = ((plot_bottom - plot_top) / 36).clamp(4, 10) as usize;
+    let ticks = nice_ticks(lo, hi, n_ticks);
+    let tick_text = tick_labels(&ticks, &c.unit);
+    let label_w = tick_text
+        .iter()
+        .map(|t| text_width(root, t, small))
+        .max()
+        .unwrap_or(0);
+    let left = pad + label_w + 8;
+    let right = w - pad;
+    let (main, side) = if c.commits.is_empty() {
+        (
+            None,
+            Some(Rect {
+                left,
+                top: plot_top,
+                right,
+                bottom: plot_bottom,
+            }),
+        )
+    } else if c.boxes.is_empty() {
+        (
+            Some(Rect {
+                left,
+                top: plot_top,
+                right,
+                bottom: plot_bottom,
+            }),
+            None,
+        )
+    } else {
+        let split = left + ((right - left) as f64 * 0.72) as i32;
+        (
+            Some(Rect {
+                left,
+                top: plot_top,
+                right: split,
+                bottom: plot_bottom,
+            }),
+            Some(Rect {
+                left: split + 20,
+                top: plot_top,
+                right,
+                bottom: plot_bottom,
+            }),
+        )
+    };
+    let ymap = YMap {
+        lo,
+        hi,
+        top: plot_top,
+        bottom: plot_bottom,
+    };
+
+    // Grid and y labels, across both panels.
+    let grid_right = side.map_or(right, |s| s.right);
+    for (t, s) in ticks.iter().zip(&tick_text) {
+        let py = ymap.px(*t);
+        root.draw(&PathElement::new(
+            vec![(left, py), (grid_right, py)],
+            colour::GRID.stroke_width(1),
+        ))?;
+        label(
+            root,
+            s,
+            (left - 6, py),
+            small,
+            &colour::MUTED,
+            HPos::Right,
+            VPos::Center,
+        )?;
+    }
+
+    if let Some(m) = main {
+        main_panel(root, c, m, &ymap, &points, stake, small)?;
+    }
+    if let Some(s) = side {
+        box_panel(root, c, s, &ymap, stake.filter(|_| main.is_none()), small)?;
+        if main.is_some() {
+            if let Some(k) = stake.filter(|k| k.in_view) {
+                let py = ymap.px(k.value);
+                dashed(
+                    root,
+                    (s.left, py),
+                    (s.right, py),
+                    colour::STAKE.stroke_width(2),
+                    6,
+                )?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Draw the legend from `at`, wrapping before `right`; returns the y below it.
+/// What the legend needs to explain besides the chart's own parts.
+#[derive(Debug, Clone, Copy)]
+struct Seen {
+    /// Some commit has no result (crosses).
+    failed: bool,
+    /// The commits were down-sampled.
+    downsampled: bool,
+    /// Some runs lie beyond the y range (triangles at the edge).
+    off_scale: bool,
+    /// The median line crosses commits without values (dotted there).
+    gaps: bool,
+}
+
+fn legend<DB: DrawingBackend>(
+    root: &Area<DB>,
+    c: &Chart,
+    at: (i32, i32),
+    right: i32,
+    size: f64,
+    seen: Seen,
+) -> Result<i32, DrawingAreaErrorKind<DB::ErrorType>> {
+    #[derive(Clone, Copy)]
+    enum Swatch {
+        Band,
+        Median,
+        Stake,
+        Culprit,
+        Change,
+        Failed,
+        Box,
+        OffScale,
+    }
+    let mut items: Vec<(Swatch, String)> = Vec::new();
+    if !c.commits.is_empty() {
+        match c.style {
+            Style::Band => {
+                items.push((
+                    Swatch::Band,
+                    if seen.downsampled {
+                        "min–max (down-sampled)".into()
+                    } else {
+                        "min–max per commit".into()
+                    },
+                ));
+                items.push((
+                    Swatch::Median,
+                    if seen.gaps {
+                        "median (dotted across unmeasured commits)".into()
+                    } else {
+                        "median".into()
+                    },
+                ));
+            }
+            Style::Line { .. } => items.push((
+                Swatch::Median,
+                if seen.downsampled {
+                    "median, down-sampled (LTTB)".into()
+                } else {
+                    "median per commit".into()
+                },
+            )),
+        }
+    }
+    if c.stake.is_some() {
+        items.push((Swatch::Stake, "stake".into()));
+    }
+    if c.markers.iter().any(|m| m.kind == MarkerKind::Culprit) {
+        items.push((Swatch::Culprit, "culprit".into()));
+    }
+    if c.markers.iter().any(|m| m.kind == MarkerKind::ChangePoint) {
+        items.push((Swatch::Change, "change point".into()));
+    }
+    if seen.failed {
+        items.push((Swatch::Failed, "no result (build or runs failed)".into()));
+    }
+    if seen.off_scale {
+        items.push((Swatch::OffScale, "runs off this scale (outliers)".into()));
+    }
+    if c.commits.is_empty() && !c.boxes.is_empty() {
+        items.push((Swatch::Box, "P25–P75, median, whiskers 1.5 IQR".into()));
+    }
+    let line_h = size as i32 + 6;
+    let (mut x, mut y) = at;
+    for (sw, text) in items {
+        let wtext = text_width(root, &text, size);
+        let item_w = 22 + wtext + 16;
+        if x + item_w > right && x > at.0 {
+            x = at.0;
+            y += line_h;
+        }
+        let cy = y + line_h / 2 - 2;
+        match sw {
+            Swatch::Band => {
+                root.draw(&Rectangle::new(
+                    [(x, cy - 5), (x + 16, cy + 5)],
+                    colour::BAND.mix(0.2).filled(),
+                ))?;
+            }
+            Swatch::Median => {
+                root.draw(&PathElement::new(
+                    vec![(x, cy), (x + 16, cy)],
+                    colour::MEDIAN.stroke_width(2),
+                ))?;
+            }
+            Swatch::Stake => dashed(
+                root,
+                (x, cy),
+                (x + 16, cy),
+                colour::STAKE.stroke_width(2),
+                4,
+            )?,
+            Swatch::Culprit => {
+                root.draw(&PathElement::new(
+                    vec![(x + 8, cy - 6), (x + 8, cy + 6)],
+                    colour::CULPRIT.stroke_width(2),
+                ))?;
+            }
+            Swatch::Change => dashed(
+                root,
+                (x + 8, cy - 6),
+                (x + 8, cy + 6),
+                colour::CHANGE.stroke_width(2),
+                3,
+            )?,
+            Swatch::Failed => {
+                root.draw(&Cross::new((x + 8, cy), 4, colour::CULPRIT.stroke_width(2)))?;
+            }
+            Swatch::Box => {
+                root.draw(&Rectangle::new(
+                    [(x + 2, cy - 5), (x + 14, cy + 5)],
+                    colour::BOX.mix(0.3).filled(),
+                ))?;
+            }
+            Swatch::OffScale => triangle(root, (x + 8, cy - 4), true, colour::MUTED)?,
+        }
+        label(
+            root,
+            &text,
+            (x + 22, cy),
+            size,
+            &colour::MUTED,
+            HPos::Left,
+            VPos::Center,
+        )?;
+        x += item_w;
+    }
+    Ok(y + line_h)
+}
+
+fn main_panel<DB: DrawingBackend>(
+    root: &Area<DB>,
+    c: &Chart,
+    r: Rect,
+    ymap: &YMap,
+    points: &[(usize, f64, f64, f64)],
+    stake: Option<Stake>,
+    small: f64,
+) -> DrawResult<DB> {
+    let n = c.commits.len().max(1);
+    let per = r.width() as f64 / n as f64;
+    let xpx = |i: usize| r.left + ((i as f64 + 0.5) * per).round() as i32;
+    let boundary = |i: usize| r.left + (i as f64 * per).round() as i32;
+
+    // Axes.
+    root.draw(&PathElement::new(
+        vec![(r.left, r.top), (r.left, r.bottom), (r.right, r.bottom)],
+        colour::AXIS.stroke_width(1),
+    ))?;
+
+    // X labels: short hashes at a round step that leaves room between them.
+    let hash_w = c
+        .commits
+        .iter()
+        .map(|p| text_width(root, &p.label, small))
+        .max()
+        .unwrap_or(40)
+        + 12;
+    let fits = (r.width() / hash_w.max(1)).max(1) as usize;
+    let mut step = 1usize;
+    for s in [
+        1usize, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000, 2000, 2500, 5000,
+    ] {
+        step = s;
+        if n.div_ceil(s) <= fits {
+            break;
+        }
+    }
+    while n.div_ceil(step) > fits {
+        step *= 2;
+    }
+    for i in (0..n).step_by(step) {
+        let x = xpx(i);
+        root.draw(&PathElement::new(
+            vec![(x, r.bottom), (x, r.bottom + 4)],
+            colour::AXIS.stroke_width(1),
+        ))?;
+        label(
+            root,
+            &c.commits[i].label,
+            (x, r.bottom + 6),
+            small,
+            &colour::MUTED,
+            HPos::Center,
+            VPos::Top,
+        )?;
+    }
+    let axis_title = format!(
+        "{} commit{}, oldest first{}",
+        n,
+        if n == 1 { "" } else { "s" },
+        if step > 1 {
+            format!("; one label per {step}")
+        } else {
+            String::new()
+        }
+    );
+    label(
+        root,
+        &axis_title,
+        ((r.left + r.right) / 2, r.bottom + 24),
+        small,
+        &colour::MUTED,
+        HPos::Center,
+        VPos::Top,
+    )?;
+
+    // Band: runs of neighbouring points as a filled polygon, lone points as a bar.
+    if c.style == Style::Band {
+        let mut runs: Vec<Vec<(usize, f64, f64, f64)>> = Vec::new();
+        let downsampled = points.len() < c.commits.iter().filter(|p| !p.values.is_empty()).count();
+        for &p in points {
+            // Neighbouring commits share a band; a commit without values between two breaks
+            // it (unless down-sampled, where a gap is narrower than a pixel).
+            let joined = runs
+                .last()
+                .and_then(|run| run.last())
+                .is_some_and(|last| downsampled || p.0 == last.0 + 1);
+            if joined {
+                runs.last_mut().expect("a run").push(p);
+            } else {
+                runs.push(vec![p]);
+            }
+        }
+        let band = colour::BAND.mix(0.2).filled();
+        for run in &runs {
+            if run.len() == 1 {
+                let (i, a, _, b) = run[0];
+                let half = ((per * 0.3).round() as i32).clamp(1, 6);
+                let x = xpx(i);
+                // A lone bar is narrow: a stronger tint keeps it visible.
+                root.draw(&Rectangle::new(
+                    [
+                        (x - half, ymap.px_in(b)),
+                        (x + half, ymap.px_in(a).max(ymap.px_in(b) + 1)),
+                    ],
+                    colour::BAND.mix(0.35).filled(),
+                ))?;
+            } else {
+                let mut poly: Vec<(i32, i32)> = run
+                    .iter()
+                    .map(|&(i, _, _, b)| (xpx(i), ymap.px_in(b)))
+                    .collect();
+                poly.extend(
+                    run.iter()
+                        .rev()
+                        .map(|&(i, a, _, _)| (xpx(i), ymap.px_in(a))),
+                );
+                root.draw(&Polygon::new(poly, band))?;
+            }
+        }
+        // Runs beyond the scale: a triangle at the edge they lie beyond.
+        for &(i, a, _, b) in points {
+            if b > ymap.hi {
+                triangle(root, (xpx(i), r.top + 1), true, colour::MUTED)?;
+            }
+            if a < ymap.lo {
+                triangle(root, (xpx(i), r.bottom - 1), false, colour::MUTED)?;
+            }
+        }
+    }
+
+    if let Some(k) = stake {
+        draw_stake(root, c, r, ymap, k, small)?;
+    }
+
+    // Median line and dots: solid between neighbouring commits, dotted across commits without
+    // values (a line there would claim measurements that were never made).
+    let meds: Vec<(usize, (i32, i32))> = points
+        .iter()
+        .filter(|p| p.2.is_finite())
+        .map(|&(i, _, m, _)| (i, (xpx(i), ymap.px(m))))
+        .collect();
+    let downsampled = points.len() < c.commits.iter().filter(|p| !p.values.is_empty()).count();
+    let mut solid: Vec<(i32, i32)> = Vec::new();
+    for (k, &(i, p)) in meds.iter().enumerate() {
+        solid.push(p);
+        let next = meds.get(k + 1);
+        let gap = next.is_some_and(|&(j, _)| !downsampled && j > i + 1);
+        if gap || next.is_none() {
+            if solid.len() > 1 {
+                root.draw(&PathElement::new(
+                    std::mem::take(&mut solid),
+                    colour::MEDIAN.stroke_width(2),
+                ))?;
+            }
+            solid.clear();
+            if let Some(&(_, q)) = next.filter(|_| gap) {
+                dashed(root, p, q, colour::MEDIAN.mix(0.7).stroke_width(1), 3)?;
+            }
+        }
+    }
+    let line: Vec<(i32, i32)> = meds.iter().map(|&(_, p)| p).collect();
+    if line.len() <= 120 {
+        for p in &line {
+            root.draw(&Circle::new(*p, 3, colour::MEDIAN.filled()))?;
+        }
+    }
+
+    // Commits without a result.
+    for (i, p) in c.commits.iter().enumerate() {
+        if p.failed {
+            root.draw(&Cross::new(
+                (xpx(i), r.bottom - 8),
+                4,
+                colour::CULPRIT.stroke_width(2),
+            ))?;
+        }
+    }
+
+    let off_top = c.style == Style::Band && points.iter().any(|p| p.3 > ymap.hi);
+    // Markers, labels stacked in rows so none overlaps another.
+    let mut markers: Vec<&Marker> = c.markers.iter().filter(|m| m.index < n).collect();
+    markers.sort_by_key(|m| (m.index, m.kind == MarkerKind::Culprit));
+    let mut rows: Vec<i32> = Vec::new(); // right end of the last label in each row
+    for m in markers {
+        let x = boundary(m.index);
+        let (col, width) = match m.kind {
+            MarkerKind::Culprit => (colour::CULPRIT, 2),
+            MarkerKind::ChangePoint => (colour::CHANGE, 2),
+        };
+        match m.kind {
+            MarkerKind::Culprit => {
+                root.draw(&PathElement::new(
+                    vec![(x, r.top), (x, r.bottom)],
+                    col.stroke_width(width),
+                ))?;
+            }
+            MarkerKind::ChangePoint => {
+                dashed(root, (x, r.top), (x, r.bottom), col.stroke_width(width), 5)?
+            }
+        }
+        let tw = text_width(root, &m.label, small);
+        // Right of the line, or left of it near the right edge.
+        let (lx, hpos, span) = if x + 4 + tw <= r.right {
+            (x + 4, HPos::Left, (x + 2, x + 6 + tw))
+        } else {
+            (x - 4, HPos::Right, (x - 6 - tw, x - 2))
+        };
+        let row = rows
+            .iter()
+            .position(|&end| end < span.0)
+            .unwrap_or(rows.len());
+        if row == rows.len() {
+            rows.push(span.1);
+        } else {
+            rows[row] = span.1;
+        }
+        // Below the off-scale triangles when there are any.
+        let ly = r.top + if off_top { 11 } else { 3 } + row as i32 * (small as i32 + 5);
+        // A white backing keeps the label readable over the band.
+        root.draw(&Rectangle::new(
+            [(span.0, ly - 1), (span.1, ly + small as i32 + 3)],
+            WHITE.mix(0.85).filled(),
+        ))?;
+        label(root, &m.label, (lx, ly), small, &col, hpos, VPos::Top)?;
+    }
+    Ok(())
+}
+
+/// Where the stake goes.
+#[derive(Debug, Clone, Copy)]
+struct Stake {
+    value: f64,
+    /// Inside the y range: a dashed line; otherwise a label at the edge it lies beyond.
+    in_view: bool,
+    above: bool,
+}
+
+/// The stake as a dashed line with its value, or, when far from the data, its value with an
+/// arrow at the top or bottom edge.
+fn draw_stake<DB: DrawingBackend>(
+    root: &Area<DB>,
+    c: &Chart,
+    r: Rect,
+    ymap: &YMap,
+    k: Stake,
+    small: f64,
+) -> DrawResult<DB> {
+    let text = format!("stake {}", quantity(k.value, &c.unit));
+    if !k.in_view {
+        let (y, arrow, v) = if k.above {
+            (r.top + 2, "↑", VPos::Top)
+        } else {
+            (r.bottom - 4, "↓", VPos::Bottom)
+        };
+        return label(
+            root,
+            &format!("{text} {arrow} (off this scale)"),
+            (r.right - 4, y),
+            small,
+            &colour::STAKE,
+            HPos::Right,
+            v,
+        );
+    }
+    let py = ymap.px(k.value);
+    dashed(
+        root,
+        (r.left, py),
+        (r.right, py),
+        colour::STAKE.stroke_width(2),
+        6,
+    )?;
+    label(
+        root,
+        &text,
+        (r.right - 4, py - 3),
+        small,
+        &colour::STAKE,
+        HPos::Right,
+        VPos::Bottom,
+    )
+}
+
+fn box_panel<DB: DrawingBackend>(
+    root: &Area<DB>,
+    c: &Chart,
+    r: Rect,
+    ymap: &YMap,
+    stake: Option<Stake>,
+    small: f64,
+) -> DrawResult<DB> {
+    let k = c.boxes.len().max(1) as i32;
+    let slot = r.width() / k;
+    root.draw(&PathElement::new(
+        vec![(r.left, r.bottom), (r.right, r.bottom)],
+        colour::AXIS.stroke_width(1),
+    ))?;
+    if c.commits.is_empty() {
+        root.draw(&PathElement::new(
+            vec![(r.left, r.top), (r.left, r.bottom)],
+            colour::AXIS.stroke_width(1),
+        ))?;
+    }
+    if let Some(k) = stake {
+        draw_stake(root, c, r, ymap, k, small)?;
+    }
+    for (j, b) in c.boxes.iter().enumerate() {
+        let cx = r.left + slot * j as i32 + slot / 2;
+        let half = ((slot as f64 * 0.28) as i32).clamp(4, 36);
+        let col = if b.highlight {
+            colour::BOX_AFTER
+        } else {
+            colour::BOX
+        };
+        if let Some((wl, q1, med, q3, wh, outliers)) = tukey(&b.values) {
+            let stroke = col.stroke_width(2);
+            root.draw(&PathElement::new(
+                vec![(cx, ymap.px_in(wl)), (cx, ymap.px_in(q1))],
+                stroke,
+            ))?;
+            root.draw(&PathElement::new(
+                vec![(cx, ymap.px_in(q3)), (cx, ymap.px_in(wh))],
+                stroke,
+            ))?;
+            for v in [wl, wh] {
+                root.draw(&PathElement::new(
+                    vec![
+                        (cx - half / 2, ymap.px_in(v)),
+                        (cx + half / 2, ymap.px_in(v)),
+                    ],
+                    stroke,
+                ))?;
+            }
+            let (top, bottom) = (ymap.px_in(q3), ymap.px_in(q1).max(ymap.px_in(q3) + 1));
+            root.draw(&Rectangle::new(
+                [(cx - half, top), (cx + half, bottom)],
+                col.mix(0.25).filled(),
+            ))?;
+            root.draw(&Rectangle::new(
+                [(cx - half, top), (cx + half, bottom)],
+                stroke,
+            ))?;
+            root.draw(&PathElement::new(
+                vec![(cx - half, ymap.px_in(med)), (cx + half, ymap.px_in(med))],
+                colour::TEXT.stroke_width(2),
+            ))?;
+            for o in outliers.iter().take(200) {
+                if *o > ymap.hi {
+                    triangle(root, (cx, r.top + 1), true, colour::MUTED)?;
+                } else if *o < ymap.lo {
+                    triangle(root, (cx, r.bottom - 1), false, colour::MUTED)?;
+                } else {
+                    root.draw(&Circle::new((cx, ymap.px(*o)), 2, col.stroke_width(1)))?;
+                }
+            }
+        }
+        let text_max = slot - 4;
+        let n = b.values.iter().filter(|v| v.is_finite()).count();
+        let lines = [
+            b.label.clone(),
+            b.sub.clone(),
+            stats::median(&b.values)
+                .map(|m| format!("{} (n {n})", quantity(m, &c.unit)))
+                .unwrap_or_else(|| "no values".into()),
+        ];
+        let mut ly = r.bottom + 5;
+        for (li, t) in lines.iter().enumerate() {
+            if t.is_empty() {
+                continue;
+            }
+            let size = if li == 0 { small } else { small - 1.0 };
+            label(
+                root,
+                &fit(root, t, size, text_max),
+                (cx, ly),
+                size,
+                if li == 0 {
+                    &colour::TEXT
+                } else {
+                    &colour::MUTED
+                },
+                HPos::Center,
+                VPos::Top,
+            )?;
+            ly += size as i32 + 3;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn commits(n: usize) -> Vec<PlotCommit> {
+        (0..n)
+            .map(|i| PlotCommit {
+                label: format!("{:07x}", i * 7919),
+                values: vec![100.0 + (i >= n / 2) as u8 as f64 * 5.0, 101.0, 99.5],
+                failed: false,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn down_sampling_keeps_every_extreme_in_the_band() {
+        let mut cs = commits(1000);
+        cs[417].values = vec![100.0, 180.0, 101.0];
+        let (pts, down) = drawn_points(&cs, 100);
+        assert!(down);
+        assert!(pts.len() <= 100, "{}", pts.len());
+        let hi = pts.iter().map(|p| p.3).fold(f64::MIN, f64::max);
+        assert_eq!(hi, 180.0);
+        let (pts, down) = drawn_points(&cs[..50], 100);
+        assert!(!down);
+        assert_eq!(pts.len(), 50);
+    }
+
+    #[test]
+    fn image_format_comes_from_the_extension() {
+        assert_eq!(
+            ImageFormat::of(Path::new("a/b.PNG")).unwrap(),
+            ImageFormat::Png
+        );
+        assert_eq!(
+            ImageFormat::of(Path::new("b.svg")).unwrap(),
+            ImageFormat::Svg
+        );
+        let e = ImageFormat::of(Path::new("b.jpg")).unwrap_err();
+        assert!(crate::error::is_usage(&e));
+        assert!(format!("{e}").contains("b.jpg"), "{e}");
+    }
+
+    #[test]
+    fn odd_values_never_panic() {
+        let mut cs = commits(10);
+        cs[2].values = vec![f64::INFINITY, 100.0];
+        cs[3].values = vec![f64::NAN];
+        cs[4].values = vec![f64::NEG_INFINITY];
+        let chart = Chart {
+            title: String::new(),
+            subtitle: String::new(),
+            unit: String::new(),
+            commits: cs,
+            markers: vec![Marker {
+                index: 99,
+                label: "far".into(),
+                kind: MarkerKind::Culprit,
+            }],
+            stake: Some(f64::NAN),
+            boxes: vec![BoxGroup {
+                label: "x".into(),
+                sub: String::new(),
+                values: vec![f64::INFINITY],
+                highlight: true,
+            }],
+            boxes_title: String::new(),
+            style: Style::Band,
+            width: 600,
+            height: 400,
+        };
+        assert!(svg(&chart).is_ok());
+        assert!(png(&chart).is_ok());
+        for (width, height) in [(1, 1), (120, 80), (2000, 30)] {
+            let tiny = Chart {
+                width,
+                height,
+                ..chart.clone()
+            };
+            assert!(svg(&tiny).is_ok() && png(&tiny).is_ok(), "{width}x{height}");
+        }
+    }
+
+    #[test]
+    fn tukey_boxes_put_far_values_outside_the_whiskers() {
+        let mut v: Vec<f64> = (0..20).map(|i| 100.0 + i as f64 * 0.1).collect();
+        v.push(150.0);
+        let (lo, q1, med, q3, hi, out) = tukey(&v).unwrap();
+        assert!(lo <= q1 && q1 <= med && med <= q3 && q3 <= hi);
+        assert!(hi < 150.0);
+        assert_eq!(out, vec![150.0]);
+    }
+}

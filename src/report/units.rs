@@ -1,0 +1,223 @@
+//! Numbers with SI prefixes in the test's unit, as curl's page writes them ("5.49 G",
+//! "13.3 M"): for headlines, tables and plot axes.
+
+/// A power of 1000 and its prefix.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Scale {
+    /// What a value is divided by.
+    pub factor: f64,
+    /// "k", "M", "G", ... or "m", "µ", "n" (empty for 1).
+    pub prefix: &'static str,
+}
+
+const UP: [(&str, f64); 6] = [
+    ("k", 1e3),
+    ("M", 1e6),
+    ("G", 1e9),
+    ("T", 1e12),
+    ("P", 1e15),
+    ("E", 1e18),
+];
+const DOWN: [(&str, f64); 3] = [("m", 1e-3), ("µ", 1e-6), ("n", 1e-9)];
+
+/// Whether values of `unit` read well with milli/micro/nano prefixes: times and unitless
+/// numbers do ("12.3 ms"); counts, bytes and ratios in "%" do not.
+fn scales_down(unit: &str) -> bool {
+    matches!(unit, "s" | "sec" | "seconds" | "")
+}
+
+/// The scale that shows `magnitude` (the largest absolute value to show) with one to three
+/// digits before the point. Values from 0.1 (times: from 1) to 9,999 keep scale 1, so struct
+/// sizes and allocation counts stay exact integers ("3064", "100").
+pub fn scale_for(magnitude: f64, unit: &str) -> Scale {
+    let m = magnitude.abs();
+    let one = Scale {
+        factor: 1.0,
+        prefix: "",
+    };
+    if !m.is_finite() || m == 0.0 {
+        return one;
+    }
+    if m >= 1e4 {
+        let mut best = one;
+        for (p, f) in UP {
+            if m >= f {
+                best = Scale {
+                    factor: f,
+                    prefix: p,
+                };
+            }
+        }
+        return best;
+    }
+    if m < 1.0 && scales_down(unit) {
+        for (p, f) in DOWN {
+            if m >= f {
+                return Scale {
+                    factor: f,
+                    prefix: p,
+                };
+            }
+        }
+        return Scale {
+            factor: 1e-9,
+            prefix: "n",
+        };
+    }
+    one
+}
+
+/// The unit written after a prefix: bytes become "B" ("13.30 MB", "5.49 GB/s"), others are
+/// kept and set apart ("30.1 k req/s").
+fn unit_after(prefix: &str, unit: &str) -> String {
+    let bytes = match unit {
+        "bytes" | "byte" | "B" => Some("B".to_string()),
+        u => ["bytes/", "B/"]
+            .iter()
+            .find_map(|p| u.strip_prefix(p))
+            .map(|per| format!("B/{}", if per == "sec" { "s" } else { per })),
+    };
+    match (bytes, prefix.is_empty()) {
+        (Some(b), false) => format!(" {prefix}{b}"),
+        (Some(_), true) => format!(" {unit}"),
+        (None, _) if unit.is_empty() => {
+            if prefix.is_empty() {
+                String::new()
+            } else {
+                format!(" {prefix}")
+            }
+        }
+        (None, _) if matches!(unit, "s" | "sec" | "seconds") => format!(" {prefix}s"),
+        (None, false) => format!(" {prefix} {unit}"),
+        (None, true) => format!(" {unit}"),
+    }
+}
+
+/// `v` with four significant digits and an SI prefix, in `unit`: "13.30 MB", "5.495 GB/s",
+/// "12.34 ms", "3064 bytes", "100 allocs". Integers below 10,000 are printed exactly.
+pub fn quantity(v: f64, unit: &str) -> String {
+    if !v.is_finite() {
+        return format!("{v}{}", unit_after("", unit));
+    }
+    let s = scale_for(v, unit);
+    if s.factor == 1.0 {
+        return format!("{}{}", super::fmt_num(v), unit_after("", unit));
+    }
+    let x = v / s.factor;
+    let digits = x.abs().log10().floor() as i32 + 1;
+    let decimals = (4 - digits).clamp(0, 3) as usize;
+    format!("{x:.decimals$}{}", unit_after(s.prefix, unit))
+}
+
+/// [`quantity`] with an explicit sign: "+62.14 MB/s", "-3 bytes".
+pub fn signed_quantity(v: f64, unit: &str) -> String {
+    let q = quantity(v, unit);
+    if v > 0.0 {
+        format!("+{q}")
+    } else {
+        q
+    }
+}
+
+/// Labels for axis ticks `ticks` (evenly spaced) in one shared scale, with just enough
+/// decimals that neighbouring ticks read differently: "13.2 MB", "13.4 MB".
+pub fn tick_labels(ticks: &[f64], unit: &str) -> Vec<String> {
+    let magnitude = ticks.iter().fold(0.0_f64, |m, t| m.max(t.abs()));
+    let s = scale_for(magnitude, unit);
+    let step = if ticks.len() > 1 {
+        (ticks[1] - ticks[0]).abs() / s.factor
+    } else {
+        1.0
+    };
+    let decimals = if step > 0.0 && step.is_finite() {
+        (-(step.log10().floor()) as i32).clamp(0, 6) as usize
+    } else {
+        0
+    };
+    // 2.5-steps need one more digit than their power of ten says.
+    let decimals = if decimals < 6
+        && ((step * 10f64.powi(decimals as i32)).round() - step * 10f64.powi(decimals as i32)).abs()
+            > 1e-6
+    {
+        decimals + 1
+    } else {
+        decimals
+    };
+    let unit_s = unit_after(s.prefix, unit);
+    ticks
+        .iter()
+        .map(|t| {
+            let x = t / s.factor;
+            // No "-0".
+            let x = if x.abs() < 1e-12 { 0.0 } else { x };
+            format!("{x:.decimals$}{unit_s}")
+        })
+        .collect()
+}
+
+/// About `target` evenly spaced round numbers (steps of 1, 2, 2.5 or 5 times a power of ten)
+/// covering `lo..=hi`, all inside it.
+pub fn nice_ticks(lo: f64, hi: f64, target: usize) -> Vec<f64> {
+    if !(lo.is_finite() && hi.is_finite()) || hi <= lo || target == 0 {
+        return if lo.is_finite() { vec![lo] } else { Vec::new() };
+    }
+    let raw = (hi - lo) / target as f64;
+    let mag = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 2.5, 5.0, 10.0]
+        .iter()
+        .map(|m| m * mag)
+        .find(|s| *s >= raw)
+        .unwrap_or(10.0 * mag);
+    let first = (lo / step).ceil();
+    let mut out = Vec::new();
+    let mut k = first;
+    while k * step <= hi + step * 1e-9 && out.len() < 100 {
+        out.push(k * step);
+        k += 1.0;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantities_read_like_curls_page() {
+        assert_eq!(quantity(13_300_000.0, "bytes"), "13.30 MB");
+        assert_eq!(quantity(5_494_996_262.0, "bytes/sec"), "5.495 GB/s");
+        assert_eq!(quantity(5_494_996_262.0, ""), "5.495 G");
+        assert_eq!(quantity(30_100.0, "req/s"), "30.10 k req/s");
+        assert_eq!(quantity(3064.0, "bytes"), "3064 bytes");
+        assert_eq!(quantity(100.0, "allocs"), "100 allocs");
+        assert_eq!(quantity(0.01234, "s"), "12.34 ms");
+        assert_eq!(quantity(0.000_004_2, "s"), "4.200 µs");
+        assert_eq!(quantity(1.5, "s"), "1.5 s");
+        assert_eq!(quantity(0.25, "%"), "0.25 %");
+        assert_eq!(quantity(-20_000.0, "bytes"), "-20.00 kB");
+        assert_eq!(quantity(f64::NAN, "s"), "NaN s");
+        assert_eq!(signed_quantity(62_143_419.0, "bytes/sec"), "+62.14 MB/s");
+        assert_eq!(signed_quantity(-3.0, "bytes"), "-3 bytes");
+    }
+
+    #[test]
+    fn ticks_are_round_and_their_labels_differ() {
+        let t = nice_ticks(13.21e6, 13.79e6, 6);
+        assert!(t.len() >= 4 && t.len() <= 8, "{t:?}");
+        assert!(t.iter().all(|v| (13.21e6..=13.79e6).contains(v)));
+        let l = tick_labels(&t, "bytes");
+        assert_eq!(l[0], "13.3 MB", "{l:?}");
+        let mut d = l.clone();
+        d.dedup();
+        assert_eq!(d.len(), l.len(), "{l:?}");
+        let t = nice_ticks(5.0e9, 5.9e9, 5);
+        let l = tick_labels(&t, "");
+        assert!(l.contains(&"5.2 G".to_string()), "{l:?}");
+        // 2.5-steps keep their half digit.
+        let l = tick_labels(&[0.0, 2.5, 5.0, 7.5], "allocs");
+        assert_eq!(l, ["0.0 allocs", "2.5 allocs", "5.0 allocs", "7.5 allocs"]);
+        let l = tick_labels(&[0.010, 0.012, 0.014], "s");
+        assert_eq!(l, ["10 ms", "12 ms", "14 ms"]);
+        assert_eq!(nice_ticks(1.0, 1.0, 5), vec![1.0]);
+    }
+}
