@@ -271,7 +271,7 @@ fn every_json_output_carries_schema_1() {
     assert_eq!(out.status.code(), Some(2));
     let help = String::from_utf8_lossy(&run(&["show", "--help"]).stdout).into_owned();
     assert!(
-        help.contains("[possible values: text, json, csv]"),
+        help.contains("[possible values: text, json, csv, otava]"),
         "{help}"
     );
 }
