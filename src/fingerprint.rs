@@ -168,6 +168,19 @@ fn run_command(cmd: &str, dir: &Path) -> String {
     }
 }
 
+/// One line for reports' "how it was measured": "Linux 6.1.0-18-amd64 x86_64, Intel(R) Xeon(R)
+/// CPU @ 2.20GHz, 2 cores".
+pub fn machine() -> String {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    format!(
+        "{} {}, {}, {cores} core{}",
+        kernel(),
+        std::env::consts::ARCH,
+        cpu_model(),
+        if cores == 1 { "" } else { "s" }
+    )
+}
+
 fn cpu_model() -> String {
     let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     info.lines()
@@ -209,6 +222,15 @@ fn os_name() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn machine_line_names_kernel_and_cores() {
+        let d = machine();
+        assert!(d.contains("core"), "{d}");
+        if cfg!(target_os = "linux") {
+            assert!(d.starts_with("Linux "), "{d}");
+        }
+    }
 
     #[test]
     fn id_follows_every_part_and_the_text_is_kept_once() {

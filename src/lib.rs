@@ -12,7 +12,6 @@ pub mod demo;
 pub mod error;
 pub mod fingerprint;
 pub mod git;
-pub mod host;
 pub mod interrupt;
 pub mod lab;
 pub mod measure;

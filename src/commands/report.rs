@@ -132,7 +132,7 @@ fn measured(ws: &Workspace, t: &Test) -> Measured {
         deterministic: t.deterministic,
         build_command: ws.config.build.command.clone(),
         artifacts: ws.config.build.artifacts.clone(),
-        machine: crate::host::describe(),
+        machine: crate::fingerprint::machine(),
         perfbisect: env!("CARGO_PKG_VERSION").to_string(),
     }
 }

@@ -598,16 +598,7 @@ pub fn markdown(r: &FindReport<'_>) -> String {
             t.direction.as_str()
         );
     }
-    if let Some(sp) = &r.sparkline {
-        let _ = writeln!(o, "{}\n", md_sparkline(sp));
-    }
-    if let Some(p) = &r.plot {
-        let _ = writeln!(
-            o,
-            "{}\n",
-            md_image(&format!("{} over {}", t.name, r.range), p)
-        );
-    }
+    sparkline_and_plot(&mut o, r);
     let several = culprits.len() > 1;
     for (k, (c, confirmed)) in culprits.iter().enumerate() {
         let at = &r.commits[c.pos];
@@ -671,15 +662,10 @@ pub fn markdown(r: &FindReport<'_>) -> String {
             let _ = writeln!(o, "- merged by `{}` {}", mc.short(), md_escape(&mc.subject));
         }
         if c.candidates.len() > 1 {
-            let list: Vec<String> = c
-                .candidates
-                .iter()
-                .map(|&p| format!("`{}`", r.commits[p].short()))
-                .collect();
             let _ = writeln!(
                 o,
                 "- ambiguous: unbuildable neighbours; candidates {}",
-                list.join(", ")
+                candidate_list(r, c)
             );
         }
         let _ = writeln!(o);
@@ -714,6 +700,30 @@ pub fn markdown(r: &FindReport<'_>) -> String {
         r.spent()
     );
     o
+}
+
+/// The sparkline and the plot (by relative path) of a Markdown report, when there are any.
+pub(super) fn sparkline_and_plot(o: &mut String, r: &FindReport<'_>) {
+    let t = r.test;
+    if let Some(sp) = &r.sparkline {
+        let _ = writeln!(o, "{}\n", md_sparkline(sp));
+    }
+    if let Some(p) = &r.plot {
+        let _ = writeln!(
+            o,
+            "{}\n",
+            md_image(&format!("{} over {}", t.name, r.range), p)
+        );
+    }
+}
+
+/// Every commit that may be the culprit, as Markdown code spans: "`abc`, `def`".
+pub(super) fn candidate_list(r: &FindReport<'_>, c: &Culprit) -> String {
+    c.candidates
+        .iter()
+        .map(|&p| format!("`{}`", r.commits[p].short()))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The commands that reproduce one culprit, as pasted into a shell in the repository: the

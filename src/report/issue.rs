@@ -8,7 +8,7 @@ use std::ops::Range;
 
 use serde::Serialize;
 
-use super::find::{count, date, judge, md_escape, md_image, md_sparkline, reproduce, FindReport};
+use super::find::{count, date, judge, md_escape, reproduce, FindReport};
 use super::show::{CommitRow, Status};
 use super::units::quantity;
 use crate::bisect::{Culprit, Outcome};
@@ -187,16 +187,7 @@ pub fn markdown(x: &Issue<'_>) -> String {
         r.range,
         count(r.searched, "commit")
     );
-    if let Some(sp) = &r.sparkline {
-        let _ = writeln!(o, "{}\n", md_sparkline(sp));
-    }
-    if let Some(p) = &r.plot {
-        let _ = writeln!(
-            o,
-            "{}\n",
-            md_image(&format!("{} over {}", t.name, r.range), p)
-        );
-    }
+    super::find::sparkline_and_plot(&mut o, r);
 
     // Further steps, then a table around each culprit.
     if culprits.len() > 1 {
@@ -316,15 +307,10 @@ fn around_table(o: &mut String, x: &Issue<'_>, c: &Culprit, confirmed: bool) {
         pos = m;
     }
     if c.candidates.len() > 1 {
-        let list: Vec<String> = c
-            .candidates
-            .iter()
-            .map(|&p| format!("`{}`", r.commits[p].short()))
-            .collect();
         let _ = writeln!(
             o,
             "Ambiguous: commits that do not build sit between; any of {} may be the culprit.\n",
-            list.join(", ")
+            super::find::candidate_list(r, c)
         );
     }
 }
