@@ -483,10 +483,12 @@ pub(super) fn search(
         }
     }
     skips.sort_by_key(|s| s.pos);
-    notes.extend(tally.shared_notes.iter().cloned());
-    if tally.runs_saved > 0 {
+    // One line for all of them: on a project whose commits often leave the binary as it was,
+    // a line per commit would bury the verdict.
+    if !tally.shared_notes.is_empty() {
         notes.push(format!(
-            "identical builds saved {} run{}",
+            "byte-identical builds stood in for runs ({}); {} run{} saved",
+            tally.shared_notes.join(", "),
             tally.runs_saved,
             if tally.runs_saved == 1 { "" } else { "s" }
         ));
@@ -556,9 +558,8 @@ fn drive(
     tally.runs_saved += lab.runs_saved;
     for (pos, twin) in &lab.shared {
         tally.shared_notes.push(format!(
-            "{} {}: same build as {} (byte-identical artifacts), its samples were used instead of runs",
+            "{} same build as {}",
             commits[*pos].short(),
-            commits[*pos].subject,
             crate::git::short(twin)
         ));
     }
