@@ -114,6 +114,8 @@ fn main() {
                     error: None,
                     fingerprint: 0,
                     import: None,
+                    window: 1,
+                    moment: 0,
                 };
                 bytes.extend_from_slice(&encode_frame(&s).expect("frame"));
                 total += 1;

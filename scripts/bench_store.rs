@@ -31,6 +31,8 @@ fn main() {
             error: None,
             fingerprint: 0x9abc,
             import: None,
+            window: 1,
+            moment: 0,
         };
         bytes.extend_from_slice(&encode_frame(&s).expect("frame"));
     }

@@ -356,7 +356,8 @@ pub struct CompareArgs {
     pub test: String,
     pub rev_a: String,
     pub rev_b: String,
-    /// Runs per side (default: the test's repeats, at least 5).
+    /// Runs per side, exactly (default: the test's repeats, at least 5, doubled while the
+    /// sides are not told apart, up to max_repeats).
     #[arg(long)]
     pub runs: Option<usize>,
     /// Output format.
@@ -488,4 +489,39 @@ pub struct DemoArgs {
     /// byte-identical to its parent's); 0: none.
     #[arg(long, default_value_t = 0, requires = "create_only", value_name = "K")]
     pub docs_every: usize,
+    /// With --create-only: the printed value drifts with the wall clock by this % (a shared
+    /// machine's load coming and going): times 1 + P/100 sin(2 pi t / --drift-period).
+    #[arg(
+        long,
+        default_value_t = 0.0,
+        requires = "create_only",
+        value_name = "P"
+    )]
+    pub drift_pct: f64,
+    /// With --create-only: the drift's period, seconds.
+    #[arg(
+        long,
+        default_value_t = 30.0,
+        requires = "create_only",
+        value_name = "S"
+    )]
+    pub drift_period: f64,
+    /// With --create-only: iterations of the program's busy loop (its CPU work).
+    #[arg(
+        long,
+        default_value_t = 1000,
+        requires = "create_only",
+        value_name = "N"
+    )]
+    pub work: u64,
+    /// With --create-only: at --step-at the busy loop also grows by this % (the CPU work, so
+    /// its time and its instructions move; 0: only the printed value steps).
+    #[arg(
+        long,
+        default_value_t = 0.0,
+        requires = "create_only",
+        allow_negative_numbers = true,
+        value_name = "P"
+    )]
+    pub work_step_pct: f64,
 }

@@ -34,6 +34,8 @@ pub struct Config {
     /// `[fingerprint] commands`: what else every sample depends on (compiler versions, say);
     /// their outputs go into the fingerprint.
     pub fingerprint_commands: Vec<String>,
+    /// `[measure] counter`: how `metric = "instructions"` is counted.
+    pub counter: crate::measure::counter::Choice,
 }
 
 /// How to build a commit.
@@ -121,6 +123,9 @@ pub enum Metric {
     Regex(regex::Regex),
     /// A JSON pointer into stdout parsed as JSON.
     Json(String),
+    /// User-space instructions retired by the run's whole process tree (hardware counter, or
+    /// Valgrind's Cachegrind where there is none).
+    Instructions,
     /// One named benchmark of a harness's output (`{ format, name, field, file }`).
     Harness(crate::measure::adapters::Adapter),
 }
@@ -133,6 +138,7 @@ impl Metric {
             Metric::User => "user".into(),
             Metric::Sys => "sys".into(),
             Metric::MaxRss => "max-rss".into(),
+            Metric::Instructions => "instructions".into(),
             Metric::Regex(r) => format!("regex:{}", r.as_str()),
             Metric::Json(p) => format!("json:{p}"),
             Metric::Harness(a) => a.describe(),
@@ -186,6 +192,15 @@ pub struct Test {
     pub setup: Option<String>,
     pub teardown: Option<String>,
     pub timeout: Duration,
+    /// Pin each run and its children to these CPUs (`cpus`, here or in `[measure]`).
+    pub cpus: Option<Vec<usize>>,
+    /// Address-space randomisation (`aslr = false` turns it off for the runs).
+    pub aslr: bool,
+    /// Comparisons and `run` measure commits side by side, in interleaved rounds
+    /// (`[measure] interleave`, default true).
+    pub interleave: bool,
+    /// How instructions are counted (`[measure] counter`).
+    pub counter: crate::measure::counter::Choice,
 }
 
 /// The unit a harness reported for a test's values, learned from its first run (or from
@@ -251,7 +266,7 @@ impl Test {
     pub fn share_key(&self) -> Option<(String, String, String, Duration, usize)> {
         if matches!(
             self.metric,
-            Metric::Wall | Metric::User | Metric::Sys | Metric::MaxRss
+            Metric::Wall | Metric::User | Metric::Sys | Metric::MaxRss | Metric::Instructions
         ) {
             return None;
         }
@@ -322,6 +337,16 @@ struct RawConfig {
     #[serde(default)]
     tests: BTreeMap<Spanned<String>, Spanned<RawTest>>,
     fingerprint: Option<RawFingerprint>,
+    measure: Option<RawMeasure>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMeasure {
+    cpus: Option<Spanned<toml::Value>>,
+    aslr: Option<bool>,
+    interleave: Option<bool>,
+    counter: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -376,6 +401,8 @@ struct RawTest {
     setup: Option<Spanned<String>>,
     teardown: Option<Spanned<String>>,
     timeout: Option<Spanned<toml::Value>>,
+    cpus: Option<Spanned<toml::Value>>,
+    aslr: Option<bool>,
 }
 
 /// Where to look for the config when `--config` is not given.
@@ -499,6 +526,26 @@ pub fn parse(text: &str, path: &Path) -> anyhow::Result<Config> {
         }
     };
 
+    let measure = raw.measure.unwrap_or(RawMeasure {
+        cpus: None,
+        aslr: None,
+        interleave: None,
+        counter: None,
+    });
+    let measure_cpus = match &measure.cpus {
+        Some(v) => Some(cpus(v, "measure.cpus", &at(v.span()))?),
+        None => None,
+    };
+    let counter = match &measure.counter {
+        None => crate::measure::counter::Choice::Auto,
+        Some(c) => crate::measure::counter::Choice::parse(c.get_ref()).ok_or_else(|| {
+            UsageError::err(format!(
+                "{}: key `measure.counter`: `{}` is not \"auto\", \"perf\" or \"cachegrind\"",
+                at(c.span()),
+                c.get_ref()
+            ))
+        })?,
+    };
     let mut tests = BTreeMap::new();
     for (name, t) in raw.tests {
         let name_span = name.span();
@@ -534,7 +581,10 @@ pub fn parse(text: &str, path: &Path) -> anyhow::Result<Config> {
         }
         let metric = match &t.metric {
             None => Metric::Wall,
-            Some(m) => metric(m, &key("metric"), &at(m.span()))?,
+            Some(m) => {
+                lines.insert(key("metric"), line_of(text, m.span().start));
+                metric(m, &key("metric"), &at(m.span()))?
+            }
         };
         let direction = match &t.direction {
             None => Direction::Lower,
@@ -559,7 +609,15 @@ pub fn parse(text: &str, path: &Path) -> anyhow::Result<Config> {
             ))),
         };
         let deterministic = t.deterministic.unwrap_or(false);
-        let default_repeats = if deterministic { 1 } else { DEFAULT_REPEATS };
+        // Instruction counts barely vary: two runs show their spread, and a search then takes
+        // one or two per commit.
+        let default_repeats = if deterministic {
+            1
+        } else if matches!(metric, Metric::Instructions) {
+            2
+        } else {
+            DEFAULT_REPEATS
+        };
         let repeats = count(&t.repeats, "repeats", 1, default_repeats)?;
         let warmup = count(&t.warmup, "warmup", 0, 0)?;
         let max_repeats = count(
@@ -576,6 +634,8 @@ pub fn parse(text: &str, path: &Path) -> anyhow::Result<Config> {
             );
         }
         let threshold = match &t.threshold {
+            // Counts see far smaller changes than times: half a percent matters there.
+            None if matches!(metric, Metric::Instructions) => Threshold::Relative(0.005),
             None => Threshold::Relative(0.01),
             Some(v) => threshold(v, &key("threshold"), &at(v.span()))?,
         };
@@ -611,9 +671,14 @@ pub fn parse(text: &str, path: &Path) -> anyhow::Result<Config> {
                 );
             }
         }
+        let test_cpus = match &t.cpus {
+            Some(v) => Some(cpus(v, &key("cpus"), &at(v.span()))?),
+            None => measure_cpus.clone(),
+        };
         let unit_default = match &metric {
             Metric::Wall | Metric::User | Metric::Sys => "s",
             Metric::MaxRss => "bytes",
+            Metric::Instructions => "instructions",
             Metric::Harness(a) => a.static_unit().unwrap_or(""),
             _ => "",
         }
@@ -645,6 +710,10 @@ pub fn parse(text: &str, path: &Path) -> anyhow::Result<Config> {
                     .map(Spanned::into_inner)
                     .filter(|s| !s.trim().is_empty()),
                 timeout,
+                cpus: test_cpus,
+                aslr: t.aslr.or(measure.aslr).unwrap_or(true),
+                interleave: measure.interleave.unwrap_or(true),
+                counter,
             },
         );
     }
@@ -669,7 +738,104 @@ pub fn parse(text: &str, path: &Path) -> anyhow::Result<Config> {
         tests,
         lines,
         fingerprint_commands,
+        counter,
     })
+}
+
+/// `cpus = "1"`, `"0-3"`, `"0,2"`, `1` or `[0, 1]`: the CPUs to pin runs to, each one this
+/// process may run on.
+fn cpus(v: &Spanned<toml::Value>, key: &str, at: &str) -> anyhow::Result<Vec<usize>> {
+    let bad = |why: String| UsageError::err(format!("{at}: key `{key}`: {why}"));
+    let mut out: Vec<usize> = Vec::new();
+    let mut add = |c: i64| -> anyhow::Result<()> {
+        if !(0..1024).contains(&c) {
+            return Err(bad(format!("CPU {c} is out of range (0 to 1023)")));
+        }
+        out.push(c as usize);
+        Ok(())
+    };
+    match v.get_ref() {
+        toml::Value::Integer(i) => add(*i)?,
+        toml::Value::Array(a) => {
+            for x in a {
+                match x.as_integer() {
+                    Some(i) => add(i)?,
+                    None => return Err(bad(format!("`{x}` is not a CPU number"))),
+                }
+            }
+        }
+        toml::Value::String(s) => {
+            for part in s.split(',').map(str::trim) {
+                let num = |t: &str| {
+                    t.trim().parse::<i64>().map_err(|_| {
+                        bad(format!(
+                            "`{s}` is not a list of CPUs (\"1\", \"0-3\", \"0,2\")"
+                        ))
+                    })
+                };
+                match part.split_once('-') {
+                    Some((a, b)) => {
+                        let (a, b) = (num(a)?, num(b)?);
+                        if a > b {
+                            return Err(bad(format!("`{part}` is an empty range")));
+                        }
+                        for c in a..=b {
+                            add(c)?;
+                        }
+                    }
+                    None => add(num(part)?)?,
+                }
+            }
+        }
+        other => return Err(bad(format!("`{other}` is not a CPU list"))),
+    }
+    out.sort_unstable();
+    out.dedup();
+    if out.is_empty() {
+        return Err(bad("no CPU given".into()));
+    }
+    let allowed = available_cpus();
+    if let Some(c) = out.iter().find(|c| !allowed.contains(c)) {
+        return Err(bad(format!(
+            "CPU {c} is not one this machine lets perfbisect run on (it may use {})",
+            cpu_list(&allowed)
+        )));
+    }
+    Ok(out)
+}
+
+/// The CPUs this process may run on (`sched_getaffinity`).
+pub fn available_cpus() -> Vec<usize> {
+    // SAFETY: a zeroed cpu_set_t is valid; sched_getaffinity fills it.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let ok =
+        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    if ok != 0 {
+        return (0..std::thread::available_parallelism().map_or(1, |n| n.get())).collect();
+    }
+    // SAFETY: CPU_ISSET reads a valid set.
+    (0..libc::CPU_SETSIZE as usize)
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .collect()
+}
+
+/// `0-3,6` for a sorted list of CPUs.
+pub fn cpu_list(cpus: &[usize]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let mut j = i;
+        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
+            j += 1;
+        }
+        parts.push(if j > i {
+            format!("{}-{}", cpus[i], cpus[j])
+        } else {
+            cpus[i].to_string()
+        });
+        i = j + 1;
+    }
+    parts.join(",")
 }
 
 /// Names cargo accepts for targets and packages (and that are safe as file names).
@@ -845,8 +1011,9 @@ fn metric(v: &Spanned<toml::Value>, key: &str, at: &str) -> anyhow::Result<Metri
             "user" => Ok(Metric::User),
             "sys" => Ok(Metric::Sys),
             "max-rss" => Ok(Metric::MaxRss),
+            "instructions" => Ok(Metric::Instructions),
             other => crate::usage!(
-                "{at}: key `{key}`: `{other}` is not one of \"wall\", \"user\", \"sys\", \"max-rss\", {{ regex = \"...\" }}, {{ json = \"/pointer\" }}, {{ format = \"gbench\", name = \"...\" }}"
+                "{at}: key `{key}`: `{other}` is not one of \"wall\", \"user\", \"sys\", \"max-rss\", \"instructions\", {{ regex = \"...\" }}, {{ json = \"/pointer\" }}, {{ format = \"gbench\", name = \"...\" }}"
             ),
         },
         toml::Value::Table(t) if t.contains_key("format") => harness_metric(t, key, at),
@@ -890,7 +1057,7 @@ fn metric(v: &Spanned<toml::Value>, key: &str, at: &str) -> anyhow::Result<Metri
             }
         }
         _ => crate::usage!(
-            "{at}: key `{key}` must be \"wall\", \"user\", \"sys\", \"max-rss\", {{ regex = \"...\" }}, {{ json = \"/pointer\" }} or {{ format = \"...\", name = \"...\", field = \"...\" }}"
+            "{at}: key `{key}` must be \"wall\", \"user\", \"sys\", \"max-rss\", \"instructions\", {{ regex = \"...\" }}, {{ json = \"/pointer\" }} or {{ format = \"...\", name = \"...\", field = \"...\" }}"
         ),
     }
 }

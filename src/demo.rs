@@ -15,6 +15,7 @@ pub const APP_C: &str = r#"/* perfbisect fixture: prints a metric with noise, al
 #include <stdlib.h>
 #include <string.h>
 #include <math.h>
+#include <time.h>
 #include "params.h"
 
 static unsigned long long rng_state;
@@ -56,6 +57,13 @@ int main(void) {
 
     double noise = sqrt(-2.0 * log(uniform())) * cos(6.283185307179586 * uniform());
     double v = METRIC * (1.0 + NOISE_PCT / 100.0 * noise);
+    if (DRIFT_PCT != 0.0) {
+        /* A machine whose speed comes and goes with the wall clock. */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        double t = (double)(ts.tv_sec % 86400) + ts.tv_nsec / 1e9;
+        v *= 1.0 + DRIFT_PCT / 100.0 * sin(6.283185307179586 * t / DRIFT_PERIOD);
+    }
     if (uniform() < OUTLIER_RATE) v *= 1.3;
     printf("value: %.6f\n", v);
     printf("checksum: %d\n", (int)(x & 1) + p[bytes ? bytes - 1 : 0]);
@@ -85,6 +93,9 @@ pub struct CommitSpec {
     /// The commit changes only documentation (`docs/NEWS.md`), not the program: its build is
     /// byte-identical to its parent's, and the other fields are ignored.
     pub docs_only: bool,
+    /// The printed value drifts with the wall clock by this % with this period (seconds).
+    pub drift_pct: f64,
+    pub drift_period: f64,
 }
 
 impl Default for CommitSpec {
@@ -99,6 +110,8 @@ impl Default for CommitSpec {
             broken: false,
             noise_seed: 0,
             docs_only: false,
+            drift_pct: 0.0,
+            drift_period: 30.0,
         }
     }
 }
@@ -146,8 +159,8 @@ description = "Size of the program (deterministic: one run per commit)"
 
 fn params_h(c: &CommitSpec, n: usize) -> String {
     let mut s = format!(
-        "/* commit {n} */\n#define COMMIT_NO {n}\n#define METRIC {:.6}\n#define NOISE_PCT {:.6}\n#define OUTLIER_RATE {:.6}\n#define MEGABYTES {}\n#define WORK {}LL\n#define NOISE_SEED {}ULL\n",
-        c.metric, c.noise_pct, c.outlier_rate, c.megabytes, c.work, c.noise_seed
+        "/* commit {n} */\n#define COMMIT_NO {n}\n#define METRIC {:.6}\n#define NOISE_PCT {:.6}\n#define OUTLIER_RATE {:.6}\n#define MEGABYTES {}\n#define WORK {}LL\n#define NOISE_SEED {}ULL\n#define DRIFT_PCT {:.6}\n#define DRIFT_PERIOD {:.6}\n",
+        c.metric, c.noise_pct, c.outlier_rate, c.megabytes, c.work, c.noise_seed, c.drift_pct, c.drift_period
     );
     if c.broken {
         s.push_str("#error this commit does not build\n");

@@ -35,6 +35,10 @@ pub struct Fingerprint {
     pub recipe: u64,
     /// Each `[fingerprint]` command with its output (stdout and stderr, trimmed).
     pub commands: Vec<(String, String)>,
+    /// How one test's runs are made, where that changes its numbers: the instructions
+    /// counter, the CPUs runs are pinned to, address-space randomisation off. Empty for the
+    /// machine's own fingerprint and for tests that set none of these.
+    pub setup: Vec<(String, String)>,
 }
 
 impl Fingerprint {
@@ -53,7 +57,27 @@ impl Fingerprint {
             os: os_name(),
             recipe: config.build.recipe_hash(),
             commands,
+            setup: Vec::new(),
         }
+    }
+
+    /// This fingerprint with what `test`'s runs add to it: the counter of an instructions
+    /// test, pinned CPUs, randomisation off (samples of one setup are never compared with
+    /// another's). The machine's own fingerprint when the test sets none of them.
+    pub fn for_test(&self, test: &crate::config::Test) -> Fingerprint {
+        let mut f = self.clone();
+        if matches!(test.metric, crate::config::Metric::Instructions) {
+            if let Ok(sel) = crate::measure::counter::select(test.counter) {
+                f.setup.push(("counter".into(), sel.counter.describe()));
+            }
+        }
+        if let Some(cpus) = &test.cpus {
+            f.setup.push(("cpus".into(), crate::config::cpu_list(cpus)));
+        }
+        if !test.aslr {
+            f.setup.push(("aslr".into(), "off".into()));
+        }
+        f
     }
 
     /// The canonical text: one `key: value` line each, commands last, in config order.
@@ -67,6 +91,9 @@ impl Fingerprint {
             for l in out.lines() {
                 s += &format!("    {l}\n");
             }
+        }
+        for (k, v) in &self.setup {
+            s += &format!("{k}: {v}\n");
         }
         s
     }
@@ -129,6 +156,12 @@ pub fn describe(cache_root: &Path, id: u64) -> String {
             parts.push(v.to_string());
         } else if let Some(v) = l.strip_prefix("recipe: ") {
             parts.push(format!("recipe {v}"));
+        } else if let Some(v) = l.strip_prefix("counter: ") {
+            parts.push(format!("instructions by {v}"));
+        } else if let Some(v) = l.strip_prefix("cpus: ") {
+            parts.push(format!("pinned to CPUs {v}"));
+        } else if l == "aslr: off" {
+            parts.push("ASLR off".into());
         } else if l.starts_with("command `") {
             if let Some(out) = lines.next_if(|n| n.starts_with("    ")) {
                 parts.push(out.trim().to_string());
@@ -154,6 +187,7 @@ fn run_command(cmd: &str, dir: &Path) -> String {
         interrupt: None,
         kill_leftovers: true,
         own_rss: false,
+        extra: Default::default(),
     });
     match fin {
         Ok(f) => {

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use crate::bisect::Lab;
+use crate::bisect::{Lab, Measured, Stored};
 use crate::build::State;
 use crate::config::Test;
 use crate::git::CommitInfo;
@@ -34,6 +34,9 @@ pub struct WorkspaceLab<'a> {
     pub runs_saved: usize,
     /// `(position, the commit whose identical build's samples it used)`, for the report.
     pub shared: Vec<(usize, gix::ObjectId)>,
+    /// Windows of interleaved runs this search opened or extended, and the runs in them.
+    pub windows: usize,
+    pub window_runs: usize,
 }
 
 impl<'a> WorkspaceLab<'a> {
@@ -70,6 +73,8 @@ impl<'a> WorkspaceLab<'a> {
             twin_checked: Default::default(),
             runs_saved: 0,
             shared: Vec::new(),
+            windows: 0,
+            window_runs: 0,
         }
     }
 
@@ -154,12 +159,16 @@ impl Lab for WorkspaceLab<'_> {
         matches!(self.ws.build_state(&self.commits[pos].id), State::Failed(_))
     }
 
-    fn stored(&self, pos: usize) -> Vec<f64> {
+    fn stored(&self, pos: usize) -> Vec<Stored> {
         let recs = self.stored.records(&self.commits[pos].id);
-        values(
-            recs.into_iter()
-                .filter(|s| self.trust_imported || s.import.is_none()),
-        )
+        recs.into_iter()
+            .filter(|s| self.trust_imported || s.import.is_none())
+            .map(|s| Stored {
+                value: s.value.unwrap_or(f64::NAN),
+                window: s.window,
+                moment: s.moment,
+            })
+            .collect()
     }
 
     fn measure(&mut self, pos: usize, runs: usize) -> anyhow::Result<Vec<f64>> {
@@ -216,42 +225,91 @@ impl Lab for WorkspaceLab<'_> {
         Ok(vals)
     }
 
-    fn measure_interleaved(
+    fn measure_window(
         &mut self,
-        a: usize,
-        b: usize,
+        positions: &[usize],
         runs: usize,
-    ) -> anyhow::Result<(Vec<f64>, Vec<f64>)> {
-        let (Some(pa), Some(pb)) = (self.artifacts(a), self.artifacts(b)) else {
-            anyhow::bail!("verification of commits that are not built");
-        };
+        window: Option<(u64, u32)>,
+    ) -> anyhow::Result<Measured> {
+        let mut arts = Vec::with_capacity(positions.len());
+        for &p in positions {
+            match self.artifacts(p) {
+                Some(a) => arts.push(a),
+                None => anyhow::bail!(
+                    "{} is not built, but a window asked for it",
+                    self.commits[p].short()
+                ),
+            }
+        }
+        let names: Vec<String> = positions
+            .iter()
+            .map(|&p| self.commits[p].short().to_string())
+            .collect();
         self.bar.set_message(format!(
-            "verifying {} vs {} interleaved ({runs} runs each)",
-            self.commits[a].short(),
-            self.commits[b].short()
+            "{} side by side ({runs} interleaved runs each)",
+            names.join(", ")
         ));
-        self.bar.inc_length(2 * runs as u64);
+        self.bar.inc_length((positions.len() * runs) as u64);
         let bar = self.bar.clone();
-        let (ba, bb) = (
-            Batch {
+        let batches: Vec<Batch<'_>> = positions
+            .iter()
+            .zip(&arts)
+            .map(|(&p, a)| Batch {
                 test: self.test,
-                commit: self.commits[a].id,
-                artifacts: &pa,
+                commit: self.commits[p].id,
+                artifacts: a,
                 runs,
                 round: 0,
-            },
-            Batch {
-                test: self.test,
-                commit: self.commits[b].id,
-                artifacts: &pb,
-                runs,
-                round: 0,
-            },
-        );
-        let (va, vb) = self
-            .ws
-            .measure_interleaved(self.appender, ba, bb, &mut |_| bar.inc(1))?;
-        Ok((values(&va), values(&vb)))
+            })
+            .collect();
+        let first_moment = window.map_or(0, |(_, m)| m);
+        let limit = self.test.repeats.max(2);
+        let (id, got, done) = self.ws.measure_window(
+            self.appender,
+            &batches,
+            window,
+            limit,
+            crate::measure::Hooks::Session,
+            &mut |_| bar.inc(1),
+        )?;
+        let mut values_out = Vec::with_capacity(positions.len());
+        for (i, &p) in positions.iter().enumerate() {
+            if let Some(e) = got[i].iter().rev().find_map(|s| s.error.clone()) {
+                self.last_error.insert(p, e);
+            }
+            let vals = values(&got[i]);
+            self.fresh
+                .entry(crate::store::commit_key(&self.commits[p].id))
+                .or_default()
+                .extend(&vals);
+            values_out.push(vals);
+        }
+        self.windows += 1;
+        self.window_runs += done.runs;
+        if self.ws.verbosity.verbose > 0 {
+            let meds: Vec<String> = positions
+                .iter()
+                .zip(&values_out)
+                .map(|(&p, v)| {
+                    let fin: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
+                    format!(
+                        "{} {}",
+                        self.commits[p].short(),
+                        crate::report::fmt_num(crate::stats::median(&fin).unwrap_or(f64::NAN))
+                    )
+                })
+                .collect();
+            self.bar.println(format!(
+                "side by side, {runs} interleaved runs each: medians {}",
+                meds.join(", ")
+            ));
+        }
+        Ok(Measured {
+            window: id,
+            first_moment,
+            rounds: done.rounds as u32,
+            values: values_out,
+        })
     }
 
     fn interrupted(&self) -> bool {

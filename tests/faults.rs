@@ -361,6 +361,11 @@ if [ "$PERFBISECT_COMMIT" = {last} ]; then {gate}; fi
 '''
 metric = {{ regex = "^value: ([0-9.]+)" }}
 repeats = 3
+
+# The kills aim at "the samples of the commits before the gated one", which only one commit
+# after the other gives; `sigkill_during_interleaved_rounds_loses_nothing` covers the rounds.
+[measure]
+interleave = false
 "#,
         gate = gate.command()
     ))
@@ -723,6 +728,60 @@ fn corrupt_store_files_are_reported_and_the_rest_is_kept() {
     eprintln!("{faults} store faults injected");
 }
 
+/// Case 1b: SIGKILL while `run` measures in interleaved rounds (one run of each commit per
+/// round, in a shuffled order), at seeded sample counts, then resume: nothing lost, nothing
+/// doubled, every commit ends with exactly its repeats and its planted value.
+#[test]
+fn sigkill_during_interleaved_rounds_loses_nothing() {
+    let f = fixture(6, &[], &small_config());
+    let repeats = 3usize;
+    let total = 5 * repeats;
+    let cap = Duration::from_secs(120);
+    let mut rng = Rng(0x1e57_ab1e);
+    for episode in 0..3 {
+        let cache = f.dir.path().join(format!("cache-rounds-{episode}"));
+        let mut last = 0;
+        for _ in 0..3 {
+            let target = (last + 1 + rng.below(5) as usize).min(total - 1);
+            let mut cmd = bin(&f, &cache);
+            cmd.args(["run", "value", &f.range()])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+            let mut child = cmd.spawn().unwrap();
+            let ended = wait_until(cap, || {
+                stored(&cache, "value") >= target || child.try_wait().unwrap().is_some()
+            });
+            assert!(ended, "episode {episode}: {target} samples not reached");
+            let _ = child.kill();
+            child.wait().unwrap();
+            let now = stored(&cache, "value");
+            assert!(now >= last, "episode {episode}: {last} -> {now} samples");
+            last = now;
+        }
+        run_ok(&f, &cache, "value", &[]);
+        let loaded = raw(&cache, "value");
+        assert!(
+            loaded
+                .warnings
+                .iter()
+                .all(|w| w.contains("incomplete record")),
+            "{:?}",
+            loaded.warnings
+        );
+        assert_eq!(
+            loaded.samples.len(),
+            total,
+            "episode {episode}: duplicates or losses"
+        );
+        let (done, _) = show(&f, &cache, "value", &[]);
+        for (k, c) in done["commits"].as_array().unwrap().iter().enumerate() {
+            assert_eq!(c["n"], repeats as u64, "commit {}: {c}", k + 2);
+            assert_eq!(c["min"].as_f64(), Some(planted(k + 2)), "{c}");
+            assert_eq!(c["max"].as_f64(), Some(planted(k + 2)), "{c}");
+        }
+    }
+}
+
 /// Case 2b: Skipped records are visible without `-v`, once per load.
 #[test]
 fn skipped_records_are_reported_without_verbose() {
@@ -757,6 +816,10 @@ fn two_runs_on_one_cache_wait_and_stay_consistent() {
 command = "./app"
 metric = {{ regex = "^value: ([0-9.]+)" }}
 repeats = 2
+
+# Commit by commit, so the gate holds the first `run` at a known point.
+[measure]
+interleave = false
 "#,
             gated_config(&gate)
         ),

@@ -101,6 +101,8 @@ fn fixed_rows() -> Vec<CommitRow> {
                     error: None,
                     fingerprint: 0,
                     import: None,
+                    window: 1,
+                    moment: 0,
                 })
                 .collect();
             CommitRow {
@@ -171,6 +173,7 @@ fn markdown_report_snapshot() {
     }];
     let r = FindReport {
         imported: None,
+        facts: &Default::default(),
         test: &t,
         range: "a..b",
         commits: &commits,
@@ -208,6 +211,7 @@ fn markdown_report_snapshot() {
         artifacts: vec!["app".into()],
         machine: "Linux 6.1 x86_64, Test CPU, 2 cores".into(),
         perfbisect: "0.1.0".into(),
+        runs: "commits compared are measured side by side, in interleaved rounds".into(),
     };
     let blocks: Vec<std::ops::Range<usize>> = std::iter::once(0..rows.len()).collect();
     let x = Issue {
@@ -525,7 +529,7 @@ fn show_exports_every_sample_and_otavas_csv() {
     let mut lines = csv.lines();
     assert_eq!(
         lines.next().unwrap(),
-        "commit,round,time,value,wall,user,sys,max_rss,error,test,unit,timestamp,fingerprint"
+        "commit,round,time,value,wall,user,sys,max_rss,error,test,unit,timestamp,fingerprint,window,moment"
     );
     assert_eq!(lines.count(), 20);
 
@@ -827,11 +831,13 @@ fn markdown_reports_say_no_change_and_inconclusive_plainly() {
         artifacts: vec![],
         machine: "m".into(),
         perfbisect: "0".into(),
+        runs: "commits compared are measured side by side, in interleaved rounds".into(),
     };
     let blocks: Vec<std::ops::Range<usize>> = std::iter::once(0..rows.len()).collect();
     let render = |outcome: &Outcome| {
         let r = FindReport {
             imported: None,
+            facts: &Default::default(),
             test: &t,
             range: "a..b",
             commits: &commits,

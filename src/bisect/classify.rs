@@ -27,8 +27,6 @@ pub(super) enum Verdict {
 pub(super) struct Classified {
     pub(super) verdict: Verdict,
     pub(super) leans_new: bool,
-    /// Which side more runs should go to when the verdict is unknown.
-    pub(super) doubt_new_side: bool,
     /// The verdict without the grey zone, for when no more runs can be had.
     pub(super) fallback: Option<Verdict>,
 }
@@ -53,7 +51,26 @@ pub fn classify(old: &[f64], new: Option<&[f64]>, probe: &[f64], params: &Params
         && !has_spread(&old)
         && !has_spread(&probe)
         && !new.as_deref().is_some_and(has_spread);
-    let det = declared || (zero_spread(&old) && new.as_deref().is_none_or(zero_spread));
+    // A count (instructions) spreading far less than the threshold: exact comparisons, a
+    // move counting only beyond a tenth of the threshold.
+    let mut params = params;
+    let limit = match params.threshold {
+        Threshold::Relative(r) => r.abs() / 10.0,
+        Threshold::Absolute(a) => stats::median(&old)
+            .filter(|m| *m != 0.0)
+            .map_or(0.0, |m| a.abs() / m.abs() / 10.0),
+    };
+    let counted = params.counted
+        && limit > 0.0
+        && old.len() >= 2
+        && [Some(old.as_slice()), Some(probe.as_slice()), new.as_deref()]
+            .into_iter()
+            .flatten()
+            .all(|xs| rel_spread(xs) <= limit);
+    if counted {
+        params.tolerance = limit;
+    }
+    let det = declared || counted || (zero_spread(&old) && new.as_deref().is_none_or(zero_spread));
     match new {
         Some(new) => match classify_against(&old, &new, &probe, &params, det) {
             Some(c) => {
@@ -121,11 +138,31 @@ pub(super) fn zero_spread(xs: &[f64]) -> bool {
     xs.len() >= 2 && xs.iter().all(|&x| x == xs[0])
 }
 
+/// Relative spread of runs: (max - min) / |median|; 0 for fewer than two.
+pub(super) fn rel_spread(xs: &[f64]) -> f64 {
+    let fin: Vec<f64> = finite(xs);
+    if fin.len() < 2 {
+        return 0.0;
+    }
+    let lo = fin.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = fin.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    match stats::median(&fin) {
+        Some(m) if m != 0.0 => (hi - lo) / m.abs(),
+        _ if hi == lo => 0.0,
+        _ => f64::INFINITY,
+    }
+}
+
 pub(super) fn compare(a: &[f64], b: &[f64], params: &Params, det: bool) -> Option<Cmp> {
     if det {
         let before = stats::median(a)?;
         let after = stats::median(b)?;
-        let moved = before != after;
+        // A counted metric's values move only beyond the spread its runs showed.
+        let moved = if params.tolerance > 0.0 {
+            (after - before).abs() > params.tolerance * before.abs()
+        } else {
+            before != after
+        };
         return Some(Cmp {
             before,
             after,
@@ -157,9 +194,23 @@ pub(super) fn classify_against(
     let mo = stats::median(old)?;
     let mn = stats::median(new)?;
     let mx = stats::median(probe)?;
-    let leans_new = (mx - mn).abs() < (mx - mo).abs();
     let co = compare(old, probe, params, det)?;
     let cn = compare(probe, new, params, det)?;
+    Some(classify_cmp(co, cn, mo, mn, mx, params, det))
+}
+
+/// [`classify_against`] from the two comparisons (old vs probe, probe vs new) and the three
+/// medians (old, new, probe), however they were made (one window, or several).
+pub(super) fn classify_cmp(
+    co: Cmp,
+    cn: Cmp,
+    mo: f64,
+    mn: f64,
+    mx: f64,
+    params: &Params,
+    det: bool,
+) -> Classified {
+    let leans_new = (mx - mn).abs() < (mx - mo).abs();
     let strict = params.alpha / 10.0;
     // Pinpoint's three-way answer: a p-value between α and the grey limit, with medians already
     // past the threshold and a sizeable part of the whole step apart, is neither "differs" nor
@@ -185,18 +236,11 @@ pub(super) fn classify_against(
         (false, true) if !leans_new => Some(Verdict::Old),
         _ => None,
     };
-    let mut doubt_new_side = !leans_new;
     let verdict = match (co.differs, cn.differs) {
         (true, true) if co.p < strict && cn.p < strict => Verdict::Between,
         (true, true) => Verdict::MaybeBetween,
-        (true, false) if leans_new && grey(&cn) => {
-            doubt_new_side = true;
-            Verdict::Unknown
-        }
-        (false, true) if !leans_new && grey(&co) => {
-            doubt_new_side = false;
-            Verdict::Unknown
-        }
+        (true, false) if leans_new && grey(&cn) => Verdict::Unknown,
+        (false, true) if !leans_new && grey(&co) => Verdict::Unknown,
         (true, false) if leans_new => Verdict::New,
         (false, true) if !leans_new => Verdict::Old,
         // Deterministic values cannot get more runs: a creep of sub-threshold steps is split at
@@ -210,12 +254,11 @@ pub(super) fn classify_against(
         }
         _ => Verdict::Unknown,
     };
-    Some(Classified {
+    Classified {
         verdict,
         leans_new,
-        doubt_new_side,
         fallback,
-    })
+    }
 }
 
 /// Equivalence (two one-sided tests via the bootstrap interval): the whole (1−2α) interval of the

@@ -43,9 +43,10 @@ impl Search {
         candidates: std::ops::RangeInclusive<usize>,
         verified: bool,
     ) -> Culprit {
-        let a = &self.points[parent].samples;
-        let b = &self.points[pos].samples;
-        let c = compare(a, b, &self.params, self.det).unwrap_or(Cmp {
+        // The samples of both taken side by side (the probe windows and the verification).
+        let ev = self.evidence(&[parent, pos]);
+        let (a, b) = (ev.pooled(0), ev.pooled(1));
+        let c = self.compare_ev(&ev, 0, 1).unwrap_or(Cmp {
             before: f64::NAN,
             after: f64::NAN,
             rel: f64::NAN,

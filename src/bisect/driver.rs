@@ -5,8 +5,18 @@
 
 use std::time::{Duration, Instant};
 
-use super::{Action, Outcome};
+use super::{Action, Outcome, Stored};
 use crate::interrupt::Interrupted;
+
+/// The answer to a window of runs: its id, the moment its first round got, how many rounds
+/// ran, and the runs of each position asked for (NaN for failed ones), in the order asked.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Measured {
+    pub window: u64,
+    pub first_moment: u32,
+    pub rounds: u32,
+    pub values: Vec<Vec<f64>>,
+}
 
 /// What a search needs from the world, by position (0 = the old end).
 pub trait Lab {
@@ -18,18 +28,21 @@ pub trait Lab {
     fn cached(&self, pos: usize) -> bool;
     /// Whether `pos` is known not to build (an earlier build failed).
     fn unbuildable(&self, pos: usize) -> bool;
-    /// Samples stored for `pos` before this search; NaN for runs that gave no number.
-    fn stored(&self, pos: usize) -> Vec<f64>;
-    /// Run the test `runs` times on built `pos`, each result stored before the next run;
-    /// NaN for a run that gave no number.
+    /// Samples stored for `pos` before this search, with their windows; NaN for runs that
+    /// gave no number.
+    fn stored(&self, pos: usize) -> Vec<Stored>;
+    /// Run the test `runs` times on built `pos`, back to back, each result stored before the
+    /// next run; NaN for a run that gave no number.
     fn measure(&mut self, pos: usize, runs: usize) -> anyhow::Result<Vec<f64>>;
-    /// Run built `a` and `b` interleaved (A B A B ...), `runs` times each.
-    fn measure_interleaved(
+    /// Run built `positions` side by side: `runs` interleaved rounds, one run of each per
+    /// round, in `window` (id, first moment) or a new one; a position whose test keeps
+    /// failing gets no more runs.
+    fn measure_window(
         &mut self,
-        a: usize,
-        b: usize,
+        positions: &[usize],
         runs: usize,
-    ) -> anyhow::Result<(Vec<f64>, Vec<f64>)>;
+        window: Option<(u64, u32)>,
+    ) -> anyhow::Result<Measured>;
     /// Ctrl-C was pressed: the driver stops before the next step.
     fn interrupted(&self) -> bool;
     /// Progress: what the driver is about to do (for a progress bar or `-v`).
@@ -40,14 +53,27 @@ pub trait Lab {
 pub trait Policy {
     /// The next thing to do; [`Action::Done`] ends the loop.
     fn next_action(&mut self) -> Action;
-    /// Samples of `pos` (stored or new); NaN for failed runs.
+    /// Samples of `pos` taken back to back (stored or new); NaN for failed runs.
     fn add_samples(&mut self, pos: usize, samples: &[f64]);
+    /// Stored samples of `pos` with their windows.
+    fn add_stored(&mut self, pos: usize, samples: &[Stored]) {
+        let values: Vec<f64> = samples.iter().map(|s| s.value).collect();
+        self.add_samples(pos, &values);
+    }
+    /// The answer to an [`Action::Window`].
+    fn add_window(
+        &mut self,
+        window: u64,
+        first_moment: u32,
+        rounds: u32,
+        values: &[(usize, Vec<f64>)],
+    );
     /// `pos` cannot be built.
     fn mark_unbuildable(&mut self, pos: usize);
     /// `pos` is built (cached).
     fn mark_built(&mut self, pos: usize);
-    /// The answer to an [`Action::Verify`].
-    fn record_verify(&mut self, old: &[f64], new: &[f64]);
+    /// The answer to an [`Action::Verify`], taken in `window`.
+    fn record_verify(&mut self, window: u64, old: &[f64], new: &[f64]);
     /// When `pos` must be built: the positions worth building in the same round, `pos` first,
     /// at most `jobs` of them.
     fn build_set(&self, pos: usize, jobs: usize) -> Vec<usize> {
@@ -90,7 +116,7 @@ pub fn drive(
         let stored = lab.stored(pos);
         if !stored.is_empty() {
             d.reused += stored.len();
-            policy.add_samples(pos, &stored);
+            policy.add_stored(pos, &stored);
         }
         if lab.cached(pos) {
             *r = true;
@@ -123,6 +149,38 @@ pub fn drive(
                 d.runs += got.len();
                 policy.add_samples(pos, &got);
             }
+            Action::Window {
+                positions,
+                runs,
+                window,
+            } => {
+                let missing: Vec<usize> =
+                    positions.iter().copied().filter(|&p| !ready[p]).collect();
+                if let Some(&first) = missing.first() {
+                    // The probe's round of builds, plus whatever else of the window lacks one.
+                    let mut set = policy.build_set(first, jobs);
+                    for p in missing {
+                        if !set.contains(&p) {
+                            set.push(p);
+                        }
+                    }
+                    build_round(policy, lab, &set, jobs, &mut ready, &mut d)?;
+                    if positions.iter().any(|&p| !ready[p]) {
+                        continue;
+                    }
+                }
+                if lab.interrupted() {
+                    return Err(Interrupted.into());
+                }
+                lab.status(&format!("window {positions:?} ({runs} runs each)"));
+                let t = Instant::now();
+                let got = lab.measure_window(&positions, runs, window)?;
+                d.measuring += t.elapsed();
+                d.runs += got.values.iter().map(Vec::len).sum::<usize>();
+                let values: Vec<(usize, Vec<f64>)> =
+                    positions.iter().copied().zip(got.values).collect();
+                policy.add_window(got.window, got.first_moment, got.rounds, &values);
+            }
             Action::Verify {
                 parent,
                 culprit,
@@ -137,7 +195,7 @@ pub fn drive(
                 }
                 if !ready[parent] || !ready[culprit] {
                     // Asked to re-run a commit that does not build: tell the policy.
-                    policy.record_verify(&[], &[]);
+                    policy.record_verify(0, &[], &[]);
                     continue;
                 }
                 if lab.interrupted() {
@@ -145,10 +203,12 @@ pub fn drive(
                 }
                 lab.status(&format!("verify {parent} vs {culprit} ({runs} runs each)"));
                 let t = Instant::now();
-                let (a, b) = lab.measure_interleaved(parent, culprit, runs)?;
+                let got = lab.measure_window(&[parent, culprit], runs, None)?;
                 d.measuring += t.elapsed();
-                d.runs += a.len() + b.len();
-                policy.record_verify(&a, &b);
+                d.runs += got.values.iter().map(Vec::len).sum::<usize>();
+                let mut v = got.values.into_iter();
+                let (a, b) = (v.next().unwrap_or_default(), v.next().unwrap_or_default());
+                policy.record_verify(got.window, &a, &b);
             }
         }
     }

@@ -83,6 +83,20 @@ pub struct Params {
     /// Zero-spread metric (struct size, allocation count): one run per commit and plain
     /// comparisons, like `git bisect`.
     pub deterministic: bool,
+    /// Compare only samples taken side by side: every decision of a noisy search measures the
+    /// commits it compares in one window of interleaved rounds (default). Off, each commit is
+    /// measured back to back on its own and all its samples are pooled, whenever they were
+    /// taken (the behaviour drift fools; for benchmarks).
+    pub interleave: bool,
+    /// A count whose runs barely vary (instructions): when both ends' runs spread by less than
+    /// a tenth of the threshold, commits are compared as exact values (one run each), a move
+    /// counting only beyond that spread.
+    #[serde(default)]
+    pub counted: bool,
+    /// The relative spread within which exact comparisons call two values equal (set by the
+    /// search for a counted metric; 0: only equal values are).
+    #[serde(default)]
+    pub tolerance: f64,
 }
 
 impl Default for Params {
@@ -93,6 +107,9 @@ impl Default for Params {
             repeats: 5,
             max_repeats: 30,
             deterministic: false,
+            interleave: true,
+            counted: false,
+            tolerance: 0.0,
         }
     }
 }
@@ -112,17 +129,42 @@ impl Params {
             repeats,
             max_repeats: self.max_repeats.max(repeats),
             deterministic: self.deterministic,
+            interleave: self.interleave,
+            counted: self.counted,
+            tolerance: if self.tolerance.is_finite() && self.tolerance > 0.0 {
+                self.tolerance
+            } else {
+                0.0
+            },
         }
     }
+}
+
+/// A stored sample as a search sees it: its value (NaN for a failed run) and the window of time
+/// and moment it was taken in ([`crate::store::Sample::window`]; 0: none, an imported row).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Stored {
+    pub value: f64,
+    pub window: u64,
+    pub moment: u32,
 }
 
 /// What the caller should do next.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Action {
-    /// Run the test `runs` more times on `pos` (building it first if needed), then call
-    /// [`Search::add_samples`] (a failed run counts as a NaN sample) or
+    /// Run the test `runs` more times on `pos` (building it first if needed), back to back,
+    /// then call [`Search::add_samples`] (a failed run counts as a NaN sample) or
     /// [`Search::mark_unbuildable`].
     Measure { pos: usize, runs: usize },
+    /// Run `positions` side by side, `runs` more runs of each in interleaved rounds (one run of
+    /// each per round), building them first if needed; in `window` (its id and the first
+    /// round's moment) when it continues one, else in a new window. Then call
+    /// [`Search::add_window`].
+    Window {
+        positions: Vec<usize>,
+        runs: usize,
+        window: Option<(u64, u32)>,
+    },
     /// Run `parent` and `culprit` interleaved (ABAB…) `runs` times each, then call
     /// [`Search::record_verify`].
     Verify {
@@ -232,7 +274,7 @@ mod verify;
 
 pub use classify::classify;
 use classify::*;
-pub use driver::{drive, Driven, Lab, Policy};
-pub use search::Search;
+pub use driver::{drive, Driven, Lab, Measured, Policy};
 use search::*;
+pub use search::{Drift, Search};
 pub use step::{StepSearch, StepVerdict};

@@ -1,5 +1,7 @@
-//! The search state: positions and their samples, the ends, the hunt over sub-ranges, and the
-//! choice of the next probe.
+//! The search state: positions and their samples, the windows of time they were measured in,
+//! the ends, the hunt over sub-ranges, and the choice of the next probe.
+
+use std::collections::BTreeMap;
 
 use super::*;
 
@@ -10,6 +12,9 @@ pub struct Search {
     pub(super) params: Params,
     pub(super) build_cost: f64,
     pub(super) points: Vec<Point>,
+    /// Every window of time samples of these positions were taken in, oldest first: a
+    /// decision of a noisy search compares only samples of the same windows.
+    pub(super) windows: Vec<Win>,
     pub(super) probed: Vec<usize>,
     pub(super) det: bool,
     pub(super) phase: Phase,
@@ -20,6 +25,8 @@ pub struct Search {
     pub(super) labels: Vec<String>,
     /// Runs of one commit were seen to differ: never exact comparisons again.
     pub(super) no_det: bool,
+    /// The smallest change the ends' runs could have seen, once the ends were compared.
+    pub(super) min_detectable: Option<f64>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -63,6 +70,45 @@ impl Point {
     }
 }
 
+/// One window of time: a measuring session in which some positions were run side by side
+/// (interleaved rounds), or one position's runs back to back.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Win {
+    pub(super) id: u64,
+    /// Every run (NaN for a failed one) of each position in this window.
+    pub(super) runs: BTreeMap<usize, Vec<f64>>,
+    /// Rounds so far: a further pass over the window numbers its rounds from here.
+    pub(super) moments: u32,
+    /// Opened by this search (so it may be extended now), not found in the store.
+    pub(super) fresh: bool,
+}
+
+/// The samples that may be compared for a set of positions: per window holding runs of every
+/// one of them (a stratum), the finite samples of each, in the order asked.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Evidence {
+    pub(super) strata: Vec<Vec<Vec<f64>>>,
+    /// Runs (failed ones too) of each position within these windows.
+    pub(super) attempts: Vec<usize>,
+    /// The newest window of this search holding every position: more runs go there.
+    pub(super) extend: Option<(u64, u32)>,
+}
+
+impl Evidence {
+    /// Every finite sample of the `i`th position in these windows.
+    pub(super) fn pooled(&self, i: usize) -> Vec<f64> {
+        self.strata
+            .iter()
+            .flat_map(|s| s[i].iter().copied())
+            .collect()
+    }
+
+    /// Fewest runs of any of the positions.
+    pub(super) fn fewest(&self) -> usize {
+        self.attempts.iter().copied().min().unwrap_or(0)
+    }
+}
+
 #[derive(Debug, Clone)]
 pub(super) enum Phase {
     Ends,
@@ -84,8 +130,8 @@ pub(super) struct Hunt {
 pub(super) struct Segment {
     pub(super) lo: usize,
     pub(super) hi: usize,
-    /// Every commit classified at this sub-range's old (new) level: probes are compared with the
-    /// pooled samples, which pins the levels far better than the bounds' few runs alone.
+    /// Every commit classified at this sub-range's old (new) level: when a bound cannot be
+    /// measured again, the nearest of them that can stands in for it in a probe's window.
     pub(super) olds: Vec<usize>,
     pub(super) news: Vec<usize>,
     /// Direction of the change, so a verification that flips sign does not count.
@@ -133,6 +179,7 @@ impl Search {
             params: params.sanitized(),
             build_cost: DEFAULT_BUILD_COST,
             points: vec![Point::default(); len],
+            windows: Vec::new(),
             probed: Vec::new(),
             det: params.deterministic,
             phase: Phase::Ends,
@@ -141,6 +188,7 @@ impl Search {
             stalls: 0,
             labels: Vec::new(),
             no_det: false,
+            min_detectable: None,
         }
     }
 
@@ -199,8 +247,10 @@ impl Search {
         }
     }
 
-    /// Samples already stored (from earlier runs or imported cron rounds): used before anything is
-    /// built. Also how the caller answers [`Action::Measure`]; NaN stands for a run that gave no number.
+    /// Samples taken back to back, outside any window shared with other positions: stored
+    /// ones, or the answer to [`Action::Measure`]; NaN stands for a run that gave no number.
+    /// A noisy search compares them with nothing measured at another time (they still tell it
+    /// the commit's noise and spread); a deterministic one uses them as they are.
     pub fn add_samples(&mut self, pos: usize, samples: &[f64]) {
         if samples.is_empty() {
             return;
@@ -210,6 +260,65 @@ impl Search {
         if let Some(p) = self.points.get_mut(pos) {
             p.record(samples, limit);
         }
+    }
+
+    /// Stored samples with the window of time each was taken in: samples of several
+    /// positions in one window (an earlier search's, or `run`'s interleaved rounds) may be
+    /// compared with each other. Window 0 (imported rows) is no window.
+    pub fn add_stored(&mut self, pos: usize, samples: &[Stored]) {
+        if pos >= self.points.len() || samples.is_empty() {
+            return;
+        }
+        let values: Vec<f64> = samples.iter().map(|s| s.value).collect();
+        self.add_samples(pos, &values);
+        for s in samples.iter().filter(|s| s.window != 0) {
+            let w = self.window_mut(s.window, false);
+            w.runs.entry(pos).or_default().push(s.value);
+            w.moments = w.moments.max(s.moment.saturating_add(1));
+        }
+    }
+
+    /// The answer to [`Action::Window`]: the runs of each position in `window`, whose rounds
+    /// were numbered from `first_moment` (`rounds` of them ran).
+    pub fn add_window(
+        &mut self,
+        window: u64,
+        first_moment: u32,
+        rounds: u32,
+        values: &[(usize, Vec<f64>)],
+    ) {
+        let limit = self.fail_limit();
+        let len = self.points.len();
+        let w = self.window_mut(window, true);
+        w.moments = w.moments.max(first_moment.saturating_add(rounds));
+        for (pos, v) in values.iter().filter(|(p, _)| *p < len) {
+            w.runs.entry(*pos).or_default().extend_from_slice(v);
+        }
+        let mut any = false;
+        for (pos, v) in values.iter().filter(|(p, _)| *p < len) {
+            if !v.is_empty() {
+                any = true;
+                self.points[*pos].record(v, limit);
+            }
+        }
+        if any {
+            self.stalls = 0;
+        }
+    }
+
+    fn window_mut(&mut self, id: u64, fresh: bool) -> &mut Win {
+        let i = match self.windows.iter().position(|w| w.id == id) {
+            Some(i) => i,
+            None => {
+                self.windows.push(Win {
+                    id,
+                    fresh,
+                    ..Win::default()
+                });
+                self.windows.len() - 1
+            }
+        };
+        &mut self.windows[i]
     }
 
     /// This commit cannot be built (or tested): it is stepped around.
@@ -254,6 +363,45 @@ impl Search {
         self.det
     }
 
+    /// Whether decisions compare only samples taken in the same windows of time (a noisy
+    /// metric with interleaving on).
+    pub fn windowed(&self) -> bool {
+        self.params.interleave && !self.det
+    }
+
+    /// The smallest relative change the runs of the ends could have seen (80 % power at α),
+    /// once they were compared: 0 for a deterministic metric.
+    pub fn min_detectable(&self) -> Option<f64> {
+        self.min_detectable
+    }
+
+    /// How the machine moved while this search measured: the same build in different windows
+    /// of time (this search's and the store's).
+    pub fn drift(&self) -> Option<Drift> {
+        drift_of(&self.windows, self.params.alpha)
+    }
+
+    /// Runs this search made, and of them the runs of commits measured again beside a probe
+    /// (the bounds of its window, the ends, the verification's parent): what interleaving
+    /// cost. Returns `(windows opened, runs in them, runs of positions other than the probe)`.
+    pub fn interleaving(&self) -> (usize, usize, usize) {
+        let fresh: Vec<&Win> = self.windows.iter().filter(|w| w.fresh).collect();
+        let runs: usize = fresh
+            .iter()
+            .map(|w| w.runs.values().map(Vec::len).sum::<usize>())
+            .sum();
+        // In a window of k positions, k - 1 of them are there for the comparison.
+        let beside: usize = fresh
+            .iter()
+            .filter(|w| w.runs.len() > 1)
+            .map(|w| {
+                let most = w.runs.values().map(Vec::len).max().unwrap_or(0);
+                w.runs.values().map(Vec::len).sum::<usize>() - most
+            })
+            .sum();
+        (fresh.len(), runs, beside)
+    }
+
     /// The next thing to do. Deterministic: the same inputs give the same sequence of actions.
     pub fn next_action(&mut self) -> Action {
         if let Phase::Done(o) = &self.phase {
@@ -263,7 +411,15 @@ impl Search {
         // Exact comparisons are only right while no commit's runs differ: once one does (a
         // verification's second run, say), start over as a noisy search on what is known.
         if self.det {
-            if let Some(p) = (0..self.points.len()).find(|&p| has_spread(&self.points[p].samples)) {
+            let limit = self.params.tolerance;
+            let spreads = |xs: &[f64]| {
+                if limit > 0.0 {
+                    rel_spread(xs) > limit
+                } else {
+                    has_spread(xs)
+                }
+            };
+            if let Some(p) = (0..self.points.len()).find(|&p| spreads(&self.points[p].samples)) {
                 self.notes.push(format!(
                     "runs of {} differ, so the test is not deterministic{}; searched again as a noisy test",
                     self.name(p),
@@ -271,6 +427,7 @@ impl Search {
                 ));
                 self.det = false;
                 self.params.deterministic = false;
+                self.params.tolerance = 0.0;
                 self.no_det = true;
                 self.phase = Phase::Ends;
                 self.hunt = Hunt::default();
@@ -324,24 +481,134 @@ impl Search {
         }
     }
 
-    pub(super) fn measure_up_to(&self, pos: usize, n: usize) -> Option<Action> {
-        let p = &self.points[pos];
-        (p.measurable() && p.attempts < n).then(|| Action::Measure {
-            pos,
-            runs: n - p.attempts,
+    /// The samples of `ps` that may be compared with each other: in a windowed search those of
+    /// every window that holds runs of all of them; otherwise all samples of each, pooled.
+    pub(super) fn evidence(&self, ps: &[usize]) -> Evidence {
+        if !self.windowed() {
+            return Evidence {
+                strata: vec![ps.iter().map(|&p| self.points[p].samples.clone()).collect()],
+                attempts: ps.iter().map(|&p| self.points[p].attempts).collect(),
+                extend: None,
+            };
+        }
+        let mut ev = Evidence {
+            attempts: vec![0; ps.len()],
+            ..Evidence::default()
+        };
+        for w in &self.windows {
+            if !ps
+                .iter()
+                .all(|p| w.runs.get(p).is_some_and(|v| !v.is_empty()))
+            {
+                continue;
+            }
+            let mut stratum = Vec::with_capacity(ps.len());
+            for (i, p) in ps.iter().enumerate() {
+                let runs = &w.runs[p];
+                ev.attempts[i] += runs.len();
+                stratum.push(runs.iter().copied().filter(|x| x.is_finite()).collect());
+            }
+            ev.strata.push(stratum);
+            if w.fresh {
+                ev.extend = Some((w.id, w.moments));
+            }
+        }
+        ev
+    }
+
+    /// What gets every position of `ps` to `n` runs (up to `max_repeats`) where they may be
+    /// compared: in a windowed search one window of all of them, run round by round (the
+    /// newest one of this search is extended); otherwise the position with the fewest runs,
+    /// back to back. `None` when they have them, or when one of them cannot be measured.
+    pub(super) fn ensure(&self, ps: &[usize], n: usize) -> Option<Action> {
+        let n = n.min(self.params.max_repeats);
+        let ev = self.evidence(ps);
+        if !self.windowed() {
+            let mut order: Vec<usize> = (0..ps.len()).collect();
+            order.sort_by_key(|&i| (ev.attempts[i], i));
+            return order.into_iter().find_map(|i| {
+                let p = ps[i];
+                (self.points[p].measurable() && ev.attempts[i] < n).then(|| Action::Measure {
+                    pos: p,
+                    runs: n - ev.attempts[i],
+                })
+            });
+        }
+        if ps.iter().any(|&p| !self.points[p].measurable()) {
+            return None;
+        }
+        let have = ev.fewest();
+        let mut positions = ps.to_vec();
+        positions.dedup();
+        (have < n).then(|| Action::Window {
+            positions,
+            runs: n - have,
+            window: ev.extend,
         })
     }
 
-    /// Doubles the side with fewer runs, so a two-sample comparison gains power where it lacks it.
-    pub(super) fn top_up_pair(&self, a: usize, b: usize) -> Option<Action> {
-        let max = self.params.max_repeats;
-        let mut sides: Vec<usize> = [a, b]
-            .into_iter()
-            .filter(|&p| self.points[p].measurable() && self.points[p].attempts < max)
+    /// The comparison of the `i`th and `j`th positions of `ev`.
+    pub(super) fn compare_ev(&self, ev: &Evidence, i: usize, j: usize) -> Option<Cmp> {
+        if self.det || ev.strata.len() <= 1 {
+            return compare(
+                &ev.strata.first()?[i],
+                &ev.strata.first()?[j],
+                &self.params,
+                self.det,
+            );
+        }
+        let strata: Vec<(&[f64], &[f64])> = ev
+            .strata
+            .iter()
+            .map(|s| (s[i].as_slice(), s[j].as_slice()))
+            .filter(|(a, b)| !a.is_empty() && !b.is_empty())
             .collect();
-        sides.sort_by_key(|&p| self.points[p].attempts);
-        let p = *sides.first()?;
-        self.measure_up_to(p, (2 * self.points[p].attempts.max(1)).min(max))
+        let d = stats::differ_strata(&strata, self.params.alpha, self.params.threshold)?;
+        if strata.len() <= 1 {
+            return Some(Cmp {
+                before: d.before,
+                after: d.after,
+                rel: d.rel_change,
+                p: d.p_value,
+                differs: d.differs,
+            });
+        }
+        // Levels pooled over windows taken at different times mix the machine's drift into
+        // the change: the change is each window's own, weighted by its size, and the old level
+        // that of the largest window.
+        let (mut num, mut den) = (0.0, 0.0);
+        for (a, b) in &strata {
+            let (Some(ma), Some(mb)) = (stats::median(a), stats::median(b)) else {
+                continue;
+            };
+            let r = stats::rel_change(ma, mb);
+            let w = (a.len() * b.len()) as f64 / (a.len() + b.len()) as f64;
+            if r.is_finite() {
+                num += w * r;
+                den += w;
+            }
+        }
+        let (a, _) = strata
+            .iter()
+            .rev()
+            .max_by_key(|(a, b)| a.len() + b.len())
+            .copied()?;
+        let before = stats::median(a)?;
+        let rel = if den > 0.0 { num / den } else { d.rel_change };
+        let after = before + rel * before.abs();
+        Some(Cmp {
+            before,
+            after,
+            rel,
+            p: d.p_value,
+            differs: d.p_value < self.params.alpha && self.params.threshold.reached(before, after),
+        })
+    }
+
+    /// Positions `a` and `b` compared on the samples they share a window with.
+    pub(super) fn compare_pos(&self, a: usize, b: usize) -> Option<Cmp> {
+        let ev = self.evidence(&[a, b]);
+        self.compare_ev(&ev, 0, 1)
     }
 
     /// Not yet significant, but worth more runs: a smallish p-value, or medians that already show
@@ -351,19 +618,25 @@ impl Search {
         same_dir && (c.p < PROMISING_P || self.params.threshold.reached(c.before, c.after))
     }
 
-    pub(super) fn pool(&self, ps: &[usize]) -> Vec<f64> {
-        ps.iter()
-            .flat_map(|&p| self.points[p].samples.iter().copied())
-            .collect()
-    }
-
-    pub(super) fn compare_pos(&self, a: usize, b: usize) -> Option<Cmp> {
-        compare(
-            &self.points[a].samples,
-            &self.points[b].samples,
-            &self.params,
-            self.det,
-        )
+    /// Robust CV of each position's samples within each window of `ev` (weighted by their
+    /// number): the noise the comparison sees, drift within a window included.
+    pub(super) fn noise_of(&self, ev: &Evidence) -> f64 {
+        let (mut num, mut den) = (0.0, 0.0);
+        for stratum in &ev.strata {
+            for s in stratum {
+                if s.len() >= 2 {
+                    if let Some(cv) = stats::robust_cv(s).filter(|c| c.is_finite()) {
+                        num += cv * s.len() as f64;
+                        den += s.len() as f64;
+                    }
+                }
+            }
+        }
+        if den > 0.0 {
+            num / den
+        } else {
+            self.noise_cv()
+        }
     }
 
     /// Pooled robust CV of every commit with at least two samples, weighted by their number.
@@ -381,6 +654,15 @@ impl Search {
             num / den
         } else {
             0.0
+        }
+    }
+
+    /// The threshold as a relative change from `level`.
+    pub(super) fn relative_threshold(&self, level: f64) -> f64 {
+        match self.params.threshold {
+            Threshold::Relative(r) => r.abs(),
+            Threshold::Absolute(a) if level != 0.0 && level.is_finite() => a.abs() / level.abs(),
+            Threshold::Absolute(_) => 0.0,
         }
     }
 
@@ -412,15 +694,11 @@ impl Search {
         self.touch(hi);
         let first = self.first_runs();
         let max = self.params.max_repeats;
+        // A commit whose test keeps failing: the old end ends the search, a new end is
+        // stepped around.
         for end in [0, hi] {
-            if let Some(a) = self.measure_up_to(end, first) {
-                return Flow::Act(a);
-            }
-            if self.points[end].samples.is_empty() {
-                let n = (self.points[end].attempts + first).min(max);
-                if let Some(a) = self.measure_up_to(end, n) {
-                    return Flow::Act(a);
-                }
+            let p = &self.points[end];
+            if p.samples.is_empty() && (p.failing || (!p.measurable() && p.attempts > 0)) {
                 if end == 0 {
                     let why = if self.points[0].failing {
                         format!(
@@ -435,7 +713,32 @@ impl Search {
                         best_guess: None,
                     });
                 }
-
+                self.points[end].skipped = true;
+                return Flow::Again;
+            }
+        }
+        if let Some(a) = self.ensure(&[0, hi], first) {
+            return Flow::Act(a);
+        }
+        for end in [0, hi] {
+            if self.points[end].samples.is_empty() {
+                // Runs that gave no number but not yet enough to give up: more of them.
+                let n = (self.points[end].attempts + first).min(max);
+                if self.points[end].measurable() && self.points[end].attempts < n {
+                    if let Some(a) = self.ensure(&[0, hi], self.evidence(&[0, hi]).fewest() + first)
+                    {
+                        return Flow::Act(a);
+                    }
+                }
+                if end == 0 {
+                    return self.finish(Outcome::Inconclusive {
+                        reason: format!(
+                            "the old end {} cannot be measured: no run gave a number",
+                            self.name(0)
+                        ),
+                        best_guess: None,
+                    });
+                }
                 self.points[end].skipped = true;
                 return Flow::Again;
             }
@@ -448,12 +751,36 @@ impl Search {
             );
             self.no_det = true;
         }
+        // A count (instructions) whose runs spread far less than the threshold: exact
+        // comparisons, one run per commit, a move counting only beyond what the ends spread.
+        let counted_exact = !self.no_det && self.params.counted && {
+            let (a, b) = (&self.points[0].samples, &self.points[hi].samples);
+            let level = stats::median(a).unwrap_or(0.0);
+            let limit = self.relative_threshold(level) / 10.0;
+            a.len() >= 2 && b.len() >= 2 && limit > 0.0 && rel_spread(a).max(rel_spread(b)) <= limit
+        };
+        if counted_exact
+            && (has_spread(&self.points[0].samples) || has_spread(&self.points[hi].samples))
+        {
+            let level = stats::median(&self.points[0].samples).unwrap_or(0.0);
+            self.params.tolerance = self.relative_threshold(level) / 10.0;
+        }
         self.det = !self.no_det
             && ((self.params.deterministic && !spread)
+                || counted_exact
                 || (zero_spread(&self.points[0].samples) && zero_spread(&self.points[hi].samples)));
-        let Some(c) = self.compare_pos(0, hi) else {
+        let ev = self.evidence(&[0, hi]);
+        let Some(c) = self.compare_ev(&ev, 0, 1) else {
+            // Measured, but never side by side (stored samples only): a window of both.
+            if let Some(a) = self.ensure(&[0, hi], first) {
+                return Flow::Act(a);
+            }
             return self.finish(Outcome::Inconclusive {
-                reason: "the ends could not be compared".into(),
+                reason: format!(
+                    "the ends {} and {} could not be compared (no runs of both taken side by side, and one cannot be measured again)",
+                    self.name(0),
+                    self.name(hi)
+                ),
                 best_guess: None,
             });
         };
@@ -478,23 +805,25 @@ impl Search {
             self.phase = Phase::Hunt;
             return Flow::Again;
         }
-        // Someone asked because they saw a change: medians that show one earn more runs before
-        // "no change" is said.
-        if !self.det && self.promising(&c, c.after > c.before) {
-            if let Some(a) = self.top_up_pair(0, hi) {
-                return Flow::Act(a);
-            }
-        }
-        let min_detectable = if self.det {
+        let (n0, nhi) = (ev.pooled(0).len(), ev.pooled(1).len());
+        let mdc = if self.det {
             0.0
         } else {
-            stats::min_detectable_change(
-                self.noise_cv(),
-                self.points[0].samples.len(),
-                self.points[hi].samples.len(),
-                self.params.alpha,
-            )
+            stats::min_detectable_change(self.noise_of(&ev), n0, nhi, self.params.alpha)
         };
+        let thr = self.relative_threshold(c.before);
+        // Someone asked because they saw a change: medians that show one earn more runs before
+        // "no change" is said; and "no change" is only said when these runs could have seen
+        // a change of the threshold.
+        if !self.det && (self.promising(&c, c.after > c.before) || mdc > thr) {
+            let have = ev.fewest();
+            if have < max {
+                if let Some(a) = self.ensure(&[0, hi], (2 * have.max(1)).min(max)) {
+                    return Flow::Act(a);
+                }
+            }
+        }
+        self.min_detectable = Some(mdc);
         if hi + 1 < len {
             return self.finish(Outcome::Inconclusive {
                 reason: format!(
@@ -509,11 +838,38 @@ impl Search {
                 best_guess: None,
             });
         }
+        if mdc > thr {
+            return self.finish(Outcome::Inconclusive {
+                reason: format!(
+                    "the ends do not differ ({} {} to {} {}, {:+.2} %, {}), but {} and {} runs \
+                     of them could only have seen a change of {} % or more, and the threshold \
+                     is {}; the noise here ({} %{}) is too large for {} runs",
+                    self.name(0),
+                    fmt_num(c.before),
+                    self.name(hi),
+                    fmt_num(c.after),
+                    c.rel * 100.0,
+                    self.p_text(c.p),
+                    n0,
+                    nhi,
+                    fmt_num(mdc * 100.0),
+                    threshold_text(&self.params.threshold),
+                    fmt_num(self.noise_of(&ev) * 100.0),
+                    if self.windowed() {
+                        ", within windows of interleaved runs"
+                    } else {
+                        ""
+                    },
+                    max
+                ),
+                best_guess: None,
+            });
+        }
         self.finish(Outcome::NoChange {
             before: c.before,
             after: c.after,
             p_value: c.p,
-            min_detectable,
+            min_detectable: mdc,
         })
     }
 
@@ -550,24 +906,56 @@ impl Search {
         }
     }
 
+    /// The commits a probe of `seg` is measured beside: the nearest ones on each side that can
+    /// be measured again (the bounds, unless they cannot); the bounds themselves when neither
+    /// can, so stored windows may still hold all three.
+    pub(super) fn anchors(&self, seg: &Segment) -> (usize, usize) {
+        let ok = |p: &usize| self.points[*p].measurable();
+        let a = seg
+            .olds
+            .iter()
+            .copied()
+            .filter(ok)
+            .max()
+            .filter(|_| !ok(&seg.lo))
+            .unwrap_or(seg.lo);
+        let b = seg
+            .news
+            .iter()
+            .copied()
+            .filter(ok)
+            .min()
+            .filter(|_| !ok(&seg.hi))
+            .unwrap_or(seg.hi);
+        (a, b)
+    }
+
     /// Expected information per unit of cost (build + runs still missing); ties go to the older
     /// commit so that without hints the choice is `git bisect`'s midpoint.
-    pub(super) fn pick(&self, lo: usize, hi: usize) -> Option<usize> {
+    pub(super) fn pick(&self, seg: &Segment) -> Option<usize> {
+        let (lo, hi) = (seg.lo, seg.hi);
+        let (a, b) = self.anchors(seg);
         let k = (hi - lo) as f64;
         let first = self.first_runs();
+        let windowed = self.windowed();
         let mut best: Option<(usize, f64)> = None;
         for p in lo + 1..hi {
             let pt = &self.points[p];
             if !pt.usable() {
                 continue;
             }
-            let a = (p - lo) as f64;
-            let b = (hi - p) as f64;
-            let gain = k.log2() - (a * a.log2() + b * b.log2()) / k;
-            let missing = if pt.measurable() {
-                first.saturating_sub(pt.attempts)
-            } else {
+            let x = (p - lo) as f64;
+            let y = (hi - p) as f64;
+            let gain = k.log2() - (x * x.log2() + y * y.log2()) / k;
+            // Runs still missing where the probe can be compared: in a window with both
+            // anchors (all three measured again), else its own.
+            let missing = if !pt.measurable() {
                 0
+            } else if windowed {
+                let ev = self.evidence(&[a, p, b]);
+                3 * first.saturating_sub(ev.fewest())
+            } else {
+                first.saturating_sub(pt.attempts)
             };
             let build = if missing > 0 && !pt.built {
                 self.build_cost
@@ -585,7 +973,7 @@ impl Search {
 
     pub(super) fn bisect_step(&mut self, seg: &mut Segment) -> SegFlow {
         let Some(x) = seg.probe else {
-            return match self.pick(seg.lo, seg.hi) {
+            return match self.pick(seg) {
                 Some(x) => {
                     seg.probe = Some(x);
                     self.touch(x);
@@ -599,45 +987,52 @@ impl Search {
         };
         let first = self.first_runs();
         let max = self.params.max_repeats;
-        if let Some(a) = self.measure_up_to(x, first) {
-            return SegFlow::Act(a);
+        let (a, b) = self.anchors(seg);
+        let ps = [a, x, b];
+        if self.points[x].failing {
+            // Listed with the failures' output by the caller (`Search::failing`).
+            self.points[x].skipped = true;
+            seg.probe = None;
+            return SegFlow::Again;
         }
-        if self.points[x].samples.is_empty() {
-            let n = (self.points[x].attempts + first).min(max);
-            if let Some(a) = self.measure_up_to(x, n) {
-                return SegFlow::Act(a);
+        if let Some(act) = self.ensure(&ps, first) {
+            return SegFlow::Act(act);
+        }
+        let ev = self.evidence(&ps);
+        if ev.pooled(1).is_empty() {
+            if self.points[x].measurable() {
+                if let Some(act) = self.ensure(&ps, ev.fewest() + first) {
+                    return SegFlow::Act(act);
+                }
             }
             if self.points[x].failing {
-                // Listed with the failures' output by the caller (`Search::failing`).
                 self.points[x].skipped = true;
                 seg.probe = None;
-            } else {
+            } else if self.points[x].samples.is_empty() {
                 self.step_around(seg, x, "gave no usable number");
+            } else {
+                self.step_around(
+                    seg,
+                    x,
+                    "has no runs taken side by side with the commits around it and cannot be measured again",
+                );
             }
             return SegFlow::Again;
         }
-        let (lo, hi) = (seg.lo, seg.hi);
-        let old_pool = self.pool(&seg.olds);
-        let new_pool = self.pool(&seg.news);
-        let Some(cls) = classify_against(
-            &old_pool,
-            &new_pool,
-            &self.points[x].samples,
-            &self.params,
-            self.det,
-        ) else {
+        let Some(cls) = self.classify_ev(&ev) else {
             self.step_around(seg, x, "could not be compared");
             return SegFlow::Again;
         };
-        let confirmed = self.det
-            || !self.points[x].measurable()
-            || self.points[x].attempts >= (2 * self.params.repeats).min(max);
+        let ax = ev.attempts[1];
+        let confirmed =
+            self.det || !self.points[x].measurable() || ax >= (2 * self.params.repeats).min(max);
         match cls.verdict {
             Verdict::New | Verdict::Old => self.settle(seg, x, cls.verdict),
             Verdict::Between if confirmed => {
-                let m_lo = stats::median(&self.points[lo].samples).unwrap_or(0.0);
-                let m_x = stats::median(&self.points[x].samples).unwrap_or(0.0);
-                let m_hi = stats::median(&self.points[hi].samples).unwrap_or(0.0);
+                let m_lo = stats::median(&ev.pooled(0)).unwrap_or(0.0);
+                let m_x = stats::median(&ev.pooled(1)).unwrap_or(0.0);
+                let m_hi = stats::median(&ev.pooled(2)).unwrap_or(0.0);
+                let hi = seg.hi;
                 self.hunt.pending.push(Segment {
                     lo: x,
                     hi,
@@ -656,24 +1051,21 @@ impl Search {
             }
             // A second step is rare and a false one costs a whole sub-search: the probe's runs
             // are doubled and the stricter test repeated before the range is split.
-            Verdict::Between | Verdict::MaybeBetween => {
-                // Both comparisons matter: the side with fewer pooled samples gets topped up.
-                let side = if new_pool.len() < old_pool.len() {
-                    (hi, new_pool.len())
-                } else {
-                    (lo, old_pool.len())
-                };
-                self.escalate(seg, x, Some(side), cls)
-            }
-            Verdict::Unknown => {
-                let side = if cls.doubt_new_side {
-                    (hi, new_pool.len())
-                } else {
-                    (lo, old_pool.len())
-                };
-                self.escalate(seg, x, Some(side), cls)
+            Verdict::Between | Verdict::MaybeBetween | Verdict::Unknown => {
+                self.escalate(seg, x, &ps, &ev, cls)
             }
         }
+    }
+
+    /// The three-way verdict of the probe (the evidence's middle position) against the old
+    /// (first) and new (last) positions.
+    pub(super) fn classify_ev(&self, ev: &Evidence) -> Option<Classified> {
+        let mo = stats::median(&ev.pooled(0))?;
+        let mx = stats::median(&ev.pooled(1))?;
+        let mn = stats::median(&ev.pooled(2))?;
+        let co = self.compare_ev(ev, 0, 1)?;
+        let cn = self.compare_ev(ev, 1, 2)?;
+        Some(classify_cmp(co, cn, mo, mn, mx, &self.params, self.det))
     }
 
     pub(super) fn settle(&mut self, seg: &mut Segment, x: usize, verdict: Verdict) -> SegFlow {
@@ -695,33 +1087,26 @@ impl Search {
         self.notes.push(format!("{name} {why}; stepped around it"));
     }
 
-    /// More runs for an unclassified probe: first the doubtful side until its pooled samples
-    /// match the probe's (Pinpoint adds attempts to the side with fewer), then the probe itself,
-    /// doubling. Once nothing can grow, the verdict without the grey zone stands if there is one.
+    /// More runs for an unclassified probe: its window (with the anchors) doubles, up to
+    /// `max_repeats` runs each. Once nothing can grow, the verdict without the grey zone stands
+    /// if there is one.
     pub(super) fn escalate(
         &mut self,
         seg: &mut Segment,
         x: usize,
-        far: Option<(usize, usize)>,
+        ps: &[usize; 3],
+        ev: &Evidence,
         cls: Classified,
     ) -> SegFlow {
         let leans_new = cls.leans_new;
         let max = self.params.max_repeats;
-        let ax = self.points[x].attempts;
-        if let Some((f, pooled)) = far {
-            if pooled < ax {
-                let n = (self.points[f].attempts + ax - pooled).min(max);
-                if let Some(a) = self.measure_up_to(f, n) {
-                    return SegFlow::Act(a);
-                }
-            }
-        }
-        if let Some(a) = self.measure_up_to(x, (2 * ax.max(1)).min(max)) {
-            return SegFlow::Act(a);
-        }
-        if let Some((f, _)) = far {
-            let af = self.points[f].attempts;
-            if let Some(a) = self.measure_up_to(f, (2 * af.max(1)).min(max)) {
+        let have = if self.windowed() {
+            ev.fewest()
+        } else {
+            ev.attempts[1]
+        };
+        if have < max {
+            if let Some(a) = self.ensure(ps, (2 * have.max(1)).min(max)) {
                 return SegFlow::Act(a);
             }
         }
@@ -734,17 +1119,30 @@ impl Search {
             return SegFlow::Again;
         }
         let (lo, hi) = (seg.lo, seg.hi);
-        let med = |p: usize| stats::median(&self.points[p].samples).unwrap_or(f64::NAN);
+        let med = |i: usize| stats::median(&ev.pooled(i)).unwrap_or(f64::NAN);
+        let (m_lo, m_x, m_hi) = (med(0), med(1), med(2));
+        let place = if (m_x - m_lo) * (m_x - m_hi) <= 0.0 {
+            "between"
+        } else if (m_x - m_lo).abs() < (m_x - m_hi).abs() {
+            "beyond the old level, away from"
+        } else {
+            "beyond the new level, away from"
+        };
         let reason = format!(
-            "{} stayed unclassified after {} runs (median {} between the old level {} of {} \
-             and the new level {} of {}); the culprit is one of {}",
+            "{} stayed unclassified after {} runs: median {} {place} the old level {} of {} and \
+             the new level {} of {} (measured side by side with it){}; the culprit is one of {}",
             self.name(x),
-            self.points[x].samples.len(),
-            fmt_num(med(x)),
-            fmt_num(med(lo)),
-            self.name(lo),
-            fmt_num(med(hi)),
-            self.name(hi),
+            ev.attempts[1],
+            fmt_num(m_x),
+            fmt_num(m_lo),
+            self.name(ps[0]),
+            fmt_num(m_hi),
+            self.name(ps[2]),
+            if self.windowed() && ev.strata.len() > 1 {
+                format!(" in {} windows", ev.strata.len())
+            } else {
+                String::new()
+            },
             self.span(lo + 1, hi)
         );
         let guess = if leans_new {
@@ -832,6 +1230,61 @@ impl Search {
     }
 }
 
+/// How much the same build's level moved between windows of time.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Drift {
+    /// The position whose windows' medians moved most.
+    pub pos: usize,
+    /// (highest - lowest) window median over the median of all its samples.
+    pub rel: f64,
+    /// Windows it was measured in (with at least 3 finite samples each).
+    pub windows: usize,
+    /// p-value of the rank test between its lowest and highest window: small when the move is
+    /// more than this commit's noise could make.
+    pub p_value: f64,
+}
+
+/// The largest move of one position's median between windows (each with at least 3 finite
+/// samples of it), with a rank test of its lowest against its highest window.
+pub(super) fn drift_of(windows: &[Win], alpha: f64) -> Option<Drift> {
+    let mut by_pos: BTreeMap<usize, Vec<Vec<f64>>> = BTreeMap::new();
+    for w in windows {
+        for (&p, runs) in &w.runs {
+            let v: Vec<f64> = runs.iter().copied().filter(|x| x.is_finite()).collect();
+            if v.len() >= 3 {
+                by_pos.entry(p).or_default().push(v);
+            }
+        }
+    }
+    let _ = alpha;
+    let mut best: Option<Drift> = None;
+    for (pos, ws) in by_pos {
+        if ws.len() < 2 {
+            continue;
+        }
+        let meds: Vec<f64> = ws.iter().filter_map(|v| stats::median(v)).collect();
+        let all: Vec<f64> = ws.iter().flatten().copied().collect();
+        let Some(m) = stats::median(&all).filter(|m| *m != 0.0) else {
+            continue;
+        };
+        let (lo_i, hi_i) = (
+            (0..meds.len()).min_by(|&a, &b| meds[a].total_cmp(&meds[b]))?,
+            (0..meds.len()).max_by(|&a, &b| meds[a].total_cmp(&meds[b]))?,
+        );
+        let rel = (meds[hi_i] - meds[lo_i]) / m.abs();
+        let p = stats::mann_whitney_u(&ws[lo_i], &ws[hi_i]).map_or(1.0, |t| t.p_value);
+        if best.is_none_or(|b| rel > b.rel) {
+            best = Some(Drift {
+                pos,
+                rel,
+                windows: ws.len(),
+                p_value: p,
+            });
+        }
+    }
+    best
+}
+
 impl Policy for Search {
     fn next_action(&mut self) -> Action {
         Search::next_action(self)
@@ -839,14 +1292,26 @@ impl Policy for Search {
     fn add_samples(&mut self, pos: usize, samples: &[f64]) {
         Search::add_samples(self, pos, samples)
     }
+    fn add_stored(&mut self, pos: usize, samples: &[Stored]) {
+        Search::add_stored(self, pos, samples)
+    }
+    fn add_window(
+        &mut self,
+        window: u64,
+        first_moment: u32,
+        rounds: u32,
+        values: &[(usize, Vec<f64>)],
+    ) {
+        Search::add_window(self, window, first_moment, rounds, values)
+    }
     fn mark_unbuildable(&mut self, pos: usize) {
         Search::mark_unbuildable(self, pos)
     }
     fn mark_built(&mut self, pos: usize) {
         Search::mark_built(self, pos)
     }
-    fn record_verify(&mut self, old: &[f64], new: &[f64]) {
-        Search::record_verify(self, old, new)
+    fn record_verify(&mut self, window: u64, old: &[f64], new: &[f64]) {
+        Search::record_verify(self, window, old, new)
     }
     fn build_set(&self, pos: usize, jobs: usize) -> Vec<usize> {
         Search::build_set(self, pos, jobs)

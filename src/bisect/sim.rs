@@ -27,7 +27,9 @@ impl Rng {
     }
 }
 
-/// Ground truth: a level per position, Gaussian noise of a given CV, rare ×1.3 outliers.
+/// Ground truth: a level per position, Gaussian noise of a given CV, rare ×1.3 outliers, and
+/// a machine whose speed drifts with the (simulated) clock: every value is multiplied by
+/// `1 + drift · sin(2π t / period)`, time passing with every run and build.
 pub(super) struct World {
     pub(super) levels: Vec<f64>,
     pub(super) cv: f64,
@@ -38,6 +40,15 @@ pub(super) struct World {
     pub(super) built: Vec<bool>,
     /// Positions that build but whose test fails every run (NaN).
     pub(super) failing: Vec<bool>,
+    /// Relative amplitude of the drift (0: none) and its period in seconds.
+    pub(super) drift: f64,
+    pub(super) period: f64,
+    /// Seconds since the start; a run takes `run_secs`, a build `build_secs`.
+    pub(super) clock: f64,
+    pub(super) run_secs: f64,
+    pub(super) build_secs: f64,
+    /// Windows opened so far (their ids).
+    pub(super) windows: u64,
 }
 
 impl World {
@@ -51,13 +62,39 @@ impl World {
             built: vec![false; n],
             failing: vec![false; n],
             rng: Rng(seed),
+            drift: 0.0,
+            period: 30.0,
+            clock: 0.0,
+            run_secs: 0.05,
+            build_secs: 3.0,
+            windows: 0,
         }
     }
+
+    /// The same world on a machine whose speed drifts by `amplitude` with a `period` in seconds
+    /// (the phase set by the seed), runs of `run_secs` and builds of `build_secs`.
+    pub(super) fn drifting(
+        mut self,
+        amplitude: f64,
+        period: f64,
+        run_secs: f64,
+        build_secs: f64,
+    ) -> World {
+        self.drift = amplitude;
+        self.period = period;
+        self.run_secs = run_secs;
+        self.build_secs = build_secs;
+        self.clock = self.rng.unit() * period;
+        self
+    }
+
     pub(super) fn sample(&mut self, pos: usize) -> f64 {
+        self.clock += self.run_secs;
         if self.failing[pos] {
             return f64::NAN;
         }
-        let mut v = self.levels[pos] * (1.0 + self.cv * self.rng.gauss());
+        let speed = 1.0 + self.drift * (std::f64::consts::TAU * self.clock / self.period).sin();
+        let mut v = self.levels[pos] * speed * (1.0 + self.cv * self.rng.gauss());
         if self.outliers > 0.0 && self.rng.unit() < self.outliers {
             v *= 1.3;
         }
@@ -74,6 +111,7 @@ impl Lab for World {
                 if !self.built[p] {
                     self.built[p] = true;
                     builds += 1;
+                    self.clock += self.build_secs;
                 }
                 !self.unbuildable[p]
             })
@@ -86,26 +124,37 @@ impl Lab for World {
     fn unbuildable(&self, pos: usize) -> bool {
         self.built[pos] && self.unbuildable[pos]
     }
-    fn stored(&self, _pos: usize) -> Vec<f64> {
+    fn stored(&self, _pos: usize) -> Vec<Stored> {
         Vec::new()
     }
     fn measure(&mut self, pos: usize, runs: usize) -> anyhow::Result<Vec<f64>> {
         assert!(runs > 0, "asked for zero runs");
         Ok((0..runs).map(|_| self.sample(pos)).collect())
     }
-    fn measure_interleaved(
+    fn measure_window(
         &mut self,
-        a: usize,
-        b: usize,
+        positions: &[usize],
         runs: usize,
-    ) -> anyhow::Result<(Vec<f64>, Vec<f64>)> {
-        assert!(runs > 0);
-        let (mut va, mut vb) = (Vec::new(), Vec::new());
+        window: Option<(u64, u32)>,
+    ) -> anyhow::Result<Measured> {
+        assert!(runs > 0, "asked for zero runs");
+        let (id, first) = window.unwrap_or_else(|| {
+            self.windows += 1;
+            (self.windows, 0)
+        });
+        let mut values = vec![Vec::new(); positions.len()];
         for _ in 0..runs {
-            va.push(self.sample(a));
-            vb.push(self.sample(b));
+            for (i, &p) in positions.iter().enumerate() {
+                let v = self.sample(p);
+                values[i].push(v);
+            }
         }
-        Ok((va, vb))
+        Ok(Measured {
+            window: id,
+            first_moment: first,
+            rounds: runs as u32,
+            values,
+        })
     }
     fn interrupted(&self) -> bool {
         false

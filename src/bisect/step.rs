@@ -1,6 +1,9 @@
 //! The policy behind `perfbisect step` (for `git bisect run`): measure the commit under test
 //! (position 1) and the old end (0), and the new end (2) when given, until [`classify`] can
-//! tell, doubling the runs up to `max_repeats`. It runs through the same driver as `find`.
+//! tell, doubling the runs up to `max_repeats`. A noisy test measures them side by side, in
+//! one window of interleaved rounds of this step's own (what earlier steps measured was taken
+//! at other times); a deterministic one uses stored runs as they are. It runs through the
+//! same driver as `find`.
 
 use super::classify::finite;
 use super::*;
@@ -29,6 +32,9 @@ pub struct StepSearch {
     params: Params,
     with_new: bool,
     samples: [Vec<f64>; 3],
+    /// Runs of this step's window, per position (noisy tests).
+    win: [Vec<f64>; 3],
+    window: Option<(u64, u32)>,
     unbuildable: [bool; 3],
     built: [bool; 3],
     verdict: Option<StepVerdict>,
@@ -41,6 +47,8 @@ impl StepSearch {
             params: params.sanitized(),
             with_new,
             samples: Default::default(),
+            win: Default::default(),
+            window: None,
             unbuildable: [false; 3],
             built: [false; 3],
             verdict: None,
@@ -90,6 +98,69 @@ impl StepSearch {
             >= limit
     }
 
+    /// Side by side: a noisy test with interleaving on.
+    fn windowed(&self) -> bool {
+        self.params.interleave && !self.params.deterministic
+    }
+
+    /// The positions of a window: the probe, then the ends.
+    fn positions(&self) -> Vec<usize> {
+        std::iter::once(PROBE).chain(self.ends()).collect()
+    }
+
+    /// The noisy step: one window of the probe and the ends, doubled while unknown.
+    fn windowed_action(&mut self) -> Action {
+        let r = self.params.repeats;
+        let max = self.params.max_repeats;
+        if self.unbuildable[PROBE] {
+            return self.done(StepVerdict::Skip("does not build".into()));
+        }
+        for e in self.ends() {
+            if self.unbuildable[e] {
+                let which = if e == OLD { "--old" } else { "--new" };
+                return self.done(StepVerdict::Fatal(format!(
+                    "the {which} commit does not build"
+                )));
+            }
+        }
+        if self.failing(PROBE) {
+            return self.done(StepVerdict::Skip(format!(
+                "the test failed {} runs in a row",
+                self.params.repeats.max(2)
+            )));
+        }
+        for e in self.ends() {
+            let which = if e == OLD { "--old" } else { "--new" };
+            if self.failing(e) {
+                return self.done(StepVerdict::Fatal(format!(
+                    "the test fails on every run of the {which} commit"
+                )));
+            }
+        }
+        let ps = self.positions();
+        let have = ps.iter().map(|&p| self.win[p].len()).min().unwrap_or(0);
+        let want = if have == 0 {
+            r
+        } else {
+            let old = &self.win[OLD];
+            let new = self.with_new.then(|| self.win[NEW].as_slice());
+            let probe = &self.win[PROBE];
+            let class = classify(old, new, probe, &self.params);
+            if class != Class::Unknown || finite(probe).len() >= max || have >= max {
+                return self.done(StepVerdict::Class(class));
+            }
+            (2 * have).clamp(r, max)
+        };
+        if have >= want {
+            return self.done(StepVerdict::Class(Class::Unknown));
+        }
+        Action::Window {
+            positions: ps,
+            runs: want - have,
+            window: self.window,
+        }
+    }
+
     fn ends(&self) -> Vec<usize> {
         if self.with_new {
             vec![OLD, NEW]
@@ -116,6 +187,9 @@ impl Policy for StepSearch {
                 reason: "step".into(),
                 best_guess: None,
             });
+        }
+        if self.windowed() {
+            return self.windowed_action();
         }
         let r = self.params.repeats;
         if self.unbuildable[PROBE] {
@@ -180,6 +254,31 @@ impl Policy for StepSearch {
         }
     }
 
+    fn add_stored(&mut self, pos: usize, samples: &[Stored]) {
+        // Taken at other times: a noisy step measures its own window; a deterministic one
+        // uses them as they are.
+        if !self.windowed() {
+            let values: Vec<f64> = samples.iter().map(|s| s.value).collect();
+            self.add_samples(pos, &values);
+        }
+    }
+
+    fn add_window(
+        &mut self,
+        window: u64,
+        first_moment: u32,
+        rounds: u32,
+        values: &[(usize, Vec<f64>)],
+    ) {
+        self.window = Some((window, first_moment.saturating_add(rounds)));
+        for (pos, v) in values {
+            if let Some(w) = self.win.get_mut(*pos) {
+                w.extend_from_slice(v);
+            }
+            self.add_samples(*pos, v);
+        }
+    }
+
     fn mark_unbuildable(&mut self, pos: usize) {
         if let Some(u) = self.unbuildable.get_mut(pos) {
             *u = true;
@@ -192,7 +291,7 @@ impl Policy for StepSearch {
         }
     }
 
-    fn record_verify(&mut self, _old: &[f64], _new: &[f64]) {}
+    fn record_verify(&mut self, _window: u64, _old: &[f64], _new: &[f64]) {}
 
     /// Everything a step will need, built in one round.
     fn build_set(&self, pos: usize, jobs: usize) -> Vec<usize> {

@@ -49,6 +49,52 @@ fn noisy(repeats: usize) -> Params {
         repeats,
         max_repeats: 30,
         deterministic: false,
+        interleave: true,
+        counted: false,
+        tolerance: 0.0,
+    }
+}
+
+/// Stored samples of `pos` taken in `window` (as `run`'s interleaved rounds store them).
+fn stored_in(search: &mut Search, window: u64, pos: usize, values: &[f64]) {
+    let s: Vec<Stored> = values
+        .iter()
+        .enumerate()
+        .map(|(i, &value)| Stored {
+            value,
+            window,
+            moment: i as u32,
+        })
+        .collect();
+    search.add_stored(pos, &s);
+}
+
+/// Answer one action of `search` from `w` by hand (what the driver does, without builds).
+fn answer(search: &mut Search, w: &mut World, a: &Action) {
+    match a {
+        Action::Measure { pos, runs } => {
+            let v: Vec<f64> = (0..*runs).map(|_| w.sample(*pos)).collect();
+            search.add_samples(*pos, &v);
+        }
+        Action::Window {
+            positions,
+            runs,
+            window,
+        } => {
+            let got = w.measure_window(positions, *runs, *window).unwrap();
+            let values: Vec<(usize, Vec<f64>)> =
+                positions.iter().copied().zip(got.values).collect();
+            search.add_window(got.window, got.first_moment, got.rounds, &values);
+        }
+        Action::Verify {
+            parent,
+            culprit,
+            runs,
+        } => {
+            let got = w.measure_window(&[*parent, *culprit], *runs, None).unwrap();
+            search.record_verify(got.window, &got.values[0], &got.values[1]);
+        }
+        Action::Done(_) => {}
     }
 }
 
@@ -332,17 +378,47 @@ fn noisy_single_step_is_found_within_budget() {
 fn no_step_says_no_change() {
     let levels = step_levels(128, &[]);
     let mut no_change = 0;
+    // 2 % noise, a 3 % threshold: 30 runs each can see it.
+    let params = Params {
+        threshold: Threshold::Relative(0.03),
+        ..noisy(5)
+    };
     for seed in 0..20 {
         let mut w = World::new(levels.clone(), 0.02, seed);
-        let mut search = Search::new(129, noisy(5));
+        let mut search = Search::new(129, params);
         let r = drive(&mut search, &mut w);
         assert_ne!(judge(&r.outcome, &levels), Judged::Wrong);
         if let Outcome::NoChange { min_detectable, .. } = r.outcome {
-            assert!(min_detectable > 0.0);
+            assert!(min_detectable > 0.0 && min_detectable <= 0.03);
             no_change += 1;
         }
     }
     assert!(no_change >= 17, "{no_change}/20");
+}
+
+#[test]
+fn no_change_is_only_said_when_the_runs_could_have_seen_the_threshold() {
+    // 2 % noise against a 1 % threshold: even 30 runs each could only see about 1.8 %, so
+    // the honest answer is "inconclusive", with that number, never "no change".
+    let levels = step_levels(128, &[]);
+    for seed in 0..10 {
+        let mut w = World::new(levels.clone(), 0.02, seed);
+        let mut search = Search::new(129, noisy(5));
+        let r = drive(&mut search, &mut w);
+        match &r.outcome {
+            Outcome::Inconclusive { reason, .. } => {
+                assert!(reason.contains("could only have seen"), "{reason}");
+                let mdc = search.min_detectable().unwrap();
+                assert!(mdc > 0.01, "{mdc}");
+            }
+            Outcome::NoChange { min_detectable, .. } => {
+                assert!(*min_detectable <= 0.01, "{min_detectable}")
+            }
+            o => panic!("{o:?}"),
+        }
+        // It measured more before saying so: up to max_repeats each.
+        assert!(r.runs >= 2 * 30, "{} runs", r.runs);
+    }
 }
 
 #[test]
@@ -351,20 +427,20 @@ fn stored_samples_are_used_before_building() {
     let levels = step_levels(m, &[(30, 0.1)]);
     let mut w = World::new(levels.clone(), 0.01, 3);
     let mut search = Search::new(m + 1, noisy(5));
-    // A cron job measured every 8th commit.
+    // `run` measured every 8th commit, in interleaved rounds (one window).
     for p in (0..=m).step_by(8) {
         let s: Vec<f64> = (0..5).map(|_| w.sample(p)).collect();
-        search.add_samples(p, &s);
+        stored_in(&mut search, 42, p, &s);
     }
     let r = drive(&mut search, &mut w);
     assert!(matches!(&r.outcome, Outcome::Culprits(c) if c[0].pos == 30));
-    // Only commits between the stored 24 and 32 need building (24 and 32 themselves when
-    // their stored runs must be topped up).
+    // Only commits between the stored 24 and 32 need building (24 and 32 themselves as the
+    // new windows' anchors, and a stored commit whose window must be topped up).
     assert!(r
         .probed
         .iter()
         .all(|&p| p % 8 == 0 || (25..32).contains(&p)));
-    assert!(r.builds <= 5, "{} builds", r.builds);
+    assert!(r.builds <= 7, "{} builds", r.builds);
 }
 
 #[test]
@@ -374,7 +450,7 @@ fn unbuildable_culprit_with_stored_samples_is_only_a_guess() {
     let mut search = Search::new(m + 1, noisy(5));
     for p in 0..=m {
         let v = if p >= 6 { 110.0 } else { 100.0 };
-        search.add_samples(p, &[v, v + 0.5, v - 0.5, v + 0.2, v - 0.3]);
+        stored_in(&mut search, 3, p, &[v, v + 0.5, v - 0.5, v + 0.2, v - 0.3]);
         search.mark_unbuildable(p);
     }
     match search.next_action() {
@@ -411,16 +487,8 @@ fn failed_runs_as_nan_are_tolerated() {
                     .collect();
                 search.add_samples(pos, &v);
             }
-            Action::Verify {
-                parent,
-                culprit,
-                runs,
-            } => {
-                let a: Vec<f64> = (0..runs).map(|_| w.sample(parent)).collect();
-                let b: Vec<f64> = (0..runs).map(|_| w.sample(culprit)).collect();
-                search.record_verify(&a, &b);
-            }
             Action::Done(o) => break o,
+            a => answer(&mut search, &mut w, &a),
         }
     };
     assert!(
@@ -463,9 +531,10 @@ fn never_re_measures_what_it_has() {
     let mut search = Search::new(m + 1, noisy(5));
     for p in 0..=m {
         let v = if p >= 3 { 110.0 } else { 100.0 };
-        search.add_samples(p, &[v, v + 0.5, v - 0.5, v + 0.2, v - 0.3]);
+        stored_in(&mut search, 7, p, &[v, v + 0.5, v - 0.5, v + 0.2, v - 0.3]);
     }
-    // Everything is stored: the only thing left to run is the verification.
+    // Everything is stored, side by side in one window (`run`'s interleaved rounds): the only
+    // thing left to run is the verification.
     match search.next_action() {
         Action::Verify {
             parent: 2,
@@ -482,7 +551,7 @@ fn failed_verification_is_inconclusive() {
     let mut search = Search::new(m + 1, noisy(5));
     for p in 0..=m {
         let v = if p >= 9 { 110.0 } else { 100.0 };
-        search.add_samples(p, &[v, v + 0.5, v - 0.5, v + 0.2, v - 0.3]);
+        stored_in(&mut search, 7, p, &[v, v + 0.5, v - 0.5, v + 0.2, v - 0.3]);
     }
     let mut asked = 0;
     loop {
@@ -491,7 +560,7 @@ fn failed_verification_is_inconclusive() {
                 asked += 1;
                 // The re-runs show no difference (the stored samples were misleading).
                 let same: Vec<f64> = (0..runs).map(|i| 100.0 + (i % 3) as f64).collect();
-                search.record_verify(&same, &same);
+                search.record_verify(99, &same, &same);
             }
             Action::Done(Outcome::Inconclusive { best_guess, .. }) => {
                 assert_eq!(best_guess.map(|c| c.pos), Some(9));
@@ -543,7 +612,16 @@ fn degenerate_inputs_do_not_panic() {
     loop {
         match s.next_action() {
             Action::Measure { pos, runs } => s.add_samples(pos, &vec![f64::NAN; runs]),
-            Action::Verify { runs, .. } => s.record_verify(&vec![f64::NAN; runs], &[]),
+            Action::Window {
+                positions, runs, ..
+            } => {
+                let v: Vec<(usize, Vec<f64>)> = positions
+                    .iter()
+                    .map(|&p| (p, vec![f64::NAN; runs]))
+                    .collect();
+                s.add_window(5, 0, runs as u32, &v)
+            }
+            Action::Verify { runs, .. } => s.record_verify(6, &vec![f64::NAN; runs], &[]),
             Action::Done(o) => {
                 assert!(matches!(o, Outcome::Inconclusive { .. }));
                 break;
@@ -566,6 +644,9 @@ fn degenerate_inputs_do_not_panic() {
         repeats: 0,
         max_repeats: 0,
         deterministic: false,
+        interleave: true,
+        counted: false,
+        tolerance: 0.0,
     };
     let levels = step_levels(8, &[(3, 0.5)]);
     let mut w = World::new(levels, 0.01, 1);
@@ -713,7 +794,11 @@ proptest! {
         for _ in 0..2000 {
             match s.next_action() {
                 Action::Measure { pos, runs } => { let v = next(runs); s.add_samples(pos, &v) }
-                Action::Verify { runs, .. } => { let a = next(runs); let b = next(runs); s.record_verify(&a, &b) }
+                Action::Window { positions, runs, window } => {
+                    let v: Vec<(usize, Vec<f64>)> = positions.iter().map(|&p| (p, next(runs))).collect();
+                    s.add_window(window.map_or(9, |w| w.0), window.map_or(0, |w| w.1), runs as u32, &v)
+                }
+                Action::Verify { runs, .. } => { let a = next(runs); let b = next(runs); s.record_verify(11, &a, &b) }
                 Action::Done(_) => return Ok(()),
             }
         }
@@ -820,7 +905,9 @@ fn simulation_table() {
                 format!("m {m}, no step")
             };
             let (share, what) = if k == 0.0 {
-                (0.8, "no-change verdicts")
+                // 2 % noise against a 1 % threshold cannot show "no change" honestly: the
+                // rows without a step only must never name a culprit (checked above).
+                (0.0, "no-change verdicts")
             } else if k < 2.0 {
                 (0.0, "right")
             } else if k < 3.0 {
@@ -1103,7 +1190,12 @@ fn step_policy_classifies_and_steps_around_through_the_driver() {
     let run = |levels: Vec<f64>, with_new: bool, tweak: &dyn Fn(&mut World)| {
         let mut w = World::new(levels, 0.01, 7);
         tweak(&mut w);
-        let mut p = StepSearch::new(noisy(5), with_new);
+        // A threshold the noise lets an equivalence test reach.
+        let params = Params {
+            threshold: Threshold::Relative(0.04),
+            ..noisy(5)
+        };
+        let mut p = StepSearch::new(params, with_new);
         let len = p.len();
         let (_, d) = super::drive(&mut p, &mut w, len, 3).unwrap();
         (p.verdict().cloned().unwrap(), d)
@@ -1129,4 +1221,194 @@ fn step_policy_classifies_and_steps_around_through_the_driver() {
     assert!(d.runs <= 10, "at most 2 x repeats runs: {d:?}");
     let (v, _) = run(vec![1000.0, 1100.0], false, &|w| w.failing[0] = true);
     assert!(matches!(v, StepVerdict::Fatal(_)), "{v:?}");
+}
+
+/// The stored windows a search leaves behind, as a second search reads them from the store.
+fn replay_into(first: &Search, second: &mut Search) {
+    for w in &first.windows {
+        for (&pos, runs) in &w.runs {
+            stored_in(second, w.id, pos, runs);
+        }
+    }
+}
+
+/// A machine whose speed drifts by 6 % and more (periods of tens of seconds, builds of 3 s,
+/// runs of 50 ms), a +4 % step, 1 % noise: every decision compares runs taken side by side, so
+/// the step is found every time, where pooling runs taken seconds apart goes astray.
+#[test]
+fn drift_of_the_machine_cannot_fool_the_search() {
+    let m = 48;
+    let seeds = 20u64;
+    for amp in [0.06, 0.10] {
+        for period in [20.0, 40.0] {
+            let (mut right, mut wrong, mut pooled_right) = (0, 0, 0);
+            for seed in 0..seeds {
+                let s = 1 + Rng(seed ^ 0xD81F).below(m);
+                let levels = step_levels(m, &[(s, 0.04)]);
+                let world =
+                    || World::new(levels.clone(), 0.01, seed).drifting(amp, period, 0.05, 3.0);
+                let mut w = world();
+                let mut search = Search::new(m + 1, noisy(5));
+                let r = drive(&mut search, &mut w);
+                match judge(&r.outcome, &levels) {
+                    Judged::Right => right += 1,
+                    Judged::Wrong => wrong += 1,
+                    _ => {}
+                }
+                let mut w = world();
+                let pooled = Params {
+                    interleave: false,
+                    ..noisy(5)
+                };
+                let mut search = Search::new(m + 1, pooled);
+                let r = drive(&mut search, &mut w);
+                if judge(&r.outcome, &levels) == Judged::Right {
+                    pooled_right += 1;
+                }
+            }
+            eprintln!(
+                "drift {amp} period {period}: interleaved right {right}/{seeds}, pooled right {pooled_right}/{seeds}"
+            );
+            assert_eq!(wrong, 0, "drift {amp} period {period}");
+            assert_eq!(right, seeds as usize, "drift {amp} period {period}");
+        }
+    }
+}
+
+/// Drift is measured: the same build in different windows, and said when it is more than the
+/// noise could make.
+#[test]
+fn drift_is_measured_from_the_same_build_at_different_times() {
+    let m = 32;
+    let levels = step_levels(m, &[(20, 0.05)]);
+    let mut w = World::new(levels.clone(), 0.005, 1).drifting(0.06, 30.0, 0.05, 3.0);
+    let mut search = Search::new(m + 1, noisy(5));
+    drive(&mut search, &mut w);
+    let d = search.drift().expect("the old end is in several windows");
+    assert!(d.rel > 0.02 && d.rel < 0.15, "{d:?}");
+    assert!(d.p_value < 0.01, "{d:?}");
+    let mut w = World::new(levels, 0.005, 1);
+    let mut search = Search::new(m + 1, noisy(5));
+    drive(&mut search, &mut w);
+    let d = search.drift().unwrap();
+    assert!(d.rel < 0.02, "no drift, only noise: {d:?}");
+}
+
+/// A second search over what the first one stored (its windows) takes the same path and says
+/// the same, without a run: decisions are recomputed from the same windows.
+#[test]
+fn a_second_search_on_the_stored_windows_gives_the_same_verdict_without_runs() {
+    let m = 100;
+    for seed in 0..10u64 {
+        let s = 1 + Rng(seed ^ 0x2D).below(m);
+        let levels = step_levels(m, &[(s, 0.05)]);
+        let mut w = World::new(levels.clone(), 0.01, seed).drifting(0.06, 30.0, 0.05, 3.0);
+        let mut first = Search::new(m + 1, noisy(5));
+        let r1 = drive(&mut first, &mut w);
+        let mut second = Search::new(m + 1, noisy(5));
+        replay_into(&first, &mut second);
+        // Everything it built is cached now.
+        for p in 0..=m {
+            if w.built[p] {
+                second.mark_built(p);
+            }
+        }
+        let r2 = drive(&mut second, &mut w);
+        assert_eq!(r1.outcome.verdict(), r2.outcome.verdict(), "seed {seed}");
+        if let (Outcome::Culprits(a), Outcome::Culprits(b)) = (&r1.outcome, &r2.outcome) {
+            assert_eq!(a[0].pos, b[0].pos, "seed {seed}");
+        }
+        assert_eq!(r2.runs, 0, "seed {seed}: {} runs again", r2.runs);
+    }
+}
+
+/// Property of the interleaved windows: every window the search asks for holds the probe
+/// and both of its anchors (or the two ends, or parent and culprit), never a commit twice,
+/// and every comparison it makes is of positions that share a window.
+#[test]
+fn windows_hold_what_each_decision_compares() {
+    for seed in 0..30u64 {
+        let m = 2 + Rng(seed).below(200);
+        let s = 1 + Rng(seed ^ 9).below(m);
+        let levels = step_levels(m, &[(s, 0.04)]);
+        let mut w = World::new(levels.clone(), 0.01, seed).drifting(0.05, 25.0, 0.05, 3.0);
+        let mut search = Search::new(m + 1, noisy(5));
+        let mut n = 0;
+        loop {
+            let a = search.next_action();
+            match &a {
+                Action::Done(_) => break,
+                Action::Window {
+                    positions, runs, ..
+                } => {
+                    assert!(*runs > 0);
+                    let mut sorted = positions.clone();
+                    sorted.sort();
+                    sorted.dedup();
+                    assert_eq!(sorted.len(), positions.len(), "{positions:?}");
+                    assert!((2..=3).contains(&positions.len()), "{positions:?}");
+                    if positions.len() == 3 {
+                        // anchor, probe, anchor: the probe strictly between.
+                        assert!(positions[0] < positions[1] && positions[1] < positions[2]);
+                    }
+                }
+                Action::Measure { .. } => panic!("a noisy search measures in windows: {a:?}"),
+                Action::Verify {
+                    parent, culprit, ..
+                } => assert!(parent < culprit),
+            }
+            answer(&mut search, &mut w, &a);
+            n += 1;
+            assert!(n < 10_000);
+        }
+        let Action::Done(o) = search.next_action() else {
+            unreachable!()
+        };
+        assert_ne!(judge(&o, &levels), Judged::Wrong);
+    }
+}
+
+/// Instruction counts: a CPU-bound program whose work grows 1 % at one commit, counts that
+/// spread by a few parts in a million run to run: exact comparisons after the ends' two runs
+/// show the spread, so `git bisect`'s probes (⌈log2 m⌉ + 2 builds) and at most 3 runs a build.
+#[test]
+fn instruction_counts_take_git_bisect_probes_and_few_runs() {
+    for m in [16usize, 100, 1024] {
+        for seed in 0..10u64 {
+            let s = 1 + Rng(seed ^ 0x1C).below(m);
+            let levels = step_levels(m, &[(s, 0.01)]);
+            let mut w = World::new(levels.clone(), 2e-6, seed);
+            w.outliers = 0.0;
+            let params = Params {
+                threshold: Threshold::Relative(0.005),
+                counted: true,
+                ..noisy(2)
+            };
+            let mut search = Search::new(m + 1, params);
+            let r = drive(&mut search, &mut w);
+            assert!(
+                matches!(&r.outcome, Outcome::Culprits(c) if c[0].pos == s),
+                "m={m} seed={seed}: {:?}",
+                r.outcome
+            );
+            assert!(r.builds <= ceil_log2(m) + 2, "m={m}: {} builds", r.builds);
+            assert!(
+                r.runs <= 3 * r.builds,
+                "m={m}: {} runs for {} builds",
+                r.runs,
+                r.builds
+            );
+        }
+    }
+    // A count that spreads more than a tenth of the threshold is searched as a noisy one.
+    let levels = step_levels(64, &[(20, 0.05)]);
+    let mut w = World::new(levels, 0.01, 1);
+    let params = Params {
+        threshold: Threshold::Relative(0.005),
+        counted: true,
+        ..noisy(2)
+    };
+    let mut search = Search::new(65, params);
+    drive(&mut search, &mut w);
+    assert!(!search.is_deterministic());
 }

@@ -4,8 +4,9 @@
 use super::*;
 
 impl Search {
-    /// Fresh interleaved samples of a [`Action::Verify`]; ignored when no verification is pending.
-    pub fn record_verify(&mut self, old: &[f64], new: &[f64]) {
+    /// Fresh interleaved samples of a [`Action::Verify`], taken in `window`; ignored when no
+    /// verification is pending.
+    pub fn record_verify(&mut self, window: u64, old: &[f64], new: &[f64]) {
         if !matches!(self.phase, Phase::Hunt) {
             return;
         }
@@ -27,13 +28,29 @@ impl Search {
         v.runs += asked.max(old.len()).max(new.len());
         v.rounds += 1;
         let (lo, hi) = (seg.lo, seg.hi);
-        let limit = self.params.repeats.max(2);
-        self.points[lo].record(old, limit);
-        self.points[hi].record(new, limit);
+        let rounds = old.len().max(new.len()) as u32;
+        let first = self
+            .windows
+            .iter()
+            .find(|w| w.id == window)
+            .map_or(0, |w| w.moments);
+        self.add_window(
+            window,
+            first,
+            rounds,
+            &[(lo, old.to_vec()), (hi, new.to_vec())],
+        );
     }
 
     pub(super) fn check_step(&mut self, seg: &mut Segment) -> SegFlow {
         let (lo, hi) = (seg.lo, seg.hi);
+        // Parent and culprit measured side by side (normally both were in the last probe's
+        // window); a window of both when they never were.
+        if self.evidence(&[lo, hi]).strata.is_empty() {
+            if let Some(a) = self.ensure(&[lo, hi], self.first_runs()) {
+                return SegFlow::Act(a);
+            }
+        }
         let Some(c) = self.compare_pos(lo, hi) else {
             return SegFlow::Failed(
                 format!(
@@ -50,7 +67,9 @@ impl Search {
             return SegFlow::Again;
         }
         if !self.det && self.promising(&c, seg.up) {
-            if let Some(a) = self.top_up_pair(lo, hi) {
+            let have = self.evidence(&[lo, hi]).fewest();
+            if let Some(a) = self.ensure(&[lo, hi], (2 * have.max(1)).min(self.params.max_repeats))
+            {
                 return SegFlow::Act(a);
             }
         }
@@ -89,7 +108,7 @@ impl Search {
         }
         let (r, max) = (self.params.repeats, self.params.max_repeats);
         let rel = self.compare_pos(lo, hi).map_or(0.0, |c| c.rel.abs());
-        let cv = self.noise_cv();
+        let cv = self.noise_of(&self.evidence(&[lo, hi]));
         if rel > 0.0 && rel.is_finite() && cv > 0.0 {
             stats::repeats_needed(cv, rel, self.params.alpha, VERIFY_POWER).clamp(r, max)
         } else {
@@ -146,6 +165,36 @@ impl Search {
                         return SegFlow::Found(self.culprit(lo, hi, lo + 1..=hi, true));
                     }
                 }
+            }
+            // An earlier search's verification of these two (a stored window of exactly parent
+            // and culprit, interleaved) is such a re-run already: judged as if made now.
+            let earlier: Vec<&Win> = self
+                .windows
+                .iter()
+                .filter(|w| {
+                    self.windowed()
+                        && !w.fresh
+                        && w.runs.len() == 2
+                        && w.runs.contains_key(&lo)
+                        && w.runs.contains_key(&hi)
+                })
+                .collect();
+            if !earlier.is_empty() {
+                let (old, new): (Vec<f64>, Vec<f64>) = (
+                    earlier.iter().flat_map(|w| finite(&w.runs[&lo])).collect(),
+                    earlier.iter().flat_map(|w| finite(&w.runs[&hi])).collect(),
+                );
+                let runs = earlier
+                    .iter()
+                    .map(|w| w.runs[&lo].len().min(w.runs[&hi].len()))
+                    .sum::<usize>();
+                if let Stage::Verify(v) = &mut seg.stage {
+                    v.old = old;
+                    v.new = new;
+                    v.runs = runs;
+                    v.rounds = 1;
+                }
+                return SegFlow::Again;
             }
             let runs = self.verify_runs(lo, hi);
             return ask(seg, runs);

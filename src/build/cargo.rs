@@ -286,6 +286,7 @@ fn step(run: &Run<'_>, command: &str) -> anyhow::Result<Result<String, Built>> {
         interrupt: Some(&crate::interrupt::REQUESTED),
         kill_leftovers: true,
         own_rss: false,
+        extra: Default::default(),
     })?;
     match fin.status {
         Status::Interrupted => return Ok(Err(Built::Interrupted)),

@@ -180,6 +180,7 @@ pub fn build_one(
             interrupt: Some(&crate::interrupt::REQUESTED),
             kill_leftovers: true,
             own_rss: false,
+            extra: Default::default(),
         })?;
         match fin.status {
             Status::Interrupted => {

@@ -39,6 +39,129 @@ pub struct Calibration {
     pub detectable_with_repeats: f64,
     /// Runs per side needed to detect the threshold with 95 % power at alpha.
     pub repeats_needed: usize,
+    /// Each metric measured here (the test's own, wall time, instructions): its spread, its
+    /// drift over the runs, and the runs a decision about the threshold needs with it.
+    #[serde(default)]
+    pub metrics: Vec<MetricNoise>,
+}
+
+/// The noise of one way of measuring the test's command.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MetricNoise {
+    /// `wall`, `instructions` or the test's own metric.
+    pub metric: String,
+    /// What produced it (`test`: the test's runs; a counter's name).
+    pub source: String,
+    pub runs: usize,
+    pub median: f64,
+    pub noise_cv: f64,
+    /// (max - min) / median over the runs.
+    pub spread: f64,
+    /// Mann-Kendall over the run order, and the range of the medians of five blocks of runs
+    /// in time (what the machine's drift moved, relative to the median).
+    pub drift_p: Option<f64>,
+    pub drift_range: f64,
+    /// Runs per side a decision about the threshold needs (95 % power at alpha); 1 when the
+    /// spread is under a tenth of the threshold and values are compared as exact.
+    pub runs_needed: usize,
+}
+
+/// The noise of `vals` (in run order) for a decision about `threshold` (relative).
+fn metric_noise(
+    metric: &str,
+    source: &str,
+    vals: &[f64],
+    threshold: f64,
+    alpha: f64,
+) -> Option<MetricNoise> {
+    let sum = stats::summarize(vals)?;
+    let noise_cv = stats::robust_cv(vals).unwrap_or(0.0);
+    let spread = if sum.median != 0.0 {
+        (sum.max - sum.min) / sum.median.abs()
+    } else {
+        0.0
+    };
+    let blocks: Vec<f64> = (0..5)
+        .filter_map(|k| {
+            let (a, b) = (k * vals.len() / 5, (k + 1) * vals.len() / 5);
+            stats::median(&vals[a..b.max(a)])
+        })
+        .collect();
+    let drift_range = if blocks.len() >= 2 && sum.median != 0.0 {
+        let lo = blocks.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = blocks.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        (hi - lo) / sum.median.abs()
+    } else {
+        0.0
+    };
+    let runs_needed = if threshold > 0.0 && spread <= threshold / 10.0 {
+        1
+    } else if threshold > 0.0 {
+        stats::repeats_needed(noise_cv, threshold, alpha, POWER)
+    } else {
+        usize::MAX
+    };
+    Some(MetricNoise {
+        metric: metric.to_string(),
+        source: source.to_string(),
+        runs: vals.len(),
+        median: sum.median,
+        noise_cv,
+        spread,
+        drift_p: stats::mann_kendall(vals, alpha).map(|t| t.p_value),
+        drift_range,
+        runs_needed,
+    })
+}
+
+/// `runs` runs of `test`'s command measured another way (`metric`), not stored: the values,
+/// or why there are none.
+fn other_way(
+    ws: &Workspace,
+    test: &Test,
+    metric: crate::config::Metric,
+    id: gix::ObjectId,
+    art: &std::path::Path,
+    runs: usize,
+    bar: &indicatif::ProgressBar,
+) -> anyhow::Result<Result<Vec<f64>, String>> {
+    let mut t = test.clone();
+    t.metric = metric;
+    if matches!(t.metric, crate::config::Metric::Instructions) {
+        if let Err(e) = crate::measure::counter::select(t.counter) {
+            return Ok(Err(e.to_string()));
+        }
+    }
+    let ctx = crate::measure::Context {
+        test: &t,
+        config_dir: &ws.config.dir,
+        artifacts: art,
+        commit: id,
+        recipe_hash: ws.config.build.recipe_hash(),
+        round: 0,
+        fingerprint: 0,
+        window: crate::store::new_window(),
+    };
+    let mut vals = Vec::new();
+    let mut failed = None;
+    crate::measure::batch(
+        &ctx,
+        runs,
+        &mut |s| {
+            bar.inc(1);
+            match s.value {
+                Some(v) => vals.push(v),
+                None => failed = failed.take().or(s.error),
+            }
+            Ok(())
+        },
+        &|w| ws.warn(w),
+    )?;
+    Ok(match (vals.is_empty(), failed) {
+        (true, Some(e)) => Err(e.lines().next().unwrap_or("").to_string()),
+        (true, None) => Err("no run".into()),
+        _ => Ok(vals),
+    })
 }
 
 fn relative(t: Threshold, median: f64) -> f64 {
@@ -88,6 +211,7 @@ pub fn calibrate(g: &Global, args: CalibrateArgs) -> anyhow::Result<()> {
         None => ws.repo.head()?,
     };
     let info = ws.repo.info(id)?;
+    ws.counter_note(&test)?;
     let (art, _) = ws.ensure_built(&id)?;
     let Some(art) = art else {
         anyhow::bail!(
@@ -97,7 +221,17 @@ pub fn calibrate(g: &Global, args: CalibrateArgs) -> anyhow::Result<()> {
         );
     };
     let mut appender = ws.appender(&test)?;
-    let bar = ws.progress.bar(args.runs as u64, "calibrate");
+    // The other way of measuring the same command: instructions for a time (or any other)
+    // metric, wall time for an instructions test.
+    let instr_test = matches!(test.metric, crate::config::Metric::Instructions);
+    let other_runs = if instr_test {
+        args.runs
+    } else {
+        args.runs.min(5)
+    };
+    let bar = ws
+        .progress
+        .bar((args.runs + other_runs) as u64, "calibrate");
     let got = ws.measure(
         &mut appender,
         Batch {
@@ -112,6 +246,37 @@ pub fn calibrate(g: &Global, args: CalibrateArgs) -> anyhow::Result<()> {
     bar.finish_and_clear();
     // Stopped by Ctrl-C: the runs made are in the store, but a calibration from a part of
     // them would stand for the full count; keep none, exit 130 as `run` does.
+    if crate::interrupt::requested() {
+        return Err(Interrupted.into());
+    }
+    let other = if instr_test {
+        (
+            "wall",
+            other_way(
+                &ws,
+                &test,
+                crate::config::Metric::Wall,
+                id,
+                &art,
+                other_runs,
+                &bar,
+            )?,
+        )
+    } else {
+        (
+            "instructions",
+            other_way(
+                &ws,
+                &test,
+                crate::config::Metric::Instructions,
+                id,
+                &art,
+                other_runs,
+                &bar,
+            )?,
+        )
+    };
+    bar.finish_and_clear();
     if crate::interrupt::requested() {
         return Err(Interrupted.into());
     }
@@ -134,6 +299,43 @@ pub fn calibrate(g: &Global, args: CalibrateArgs) -> anyhow::Result<()> {
     };
     let trend = stats::mann_kendall(&vals, test.alpha);
     let threshold = relative(test.threshold, sum.median);
+    let mut metrics = Vec::new();
+    let own = test.metric.describe();
+    metrics.extend(metric_noise(
+        &own,
+        "the test's runs",
+        &vals,
+        threshold,
+        test.alpha,
+    ));
+    let walls: Vec<f64> = got
+        .iter()
+        .filter(|s| s.value.is_some())
+        .map(|s| s.wall)
+        .collect();
+    if !matches!(test.metric, crate::config::Metric::Wall) && !instr_test {
+        metrics.extend(metric_noise(
+            "wall",
+            "the test's runs",
+            &walls,
+            threshold,
+            test.alpha,
+        ));
+    }
+    let mut other_note = None;
+    match &other.1 {
+        Ok(v) => {
+            let source = if other.0 == "instructions" {
+                crate::measure::counter::select(test.counter)
+                    .map(|s| s.counter.describe())
+                    .unwrap_or_default()
+            } else {
+                "plain runs".to_string()
+            };
+            metrics.extend(metric_noise(other.0, &source, v, threshold, test.alpha));
+        }
+        Err(e) => other_note = Some(format!("{}: not measured ({e})", other.0)),
+    }
     let cal = Calibration {
         test: test.name.clone(),
         commit: id.to_string(),
@@ -163,6 +365,7 @@ pub fn calibrate(g: &Global, args: CalibrateArgs) -> anyhow::Result<()> {
         } else {
             test.max_repeats
         },
+        metrics,
     };
     let dir = ws.cache.root.join("calibration");
     std::fs::create_dir_all(&dir)?;
@@ -227,6 +430,45 @@ pub fn calibrate(g: &Global, args: CalibrateArgs) -> anyhow::Result<()> {
             );
             if cal.failed > 0 {
                 println!("{} runs failed", cal.failed);
+            }
+            println!(
+                "for a decision about the threshold ({:.2} %), measured here:",
+                threshold * 100.0
+            );
+            println!(
+                "  {:<14} {:>5} {:>14} {:>9} {:>9} {:>10}  runs per side a decision needs",
+                "metric", "runs", "median", "noise", "spread", "drift"
+            );
+            for m in &cal.metrics {
+                let needed = if m.runs_needed == 1 && m.spread <= threshold / 10.0 {
+                    "1 (spread under a tenth of the threshold: compared as exact)".to_string()
+                } else if m.runs_needed == usize::MAX {
+                    "no number of runs (no threshold)".to_string()
+                } else if m.runs_needed > test.max_repeats {
+                    format!(
+                        "{} (more than max_repeats, {})",
+                        m.runs_needed, test.max_repeats
+                    )
+                } else {
+                    m.runs_needed.to_string()
+                };
+                println!(
+                    "  {:<14} {:>5} {:>14} {:>8.3}% {:>8.3}% {:>9.3}%  {needed}{}",
+                    m.metric,
+                    m.runs,
+                    fmt_num(m.median),
+                    m.noise_cv * 100.0,
+                    m.spread * 100.0,
+                    m.drift_range * 100.0,
+                    if m.source.is_empty() || m.source == "the test's runs" {
+                        String::new()
+                    } else {
+                        format!("  [{}]", m.source)
+                    }
+                );
+            }
+            if let Some(n) = &other_note {
+                println!("  {n}");
             }
         }
     }

@@ -52,6 +52,37 @@ struct Comparison {
     deterministic: bool,
     /// Mann-Whitney at the test's alpha and the threshold both say the sides differ.
     differs: bool,
+    /// Smallest relative change these runs could have seen (80 % power at alpha); 0 for a
+    /// deterministic comparison, `null` when too few runs could see any.
+    min_detectable: Option<f64>,
+    /// Whether they could have seen a change of the threshold: a "no difference" means
+    /// something only then.
+    could_see_threshold: Option<bool>,
+    /// Runs were doubled while the sides were not told apart (no `--runs`).
+    adaptive: bool,
+}
+
+/// Robust noise of the two sides (the mean of their robust CVs).
+fn noise_of(a: &[f64], b: &[f64]) -> f64 {
+    let cvs: Vec<f64> = [a, b]
+        .iter()
+        .filter_map(|x| stats::robust_cv(x))
+        .filter(|c| c.is_finite())
+        .collect();
+    if cvs.is_empty() {
+        0.0
+    } else {
+        cvs.iter().sum::<f64>() / cvs.len() as f64
+    }
+}
+
+/// The test's threshold as a relative change from `level`.
+fn relative_threshold(test: &crate::config::Test, level: f64) -> f64 {
+    match test.threshold {
+        stats::Threshold::Relative(r) => r.abs(),
+        stats::Threshold::Absolute(a) if level != 0.0 => a.abs() / level.abs(),
+        stats::Threshold::Absolute(_) => 0.0,
+    }
 }
 
 fn side(commit: &crate::git::CommitInfo, samples: &[Sample], stopped_after: Option<usize>) -> Side {
@@ -92,6 +123,7 @@ pub fn compare(g: &Global, args: CompareArgs) -> anyhow::Result<()> {
     }
     let ws = Workspace::open(&locations(g), verbosity(g), true)?;
     let test = ws.config.test(&args.test)?.clone();
+    ws.counter_note(&test)?;
     let a = ws.repo.info(ws.repo.resolve(&args.rev_a)?)?;
     let b = ws.repo.info(ws.repo.resolve(&args.rev_b)?)?;
     let runs = args.runs.unwrap_or(test.repeats.max(5));
@@ -109,6 +141,7 @@ pub fn compare(g: &Global, args: CompareArgs) -> anyhow::Result<()> {
     }
     let mut appender = ws.appender(&test)?;
     let bar = ws.progress.bar(2 * runs as u64, "compare");
+    let window = crate::store::new_window();
     let context = |commit, artifacts| measure::Context {
         test: &test,
         config_dir: &ws.config.dir,
@@ -116,7 +149,8 @@ pub fn compare(g: &Global, args: CompareArgs) -> anyhow::Result<()> {
         commit,
         recipe_hash: ws.config.build.recipe_hash(),
         round: 0,
-        fingerprint: ws.fingerprint().id(),
+        fingerprint: ws.test_fingerprint(&test).id(),
+        window,
     };
     let (ca, cb) = (context(a.id, &arts[0]), context(b.id, &arts[1]));
     // A side whose test fails `repeats` runs in a row gets no more runs (as `find` steps
@@ -126,40 +160,79 @@ pub fn compare(g: &Global, args: CompareArgs) -> anyhow::Result<()> {
     let mut streak = [0usize; 2];
     let mut stopped = [None; 2];
     let names = [("A", &args.rev_a, &a), ("B", &args.rev_b, &b)];
-    measure::interleaved_while(
-        &ca,
-        &cb,
-        runs,
-        &mut |side, s| {
-            let i = usize::from(side);
-            let (name, rev, c) = names[i];
-            appender.append(&s)?;
-            bar.inc(1);
-            match &s.error {
-                Some(e) => {
-                    let first = got[i].iter().all(|x| x.error.is_none());
-                    if first || ws.verbosity.verbose > 0 {
-                        ws.warn(&failure_message(&test.name, name, rev, c, e));
+    // Without --runs: double the runs (one window, interleaved) while the sides are not told
+    // apart and these runs could not have seen a change of the threshold, up to max_repeats.
+    let adaptive = args.runs.is_none();
+    let most = if adaptive {
+        test.max_repeats.max(runs)
+    } else {
+        runs
+    };
+    let mut asked = runs;
+    let mut moment = 0u32;
+    let mut done_runs = 0usize;
+    loop {
+        let more = asked - done_runs;
+        let units = [
+            measure::Unit::one(&ca, if stopped[0].is_some() { 0 } else { more }),
+            measure::Unit::one(&cb, if stopped[1].is_some() { 0 } else { more }),
+        ];
+        let r = measure::rounds(
+            &units,
+            measure::Hooks::Session,
+            window ^ u64::from(moment),
+            moment,
+            &mut |u, _, s| {
+                let (name, rev, c) = names[u];
+                appender.append(&s)?;
+                bar.inc(1);
+                match &s.error {
+                    Some(e) => {
+                        let first = got[u].iter().all(|x| x.error.is_none());
+                        if first || ws.verbosity.verbose > 0 {
+                            ws.warn(&failure_message(&test.name, name, rev, c, e));
+                        }
+                        streak[u] += 1;
                     }
-                    streak[i] += 1;
+                    None => streak[u] = 0,
                 }
-                None => streak[i] = 0,
-            }
-            got[i].push(s);
-            if streak[i] >= limit && got[i].len() < runs {
-                ws.warn(&format!(
-                    "{name} (`{rev}`, {}): the test failed {limit} run{} in a row; no more runs of {name}",
-                    c.short(),
-                    if limit == 1 { "" } else { "s" }
-                ));
-                stopped[i] = Some(limit);
-                bar.inc((runs - got[i].len()) as u64);
-                return Ok(false);
-            }
-            Ok(true)
-        },
-        &|w| ws.warn(w),
-    )?;
+                got[u].push(s);
+                if streak[u] >= limit && got[u].len() < asked {
+                    ws.warn(&format!(
+                        "{name} (`{rev}`, {}): the test failed {limit} run{} in a row; no more runs of {name}",
+                        c.short(),
+                        if limit == 1 { "" } else { "s" }
+                    ));
+                    stopped[u] = Some(limit);
+                    bar.inc((asked - got[u].len()) as u64);
+                    return Ok(false);
+                }
+                Ok(true)
+            },
+            &|w| ws.warn(w),
+        )?;
+        moment += r.rounds as u32;
+        done_runs = asked;
+        if crate::interrupt::requested() || !adaptive || asked >= most {
+            break;
+        }
+        let va: Vec<f64> = got[0].iter().filter_map(|s| s.value).collect();
+        let vb: Vec<f64> = got[1].iter().filter_map(|s| s.value).collect();
+        let Some(d) = stats::differ(&va, &vb, test.alpha, test.threshold) else {
+            break;
+        };
+        if d.differs || d.deterministic || stopped.iter().any(Option::is_some) {
+            break;
+        }
+        let cv = noise_of(&va, &vb);
+        let mdc = stats::min_detectable_change(cv, va.len(), vb.len(), test.alpha);
+        let promising = d.p_value < 0.25 || test.threshold.reached(d.before, d.after);
+        if !promising && mdc <= relative_threshold(&test, d.before) {
+            break;
+        }
+        asked = (2 * asked).min(most);
+        bar.inc_length(2 * (asked - done_runs) as u64);
+    }
     bar.finish_and_clear();
     if crate::interrupt::requested() {
         return Err(crate::interrupt::Interrupted.into());
@@ -168,11 +241,18 @@ pub fn compare(g: &Global, args: CompareArgs) -> anyhow::Result<()> {
     let va: Vec<f64> = sa.iter().filter_map(|s| s.value).collect();
     let vb: Vec<f64> = sb.iter().filter_map(|s| s.value).collect();
     let diff = stats::differ(&va, &vb, test.alpha, test.threshold);
+    let min_detectable = if diff.is_some_and(|d| d.deterministic) {
+        Some(0.0)
+    } else {
+        let m = stats::min_detectable_change(noise_of(&va, &vb), va.len(), vb.len(), test.alpha);
+        m.is_finite().then_some(m)
+    };
+    let threshold = diff.map(|d| relative_threshold(&test, d.before));
     let cmp = Comparison {
         test: test.name.clone(),
         unit: test.unit(),
         direction: test.direction.as_str(),
-        runs,
+        runs: asked,
         a: side(&a, &sa, stopped[0]),
         b: side(&b, &sb, stopped[1]),
         ratio: diff.map(|d| d.after / d.before).filter(|r| r.is_finite()),
@@ -181,12 +261,37 @@ pub fn compare(g: &Global, args: CompareArgs) -> anyhow::Result<()> {
         rel_change: diff.map(|d| d.rel_change),
         deterministic: diff.is_some_and(|d| d.deterministic),
         differs: diff.is_some_and(|d| d.differs),
+        min_detectable,
+        could_see_threshold: match (min_detectable, threshold) {
+            (Some(m), Some(t)) => Some(m <= t),
+            _ => None,
+        },
+        adaptive,
     };
     match args.format {
         Format::Json => print!("{}", crate::report::json_pretty(&cmp)?),
         _ => print!("{}", text(&cmp, &test)),
     }
     Ok(())
+}
+
+/// `2 %` or `12 units`.
+fn threshold_text(test: &crate::config::Test) -> String {
+    match test.threshold {
+        stats::Threshold::Relative(r) => format!("{} %", fmt_num(r * 100.0)),
+        stats::Threshold::Absolute(a) => {
+            let u = test.unit();
+            format!(
+                "{}{}",
+                fmt_num(a),
+                if u.is_empty() {
+                    String::new()
+                } else {
+                    format!(" {u}")
+                }
+            )
+        }
+    }
 }
 
 /// What a failed run of one side is reported as: the side, its revision and commit, why, and
@@ -307,6 +412,27 @@ fn text(c: &Comparison, test: &crate::config::Test) -> String {
                     "B differs from A: {} ({} is better)",
                     judge_with_article(test.direction, c.rel_change.unwrap_or(r - 1.0)),
                     c.direction
+                )
+            } else if c.could_see_threshold == Some(false) || c.min_detectable.is_none() {
+                let seen = match c.min_detectable {
+                    Some(m) => format!(
+                        "{} runs each could only have seen a change of {} % or more, and the threshold is {}",
+                        c.runs,
+                        fmt_num(m * 100.0),
+                        threshold_text(test)
+                    ),
+                    None => format!(
+                        "{} runs each are too few for a rank test to reach alpha {}",
+                        c.runs, test.alpha
+                    ),
+                };
+                format!(
+                    "not told apart: {seen}{}",
+                    if c.adaptive {
+                        " (max_repeats reached; the noise is too large here)"
+                    } else {
+                        " (give more --runs, or none to let them grow)"
+                    }
                 )
             } else {
                 "no difference that passes the test's threshold and alpha".into()

@@ -30,6 +30,7 @@ fn check(g: &Global) -> anyhow::Result<()> {
     for w in &warnings {
         eprintln!("{w}");
     }
+    let counted = counters(&cfg);
     let build = match (&cfg.build.cargo, &cfg.build.command) {
         (Some(c), _) => {
             let names: Vec<&str> = c.names().collect();
@@ -60,7 +61,28 @@ fn check(g: &Global) -> anyhow::Result<()> {
             n => format!("; {n} warnings"),
         }
     );
+    for line in counted {
+        println!("{line}");
+    }
     Ok(())
+}
+
+/// What counts the instructions of each `metric = "instructions"` test on this machine, and
+/// why (the warning when nothing can is among [`warnings`]).
+fn counters(cfg: &Config) -> Vec<String> {
+    cfg.tests
+        .values()
+        .filter(|t| matches!(t.metric, crate::config::Metric::Instructions))
+        .filter_map(|t| {
+            let s = crate::measure::counter::select(t.counter).ok()?;
+            Some(format!(
+                "test `{}`: instructions counted by {}: {}",
+                t.name,
+                s.counter.describe(),
+                s.why
+            ))
+        })
+        .collect()
 }
 
 fn init(g: &Global) -> anyhow::Result<()> {
@@ -299,6 +321,14 @@ fn warnings(cfg: &Config, path: &[PathBuf]) -> Vec<String> {
         );
     }
     for (name, t) in &cfg.tests {
+        if matches!(t.metric, crate::config::Metric::Instructions) {
+            if let Err(e) = crate::measure::counter::select(t.counter) {
+                warn(
+                    &format!("tests.{name}.metric"),
+                    format!("nothing here can count instructions: {e}"),
+                );
+            }
+        }
         for (k, cmd) in [
             ("command", Some(&t.command)),
             ("setup", t.setup.as_ref()),

@@ -197,6 +197,9 @@ fn create_only(
     if repo.exists() {
         crate::usage!("{} exists; pick another --dir", display_path(repo));
     }
+    if !(a.drift_period.is_finite() && a.drift_period > 0.0 && a.drift_pct.is_finite()) {
+        crate::usage!("--drift-period must be a positive number of seconds, --drift-pct a number");
+    }
     let specs: Vec<CommitSpec> = (1..=a.commits)
         .map(|n| CommitSpec {
             subject: if Some(n) == a.step_at {
@@ -213,6 +216,13 @@ fn create_only(
             outlier_rate: a.outlier_rate,
             noise_seed: a.noise_seed,
             docs_only: a.docs_every > 0 && n % a.docs_every == 0 && Some(n) != a.step_at,
+            drift_pct: a.drift_pct,
+            drift_period: a.drift_period,
+            work: if a.step_at.is_some_and(|k| n >= k) {
+                (a.work as f64 * (1.0 + a.work_step_pct / 100.0)).round() as u64
+            } else {
+                a.work
+            },
             ..CommitSpec::default()
         })
         .collect();

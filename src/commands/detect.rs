@@ -89,7 +89,13 @@ pub fn detect(g: &Global, args: DetectArgs) -> anyhow::Result<()> {
                 ws.note(&n);
             }
             let commits = ws.commits(args.range.as_deref(), &samples)?;
-            let series: Vec<Vec<f64>> = commits.iter().map(|c| samples.values(&c.id)).collect();
+            // One value per independent measurement of each commit: runs taken back to back
+            // are one moment of the machine, not many (their p-values would claim far more
+            // evidence than there is).
+            let series: Vec<Vec<f64>> = commits
+                .iter()
+                .map(|c| crate::store::moment_values(samples.records(&c.id)))
+                .collect();
             // A deterministic test: every change of at least the threshold is a change point at
             // its commit, with the values on either side. Runs of one commit that differ
             // disprove the declaration; the series is then analysed as noisy, as `find` does.

@@ -10,7 +10,9 @@ use crate::config::Test;
 use crate::git::CommitInfo;
 use crate::lab::WorkspaceLab;
 use crate::pipeline::{Samples, Workspace};
-use crate::report::find::{self as view, FindReport, GapEnd, ImportedGap, Skip};
+use crate::report::find::{
+    self as view, DriftFact, FindReport, GapEnd, ImportedGap, SearchFacts, Skip,
+};
 use crate::report::plot::{self, Marker, MarkerKind};
 use crate::report::{charts, spark};
 use crate::store::Appender;
@@ -30,6 +32,8 @@ struct Tally {
     /// Runs not made because identical builds' samples stood in, and what was said about it.
     runs_saved: usize,
     shared_notes: Vec<String>,
+    /// How the runs were taken (windows, drift, ...), over every search.
+    facts: SearchFacts,
 }
 
 impl Tally {
@@ -51,6 +55,7 @@ struct Searched {
     notes: Vec<String>,
     skips: Vec<Skip>,
     deterministic: bool,
+    min_detectable: Option<f64>,
 }
 
 /// Deepest chain of merges `find` descends through (a merge of a merge of ...).
@@ -110,6 +115,7 @@ impl FindRun {
             sparkline: None,
             plot: None,
             imported: self.imported.as_ref(),
+            facts: &self.tally.facts,
         }
     }
 
@@ -259,6 +265,7 @@ pub(super) fn search(
     jobs: usize,
     no_descend: bool,
 ) -> anyhow::Result<FindRun> {
+    ws.counter_note(&test)?;
     if let Some(w) = super::calibrate::threshold_warning(&ws.cache, &test) {
         ws.warn(&w);
     }
@@ -384,6 +391,12 @@ pub(super) fn search(
             "used {} stored samples of `{}` in this range",
             tally.reused, test.name
         ));
+    }
+    tally.facts.min_detectable = first.min_detectable;
+    if matches!(test.metric, crate::config::Metric::Instructions) {
+        tally.facts.counter = crate::measure::counter::select(test.counter)
+            .ok()
+            .map(|s| format!("{} ({})", s.counter.describe(), s.why));
     }
     let mut outcome = first.outcome;
     let mut probed = first.probed;
@@ -555,6 +568,21 @@ fn drive(
     lab.finish();
     let (outcome, d) = driven?;
     tally.add(&d);
+    let (windows, window_runs, beside) = search.interleaving();
+    tally.facts.windows += windows;
+    tally.facts.window_runs += window_runs;
+    tally.facts.beside_runs += beside;
+    if let Some(dr) = search.drift() {
+        if tally.facts.drift.as_ref().is_none_or(|f| dr.rel > f.rel) {
+            tally.facts.drift = Some(DriftFact {
+                rel: dr.rel,
+                commit: commits[dr.pos].id.to_string(),
+                windows: dr.windows,
+                p_value: dr.p_value,
+                significant: dr.p_value < 0.01,
+            });
+        }
+    }
     tally.runs_saved += lab.runs_saved;
     for (pos, twin) in &lab.shared {
         tally.shared_notes.push(format!(
@@ -606,6 +634,7 @@ fn drive(
         notes: search.notes().to_vec(),
         skips,
         deterministic: search.is_deterministic(),
+        min_detectable: search.min_detectable(),
     })
 }
 

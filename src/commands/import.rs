@@ -353,6 +353,8 @@ fn sample(row: &Row, test: &Test, id: ObjectId, recipe: u64) -> Result<Sample, S
             round: row.round.clone(),
             machine: row.machine.clone(),
         }),
+        window: 0,
+        moment: 0,
     })
 }
 

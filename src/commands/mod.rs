@@ -223,6 +223,9 @@ fn search_params(
         repeats: test.repeats,
         max_repeats: test.max_repeats,
         deterministic,
+        interleave: test.interleave,
+        counted: matches!(test.metric, crate::config::Metric::Instructions),
+        tolerance: 0.0,
     }
 }
 
@@ -297,7 +300,8 @@ fn change_points(
     rows: &[crate::report::show::CommitRow],
 ) -> Vec<crate::stats::ChangePoint> {
     use crate::stats::changepoint;
-    let series: Vec<Vec<f64>> = rows.iter().map(|r| r.values.clone()).collect();
+    // One value per independent measurement: runs back to back are one look at the machine.
+    let series: Vec<Vec<f64>> = rows.iter().map(|r| r.moments()).collect();
     let opts = changepoint::Options {
         threshold: test.threshold,
         deterministic: test.deterministic,

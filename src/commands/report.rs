@@ -134,7 +134,37 @@ fn measured(ws: &Workspace, t: &Test) -> Measured {
         artifacts: ws.config.build.artifacts.clone(),
         machine: crate::fingerprint::machine(),
         perfbisect: env!("CARGO_PKG_VERSION").to_string(),
+        runs: runs_setup(t),
     }
+}
+
+/// How `t`'s runs are taken, for "How it was measured": side by side or back to back, the
+/// quiet-run settings, the instructions counter.
+pub(super) fn runs_setup(t: &Test) -> String {
+    let mut parts = vec![if t.deterministic {
+        "one run per commit (deterministic)".to_string()
+    } else if t.interleave {
+        "commits compared are measured side by side, in interleaved rounds".to_string()
+    } else {
+        "each commit's runs back to back (`[measure] interleave = false`)".to_string()
+    }];
+    if let Some(c) = &t.cpus {
+        parts.push(format!("pinned to CPUs {}", crate::config::cpu_list(c)));
+    }
+    if !t.aslr {
+        parts.push("address-space randomisation off".into());
+    }
+    if matches!(t.metric, crate::config::Metric::Instructions) {
+        match crate::measure::counter::select(t.counter) {
+            Ok(s) => parts.push(format!(
+                "user-space instructions of the whole process tree, counted by {} ({})",
+                s.counter.describe(),
+                s.why
+            )),
+            Err(e) => parts.push(format!("instructions, but no counter here: {e}")),
+        }
+    }
+    parts.join("; ")
 }
 
 /// Write a report as `name` into `out` (default: a new folder `CACHE/reports/TIME-TEST/`),

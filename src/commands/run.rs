@@ -31,6 +31,23 @@ struct Summary {
     /// Why each of `failed_builds` failed (the first line of its record), for the text output.
     #[serde(skip)]
     failed_reasons: Vec<String>,
+    /// How the runs were taken: interleaved rounds across the commits, what that cost, and
+    /// how much the machine's speed moved between rounds. `null` when nothing was measured
+    /// or `[measure] interleave = false`.
+    interleaved: Option<Interleaved>,
+}
+
+/// `run`'s interleaved rounds.
+#[derive(Debug, Default, Serialize)]
+struct Interleaved {
+    /// The most rounds of any test (group) measured.
+    rounds: usize,
+    /// Setups and warm-up runs made beyond one per commit and test: what measuring round by
+    /// round cost against running each commit's runs back to back.
+    extra_setups: usize,
+    extra_warmups: usize,
+    /// The largest move of the machine between rounds, over the tests.
+    drift: Option<crate::stats::drift::RoundDrift>,
 }
 
 /// A commit whose build is byte-identical to another's, so it uses that one's samples.
@@ -51,6 +68,8 @@ pub fn run(g: &Global, args: RunArgs) -> anyhow::Result<()> {
     let ws = Workspace::open(&locations(g), verbosity(g), true)?;
     let tests = ws.config.select(&args.tests)?;
     for t in &tests {
+        // Before anything is built: a test that cannot be counted here says so now.
+        ws.counter_note(t)?;
         if let Some(w) = super::calibrate::threshold_warning(&ws.cache, t) {
             ws.warn(&w);
         }
@@ -113,6 +132,7 @@ pub fn run(g: &Global, args: RunArgs) -> anyhow::Result<()> {
         shard: shard.map(|(i, n)| format!("{i}/{n}")),
         commits: commits.len(),
         failed_reasons: Vec::new(),
+        interleaved: None,
     };
     let mut to_build = Vec::new();
     for (ci, c) in commits.iter().enumerate() {
@@ -147,92 +167,106 @@ pub fn run(g: &Global, args: RunArgs) -> anyhow::Result<()> {
     for t in &tests {
         appenders.push(ws.appender(t)?);
     }
-    'commits: for (ci, c) in commits.iter().enumerate() {
-        let artifacts = match ws.build_state(&c.id) {
-            State::Cached(p) => p,
-            State::Failed(tail) => {
-                summary.failed_builds.push(c.id.to_string());
-                summary
-                    .failed_reasons
-                    .push(tail.lines().next().unwrap_or("").trim().to_string());
-                let skipped: u64 = needs(&samples, ci).iter().map(|n| n.0 as u64).sum();
-                bar.inc(skipped);
-                continue;
+    let interleave = tests.iter().all(|t| t.interleave);
+    if interleave {
+        measure_rounds(
+            &ws,
+            &tests,
+            &commits,
+            &mut samples,
+            &mut appenders,
+            &mut summary,
+            &bar,
+            &|samples: &[crate::pipeline::Samples], ci: usize| needs(samples, ci),
+        )?;
+    } else {
+        'commits: for (ci, c) in commits.iter().enumerate() {
+            let artifacts = match ws.build_state(&c.id) {
+                State::Cached(p) => p,
+                State::Failed(tail) => {
+                    summary.failed_builds.push(c.id.to_string());
+                    summary
+                        .failed_reasons
+                        .push(tail.lines().next().unwrap_or("").trim().to_string());
+                    let skipped: u64 = needs(&samples, ci).iter().map(|n| n.0 as u64).sum();
+                    bar.inc(skipped);
+                    continue;
+                }
+                State::Missing => {
+                    let skipped: u64 = needs(&samples, ci).iter().map(|n| n.0 as u64).sum();
+                    bar.inc(skipped);
+                    continue;
+                }
+            };
+            let now = needs(&samples, ci);
+            for (ti, test) in tests.iter().enumerate() {
+                let saved = now[ti].2;
+                if saved == 0 {
+                    continue;
+                }
+                let from = samples[ti].shared_from(&c.id);
+                let same_as = from.first().map(|f| f.to_string()).unwrap_or_default();
+                if ws.verbosity.verbose > 0 {
+                    ws.note(&format!(
+                        "{} {}: same build as {} (byte-identical artifacts): its samples of `{}` are used, {saved} run{} saved",
+                        c.short(),
+                        c.subject,
+                        from.first().map(git::short).unwrap_or_default(),
+                        test.name,
+                        if saved == 1 { "" } else { "s" }
+                    ));
+                }
+                summary.runs_saved += saved;
+                summary.identical_builds.push(Shared {
+                    commit: c.id.to_string(),
+                    same_as,
+                    test: test.name.clone(),
+                    runs_saved: saved,
+                });
             }
-            State::Missing => {
-                let skipped: u64 = needs(&samples, ci).iter().map(|n| n.0 as u64).sum();
-                bar.inc(skipped);
-                continue;
-            }
-        };
-        let now = needs(&samples, ci);
-        for (ti, test) in tests.iter().enumerate() {
-            let saved = now[ti].2;
-            if saved == 0 {
-                continue;
-            }
-            let from = samples[ti].shared_from(&c.id);
-            let same_as = from.first().map(|f| f.to_string()).unwrap_or_default();
-            if ws.verbosity.verbose > 0 {
-                ws.note(&format!(
-                    "{} {}: same build as {} (byte-identical artifacts): its samples of `{}` are used, {saved} run{} saved",
-                    c.short(),
-                    c.subject,
-                    from.first().map(git::short).unwrap_or_default(),
-                    test.name,
-                    if saved == 1 { "" } else { "s" }
-                ));
-            }
-            summary.runs_saved += saved;
-            summary.identical_builds.push(Shared {
-                commit: c.id.to_string(),
-                same_as,
-                test: test.name.clone(),
-                runs_saved: saved,
-            });
-        }
-        let plan_c: Vec<(usize, u32)> = now.iter().map(|&(n, r, _)| (n, r)).collect();
-        for group in share_groups(&tests, &plan_c) {
-            let names: Vec<&str> = group.iter().map(|&ti| tests[ti].name.as_str()).collect();
-            bar.set_message(format!("{} {} {}", c.short(), names.join(","), c.subject));
-            let batches: Vec<Batch<'_>> = group
-                .iter()
-                .map(|&ti| Batch {
-                    test: tests[ti],
-                    commit: c.id,
-                    artifacts: &artifacts,
-                    runs: plan_c[ti].0,
-                    round: plan_c[ti].1,
-                })
-                .collect();
-            // What was measured now, for later commits whose build turns out identical.
-            let mut fresh: Vec<(usize, crate::store::Sample)> = Vec::new();
-            if let [_] = group.as_slice() {
-                let batch = batches.into_iter().next().expect("one batch");
-                let got = ws.measure(&mut appenders[group[0]], batch, &mut |_| bar.inc(1))?;
-                summary.runs += got.len();
-                summary.failed_runs += got.iter().filter(|s| s.value.is_none()).count();
-                fresh.extend(got.into_iter().map(|s| (group[0], s)));
-            } else {
-                // One execution per repeat feeds every test of the group.
-                let mut mine: Vec<&mut crate::store::Appender> = appenders
-                    .iter_mut()
-                    .enumerate()
-                    .filter(|(ti, _)| group.contains(ti))
-                    .map(|(_, a)| a)
+            let plan_c: Vec<(usize, u32)> = now.iter().map(|&(n, r, _)| (n, r)).collect();
+            for group in share_groups(&tests, &plan_c) {
+                let names: Vec<&str> = group.iter().map(|&ti| tests[ti].name.as_str()).collect();
+                bar.set_message(format!("{} {} {}", c.short(), names.join(","), c.subject));
+                let batches: Vec<Batch<'_>> = group
+                    .iter()
+                    .map(|&ti| Batch {
+                        test: tests[ti],
+                        commit: c.id,
+                        artifacts: &artifacts,
+                        runs: plan_c[ti].0,
+                        round: plan_c[ti].1,
+                    })
                     .collect();
-                ws.measure_shared(&mut mine, &batches, &mut |i, s| {
-                    bar.inc(1);
-                    summary.runs += 1;
-                    summary.failed_runs += usize::from(s.value.is_none());
-                    fresh.push((group[i], s.clone()));
-                })?;
-            }
-            for (ti, s) in fresh {
-                samples[ti].push(s);
-            }
-            if crate::interrupt::requested() {
-                break 'commits;
+                // What was measured now, for later commits whose build turns out identical.
+                let mut fresh: Vec<(usize, crate::store::Sample)> = Vec::new();
+                if let [_] = group.as_slice() {
+                    let batch = batches.into_iter().next().expect("one batch");
+                    let got = ws.measure(&mut appenders[group[0]], batch, &mut |_| bar.inc(1))?;
+                    summary.runs += got.len();
+                    summary.failed_runs += got.iter().filter(|s| s.value.is_none()).count();
+                    fresh.extend(got.into_iter().map(|s| (group[0], s)));
+                } else {
+                    // One execution per repeat feeds every test of the group.
+                    let mut mine: Vec<&mut crate::store::Appender> = appenders
+                        .iter_mut()
+                        .enumerate()
+                        .filter(|(ti, _)| group.contains(ti))
+                        .map(|(_, a)| a)
+                        .collect();
+                    ws.measure_shared(&mut mine, &batches, &mut |i, s| {
+                        bar.inc(1);
+                        summary.runs += 1;
+                        summary.failed_runs += usize::from(s.value.is_none());
+                        fresh.push((group[i], s.clone()));
+                    })?;
+                }
+                for (ti, s) in fresh {
+                    samples[ti].push(s);
+                }
+                if crate::interrupt::requested() {
+                    break 'commits;
+                }
             }
         }
     }
@@ -264,6 +298,185 @@ pub fn run(g: &Global, args: RunArgs) -> anyhow::Result<()> {
                 String::new()
             }
         );
+    }
+    Ok(())
+}
+
+/// What each test still needs on the `ci`th commit: (runs, round, runs saved by twins).
+type Needs<'a> = dyn Fn(&[crate::pipeline::Samples], usize) -> Vec<(usize, u32, usize)> + 'a;
+
+/// Measure what every commit needs in interleaved rounds, one session per share group of
+/// tests (tests that read one execution's output; the others alone): in each round every
+/// commit that still needs runs gets one, in an order that changes every round, with its
+/// setup, warm-ups and teardown around it. Drift of the machine then falls on every commit
+/// alike and becomes noise, not a step. Commits whose build is byte-identical to one measured
+/// in the same session are not measured again.
+#[allow(clippy::too_many_arguments)]
+fn measure_rounds(
+    ws: &Workspace,
+    tests: &[&crate::config::Test],
+    commits: &[crate::git::CommitInfo],
+    samples: &mut [crate::pipeline::Samples],
+    appenders: &mut [crate::store::Appender],
+    summary: &mut Summary,
+    bar: &indicatif::ProgressBar,
+    needs: &Needs<'_>,
+) -> anyhow::Result<()> {
+    let mut arts: Vec<Option<std::path::PathBuf>> = Vec::with_capacity(commits.len());
+    let now: Vec<Vec<(usize, u32, usize)>> =
+        (0..commits.len()).map(|ci| needs(samples, ci)).collect();
+    for (ci, c) in commits.iter().enumerate() {
+        match ws.build_state(&c.id) {
+            State::Cached(p) => arts.push(Some(p)),
+            other => {
+                if let State::Failed(tail) = other {
+                    summary.failed_builds.push(c.id.to_string());
+                    summary
+                        .failed_reasons
+                        .push(tail.lines().next().unwrap_or("").trim().to_string());
+                }
+                bar.inc(now[ci].iter().map(|n| n.0 as u64).sum());
+                arts.push(None);
+            }
+        }
+    }
+    // Identical builds: samples already stored for a twin stand in (`need` counted them), and
+    // of twins measured now only the first one is.
+    let mut planned: Vec<std::collections::HashSet<[u8; 20]>> =
+        vec![Default::default(); tests.len()];
+    let mut want: Vec<Vec<usize>> = vec![vec![0; tests.len()]; commits.len()];
+    for (ci, c) in commits.iter().enumerate() {
+        if arts[ci].is_none() {
+            continue;
+        }
+        let key = crate::store::commit_key(&c.id);
+        for (ti, test) in tests.iter().enumerate() {
+            let (n, _, saved_stored) = now[ci][ti];
+            let twin_planned = samples[ti]
+                .twins
+                .get(&key)
+                .is_some_and(|ts| ts.iter().any(|t| planned[ti].contains(t)));
+            let (n, saved) = if twin_planned && n > 0 {
+                (0, n)
+            } else {
+                (n, saved_stored)
+            };
+            if saved > 0 {
+                let from = samples[ti].shared_from(&c.id);
+                let same_as = match from.first() {
+                    Some(f) => f.to_string(),
+                    None => samples[ti]
+                        .twins
+                        .get(&key)
+                        .and_then(|ts| ts.iter().find(|t| planned[ti].contains(*t)))
+                        .map(|t| gix::ObjectId::from_bytes_or_panic(t).to_string())
+                        .unwrap_or_default(),
+                };
+                if ws.verbosity.verbose > 0 {
+                    ws.note(&format!(
+                        "{} {}: same build as {} (byte-identical artifacts): its samples of `{}` are used, {saved} run{} saved",
+                        c.short(),
+                        c.subject,
+                        &same_as.get(..10).unwrap_or(""),
+                        test.name,
+                        if saved == 1 { "" } else { "s" }
+                    ));
+                }
+                summary.runs_saved += saved;
+                summary.identical_builds.push(Shared {
+                    commit: c.id.to_string(),
+                    same_as,
+                    test: test.name.clone(),
+                    runs_saved: saved,
+                });
+                if twin_planned {
+                    bar.inc(saved as u64);
+                }
+            }
+            if n > 0 {
+                planned[ti].insert(key);
+                want[ci][ti] = n;
+            }
+        }
+    }
+    let mut inter = Interleaved::default();
+    for group in share_groups(tests, &vec![(1, 0); tests.len()]) {
+        let mut visits: Vec<crate::pipeline::Visit<'_>> = Vec::new();
+        for (ci, c) in commits.iter().enumerate() {
+            let Some(art) = &arts[ci] else { continue };
+            let mut v = crate::pipeline::Visit {
+                batches: Vec::new(),
+                tests: Vec::new(),
+            };
+            for (gi, &ti) in group.iter().enumerate() {
+                if want[ci][ti] > 0 {
+                    v.batches.push(Batch {
+                        test: tests[ti],
+                        commit: c.id,
+                        artifacts: art,
+                        runs: want[ci][ti],
+                        round: now[ci][ti].1,
+                    });
+                    v.tests.push(gi);
+                }
+            }
+            if !v.batches.is_empty() {
+                visits.push(v);
+            }
+        }
+        if visits.is_empty() {
+            continue;
+        }
+        let names: Vec<&str> = group.iter().map(|&ti| tests[ti].name.as_str()).collect();
+        bar.set_message(format!(
+            "{} on {} commits, round by round",
+            names.join(","),
+            visits.len()
+        ));
+        let mut mine: Vec<&mut crate::store::Appender> = appenders
+            .iter_mut()
+            .enumerate()
+            .filter(|(ti, _)| group.contains(ti))
+            .map(|(_, a)| a)
+            .collect();
+        let (done, got) = ws.measure_session(
+            &mut mine,
+            &visits,
+            crate::measure::Hooks::Visit,
+            &mut |_, _| bar.inc(1),
+        )?;
+        let first = tests[group[0]];
+        let with_setup = if first.setup.is_some() {
+            visits.len()
+        } else {
+            0
+        };
+        inter.rounds = inter.rounds.max(done.rounds);
+        inter.extra_setups += done.setups.saturating_sub(with_setup);
+        inter.extra_warmups += done.warmups.saturating_sub(first.warmup * visits.len());
+        for gi in 0..group.len() {
+            let runs: Vec<(usize, u32, f64)> = got
+                .iter()
+                .filter(|(_, t, _)| *t == gi)
+                .filter_map(|(u, _, s)| s.value.map(|v| (*u, s.moment, v)))
+                .collect();
+            if let Some(d) = crate::stats::drift::between_rounds(&runs) {
+                if inter.drift.is_none_or(|o| d.rel > o.rel) {
+                    inter.drift = Some(d);
+                }
+            }
+        }
+        for (_, gi, s) in got {
+            summary.runs += 1;
+            summary.failed_runs += usize::from(s.value.is_none());
+            samples[group[gi]].push(s);
+        }
+        if crate::interrupt::requested() {
+            break;
+        }
+    }
+    if inter.rounds > 0 {
+        summary.interleaved = Some(inter);
     }
     Ok(())
 }
@@ -321,6 +534,35 @@ fn print_summary(
                     s.runs_saved,
                     if s.runs_saved == 1 { "" } else { "s" }
                 );
+            }
+            if let Some(i) = &s.interleaved {
+                let mut extra = Vec::new();
+                if i.extra_setups > 0 {
+                    extra.push(format!("{} more setups", i.extra_setups));
+                }
+                if i.extra_warmups > 0 {
+                    extra.push(format!("{} more warm-up runs", i.extra_warmups));
+                }
+                println!(
+                    "  measured round by round: {} interleaved round{} across the commits{}",
+                    i.rounds,
+                    if i.rounds == 1 { "" } else { "s" },
+                    if extra.is_empty() {
+                        String::new()
+                    } else {
+                        format!(
+                            " (interleaving cost {} than running each commit's runs back to back)",
+                            extra.join(" and ")
+                        )
+                    }
+                );
+                if let Some(d) = i.drift.filter(|d| d.p_value < 0.01) {
+                    println!(
+                        "  this machine's speed moved {} % between rounds (p = {:.1e}); measured round by round, the drift fell on every commit alike",
+                        crate::report::fmt_num(d.rel * 100.0),
+                        d.p_value
+                    );
+                }
             }
             for (f, why) in s.failed_builds.iter().zip(&s.failed_reasons) {
                 let id = gix::ObjectId::from_hex(f.as_bytes())?;

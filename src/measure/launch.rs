@@ -18,6 +18,9 @@ use std::sync::OnceLock;
 
 /// First argument that puts the binary in launcher mode.
 pub const ARG: &str = "__perfbisect-launch";
+/// Argument (before the program) that makes the launcher count the command's user-space
+/// instructions with the hardware counter, inherited by every child, and report them.
+pub const COUNT_ARG: &str = "--count-instructions";
 /// The descriptor the launcher writes the child's resource usage to.
 pub const FD: i32 = 3;
 
@@ -51,21 +54,36 @@ pub fn main() -> i32 {
 }
 
 /// Resource usage of the launched command, as the launcher reports it.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Usage {
     pub max_rss: u64,
     pub user: f64,
     pub sys: f64,
+    /// With [`COUNT_ARG`]: the instructions counted, or why none could be.
+    pub instructions: Option<Result<u64, String>>,
 }
 
-/// Parse the launcher's report: `maxrss_kib utime_us stime_us`.
+/// Parse the launcher's report: `maxrss_kib utime_us stime_us`, then with [`COUNT_ARG`] the
+/// instructions, or `error: why` on a line of its own.
 pub fn parse(report: &str) -> Option<Usage> {
-    let mut it = report.split_whitespace().map(|w| w.parse::<u64>().ok());
+    let mut lines = report.lines();
+    let mut it = lines
+        .next()?
+        .split_whitespace()
+        .map(|w| w.parse::<u64>().ok());
     let (rss, user, sys) = (it.next()??, it.next()??, it.next()??);
+    let instructions = match it.next() {
+        Some(Some(n)) => Some(Ok(n)),
+        _ => lines
+            .next()
+            .and_then(|l| l.strip_prefix("error: "))
+            .map(|e| Err(e.to_string())),
+    };
     Some(Usage {
         max_rss: rss.saturating_mul(1024),
         user: user as f64 / 1e6,
         sys: sys as f64 / 1e6,
+        instructions,
     })
 }
 
@@ -85,21 +103,34 @@ fn launch(rest: &[OsString]) -> i32 {
     unsafe {
         libc::fcntl(FD, libc::F_SETFD, libc::FD_CLOEXEC);
     }
+    let (count, rest) = match rest.split_first() {
+        Some((a, more)) if a == COUNT_ARG => (true, more),
+        _ => (false, rest),
+    };
     let Some((program, args)) = rest.split_first() else {
         eprintln!("perfbisect: launcher: nothing to run");
         return 127;
     };
-    let child = match std::process::Command::new(program).args(args).spawn() {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!(
-                "perfbisect: launcher: cannot start {}: {e}",
-                program.to_string_lossy()
-            );
-            return 127;
+    let (pid, counter) = if count {
+        match spawn_counted(program, args) {
+            Ok(x) => x,
+            Err(e) => {
+                report_line(&format!("0 0 0\nerror: {e}"));
+                return 127;
+            }
+        }
+    } else {
+        match std::process::Command::new(program).args(args).spawn() {
+            Ok(c) => (c.id() as libc::pid_t, None),
+            Err(e) => {
+                eprintln!(
+                    "perfbisect: launcher: cannot start {}: {e}",
+                    program.to_string_lossy()
+                );
+                return 127;
+            }
         }
     };
-    let pid = child.id() as libc::pid_t;
     let mut status: libc::c_int = 0;
     // SAFETY: zeroed rusage is a valid value for wait4 to fill in.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
@@ -114,16 +145,20 @@ fn launch(rest: &[OsString]) -> i32 {
         }
     }
     let us = |tv: libc::timeval| (tv.tv_sec.max(0) as u64) * 1_000_000 + tv.tv_usec.max(0) as u64;
-    // SAFETY: FD is ours (see above); File takes ownership and closes it.
-    let mut report = unsafe { std::fs::File::from_raw_fd(FD) };
-    let _ = writeln!(
-        report,
-        "{} {} {}",
+    let counted = match counter {
+        None => String::new(),
+        Some(Ok(mut c)) => match c.read() {
+            Ok(n) => format!(" {n}"),
+            Err(e) => format!("\nerror: cannot read the instructions counter: {e}"),
+        },
+        Some(Err(e)) => format!("\nerror: {e}"),
+    };
+    report_line(&format!(
+        "{} {} {}{counted}",
         usage.ru_maxrss.max(0),
         us(usage.ru_utime),
         us(usage.ru_stime)
-    );
-    drop(report);
+    ));
     if libc::WIFEXITED(status) {
         return libc::WEXITSTATUS(status);
     }
@@ -146,6 +181,80 @@ fn launch(rest: &[OsString]) -> i32 {
     127
 }
 
+/// Write the report on [`FD`] (and close it).
+fn report_line(text: &str) {
+    // SAFETY: FD is ours (set up by perfbisect); File takes ownership and closes it.
+    let mut report = unsafe { std::fs::File::from_raw_fd(FD) };
+    let _ = writeln!(report, "{text}");
+}
+
+/// Fork the command stopped before `exec`, open the instructions counter on it (user space
+/// only, inherited by its children, enabled by its `exec`: what `perf stat -e instructions:u`
+/// does), then let it go. The counter's error, if any, comes back for the report; the command
+/// runs either way only when the counter could be opened.
+#[allow(clippy::type_complexity)]
+fn spawn_counted(
+    program: &OsString,
+    args: &[OsString],
+) -> Result<(libc::pid_t, Option<Result<perf_event::Counter, String>>), String> {
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
+    let c =
+        |s: &OsString| CString::new(s.as_bytes()).map_err(|_| "a NUL in an argument".to_string());
+    let prog = c(program)?;
+    let mut owned = vec![prog.clone()];
+    for a in args {
+        owned.push(c(a)?);
+    }
+    let mut argv: Vec<*const libc::c_char> = owned.iter().map(|a| a.as_ptr()).collect();
+    argv.push(std::ptr::null());
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: pipe2 fills two fds.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(format!("pipe: {}", std::io::Error::last_os_error()));
+    }
+    let (r, w) = (fds[0], fds[1]);
+    // SAFETY: the launcher is single-threaded; the child only calls async-signal-safe
+    // functions (close, read, execvp, _exit) before exec.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(format!("fork: {}", std::io::Error::last_os_error()));
+    }
+    if pid == 0 {
+        // SAFETY: see above.
+        unsafe {
+            libc::close(w);
+            let mut go = 0u8;
+            if libc::read(r, (&mut go as *mut u8).cast(), 1) != 1 {
+                libc::_exit(127);
+            }
+            libc::execvp(prog.as_ptr(), argv.as_ptr());
+            libc::_exit(127);
+        }
+    }
+    // SAFETY: our end of the pipe.
+    unsafe { libc::close(r) };
+    let counter = perf_event::Builder::new(perf_event::events::Hardware::INSTRUCTIONS)
+        .observe_pid(pid)
+        .any_cpu()
+        .inherit(true)
+        .enable_on_exec(true)
+        .exclude_kernel(true)
+        .exclude_hv(true)
+        .build()
+        .map_err(|e| format!("cannot open the instructions counter (perf_event_open): {e}"));
+    if counter.is_ok() {
+        // SAFETY: writing one byte to our pipe end.
+        unsafe {
+            let go = 1u8;
+            libc::write(w, (&go as *const u8).cast(), 1);
+        }
+    }
+    // SAFETY: closing our end; without the byte the child exits 127 at once.
+    unsafe { libc::close(w) };
+    Ok((pid, Some(counter)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -157,8 +266,19 @@ mod tests {
             Some(Usage {
                 max_rss: 1536 * 1024,
                 user: 0.0025,
-                sys: 1.0
+                sys: 1.0,
+                instructions: None,
             })
+        );
+        assert_eq!(
+            parse("1536 2500 1000000 12126963\n").unwrap().instructions,
+            Some(Ok(12_126_963))
+        );
+        assert_eq!(
+            parse("1536 2500 1000000\nerror: no PMU\n")
+                .unwrap()
+                .instructions,
+            Some(Err("no PMU".into()))
         );
         assert_eq!(parse(""), None);
         assert_eq!(parse("12 x 3"), None);

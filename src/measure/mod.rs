@@ -3,6 +3,7 @@
 //! recorded as failed with the tail of its output, never dropped and never given a value.
 
 pub mod adapters;
+pub mod counter;
 pub mod launch;
 pub mod process;
 
@@ -29,6 +30,8 @@ pub struct Context<'a> {
     pub round: u32,
     /// The [`crate::fingerprint::Fingerprint::id`] every sample records.
     pub fingerprint: u64,
+    /// The measuring session every sample records (see [`crate::store::Sample::window`]).
+    pub window: u64,
 }
 
 impl Context<'_> {
@@ -71,6 +74,7 @@ impl Context<'_> {
             interrupt: None,
             kill_leftovers: false,
             own_rss: false,
+            extra: Default::default(),
         })?;
         if fin.status.success() {
             return Ok(Ok(()));
@@ -105,14 +109,14 @@ impl Context<'_> {
         Ok(())
     }
 
-    /// Run the test command once and read its metric.
-    pub fn run_once(&self) -> anyhow::Result<Sample> {
+    /// Run the test command once and read its metric, as moment `moment` of the window.
+    pub fn run_once(&self, moment: u32) -> anyhow::Result<Sample> {
         let ran = execute(&[self])?;
-        Ok(self.sample(&ran, 0))
+        Ok(self.sample(&ran, 0, moment))
     }
 
     /// The sample of this context's test from `ran`, whose contexts' `index`th is this one.
-    fn sample(&self, ran: &Ran, index: usize) -> Sample {
+    fn sample(&self, ran: &Ran, index: usize, moment: u32) -> Sample {
         let (value, error) = match read_metric(self.test, ran, index) {
             Ok(v) => (Some(v), None),
             Err(e) => (None, Some(e)),
@@ -134,6 +138,8 @@ impl Context<'_> {
             error,
             fingerprint: self.fingerprint,
             import: None,
+            window: self.window,
+            moment,
         }
     }
 
@@ -156,6 +162,8 @@ impl Context<'_> {
             error: Some(error),
             fingerprint: self.fingerprint,
             import: None,
+            window: self.window,
+            moment: 0,
         }
     }
 }
@@ -219,6 +227,31 @@ fn execute(ctxs: &[&Context<'_>]) -> anyhow::Result<Ran> {
     } else {
         None
     };
+    // Instructions: the hardware counter (through the launcher) or Cachegrind, whose files
+    // go to a scratch directory of this run's.
+    let mut cg_dir = None;
+    let count = if matches!(first.test.metric, Metric::Instructions) {
+        let sel = counter::select(first.test.counter).map_err(|e| {
+            crate::error::UsageError::err(format!("test `{}`: {e}", first.test.name))
+        })?;
+        Some(match sel.counter {
+            counter::Counter::Perf => process::Count::Perf,
+            counter::Counter::Cachegrind { valgrind, .. } => {
+                let dir = tempfile::Builder::new()
+                    .prefix("perfbisect-cachegrind.")
+                    .tempdir()
+                    .context("cannot create a directory for Cachegrind's output")?;
+                let path = dir.path().to_path_buf();
+                cg_dir = Some(dir);
+                process::Count::Cachegrind {
+                    valgrind,
+                    dir: path,
+                }
+            }
+        })
+    } else {
+        None
+    };
     let fin = process::run(Spec {
         command: &first.test.command,
         dir: first.artifacts,
@@ -231,7 +264,13 @@ fn execute(ctxs: &[&Context<'_>]) -> anyhow::Result<Ran> {
         interrupt: None,
         kill_leftovers: true,
         own_rss: ctxs.iter().any(|c| matches!(c.test.metric, Metric::MaxRss)),
+        extra: process::Extra {
+            count,
+            cpus: first.test.cpus.clone(),
+            no_aslr: !first.test.aslr,
+        },
     })?;
+    drop(cg_dir);
     Ok(Ran { fin, out, regex_of })
 }
 
@@ -275,7 +314,8 @@ pub fn shared_batch(
             let ran = execute(&all)?;
             for (i, c) in ctxs.iter().enumerate() {
                 if k < runs[i] {
-                    sink(i, c.sample(&ran, i))?;
+                    // Back to back: one moment.
+                    sink(i, c.sample(&ran, i, 0))?;
                 }
             }
             n += 1;
@@ -325,14 +365,15 @@ pub fn batch(
             if crate::interrupt::requested() {
                 return Ok(0);
             }
-            ctx.run_once()?;
+            ctx.run_once(0)?;
         }
         let mut n = 0;
         for _ in 0..runs {
             if crate::interrupt::requested() {
                 break;
             }
-            sink(ctx.run_once()?)?;
+            // Back to back: one moment.
+            sink(ctx.run_once(0)?)?;
             n += 1;
         }
         Ok(n)
@@ -341,9 +382,9 @@ pub fn batch(
     result
 }
 
-/// Run `a` and `b` alternately (A B A B ...) `runs` times each, so that drift of the machine
-/// hits both sides alike; each sample goes to `sink` (with `true` for side B) before the next
-/// run. Returns how many pairs ran. A failing `teardown` is reported through `warn`.
+/// Run `a` and `b` interleaved, `runs` times each, so that drift of the machine hits both
+/// sides alike; each sample goes to `sink` (with `true` for side B) before the next run.
+/// Returns how many rounds ran. A failing `teardown` is reported through `warn`.
 pub fn interleaved(
     a: &Context<'_>,
     b: &Context<'_>,
@@ -373,44 +414,186 @@ pub fn interleaved_while(
     sink: &mut dyn FnMut(bool, Sample) -> anyhow::Result<bool>,
     warn: &dyn Fn(&str),
 ) -> anyhow::Result<usize> {
-    if runs == 0 {
-        return Ok(0);
-    }
-    for (side, ctx) in [(false, a), (true, b)] {
-        if let Err(why) = ctx.setup()? {
-            sink(side, ctx.failed_sample(why))?;
-            // Undo the setups that ran: A's when B's failed, and the failed one's part.
-            a.teardown_or_warn(warn)?;
-            if side {
-                b.teardown_or_warn(warn)?;
-            }
-            return Ok(0);
+    let units = [Unit::one(a, runs), Unit::one(b, runs)];
+    let done = rounds(
+        &units,
+        Hooks::Session,
+        a.window,
+        0,
+        &mut |u, _, s| sink(u == 1, s),
+        warn,
+    )?;
+    Ok(done.rounds)
+}
+
+/// What is measured together on one commit in [`rounds`]: one test, or tests that share
+/// their command (one execution feeds each of them; see [`shared_batch`]), with the runs
+/// each still needs.
+pub struct Unit<'c, 'a> {
+    pub ctxs: Vec<&'c Context<'a>>,
+    pub runs: Vec<usize>,
+}
+
+impl<'c, 'a> Unit<'c, 'a> {
+    /// One test on one commit.
+    pub fn one(ctx: &'c Context<'a>, runs: usize) -> Unit<'c, 'a> {
+        Unit {
+            ctxs: vec![ctx],
+            runs: vec![runs],
         }
     }
-    let result = (|| {
-        for _ in 0..a.test.warmup {
-            a.run_once()?;
-            b.run_once()?;
+}
+
+/// When the setups and teardowns of an interleaved session run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hooks {
+    /// Each unit's setup (and warm-ups) once before the first round, its teardown after the
+    /// last: several commits' setups are in effect at once (short sessions of a few commits:
+    /// `find`'s windows, `compare`).
+    Session,
+    /// Around each visit: setup, warm-ups, one run, teardown (long sessions over many
+    /// commits: `run`), so a run always happens right after its own commit's setup.
+    Visit,
+}
+
+/// What [`rounds`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RoundsDone {
+    /// Rounds that ran (one run of each unit that still needed one).
+    pub rounds: usize,
+    /// Executions of the test commands whose samples were kept.
+    pub runs: usize,
+    /// Setups that ran, and warm-up runs thrown away.
+    pub setups: usize,
+    pub warmups: usize,
+}
+
+/// Interleaved rounds across `units` (commits): in each round every unit that still needs
+/// runs gets one, in an order that changes from round to round (seeded by `seed`, so the
+/// same session runs in the same order), so that drift of the machine falls on every commit
+/// alike and becomes noise instead of a step. Every sample is moment `round` of the units'
+/// window (counted from `first_moment`, so a later pass over the same window adds moments)
+/// and goes to `sink(unit, test, sample)` before the next run starts; `sink` returns whether
+/// the unit goes on (a test that keeps failing stops it). Stops early on Ctrl-C.
+pub fn rounds(
+    units: &[Unit<'_, '_>],
+    hooks: Hooks,
+    seed: u64,
+    first_moment: u32,
+    sink: &mut dyn FnMut(usize, usize, Sample) -> anyhow::Result<bool>,
+    warn: &dyn Fn(&str),
+) -> anyhow::Result<RoundsDone> {
+    let mut done = RoundsDone::default();
+    let mut left: Vec<Vec<usize>> = units.iter().map(|u| u.runs.clone()).collect();
+    let mut going: Vec<bool> = units
+        .iter()
+        .map(|u| !u.ctxs.is_empty() && u.runs.iter().any(|&r| r > 0))
+        .collect();
+    if !going.iter().any(|&g| g) {
+        return Ok(done);
+    }
+    // Setup of a unit; on failure every test of it gets a failed sample and it stops.
+    let set_up = |u: usize,
+                  done: &mut RoundsDone,
+                  sink: &mut dyn FnMut(usize, usize, Sample) -> anyhow::Result<bool>|
+     -> anyhow::Result<bool> {
+        let first = units[u].ctxs[0];
+        if first.test.setup.is_some() {
+            done.setups += 1;
         }
-        let mut n = 0;
-        let mut going = [true, true];
-        for _ in 0..runs {
-            if crate::interrupt::requested() || going == [false, false] {
-                break;
-            }
-            for (side, ctx) in [(false, a), (true, b)] {
-                if going[usize::from(side)] {
-                    going[usize::from(side)] = sink(side, ctx.run_once()?)?;
+        if let Err(why) = first.setup()? {
+            for (t, c) in units[u].ctxs.iter().enumerate() {
+                if units[u].runs[t] > 0 {
+                    sink(u, t, c.failed_sample(why.clone()))?;
                 }
             }
-            n += 1;
+            first.teardown_or_warn(warn)?;
+            return Ok(false);
         }
-        Ok(n)
-    })();
-    for ctx in [a, b] {
-        ctx.teardown_or_warn(warn)?;
+        Ok(true)
+    };
+    let warm = |u: usize, done: &mut RoundsDone| -> anyhow::Result<()> {
+        let first = units[u].ctxs[0];
+        for _ in 0..first.test.warmup {
+            if crate::interrupt::requested() {
+                break;
+            }
+            execute(&units[u].ctxs)?;
+            done.warmups += 1;
+        }
+        Ok(())
+    };
+    let mut active = vec![false; units.len()];
+    if hooks == Hooks::Session {
+        for u in 0..units.len() {
+            if going[u] {
+                going[u] = set_up(u, &mut done, sink)?;
+                active[u] = going[u];
+            }
+        }
     }
-    result
+    let result = (|| -> anyhow::Result<()> {
+        if hooks == Hooks::Session {
+            for (u, &g) in going.iter().enumerate() {
+                if g {
+                    warm(u, &mut done)?;
+                }
+            }
+        }
+        let mut rng = seed | 1;
+        let mut round = first_moment;
+        loop {
+            let mut order: Vec<usize> = (0..units.len())
+                .filter(|&u| going[u] && left[u].iter().any(|&r| r > 0))
+                .collect();
+            if order.is_empty() || crate::interrupt::requested() {
+                break;
+            }
+            // Fisher-Yates with xorshift: a different order every round.
+            for i in (1..order.len()).rev() {
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                order.swap(i, (rng % (i as u64 + 1)) as usize);
+            }
+            for u in order {
+                if crate::interrupt::requested() {
+                    return Ok(());
+                }
+                if hooks == Hooks::Visit {
+                    if !set_up(u, &mut done, sink)? {
+                        going[u] = false;
+                        continue;
+                    }
+                    warm(u, &mut done)?;
+                }
+                let ran = execute(&units[u].ctxs);
+                if hooks == Hooks::Visit {
+                    units[u].ctxs[0].teardown_or_warn(warn)?;
+                }
+                let ran = ran?;
+                done.runs += 1;
+                for (t, c) in units[u].ctxs.iter().enumerate() {
+                    if left[u][t] > 0 {
+                        left[u][t] -= 1;
+                        if !sink(u, t, c.sample(&ran, t, round))? {
+                            going[u] = false;
+                        }
+                    }
+                }
+            }
+            round += 1;
+            done.rounds += 1;
+        }
+        Ok(())
+    })();
+    for (u, unit) in units.iter().enumerate() {
+        if active[u] {
+            unit.ctxs[0].teardown_or_warn(warn)?;
+        }
+    }
+    result?;
+    Ok(done)
 }
 
 fn read_metric(test: &Test, ran: &Ran, index: usize) -> Result<f64, String> {
@@ -422,6 +605,12 @@ fn read_metric(test: &Test, ran: &Ran, index: usize) -> Result<f64, String> {
             fin.tail.clone()
         }
     };
+    // A counter that could not count says why, whatever the command did then.
+    if let (Metric::Instructions, Some(Err(e))) = (metric, &fin.instructions) {
+        if fin.status != Status::Exited(0) {
+            return Err(format!("no instruction count: {e}\n{}", tail()));
+        }
+    }
     if fin.status != Status::Exited(0) {
         let what = match fin.status {
             Status::TimedOut => format!(
@@ -437,6 +626,11 @@ fn read_metric(test: &Test, ran: &Ran, index: usize) -> Result<f64, String> {
         Metric::User => Ok(fin.user),
         Metric::Sys => Ok(fin.sys),
         Metric::MaxRss => Ok(fin.max_rss as f64),
+        Metric::Instructions => match &fin.instructions {
+            Some(Ok(n)) => Ok(*n as f64),
+            Some(Err(e)) => Err(format!("no instruction count: {e}")),
+            None => Err("no instruction count (the run was not counted)".into()),
+        },
         Metric::Regex(re) => {
             match ran.regex_of[index].and_then(|i| fin.regex_matches[i].as_ref()) {
                 None => Err(format!(

@@ -4,7 +4,7 @@
 use std::fs::File;
 use std::io::Read;
 use std::os::unix::process::CommandExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
@@ -73,6 +73,28 @@ pub struct Spec<'a> {
     /// Run through the launcher (when enabled) so `max_rss` is the command's own, not at
     /// least perfbisect's peak: see [`super::launch`]. Costs one more exec per run.
     pub own_rss: bool,
+    /// Instruction counting and quiet-run settings (test runs only).
+    pub extra: Extra,
+}
+
+/// What a test run may add to a plain run of its command.
+#[derive(Debug, Clone, Default)]
+pub struct Extra {
+    /// Count the instructions of the process tree (see [`super::counter`]).
+    pub count: Option<Count>,
+    /// Pin the command and its children to these CPUs (`sched_setaffinity`).
+    pub cpus: Option<Vec<usize>>,
+    /// Turn address-space randomisation off for it (`personality(ADDR_NO_RANDOMIZE)`).
+    pub no_aslr: bool,
+}
+
+/// How a run's instructions are counted.
+#[derive(Debug, Clone)]
+pub enum Count {
+    /// The hardware counter, opened by the launcher on the command before it starts.
+    Perf,
+    /// Under Valgrind's Cachegrind, which writes one file per process into `dir`.
+    Cachegrind { valgrind: PathBuf, dir: PathBuf },
 }
 
 /// A finished command.
@@ -92,6 +114,8 @@ pub struct Finished {
     pub regex_matches: Vec<Option<String>>,
     /// The last bytes of stderr and stdout, for messages.
     pub tail: String,
+    /// The instructions counted, or why there is no count (only when asked for).
+    pub instructions: Option<Result<u64, String>>,
 }
 
 /// Run `spec` to completion.
@@ -100,43 +124,88 @@ pub struct Finished {
 /// with a short timeout, so the deadline and the interrupt flag are checked without helper
 /// threads; that keeps the overhead per run near that of a bare fork and exec.
 pub fn run(spec: Spec<'_>) -> anyhow::Result<Finished> {
-    let launcher = super::launch::launcher().filter(|_| spec.own_rss);
-    let mut cmd = match launcher {
-        Some((l, needs_arg)) => {
+    let perf = matches!(spec.extra.count, Some(Count::Perf));
+    let launcher = super::launch::launcher().filter(|_| spec.own_rss || perf);
+    if perf && launcher.is_none() {
+        anyhow::bail!("counting instructions with the hardware counter needs perfbisect's launcher (perfbisect-launch), which is not enabled in this process");
+    }
+    let mut cmd = match (&spec.extra.count, launcher) {
+        (Some(Count::Cachegrind { valgrind, dir }), _) => {
+            let mut c = Command::new(valgrind);
+            c.args(super::counter::cachegrind_args(dir));
+            c.arg("/bin/sh");
+            c
+        }
+        (_, Some((l, needs_arg))) => {
             let mut c = Command::new(l);
             if needs_arg {
                 c.arg(super::launch::ARG);
             }
+            if perf {
+                c.arg(super::launch::COUNT_ARG);
+            }
             c.arg("/bin/sh");
             c
         }
-        None => Command::new("/bin/sh"),
+        _ => Command::new("/bin/sh"),
     };
     cmd.arg("-c")
         .arg(spec.command)
         .current_dir(spec.dir)
         .stdin(Stdio::null())
         .process_group(0);
+    // Quiet runs: the CPUs and the personality are inherited by every child.
+    let cpuset = spec.extra.cpus.as_ref().map(|cpus| {
+        // SAFETY: a zeroed cpu_set_t is the empty set.
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        for &c in cpus {
+            // SAFETY: CPU_SET on a valid set; out-of-range CPUs were refused by the config.
+            unsafe { libc::CPU_SET(c, &mut set) };
+        }
+        set
+    });
+    let no_aslr = spec.extra.no_aslr;
     // The launcher's report comes through a pipe on its fd 3.
-    let report = match launcher {
-        Some(_) => {
-            let (read, write) = report_pipe()?;
-            let wfd = std::os::fd::AsRawFd::as_raw_fd(&write);
-            // SAFETY: dup2 and fcntl are async-signal-safe; fd 3 in the child is the pipe.
-            unsafe {
-                cmd.pre_exec(move || {
+    let (report, wfd) =
+        match launcher.filter(|_| !matches!(spec.extra.count, Some(Count::Cachegrind { .. }))) {
+            Some(_) => {
+                let (read, write) = report_pipe()?;
+                let wfd = std::os::fd::AsRawFd::as_raw_fd(&write);
+                (Some((read, write)), Some(wfd))
+            }
+            None => (None, None),
+        };
+    if wfd.is_some() || cpuset.is_some() || no_aslr {
+        // SAFETY: dup2, fcntl, sched_setaffinity and personality are async-signal-safe
+        // system calls; fd 3 in the child is the pipe.
+        unsafe {
+            cmd.pre_exec(move || {
+                if let Some(wfd) = wfd {
                     if wfd == super::launch::FD {
                         libc::fcntl(wfd, libc::F_SETFD, 0);
                     } else if libc::dup2(wfd, super::launch::FD) < 0 {
                         return Err(std::io::Error::last_os_error());
                     }
-                    Ok(())
-                });
-            }
-            Some((read, write))
+                }
+                if let Some(set) = &cpuset {
+                    if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) != 0
+                    {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+                if no_aslr {
+                    let current = libc::personality(0xffff_ffff);
+                    if current == -1
+                        || libc::personality((current | libc::ADDR_NO_RANDOMIZE) as libc::c_ulong)
+                            == -1
+                    {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+                Ok(())
+            });
         }
-        None => None,
-    };
+    }
     for (k, v) in &spec.env {
         cmd.env(k, v);
     }
@@ -332,14 +401,25 @@ pub fn run(spec: Spec<'_>) -> anyhow::Result<Finished> {
     let mut user = secs(usage.ru_utime);
     let mut sys = secs(usage.ru_stime);
     let mut max_rss = (usage.ru_maxrss.max(0) as u64) * 1024;
+    let mut instructions = None;
     // The launcher's report, when it got to write one (not when the group was killed).
     if let Some(mut read) = report {
         let mut text = String::new();
         if read.read_to_string(&mut text).is_ok() {
             if let Some(u) = super::launch::parse(&text) {
                 (user, sys, max_rss) = (u.user, u.sys, u.max_rss);
+                instructions = u.instructions;
             }
         }
+        if perf && instructions.is_none() {
+            instructions = Some(Err(
+                "the launcher reported no instruction count (it was killed, or the command timed out)"
+                    .into(),
+            ));
+        }
+    }
+    if let Some(Count::Cachegrind { dir, .. }) = &spec.extra.count {
+        instructions = Some(super::counter::cachegrind_total(dir));
     }
     Ok(Finished {
         status,
@@ -351,6 +431,7 @@ pub fn run(spec: Spec<'_>) -> anyhow::Result<Finished> {
         stdout_truncated,
         regex_matches,
         tail,
+        instructions,
     })
 }
 

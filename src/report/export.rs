@@ -30,18 +30,20 @@ pub struct SampleRow {
     pub max_rss: u64,
     /// Why the run failed.
     pub error: Option<String>,
-    /// What the number depends on besides the commit (machine, kernel, compiler); `null`
-    /// while the store records none.
+    /// What the number depends on besides the commit (machine, kernel, compiler, counter):
+    /// the id of `cache/fingerprints/<id>.txt`; `null` for samples that record none.
     pub fingerprint: Option<String>,
+    /// The window of time it was measured in (runs of one window were taken side by side),
+    /// as 16 hex digits; `null` for an imported row.
+    pub window: Option<String>,
+    /// Its back-to-back group within the window: runs sharing one are one measurement.
+    pub moment: u32,
 }
 
-/// The fingerprint a sample was measured under, as exports write it.
-///
-/// The store does not record fingerprints yet: this is the one place to read them from a
-/// [`Sample`] once it does (issue 12), and every export (JSON, CSV, `report --format json`)
-/// picks them up from here.
-pub fn fingerprint_of(_sample: &Sample) -> Option<String> {
-    None
+/// The fingerprint a sample was measured under, as exports write it: the 16 hex digits of its
+/// id (`cache/fingerprints/<id>.txt` holds what it was), or `None` when it records none.
+pub fn fingerprint_of(sample: &Sample) -> Option<String> {
+    (sample.fingerprint != 0).then(|| format!("{:016x}", sample.fingerprint))
 }
 
 /// Every sample of `rows`, failed runs included, in commit order then as stored.
@@ -63,6 +65,8 @@ pub fn samples(test: &Test, rows: &[CommitRow]) -> Vec<SampleRow> {
                 max_rss: s.max_rss,
                 error: s.error.clone(),
                 fingerprint: fingerprint_of(s),
+                window: (s.window != 0).then(|| format!("{:016x}", s.window)),
+                moment: s.moment,
             })
         })
         .collect()

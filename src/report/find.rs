@@ -44,6 +44,74 @@ pub struct FindReport<'a> {
     pub deterministic: bool,
     /// What imported rounds (cron results) told the search, when they were used.
     pub imported: Option<&'a ImportedGap>,
+    /// How the runs were taken: windows side by side, the machine's drift, what could have
+    /// been seen, the instructions counter.
+    pub facts: &'a SearchFacts,
+}
+
+/// How a search measured, for the report.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SearchFacts {
+    /// The largest move of one build's level between windows of time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub drift: Option<DriftFact>,
+    /// Windows of interleaved runs opened, the runs in them, and of those the runs of the
+    /// commits measured again beside the probe (its anchors, the verification's parent): what
+    /// interleaving cost.
+    pub windows: usize,
+    pub window_runs: usize,
+    pub beside_runs: usize,
+    /// The smallest relative change the runs of the ends could have seen (80 % power).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_detectable: Option<f64>,
+    /// What counted the instructions of an instructions test.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub counter: Option<String>,
+}
+
+/// How much this machine's speed moved during a search: one build measured at different times.
+#[derive(Debug, Clone, Serialize)]
+pub struct DriftFact {
+    /// (highest - lowest) window median, relative to the build's median.
+    pub rel: f64,
+    pub commit: String,
+    pub windows: usize,
+    /// Rank test of its lowest against its highest window.
+    pub p_value: f64,
+    /// More than the build's own noise could make (p < 0.01).
+    pub significant: bool,
+}
+
+impl SearchFacts {
+    /// "this machine's speed moved 6.10 % during the search (...)", when it did.
+    pub fn drift_line(&self, commits: &[CommitInfo]) -> Option<String> {
+        let d = self.drift.as_ref().filter(|d| d.significant)?;
+        let id = gix::ObjectId::from_hex(d.commit.as_bytes()).ok();
+        let short = commits
+            .iter()
+            .find(|c| Some(c.id) == id)
+            .map(|c| c.short())
+            .unwrap_or_else(|| d.commit.chars().take(10).collect());
+        Some(format!(
+            "this machine's speed moved {} % during the search (the same build, {short}, measured in {} windows of time, p = {:.1e}); every decision compared runs taken side by side, so the drift fell on both sides alike",
+            fmt_num(d.rel * 100.0),
+            d.windows,
+            d.p_value
+        ))
+    }
+
+    /// "; 60 of the 110 runs measured the commits beside the probes again (interleaving)".
+    pub fn interleaving_text(&self) -> String {
+        if self.beside_runs == 0 {
+            return String::new();
+        }
+        format!(
+            "; {} of the runs measured commits again beside the probes, in {} window{} side by side (interleaving)",
+            self.beside_runs,
+            self.windows,
+            if self.windows == 1 { "" } else { "s" }
+        )
+    }
 }
 
 /// The gap between two imported rounds whose levels differ, which the search was narrowed to.
@@ -202,6 +270,8 @@ struct JsonFind {
     deterministic: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     imported: Option<ImportedGap>,
+    /// Windows side by side, drift, what could have been seen, counter.
+    measured: SearchFacts,
 }
 
 #[derive(Serialize)]
@@ -272,6 +342,7 @@ impl FindReport<'_> {
                 String::new()
             }
         ) + &self.time_line()
+            + &self.facts.interleaving_text()
     }
 
     /// "; building 12s in 3 rounds (up to 4 at once), measuring 2s, other 0.3s"
@@ -363,9 +434,22 @@ impl FindReport<'_> {
         if c.candidates.len() > 1 {
             let _ = writeln!(
                 o,
-                "  ambiguous: unbuildable commits sit between; any of these may be the culprit:"
+                "  {}",
+                if c.verified {
+                    "ambiguous: commits that cannot be built or measured sit between; any of these may be the culprit:"
+                } else {
+                    "still in doubt: the culprit is one of these commits:"
+                }
             );
-            for &p in &c.candidates {
+            let n = c.candidates.len();
+            for (i, &p) in c.candidates.iter().enumerate() {
+                // A long list is cut in the middle: its ends say where the doubt lies.
+                if n > 12 && (6..n - 3).contains(&i) {
+                    if i == 6 {
+                        let _ = writeln!(o, "    ... {} more ...", n - 9);
+                    }
+                    continue;
+                }
                 let _ = writeln!(
                     o,
                     "    {} {}",
@@ -424,6 +508,12 @@ pub fn text(r: &FindReport<'_>) -> String {
     }
     for n in r.notes {
         let _ = writeln!(o, "note: {n}");
+    }
+    if let Some(d) = r.facts.drift_line(r.commits) {
+        let _ = writeln!(o, "note: {d}");
+    }
+    if let Some(c) = &r.facts.counter {
+        let _ = writeln!(o, "note: instructions counted by {c}");
     }
     // Neighbours skipped for the same reason (a stretch that crashes) are said once.
     let mut i = 0;
@@ -554,6 +644,7 @@ pub fn json_value(r: &FindReport<'_>) -> anyhow::Result<serde_json::Value> {
         notes: r.notes.to_vec(),
         deterministic: r.deterministic,
         imported: r.imported.cloned(),
+        measured: r.facts.clone(),
     };
     Ok(serde_json::to_value(&out)?)
 }
@@ -664,7 +755,12 @@ pub fn markdown(r: &FindReport<'_>) -> String {
         if c.candidates.len() > 1 {
             let _ = writeln!(
                 o,
-                "- ambiguous: unbuildable neighbours; candidates {}",
+                "- {}: candidates {}",
+                if c.verified {
+                    "ambiguous, commits that cannot be built or measured sit between"
+                } else {
+                    "still in doubt"
+                },
                 candidate_list(r, c)
             );
         }
@@ -691,6 +787,12 @@ pub fn markdown(r: &FindReport<'_>) -> String {
     }
     for n in r.notes {
         let _ = writeln!(o, "- note: {}", md_escape(n));
+    }
+    if let Some(d) = r.facts.drift_line(r.commits) {
+        let _ = writeln!(o, "- note: {}", md_escape(&d));
+    }
+    if let Some(c) = &r.facts.counter {
+        let _ = writeln!(o, "- note: instructions counted by {}", md_escape(c));
     }
     let _ = writeln!(
         o,
@@ -719,11 +821,22 @@ pub(super) fn sparkline_and_plot(o: &mut String, r: &FindReport<'_>) {
 
 /// Every commit that may be the culprit, as Markdown code spans: "`abc`, `def`".
 pub(super) fn candidate_list(r: &FindReport<'_>, c: &Culprit) -> String {
-    c.candidates
+    let all: Vec<String> = c
+        .candidates
         .iter()
         .map(|&p| format!("`{}`", r.commits[p].short()))
-        .collect::<Vec<_>>()
-        .join(", ")
+        .collect();
+    if all.len() > 12 {
+        format!(
+            "{}, … ({} more) …, {} ({} in all)",
+            all[..6].join(", "),
+            all.len() - 9,
+            all[all.len() - 3..].join(", "),
+            all.len()
+        )
+    } else {
+        all.join(", ")
+    }
 }
 
 /// The commands that reproduce one culprit, as pasted into a shell in the repository: the
@@ -871,6 +984,7 @@ mod tests {
             seconds: 1.0,
             deterministic,
             imported: None,
+            facts: &SearchFacts::default(),
         };
         (text(&r), markdown(&r), json(&r).unwrap())
     }

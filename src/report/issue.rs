@@ -30,6 +30,9 @@ pub struct Measured {
     /// Kernel, CPU and cores of the machine the report was made on.
     pub machine: String,
     pub perfbisect: String,
+    /// How the runs were taken: side by side in interleaved windows (or back to back),
+    /// pinned CPUs, address-space randomisation, the instructions counter.
+    pub runs: String,
 }
 
 /// Everything a report shows besides `find`'s own report.
@@ -403,7 +406,11 @@ fn measured(o: &mut String, x: &Issue<'_>) {
             let _ = writeln!(o, "- build: none (artifacts copied as checked out)");
         }
     }
+    let _ = writeln!(o, "- runs: {}", md_escape(&m.runs));
     let _ = writeln!(o, "- search: {}", x.find.spent());
+    if let Some(d) = x.find.facts.drift_line(x.find.commits) {
+        let _ = writeln!(o, "- drift: {}", md_escape(&d));
+    }
     let _ = writeln!(o, "- machine: {}", md_escape(&m.machine));
     let _ = writeln!(o, "- perfbisect {}\n", m.perfbisect);
 }

@@ -33,6 +33,12 @@ pub struct CommitRow {
 }
 
 impl CommitRow {
+    /// One value per independent measurement of the commit (runs taken back to back count
+    /// once): what change points and p-values over commits are computed from.
+    pub fn moments(&self) -> Vec<f64> {
+        crate::store::moment_values(&self.records)
+    }
+
     /// How many of the records were imported (cron rounds), not measured here.
     pub fn imported(&self) -> usize {
         self.records.iter().filter(|s| s.import.is_some()).count()
@@ -393,6 +399,8 @@ pub fn csv(test: &Test, rows: &[CommitRow]) -> anyhow::Result<String> {
         "unit",
         "timestamp",
         "fingerprint",
+        "window",
+        "moment",
     ])?;
     for s in super::export::samples(test, rows) {
         w.write_record([
@@ -409,6 +417,8 @@ pub fn csv(test: &Test, rows: &[CommitRow]) -> anyhow::Result<String> {
             s.unit,
             s.timestamp,
             s.fingerprint.unwrap_or_default(),
+            s.window.unwrap_or_default(),
+            s.moment.to_string(),
         ])?;
     }
     let bytes = w
@@ -445,6 +455,8 @@ mod tests {
             error: error.map(str::to_string),
             fingerprint: 0,
             import: None,
+            window: 1,
+            moment: 0,
         }
     }
 
@@ -480,7 +492,9 @@ mod tests {
                 "test",
                 "unit",
                 "timestamp",
-                "fingerprint"
+                "fingerprint",
+                "window",
+                "moment"
             ]
         );
         let recs: Vec<::csv::StringRecord> = r.records().map(Result::unwrap).collect();
@@ -501,7 +515,9 @@ mod tests {
                 "t",
                 "s",
                 "2023-11-14T22:13:20Z",
-                ""
+                "",
+                "0000000000000001",
+                "0"
             ]
         );
         assert_eq!(&recs[1][0], id);

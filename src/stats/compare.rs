@@ -327,6 +327,90 @@ pub fn differ(a: &[f64], b: &[f64], alpha: f64, threshold: Threshold) -> Option<
     })
 }
 
+/// Van Elteren's stratified rank test, two-sided: each stratum (a window of time in which both
+/// samples were taken side by side) is ranked on its own, so a level that moved between
+/// strata (drift of the machine) does not count as a difference; the strata's rank sums are
+/// combined with weights 1 / (n + 1). One stratum is [`mann_whitney_u`] itself (exact for
+/// small samples). Strata where a side is empty are left out; `None` when none is left.
+pub fn stratified_rank_test(strata: &[(&[f64], &[f64])]) -> Option<TestResult> {
+    let kept: Vec<(Vec<f64>, Vec<f64>)> = strata
+        .iter()
+        .map(|(a, b)| (clean(a), clean(b)))
+        .filter(|(a, b)| !a.is_empty() && !b.is_empty())
+        .collect();
+    match kept.as_slice() {
+        [] => None,
+        [(a, b)] => mann_whitney_u(a, b),
+        _ => {
+            let (mut num, mut var) = (0.0, 0.0);
+            for (a, b) in &kept {
+                let (n1, n2) = (a.len() as f64, b.len() as f64);
+                let n = n1 + n2;
+                let (r1, ties) = rank_sum(a, b);
+                let w = 1.0 / (n + 1.0);
+                num += w * (r1 - n1 * (n + 1.0) / 2.0);
+                var += w * w * n1 * n2 / 12.0 * ((n + 1.0) - ties / (n * (n - 1.0)));
+            }
+            let p = if var > 0.0 && var.is_finite() {
+                2.0 * norm_sf(num.abs() / var.sqrt())
+            } else {
+                1.0
+            };
+            let u1: f64 = kept
+                .iter()
+                .map(|(a, b)| rank_sum(a, b).0 - (a.len() * (a.len() + 1)) as f64 / 2.0)
+                .sum();
+            Some(TestResult {
+                statistic: u1,
+                p_value: p.clamp(0.0, 1.0),
+            })
+        }
+    }
+}
+
+/// [`differ`] over strata (windows of time in which both sides were measured side by side):
+/// the p-value of [`stratified_rank_test`], the medians of all the strata's values. The same
+/// as [`differ`] for one stratum.
+pub fn differ_strata(
+    strata: &[(&[f64], &[f64])],
+    alpha: f64,
+    threshold: Threshold,
+) -> Option<Difference> {
+    let kept: Vec<(&[f64], &[f64])> = strata
+        .iter()
+        .copied()
+        .filter(|(a, b)| a.iter().any(|x| !x.is_nan()) && b.iter().any(|x| !x.is_nan()))
+        .collect();
+    if kept.len() <= 1 {
+        let (a, b) = kept.first().copied()?;
+        return differ(a, b, alpha, threshold);
+    }
+    let mut a: Vec<f64> = kept.iter().flat_map(|(a, _)| clean(a)).collect();
+    let mut b: Vec<f64> = kept.iter().flat_map(|(_, b)| clean(b)).collect();
+    let deterministic = zero_spread(&a) && zero_spread(&b);
+    let p_value = if deterministic {
+        if a[0] == b[0] {
+            1.0
+        } else {
+            0.0
+        }
+    } else {
+        stratified_rank_test(&kept)?.p_value
+    };
+    let before = median_in_place(&mut a)?;
+    let after = median_in_place(&mut b)?;
+    let significant = p_value < alpha;
+    Some(Difference {
+        before,
+        after,
+        rel_change: rel_change(before, after),
+        p_value,
+        deterministic,
+        significant,
+        differs: significant && threshold.reached(before, after),
+    })
+}
+
 /// Asymptotic relative efficiency of the Mann-Whitney test against the t test for normal data.
 const MWU_ARE: f64 = 3.0 / std::f64::consts::PI;
 

@@ -3,6 +3,7 @@
 
 pub mod changepoint;
 pub mod compare;
+pub mod drift;
 pub mod input;
 pub mod lttb;
 pub mod summary;
@@ -10,8 +11,8 @@ pub mod trend;
 
 pub use changepoint::{detect, ChangePoint, Options};
 pub use compare::{
-    bootstrap_median_ratio, differ, mann_whitney_u, min_detectable_change, repeats_needed,
-    robust_cv, welch_t, Difference, TestResult,
+    bootstrap_median_ratio, differ, differ_strata, mann_whitney_u, min_detectable_change,
+    repeats_needed, robust_cv, stratified_rank_test, welch_t, Difference, TestResult,
 };
 pub use input::{read_series_csv, InputError, Series};
 pub use lttb::lttb;

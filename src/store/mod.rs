@@ -16,9 +16,15 @@ use serde::{Deserialize, Serialize};
 const MAGIC: &[u8; 8] = b"PBSTORE\0";
 /// The file format this build writes and reads.
 pub const FORMAT_VERSION: u32 = 1;
-/// The record layout this build writes; newer records are skipped with a warning. Version 1
-/// (before fingerprints and imports) is still read: see [`SampleV1`].
-pub const RECORD_VERSION: u8 = 2;
+/// The record layout this build writes; newer records are skipped with a warning. Versions 1
+/// (before fingerprints and imports) and 2 (before windows and moments) are still read: see
+/// [`SampleV1`] and [`SampleV2`].
+pub const RECORD_VERSION: u8 = 3;
+/// Windows of records written before windows were recorded (version 1 and 2) have this bit
+/// set: such a record's window is made up when it is read, one per run of consecutive records
+/// of one commit (back-to-back runs), so old records never look as if they were taken side by
+/// side with another commit's.
+pub const LEGACY_WINDOW: u64 = 1 << 63;
 const HEADER_LEN: usize = 12;
 const FRAME_HEAD: usize = 8;
 /// No record is this large; a longer length field is corruption.
@@ -50,6 +56,14 @@ pub struct Sample {
     pub fingerprint: u64,
     /// Where an imported sample came from; `None` for a run perfbisect made.
     pub import: Option<Import>,
+    /// The measuring session the run belongs to: runs of one window were taken side by side
+    /// (interleaved, or one commit's runs back to back), so their numbers may be compared
+    /// with each other whatever the machine did before or after. 0 for imported rows.
+    pub window: u64,
+    /// The back-to-back group of its window the run belongs to: runs of one commit taken one
+    /// after the other share a moment and count as one measurement in every statistic;
+    /// interleaved rounds give each run its own.
+    pub moment: u32,
 }
 
 /// The provenance of a sample taken in by `perfbisect import` (a cron round, say).
@@ -97,6 +111,50 @@ impl From<SampleV1> for Sample {
             error: s.error,
             fingerprint: 0,
             import: None,
+            window: 0,
+            moment: 0,
+        }
+    }
+}
+
+/// The record layout of version 2 (fingerprints and imports, before windows and moments):
+/// read and turned into a [`Sample`] whose window is made up on load, never written again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SampleV2 {
+    pub commit: [u8; 20],
+    pub test_hash: u64,
+    pub recipe_hash: u64,
+    pub time: u64,
+    pub round: u32,
+    pub wall: f64,
+    pub user: f64,
+    pub sys: f64,
+    pub max_rss: u64,
+    pub value: Option<f64>,
+    #[serde(deserialize_with = "borrowed_text")]
+    pub error: Option<String>,
+    pub fingerprint: u64,
+    pub import: Option<Import>,
+}
+
+impl From<SampleV2> for Sample {
+    fn from(s: SampleV2) -> Sample {
+        Sample {
+            commit: s.commit,
+            test_hash: s.test_hash,
+            recipe_hash: s.recipe_hash,
+            time: s.time,
+            round: s.round,
+            wall: s.wall,
+            user: s.user,
+            sys: s.sys,
+            max_rss: s.max_rss,
+            value: s.value,
+            error: s.error,
+            fingerprint: s.fingerprint,
+            import: s.import,
+            window: 0,
+            moment: 0,
         }
     }
 }
@@ -108,7 +166,10 @@ pub fn decode_record(version: u8, payload: &[u8]) -> Result<Sample, String> {
         1 => bincode::serde::borrow_decode_from_slice::<SampleV1, _>(payload, config)
             .map(|(s, _)| s.into())
             .map_err(|e| e.to_string()),
-        2 => bincode::serde::borrow_decode_from_slice::<Sample, _>(payload, config)
+        2 => bincode::serde::borrow_decode_from_slice::<SampleV2, _>(payload, config)
+            .map(|(s, _)| s.into())
+            .map_err(|e| e.to_string()),
+        3 => bincode::serde::borrow_decode_from_slice::<Sample, _>(payload, config)
             .map(|(s, _)| s)
             .map_err(|e| e.to_string()),
         v => Err(format!("record version {v} is not known")),
@@ -129,6 +190,64 @@ impl Sample {
     pub fn commit_id(&self) -> gix::ObjectId {
         gix::ObjectId::from_bytes_or_panic(&self.commit)
     }
+
+    /// What makes runs one measurement: its window and moment (runs of one commit taken back
+    /// to back share it). An imported row (no window) is a measurement of its own, told apart
+    /// by its round and time.
+    pub fn moment_key(&self) -> (u64, u64) {
+        if self.window == 0 {
+            let round = self
+                .import
+                .as_ref()
+                .and_then(|i| i.round.as_deref())
+                .map(crate::fingerprint::id_of)
+                .unwrap_or(0);
+            (round, self.time)
+        } else {
+            (self.window, u64::from(self.moment))
+        }
+    }
+}
+
+/// One number per measurement: the median of each group of runs taken back to back (a
+/// moment; see [`Sample::moment_key`]), in the order the groups first appear. Statistics that
+/// treat their inputs as independent (change points, p-values over commits) take these, not
+/// every run: five runs one after the other are one look at the machine, not five.
+pub fn moment_values<'s>(records: impl IntoIterator<Item = &'s Sample>) -> Vec<f64> {
+    let mut groups: Vec<((u64, u64), Vec<f64>)> = Vec::new();
+    for s in records {
+        let Some(v) = s.value.filter(|v| v.is_finite()) else {
+            continue;
+        };
+        let k = s.moment_key();
+        match groups.iter_mut().find(|(g, _)| *g == k) {
+            Some((_, vs)) => vs.push(v),
+            None => groups.push((k, vec![v])),
+        }
+    }
+    groups
+        .into_iter()
+        .filter_map(|(_, vs)| crate::stats::median(&vs))
+        .collect()
+}
+
+/// A fresh window id: unique per measuring session (time, process and a counter), never 0
+/// and never with [`LEGACY_WINDOW`]'s bit.
+pub fn new_window() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let text = format!(
+        "{nanos} {} {}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    );
+    let h = blake3::hash(text.as_bytes());
+    let id = u64::from_le_bytes(h.as_bytes()[..8].try_into().expect("8 bytes"));
+    (id & !LEGACY_WINDOW).max(1)
 }
 
 /// Raw commit bytes of an id.
@@ -546,9 +665,31 @@ pub fn decode_file(path: &Path, bytes: &[u8]) -> Result<Loaded, StoreError> {
     };
     let mut off = HEADER_LEN;
     let mut valid_end = off;
+    // The made-up window of the run of legacy records being read: (commit, window).
+    let mut legacy: Option<([u8; 20], u64)> = None;
     while off < bytes.len() {
         match frame_at(bytes, off) {
             Some((end, ver, payload)) => {
+                if ver < 3 {
+                    if let Ok(mut s) = decode_record(ver, payload) {
+                        if s.import.is_none() {
+                            let w = match legacy {
+                                Some((c, w)) if c == s.commit => w,
+                                _ => LEGACY_WINDOW | off as u64,
+                            };
+                            legacy = Some((s.commit, w));
+                            s.window = w;
+                        } else {
+                            legacy = None;
+                        }
+                        out.samples.push(s);
+                        off = end;
+                        valid_end = end;
+                        continue;
+                    }
+                } else {
+                    legacy = None;
+                }
                 if ver > RECORD_VERSION {
                     out.warnings.push(format!(
                         "{}: record at offset {off} has version {ver}, newer than this perfbisect reads ({RECORD_VERSION}); skipped",
@@ -640,6 +781,8 @@ mod tests {
                 round: Some(format!("R{i}")),
                 machine: None,
             }),
+            window: if i.is_multiple_of(3) { 0 } else { 1 + i / 2 },
+            moment: (i % 2) as u32,
         }
     }
 
@@ -693,7 +836,15 @@ mod tests {
         let l = store.load("t").unwrap();
         assert!(l.warnings.is_empty(), "{:?}", l.warnings);
         assert_eq!(l.samples.len(), 2);
-        assert_eq!(l.samples[0], Sample::from(v1));
+        // Its window is made up on load: one of its own, marked as such.
+        assert_eq!(l.samples[0].window & LEGACY_WINDOW, LEGACY_WINDOW);
+        assert_eq!(
+            l.samples[0],
+            Sample {
+                window: l.samples[0].window,
+                ..Sample::from(v1)
+            }
+        );
         assert_eq!(l.samples[0].fingerprint, 0);
         assert!(l.samples[0].import.is_none());
         assert_eq!(l.samples[1], sample(4));

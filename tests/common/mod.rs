@@ -232,3 +232,19 @@ pub fn fixture(name: &str) -> PathBuf {
         .join("tests/fixtures")
         .join(name)
 }
+
+/// The highest CPU this process may run on (from /proc/self/status).
+pub fn last_cpu() -> usize {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let list = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .unwrap()
+        .trim()
+        .to_string();
+    list.split(',')
+        .filter_map(|p| p.rsplit('-').next())
+        .filter_map(|n| n.trim().parse().ok())
+        .max()
+        .unwrap()
+}
