@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use crate::bisect::{Lab, Measured, Stored};
+use crate::bisect::{Doing, Lab, Measured, Stored};
 use crate::build::State;
 use crate::config::Test;
 use crate::git::CommitInfo;
@@ -160,13 +160,16 @@ impl Lab for WorkspaceLab<'_> {
     }
 
     fn stored(&self, pos: usize) -> Vec<Stored> {
-        let recs = self.stored.records(&self.commits[pos].id);
+        let id = &self.commits[pos].id;
+        let key = crate::store::commit_key(id);
+        let recs = self.stored.records(id);
         recs.into_iter()
             .filter(|s| self.trust_imported || s.import.is_none())
             .map(|s| Stored {
                 value: s.value.unwrap_or(f64::NAN),
                 window: s.window,
                 moment: s.moment,
+                shared: s.commit != key,
             })
             .collect()
     }
@@ -264,14 +267,9 @@ impl Lab for WorkspaceLab<'_> {
             .collect();
         let first_moment = window.map_or(0, |(_, m)| m);
         let limit = self.test.repeats.max(2);
-        let (id, got, done) = self.ws.measure_window(
-            self.appender,
-            &batches,
-            window,
-            limit,
-            crate::measure::Hooks::Session,
-            &mut |_| bar.inc(1),
-        )?;
+        let (id, got, done) =
+            self.ws
+                .measure_window(self.appender, &batches, window, limit, &mut |_| bar.inc(1))?;
         let mut values_out = Vec::with_capacity(positions.len());
         for (i, &p) in positions.iter().enumerate() {
             if let Some(e) = got[i].iter().rev().find_map(|s| s.error.clone()) {
@@ -314,5 +312,32 @@ impl Lab for WorkspaceLab<'_> {
 
     fn interrupted(&self) -> bool {
         crate::interrupt::requested()
+    }
+
+    /// With `-v`, a line per step of the search (what is built, measured side by side).
+    fn status(&mut self, what: Doing<'_>) {
+        if self.ws.verbosity.verbose == 0 {
+            return;
+        }
+        let name = |p: usize| self.commits[p].short();
+        let names = |ps: &[usize]| ps.iter().map(|&p| name(p)).collect::<Vec<_>>().join(", ");
+        let line = match what {
+            Doing::Build(ps) => format!("build {}", names(ps)),
+            Doing::Measure { pos, runs } => format!("measure {} ({runs} runs)", name(pos)),
+            Doing::Window { positions, runs } => format!(
+                "measure {} side by side ({runs} interleaved runs each)",
+                names(positions)
+            ),
+            Doing::Verify {
+                parent,
+                culprit,
+                runs,
+            } => format!(
+                "verify {} against its parent {} ({runs} interleaved runs each)",
+                name(culprit),
+                name(parent)
+            ),
+        };
+        self.ws.note(&format!("perfbisect: {line}"));
     }
 }

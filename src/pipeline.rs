@@ -636,7 +636,6 @@ impl Workspace {
         batches: &[Batch<'_>],
         window: Option<(u64, u32)>,
         limit: usize,
-        hooks: measure::Hooks,
         each: &mut dyn FnMut(&Sample),
     ) -> anyhow::Result<(u64, Vec<Vec<Sample>>, measure::RoundsDone)> {
         let (window, first_moment) = window.unwrap_or_else(|| (crate::store::new_window(), 0));
@@ -655,7 +654,6 @@ impl Workspace {
         let mut warned = false;
         let done = measure::rounds(
             &units,
-            hooks,
             window ^ u64::from(first_moment).wrapping_mul(0x9E37_79B9_7F4A_7C15),
             first_moment,
             &mut |u, _, s| {
@@ -696,7 +694,6 @@ impl Workspace {
         &self,
         appenders: &mut [&mut Appender],
         visits: &[Visit<'_>],
-        hooks: measure::Hooks,
         each: &mut dyn FnMut(usize, &Sample),
     ) -> anyhow::Result<(measure::RoundsDone, Vec<SessionSample>)> {
         let window = crate::store::new_window();
@@ -721,7 +718,6 @@ impl Workspace {
         let mut warned = vec![false; appenders.len()];
         let done = measure::rounds(
             &units,
-            hooks,
             window,
             0,
             &mut |u, i, s| {

@@ -117,6 +117,11 @@ fn struct_size_reads_objects_and_archives() {
     );
     let o = helper("struct-size.sh", &["other_one", "lib/libx.a"], d, &[]);
     assert_eq!(stdout(&o), "other_one: 136 bytes\n", "{}", stderr(&o));
+    // CMake's Debug builds call the library libx-d.a: asked for libx.a, that one is read.
+    std::fs::rename(d.join("lib/libx.a"), d.join("lib/libx-d.a")).unwrap();
+    let o = helper("struct-size.sh", &["other_one", "lib/libx.a"], d, &[]);
+    assert_eq!(stdout(&o), "other_one: 136 bytes\n", "{}", stderr(&o));
+    std::fs::rename(d.join("lib/libx-d.a"), d.join("lib/libx.a")).unwrap();
 
     // No such struct, or no debug info: a failure that says why, and no number.
     for (s, f) in [("nosuch", "lib/libx.a"), ("known", "nodebug.o")] {
@@ -330,6 +335,127 @@ fn httpd_serves_the_transfer_tests_and_stops() {
             "port {p} still answers"
         );
     }
+}
+
+/// How many processes run `sleep SECS` (the watchdogs of this test's servers).
+fn sleepers(secs: &str) -> usize {
+    let o = Command::new("pgrep")
+        .args(["-f", &format!("^sleep {secs}$")])
+        .output()
+        .unwrap();
+    stdout(&o).lines().count()
+}
+
+/// [`sleepers`] once it is `want` (a watchdog's shell starts its sleep a moment after `start`
+/// returns), or what it is after 5 s.
+fn sleepers_settle(secs: &str, want: usize) -> usize {
+    let t = std::time::Instant::now();
+    loop {
+        let n = sleepers(secs);
+        if n == want || t.elapsed() > std::time::Duration::from_secs(5) {
+            return n;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// Starting and stopping a server leaves nothing running (the watchdog's sleep went with it,
+/// 20 times over); two perfbisect processes at once get servers of their own and never stop
+/// each other's; a folder shared on purpose (CURL_PERF_STATE) says who holds it.
+#[test]
+fn httpd_stop_leaves_nothing_and_two_perfbisects_keep_their_own_servers() {
+    if !tools(
+        "httpd_stop_leaves_nothing_and_two_perfbisects_keep_their_own_servers",
+        &["apache2", "openssl", "pgrep"],
+    ) {
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    let tmp = d.join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let ttl = "4321";
+    let me = format!("{}-a", std::process::id());
+    let env = |run: &str| {
+        vec![
+            ("TMPDIR".to_string(), tmp.display().to_string()),
+            ("PERFBISECT_TEST".to_string(), "h1-requests".to_string()),
+            ("PERFBISECT_RUN".to_string(), run.to_string()),
+            ("CURL_PERF_SCALE".to_string(), "0.001".to_string()),
+            ("CURL_PERF_HTTPD_TTL".to_string(), ttl.to_string()),
+        ]
+    };
+    let call = |what: &str, run: &str, extra: &[(&str, &str)]| {
+        let mut e = env(run);
+        e.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        let e: Vec<(&str, &str)> = e.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        helper("httpd.sh", &[what], d, &e)
+    };
+    let before = sleepers(ttl);
+    for _ in 0..20 {
+        let o = call("start", &me, &[]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert_eq!(sleepers_settle(ttl, before + 1), before + 1);
+        let o = call("stop", &me, &[]);
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    assert_eq!(
+        sleepers_settle(ttl, before),
+        before,
+        "watchdogs left behind"
+    );
+    let root = tmp.join(format!("perfbisect-curl-{}", unsafe_uid()));
+    assert!(!root.join(&me).exists(), "its folder stays");
+
+    // Two perfbisect processes (this test, and its parent standing in for another live one).
+    let other = format!("{}-b", std::os::unix::process::parent_id());
+    assert!(call("start", &me, &[]).status.success());
+    assert!(call("start", &other, &[]).status.success());
+    let (p1, _) = ports(&root.join(&me).join("h1-requests"));
+    let (p2, _) = ports(&root.join(&other).join("h1-requests"));
+    assert_ne!(p1, p2);
+    assert!(call("stop", &me, &[]).status.success());
+    assert!(
+        http_get(p2, "/10k").starts_with("HTTP/1.1 200"),
+        "the other server was stopped"
+    );
+    assert!(TcpStream::connect(("127.0.0.1", p1)).is_err());
+
+    // One folder shared on purpose: the second says who holds it, and the first keeps serving.
+    let shared = d.join("shared");
+    let s = shared.to_str().unwrap();
+    assert!(call("start", &other, &[("CURL_PERF_STATE", s)])
+        .status
+        .success());
+    let o = call("start", &me, &[("CURL_PERF_STATE", s)]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("in use by another running perfbisect") && stderr(&o).contains(&other),
+        "{}",
+        stderr(&o)
+    );
+    let o = call("stop", &me, &[("CURL_PERF_STATE", s)]);
+    assert!(
+        o.status.success() && stderr(&o).contains("left as it is"),
+        "{}",
+        stderr(&o)
+    );
+    let (p3, _) = ports(&shared.join("h1-requests"));
+    assert!(http_get(p3, "/10k").starts_with("HTTP/1.1 200"));
+    assert!(call("stop", &other, &[("CURL_PERF_STATE", s)])
+        .status
+        .success());
+    assert!(call("stop", &other, &[]).status.success());
+    assert_eq!(
+        sleepers_settle(ttl, before),
+        before,
+        "watchdogs left behind"
+    );
+}
+
+fn unsafe_uid() -> u32 {
+    // SAFETY: getuid cannot fail.
+    unsafe { libc::getuid() }
 }
 
 #[test]

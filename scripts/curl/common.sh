@@ -17,11 +17,27 @@ scaled() {
     awk -v n="$1" -v s="$(curl_perf_scale)" 'BEGIN { v = int(n * s + 0.5); if (v < 1) v = 1; printf "%d\n", v }'
 }
 
-# The folder of this test's server: CURL_PERF_STATE, else one per user in TMPDIR; one
-# subfolder per perfbisect test, so tests never share a server.
+# Where the servers' folders are when CURL_PERF_STATE is not set: one per user in TMPDIR, one
+# subfolder per perfbisect process (PERFBISECT_RUN), so two perfbisects at once (two caches,
+# two terminals, a CI job beside a person) never stop each other's servers.
+state_root() {
+    echo "${TMPDIR:-/tmp}/perfbisect-curl-$(id -u)"
+}
+
+# The folder of this test's server: CURL_PERF_STATE, else the perfbisect process's folder in
+# state_root; one subfolder per perfbisect test, so tests never share a server.
 state_dir() {
-    local base="${CURL_PERF_STATE:-${TMPDIR:-/tmp}/perfbisect-curl-$(id -u)}"
+    local base="${CURL_PERF_STATE:-$(state_root)/${PERFBISECT_RUN:-default}}"
     echo "$base/${PERFBISECT_TEST:-default}"
+}
+
+# run_alive ID: whether the perfbisect process of a PERFBISECT_RUN id (PID-TIME) still runs.
+run_alive() {
+    local pid=${1%%-*}
+    case $pid in
+    '' | *[!0-9]*) return 1 ;;
+    esac
+    kill -0 "$pid" 2>/dev/null
 }
 
 # The curl tool under test: CURL, else perf/curl in the artifact directory.

@@ -7,8 +7,12 @@
 #   certificate for localhost, picks two free loopback ports (clear-text HTTP/1.1 and HTTPS
 #   with h2 and http/1.1), starts httpd and waits until both answer. The ports go to
 #   STATE/ports (HTTP_PORT=..., HTTPS_PORT=...). A watchdog stops the server after
-#   CURL_PERF_HTTPD_TTL seconds (default 7200) should the teardown never come.
-# stop: stops that httpd and its watchdog and removes the state folder.
+#   CURL_PERF_HTTPD_TTL seconds (default 7200) should the teardown never come. The folder
+#   records which perfbisect process (PERFBISECT_RUN) owns it: another live one's server is
+#   never stopped or restarted (start says who holds it and fails); folders of perfbisect
+#   processes that are gone are cleaned up.
+# stop: stops that httpd and its watchdog (the whole watchdog, its sleep included) and removes
+#   the state folder; nothing is left running.
 #
 # APACHE names the httpd binary (default: apache2 or httpd from PATH or /usr/sbin);
 # APACHE_MODULES the folder of its modules (default: Debian's /usr/lib/apache2/modules and
@@ -54,13 +58,16 @@ answers() {
     (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
 }
 
-stop() {
-    local pid n
-    if [ -f "$dir/watchdog.pid" ]; then
-        kill "$(cat "$dir/watchdog.pid")" 2>/dev/null || true
+# stop_dir DIR: stop the httpd and the watchdog of one state folder and remove it.
+stop_dir() {
+    local d=$1 pid n
+    if [ -f "$d/watchdog.pid" ]; then
+        # The watchdog leads a process group of its own (setsid): its sleep goes with it.
+        pid=$(cat "$d/watchdog.pid")
+        kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
     fi
-    if [ -f "$dir/httpd.pid" ]; then
-        pid=$(cat "$dir/httpd.pid")
+    if [ -f "$d/httpd.pid" ]; then
+        pid=$(cat "$d/httpd.pid")
         kill -TERM "$pid" 2>/dev/null || true
         for n in $(seq 1 100); do
             kill -0 "$pid" 2>/dev/null || break
@@ -68,7 +75,43 @@ stop() {
             sleep 0.1
         done
     fi
-    rm -rf "$dir"
+    rm -rf "$d"
+}
+
+# Whether another live perfbisect process owns this test's folder (CURL_PERF_STATE shared).
+held_by_other() {
+    local owner
+    [ -f "$dir/owner" ] || return 1
+    owner=$(cat "$dir/owner")
+    [ "$owner" != "${PERFBISECT_RUN:-}" ] && run_alive "$owner"
+}
+
+# Folders of perfbisect processes that are gone (killed before their teardown).
+clean_stale() {
+    local root d t
+    [ -z "${CURL_PERF_STATE:-}" ] || return 0
+    root=$(state_root)
+    [ -d "$root" ] || return 0
+    for d in "$root"/*/; do
+        [ -d "$d" ] || continue
+        d=${d%/}
+        [ "$(basename "$d")" != "${PERFBISECT_RUN:-default}" ] || continue
+        run_alive "$(basename "$d")" && continue
+        for t in "$d"/*/; do
+            [ -d "$t" ] && stop_dir "${t%/}"
+        done
+        rmdir "$d" 2>/dev/null || true
+    done
+}
+
+stop() {
+    if held_by_other; then
+        echo "$(basename "$0"): $dir belongs to another running perfbisect ($(cat "$dir/owner")); left as it is" >&2
+        return 0
+    fi
+    stop_dir "$dir"
+    # The perfbisect process's own folder goes once its last test's server is stopped.
+    [ -n "${CURL_PERF_STATE:-}" ] || rmdir "$(dirname "$dir")" 2>/dev/null || true
 }
 
 write_conf() {
@@ -141,8 +184,13 @@ start() {
     apache=$(find_apache)
     mods=$(find_modules)
     s=$(curl_perf_scale)
+    if held_by_other; then
+        die "$dir is in use by another running perfbisect (PERFBISECT_RUN $(cat "$dir/owner"), pid $(cut -d- -f1 "$dir/owner")); give this one another CURL_PERF_STATE"
+    fi
+    clean_stale
     stop
     mkdir -p "$dir/htdocs" "$dir/upload" "$dir/dav"
+    echo "${PERFBISECT_RUN:-}" >"$dir/owner"
     chmod 755 "$dir" "$dir/htdocs"
     chmod 777 "$dir/upload" "$dir/dav"
     head -c 10240 /dev/urandom >"$dir/htdocs/10k"

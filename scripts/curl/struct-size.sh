@@ -2,6 +2,7 @@
 # struct-size.sh STRUCT FILE...: the size in bytes of a C struct, read with pahole (Debian
 # package dwarves) from object files or static libraries built with debug info (-g).
 # pahole reads object files, not .a archives: archives are unpacked into a temp folder first.
+# A missing NAME.a is read as NAME-d.a when that exists (CMake's debug postfix: libcurl-d.a).
 # The first object that describes the struct is used. Prints:  STRUCT: N bytes
 set -euo pipefail
 me=$(basename "$0")
@@ -15,6 +16,11 @@ trap 'rm -rf "$tmp"' EXIT
 objs=()
 i=0
 for f in "$@"; do
+    # CMake's Debug builds name the library libcurl-d.a (its debug postfix): take it for
+    # libcurl.a when only that one is there.
+    if [ ! -e "$f" ] && [ "${f%.a}" != "$f" ] && [ -r "${f%.a}-d.a" ]; then
+        f="${f%.a}-d.a"
+    fi
     [ -r "$f" ] || { echo "$me: cannot read '$f'" >&2; exit 1; }
     case $f in
     *.a)

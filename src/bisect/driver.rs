@@ -46,7 +46,26 @@ pub trait Lab {
     /// Ctrl-C was pressed: the driver stops before the next step.
     fn interrupted(&self) -> bool;
     /// Progress: what the driver is about to do (for a progress bar or `-v`).
-    fn status(&mut self, _what: &str) {}
+    fn status(&mut self, _what: Doing<'_>) {}
+}
+
+/// What the driver is about to do, by position, for [`Lab::status`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Doing<'a> {
+    Build(&'a [usize]),
+    Measure {
+        pos: usize,
+        runs: usize,
+    },
+    Window {
+        positions: &'a [usize],
+        runs: usize,
+    },
+    Verify {
+        parent: usize,
+        culprit: usize,
+        runs: usize,
+    },
 }
 
 /// The search side of the loop: [`super::Search`] for `find`, [`super::StepSearch`] for `step`.
@@ -142,7 +161,7 @@ pub fn drive(
                 if lab.interrupted() {
                     return Err(Interrupted.into());
                 }
-                lab.status(&format!("measure {pos} ({runs} runs)"));
+                lab.status(Doing::Measure { pos, runs });
                 let t = Instant::now();
                 let got = lab.measure(pos, runs)?;
                 d.measuring += t.elapsed();
@@ -172,7 +191,10 @@ pub fn drive(
                 if lab.interrupted() {
                     return Err(Interrupted.into());
                 }
-                lab.status(&format!("window {positions:?} ({runs} runs each)"));
+                lab.status(Doing::Window {
+                    positions: &positions,
+                    runs,
+                });
                 let t = Instant::now();
                 let got = lab.measure_window(&positions, runs, window)?;
                 d.measuring += t.elapsed();
@@ -201,7 +223,11 @@ pub fn drive(
                 if lab.interrupted() {
                     return Err(Interrupted.into());
                 }
-                lab.status(&format!("verify {parent} vs {culprit} ({runs} runs each)"));
+                lab.status(Doing::Verify {
+                    parent,
+                    culprit,
+                    runs,
+                });
                 let t = Instant::now();
                 let got = lab.measure_window(&[parent, culprit], runs, None)?;
                 d.measuring += t.elapsed();
@@ -226,7 +252,7 @@ fn build_round(
     if set.is_empty() {
         return Ok(());
     }
-    lab.status(&format!("build {} commit(s)", set.len()));
+    lab.status(Doing::Build(&set));
     let t = Instant::now();
     let (ok, builds) = lab.build(&set, jobs)?;
     d.building += t.elapsed();

@@ -147,6 +147,9 @@ pub struct Stored {
     pub value: f64,
     pub window: u64,
     pub moment: u32,
+    /// A sample of another commit whose build is byte-identical (it stands for this one).
+    #[serde(default)]
+    pub shared: bool,
 }
 
 /// What the caller should do next.
@@ -274,7 +277,7 @@ mod verify;
 
 pub use classify::classify;
 use classify::*;
-pub use driver::{drive, Driven, Lab, Measured, Policy};
+pub use driver::{drive, Doing, Driven, Lab, Measured, Policy};
 use search::*;
 pub use search::{Drift, Search};
 pub use step::{StepSearch, StepVerdict};

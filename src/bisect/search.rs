@@ -81,6 +81,8 @@ pub(super) struct Win {
     pub(super) moments: u32,
     /// Opened by this search (so it may be extended now), not found in the store.
     pub(super) fresh: bool,
+    /// Positions measured in it themselves (not only through a byte-identical build's runs).
+    pub(super) own: std::collections::BTreeSet<usize>,
 }
 
 /// The samples that may be compared for a set of positions: per window holding runs of every
@@ -275,6 +277,9 @@ impl Search {
             let w = self.window_mut(s.window, false);
             w.runs.entry(pos).or_default().push(s.value);
             w.moments = w.moments.max(s.moment.saturating_add(1));
+            if !s.shared {
+                w.own.insert(pos);
+            }
         }
     }
 
@@ -293,6 +298,7 @@ impl Search {
         w.moments = w.moments.max(first_moment.saturating_add(rounds));
         for (pos, v) in values.iter().filter(|(p, _)| *p < len) {
             w.runs.entry(*pos).or_default().extend_from_slice(v);
+            w.own.insert(*pos);
         }
         let mut any = false;
         for (pos, v) in values.iter().filter(|(p, _)| *p < len) {

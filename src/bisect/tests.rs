@@ -64,6 +64,7 @@ fn stored_in(search: &mut Search, window: u64, pos: usize, values: &[f64]) {
             value,
             window,
             moment: i as u32,
+            shared: false,
         })
         .collect();
     search.add_stored(pos, &s);

@@ -166,17 +166,19 @@ impl Search {
                     }
                 }
             }
-            // An earlier search's verification of these two (a stored window of exactly parent
-            // and culprit, interleaved) is such a re-run already: judged as if made now.
+            // An earlier search's verification of these two (a stored window in which exactly
+            // parent and culprit were measured, interleaved) is such a re-run already: judged
+            // as if made now. (Commits whose builds are byte-identical to one of them show its
+            // runs too; they were not measured there themselves.)
             let earlier: Vec<&Win> = self
                 .windows
                 .iter()
                 .filter(|w| {
                     self.windowed()
                         && !w.fresh
-                        && w.runs.len() == 2
-                        && w.runs.contains_key(&lo)
-                        && w.runs.contains_key(&hi)
+                        && w.own.len() == 2
+                        && w.own.contains(&lo)
+                        && w.own.contains(&hi)
                 })
                 .collect();
             if !earlier.is_empty() {

@@ -179,7 +179,6 @@ pub fn compare(g: &Global, args: CompareArgs) -> anyhow::Result<()> {
         ];
         let r = measure::rounds(
             &units,
-            measure::Hooks::Session,
             window ^ u64::from(moment),
             moment,
             &mut |u, _, s| {

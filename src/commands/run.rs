@@ -439,12 +439,7 @@ fn measure_rounds(
             .filter(|(ti, _)| group.contains(ti))
             .map(|(_, a)| a)
             .collect();
-        let (done, got) = ws.measure_session(
-            &mut mine,
-            &visits,
-            crate::measure::Hooks::Visit,
-            &mut |_, _| bar.inc(1),
-        )?;
+        let (done, got) = ws.measure_session(&mut mine, &visits, &mut |_, _| bar.inc(1))?;
         let first = tests[group[0]];
         let with_setup = if first.setup.is_some() {
             visits.len()

@@ -20,6 +20,20 @@ use process::{Output, Spec, Status};
 /// Largest stdout read whole for a JSON metric.
 const JSON_STDOUT_LIMIT: usize = 16 * 1024 * 1024;
 
+/// This perfbisect process's id for the commands it runs (`PERFBISECT_RUN`): its pid and
+/// start time, `<pid>-<nanoseconds, hex>`, so that hooks of two perfbisect processes at once
+/// (two caches, two terminals) can keep their servers and state apart.
+pub fn run_id() -> &'static str {
+    static ID: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    ID.get_or_init(|| {
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        format!("{}-{nanos:x}", std::process::id())
+    })
+}
+
 /// What a run is measured with.
 pub struct Context<'a> {
     pub test: &'a Test,
@@ -47,6 +61,7 @@ impl Context<'_> {
                 "PERFBISECT_CONFIG_DIR".into(),
                 self.config_dir.display().to_string(),
             ),
+            ("PERFBISECT_RUN".into(), run_id().to_string()),
         ]
     }
 
@@ -415,14 +430,7 @@ pub fn interleaved_while(
     warn: &dyn Fn(&str),
 ) -> anyhow::Result<usize> {
     let units = [Unit::one(a, runs), Unit::one(b, runs)];
-    let done = rounds(
-        &units,
-        Hooks::Session,
-        a.window,
-        0,
-        &mut |u, _, s| sink(u == 1, s),
-        warn,
-    )?;
+    let done = rounds(&units, a.window, 0, &mut |u, _, s| sink(u == 1, s), warn)?;
     Ok(done.rounds)
 }
 
@@ -444,18 +452,6 @@ impl<'c, 'a> Unit<'c, 'a> {
     }
 }
 
-/// When the setups and teardowns of an interleaved session run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Hooks {
-    /// Each unit's setup (and warm-ups) once before the first round, its teardown after the
-    /// last: several commits' setups are in effect at once (short sessions of a few commits:
-    /// `find`'s windows, `compare`).
-    Session,
-    /// Around each visit: setup, warm-ups, one run, teardown (long sessions over many
-    /// commits: `run`), so a run always happens right after its own commit's setup.
-    Visit,
-}
-
 /// What [`rounds`] did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RoundsDone {
@@ -471,13 +467,15 @@ pub struct RoundsDone {
 /// Interleaved rounds across `units` (commits): in each round every unit that still needs
 /// runs gets one, in an order that changes from round to round (seeded by `seed`, so the
 /// same session runs in the same order), so that drift of the machine falls on every commit
-/// alike and becomes noise instead of a step. Every sample is moment `round` of the units'
-/// window (counted from `first_moment`, so a later pass over the same window adds moments)
-/// and goes to `sink(unit, test, sample)` before the next run starts; `sink` returns whether
-/// the unit goes on (a test that keeps failing stops it). Stops early on Ctrl-C.
+/// alike and becomes noise instead of a step. A unit's setup and warm-ups run right before its
+/// first run; every teardown runs once the session is over, so the setups of several commits
+/// are in effect together (one setup and teardown per commit, as when its runs are back to
+/// back). Every sample is moment `round` of the units' window (counted from `first_moment`,
+/// so a later pass over the same window adds moments) and goes to `sink(unit, test, sample)`
+/// before the next run starts; `sink` returns whether the unit goes on (a test that keeps
+/// failing stops it). Stops early on Ctrl-C.
 pub fn rounds(
     units: &[Unit<'_, '_>],
-    hooks: Hooks,
     seed: u64,
     first_moment: u32,
     sink: &mut dyn FnMut(usize, usize, Sample) -> anyhow::Result<bool>,
@@ -489,57 +487,9 @@ pub fn rounds(
         .iter()
         .map(|u| !u.ctxs.is_empty() && u.runs.iter().any(|&r| r > 0))
         .collect();
-    if !going.iter().any(|&g| g) {
-        return Ok(done);
-    }
-    // Setup of a unit; on failure every test of it gets a failed sample and it stops.
-    let set_up = |u: usize,
-                  done: &mut RoundsDone,
-                  sink: &mut dyn FnMut(usize, usize, Sample) -> anyhow::Result<bool>|
-     -> anyhow::Result<bool> {
-        let first = units[u].ctxs[0];
-        if first.test.setup.is_some() {
-            done.setups += 1;
-        }
-        if let Err(why) = first.setup()? {
-            for (t, c) in units[u].ctxs.iter().enumerate() {
-                if units[u].runs[t] > 0 {
-                    sink(u, t, c.failed_sample(why.clone()))?;
-                }
-            }
-            first.teardown_or_warn(warn)?;
-            return Ok(false);
-        }
-        Ok(true)
-    };
-    let warm = |u: usize, done: &mut RoundsDone| -> anyhow::Result<()> {
-        let first = units[u].ctxs[0];
-        for _ in 0..first.test.warmup {
-            if crate::interrupt::requested() {
-                break;
-            }
-            execute(&units[u].ctxs)?;
-            done.warmups += 1;
-        }
-        Ok(())
-    };
+    // Set up (and warmed up) so far: these get a teardown at the end.
     let mut active = vec![false; units.len()];
-    if hooks == Hooks::Session {
-        for u in 0..units.len() {
-            if going[u] {
-                going[u] = set_up(u, &mut done, sink)?;
-                active[u] = going[u];
-            }
-        }
-    }
     let result = (|| -> anyhow::Result<()> {
-        if hooks == Hooks::Session {
-            for (u, &g) in going.iter().enumerate() {
-                if g {
-                    warm(u, &mut done)?;
-                }
-            }
-        }
         let mut rng = seed | 1;
         let mut round = first_moment;
         loop {
@@ -560,18 +510,30 @@ pub fn rounds(
                 if crate::interrupt::requested() {
                     return Ok(());
                 }
-                if hooks == Hooks::Visit {
-                    if !set_up(u, &mut done, sink)? {
+                let first = units[u].ctxs[0];
+                if !active[u] {
+                    active[u] = true;
+                    if first.test.setup.is_some() {
+                        done.setups += 1;
+                    }
+                    if let Err(why) = first.setup()? {
+                        for (t, c) in units[u].ctxs.iter().enumerate() {
+                            if left[u][t] > 0 {
+                                sink(u, t, c.failed_sample(why.clone()))?;
+                            }
+                        }
                         going[u] = false;
                         continue;
                     }
-                    warm(u, &mut done)?;
+                    for _ in 0..first.test.warmup {
+                        if crate::interrupt::requested() {
+                            return Ok(());
+                        }
+                        execute(&units[u].ctxs)?;
+                        done.warmups += 1;
+                    }
                 }
-                let ran = execute(&units[u].ctxs);
-                if hooks == Hooks::Visit {
-                    units[u].ctxs[0].teardown_or_warn(warn)?;
-                }
-                let ran = ran?;
+                let ran = execute(&units[u].ctxs)?;
                 done.runs += 1;
                 for (t, c) in units[u].ctxs.iter().enumerate() {
                     if left[u][t] > 0 {

@@ -424,7 +424,16 @@ impl FindReport<'_> {
                 ", NOT confirmed"
             }
         );
-        let _ = writeln!(o, "  parent {} {}", parent.short(), parent.subject);
+        if c.parent + 1 == c.pos {
+            let _ = writeln!(o, "  parent {} {}", parent.short(), parent.subject);
+        } else {
+            let _ = writeln!(
+                o,
+                "  last commit measured at the old level: {} {}",
+                parent.short(),
+                parent.subject
+            );
+        }
         let mut pos = c.pos;
         while let Some(m) = self.merge_of(pos) {
             let mc = &self.commits[m];

@@ -44,10 +44,10 @@ pub fn sparkline(values: &[f64], width: usize) -> String {
         .collect()
 }
 
-/// One line for a report: the sparkline of the per-commit medians of `rows` (commits
-/// without results left out) and what it shows, e.g.
-/// `▁▁▁▁▇██ medians of 22 measured commits of 23, oldest first: 986.8 … 1086 units`.
-/// `None` when no commit has results.
+/// One line for a report: the sparkline of the per-commit medians of `rows` (a searched
+/// chain: the old end, then the range's commits; commits without results left out) and what
+/// it shows, e.g. `▁▁▁▁▇██ medians of 22 measured of the old end and the range's 23 commits,
+/// oldest first: 986.8 … 1086 units`. `None` when no commit has results.
 pub fn medians_line(rows: &[CommitRow], unit: &str) -> Option<String> {
     let medians: Vec<f64> = rows
         .iter()
@@ -58,14 +58,15 @@ pub fn medians_line(rows: &[CommitRow], unit: &str) -> Option<String> {
     }
     let lo = medians.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = medians.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let range = rows.len().saturating_sub(1);
+    let chain = format!(
+        "the old end and the range's {range} commit{}",
+        if range == 1 { "" } else { "s" }
+    );
     let of = if medians.len() == rows.len() {
-        format!(
-            "{} commit{}",
-            rows.len(),
-            if rows.len() == 1 { "" } else { "s" }
-        )
+        chain
     } else {
-        format!("{} measured commits of {}", medians.len(), rows.len())
+        format!("{} measured of {chain}", medians.len())
     };
     let sampled = if medians.len() > MAX_WIDTH {
         format!(", down-sampled to {MAX_WIDTH}")
