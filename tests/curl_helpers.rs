@@ -314,6 +314,10 @@ fn httpd_serves_the_transfer_tests_and_stops() {
     // curl's own peak RSS, not the shell's or perfbisect's: a curl is some MB, under 1 GB.
     let rss = line("max-rss: ");
     assert!(rss > 1e6 && rss < 1e9, "{out}");
+    // 100 sequential requests over clear-text HTTP/1.1 (the instructions test's transfers).
+    let o = helper("transfer.sh", &["sequential", "h1"], d, &env);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).starts_with("requests/s: "), "{}", stdout(&o));
     let o = helper("transfer.sh", &["upload", "h1"], d, &env);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).starts_with("bytes/s: "), "{}", stdout(&o));
@@ -496,6 +500,9 @@ const SUITE: &[(&str, &str, &str)] = &[
     ("easy-handle", "bytes", "lower"),
     ("multi-handle", "bytes", "lower"),
     ("connectdata", "bytes", "lower"),
+    // Not on curl's page: instructions of the same transfers.
+    ("h2-requests-instr", "instructions", "lower"),
+    ("h1-sequential-instr", "instructions", "lower"),
 ];
 
 #[test]
@@ -527,6 +534,8 @@ fn the_fragment_holds_curls_tests_with_units_directions_and_descriptions() {
                 "{name}: setup without teardown"
             );
         }
+        let instructions = t.get("metric").and_then(|m| m.as_str()) == Some("instructions");
+        assert_eq!(instructions, name.ends_with("-instr"), "{name}: metric");
     }
     assert!(
         text.contains("HTTP/3"),

@@ -5,6 +5,8 @@
 #
 #   requests h1|h2   curl's page: 100,000 x 10 KB over HTTPS, 40 in parallel.
 #                    Prints "requests/s: N"
+#   sequential h1    100,000 x 10 KB over clear-text HTTP/1.1, one after the other (no
+#                    --parallel): curl's transfer loop without TLS.  Prints "requests/s: N"
 #   parallel h1|h2   100 x 500 MB over HTTPS, 100 in parallel.  Prints "bytes/s: N"
 #   upload h1|h2     100 x 500 MB PUT over HTTPS (to mod_dav), 50 in parallel.  "bytes/s: N"
 #   single           one 100 GB download over clear-text HTTP/1.1; the speed curl reports
@@ -93,6 +95,19 @@ requests)
     awk -v n="$n" -v ns="$elapsed" 'BEGIN { printf "requests/s: %.1f\n", n * 1e9 / ns }'
     print_rss
     ;;
+sequential)
+    [ "$proto" = h1 ] || die "sequential is HTTP/1.1 over clear text: say h1"
+    n=$(scaled 100000)
+    base="http://127.0.0.1:$HTTP_PORT"
+    urls "$n" /10k
+    t0=$(now_ns)
+    timed_curl -s -S --no-progress-meter --http1.1 -w '%{http_code} %{size_download}\n' -K "$cfg" >"$out"
+    t1=$(now_ns)
+    elapsed=$((t1 - t0))
+    check "$n" >/dev/null
+    awk -v n="$n" -v ns="$elapsed" 'BEGIN { printf "requests/s: %.1f\n", n * 1e9 / ns }'
+    print_rss
+    ;;
 parallel)
     urls 100 /big
     run_curl 100 -w '%{http_code} %{size_download}\n'
@@ -120,7 +135,7 @@ single)
     print_rss
     ;;
 *)
-    echo "usage: $(basename "$0") requests|parallel|upload h1|h2, or single" >&2
+    echo "usage: $(basename "$0") requests|parallel|upload h1|h2, sequential h1, or single" >&2
     exit 2
     ;;
 esac
