@@ -395,6 +395,26 @@ fn httpd_stop_leaves_nothing_and_two_perfbisects_keep_their_own_servers() {
         let e: Vec<(&str, &str)> = e.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         helper("httpd.sh", &[what], d, &e)
     };
+    // Whatever happens, no server of this test outlives it.
+    struct Stop<'a>(&'a dyn Fn());
+    impl Drop for Stop<'_> {
+        fn drop(&mut self) {
+            (self.0)()
+        }
+    }
+    let other = format!("{}-b", std::os::unix::process::parent_id());
+    let shared = d.join("shared");
+    let stop_all = || {
+        for run in [me.as_str(), other.as_str()] {
+            let _ = call("stop", run, &[]);
+            let _ = call(
+                "stop",
+                run,
+                &[("CURL_PERF_STATE", shared.to_str().unwrap())],
+            );
+        }
+    };
+    let _stop = Stop(&stop_all);
     let before = sleepers(ttl);
     for _ in 0..20 {
         let o = call("start", &me, &[]);
@@ -412,7 +432,6 @@ fn httpd_stop_leaves_nothing_and_two_perfbisects_keep_their_own_servers() {
     assert!(!root.join(&me).exists(), "its folder stays");
 
     // Two perfbisect processes (this test, and its parent standing in for another live one).
-    let other = format!("{}-b", std::os::unix::process::parent_id());
     assert!(call("start", &me, &[]).status.success());
     assert!(call("start", &other, &[]).status.success());
     let (p1, _) = ports(&root.join(&me).join("h1-requests"));
@@ -426,7 +445,6 @@ fn httpd_stop_leaves_nothing_and_two_perfbisects_keep_their_own_servers() {
     assert!(TcpStream::connect(("127.0.0.1", p1)).is_err());
 
     // One folder shared on purpose: the second says who holds it, and the first keeps serving.
-    let shared = d.join("shared");
     let s = shared.to_str().unwrap();
     assert!(call("start", &other, &[("CURL_PERF_STATE", s)])
         .status

@@ -171,7 +171,12 @@ pub(super) fn compare(a: &[f64], b: &[f64], params: &Params, det: bool) -> Optio
             differs: moved && params.threshold.reached(before, after),
         });
     }
-    let d = stats::differ(a, b, params.alpha, params.threshold)?;
+    // Counts that barely vary: Welch's t test, so two runs a side can tell a clear move.
+    let d = if params.counted {
+        stats::differ_t(a, b, params.alpha, params.threshold)?
+    } else {
+        stats::differ(a, b, params.alpha, params.threshold)?
+    };
     Some(Cmp {
         before: d.before,
         after: d.after,

@@ -555,6 +555,10 @@ impl Search {
 
     /// The comparison of the `i`th and `j`th positions of `ev`.
     pub(super) fn compare_ev(&self, ev: &Evidence, i: usize, j: usize) -> Option<Cmp> {
+        if self.params.counted && !self.det {
+            // Counts barely drift: their windows pooled, Welch's t test (see `compare`).
+            return compare(&ev.pooled(i), &ev.pooled(j), &self.params, false);
+        }
         if self.det || ev.strata.len() <= 1 {
             return compare(
                 &ev.strata.first()?[i],
@@ -814,6 +818,8 @@ impl Search {
         let (n0, nhi) = (ev.pooled(0).len(), ev.pooled(1).len());
         let mdc = if self.det {
             0.0
+        } else if self.params.counted {
+            stats::min_detectable_change_t(self.noise_of(&ev), n0, nhi, self.params.alpha)
         } else {
             stats::min_detectable_change(self.noise_of(&ev), n0, nhi, self.params.alpha)
         };

@@ -1413,3 +1413,35 @@ fn instruction_counts_take_git_bisect_probes_and_few_runs() {
     drive(&mut search, &mut w);
     assert!(!search.is_deterministic());
 }
+
+/// Counts whose runs vary by a fraction of a percent (a network client's poll loops): more than
+/// a tenth of the threshold, so not exact, but two runs a side tell a clear step (Welch's t
+/// test), where a rank test would need five a side; and never a wrong culprit.
+#[test]
+fn slightly_noisy_counts_are_searched_with_few_runs() {
+    let m = 128;
+    let mut per_build = Vec::new();
+    for seed in 0..20u64 {
+        let s = 1 + Rng(seed ^ 0xC0).below(m);
+        let levels = step_levels(m, &[(s, 0.10)]);
+        let mut w = World::new(levels.clone(), 0.003, seed);
+        w.outliers = 0.0;
+        let params = Params {
+            threshold: Threshold::Relative(0.01),
+            counted: true,
+            ..noisy(2)
+        };
+        let mut search = Search::new(m + 1, params);
+        let r = drive(&mut search, &mut w);
+        assert_eq!(
+            judge(&r.outcome, &levels),
+            Judged::Right,
+            "seed {seed}: {:?}",
+            r.outcome
+        );
+        assert!(r.builds <= ceil_log2(m) + 2, "{} builds", r.builds);
+        per_build.push(r.runs as f64 / r.builds as f64);
+    }
+    let mean = per_build.iter().sum::<f64>() / per_build.len() as f64;
+    assert!(mean < 8.0, "{mean:.1} runs per build");
+}
