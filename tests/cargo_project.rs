@@ -63,7 +63,27 @@ fn a_cargo_workspace_is_built_measured_and_bisected_without_paths() {
         &config("\"tool\""),
     );
     let range = f.range();
-    let s = f.run_json("value,speed", &range, &[]);
+    // A CARGO_TARGET_DIR in the environment does not take the builds out of the worktree
+    // slots' own target/ (incremental builds per slot; two slots never share one).
+    let user_target = f.dir.path().join("user-target");
+    let out = f
+        .cmd()
+        .env("CARGO_TARGET_DIR", &user_target)
+        .args(["run", "value,speed", &range, "--format", "json"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("CARGO_TARGET_DIR is set in the environment"),
+        "{err}"
+    );
+    assert!(
+        !user_target.exists(),
+        "cargo built into the environment's CARGO_TARGET_DIR"
+    );
+    let s: serde_json::Value =
+        serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last().unwrap()).unwrap();
     assert_eq!(s["builds"], 2, "{s}");
     assert_eq!(s["failed_builds"].as_array().unwrap().len(), 0, "{s}");
     assert_eq!(s["runs"], 2 * 3, "{s}");

@@ -73,8 +73,17 @@ impl Search {
                 return SegFlow::Act(a);
             }
         }
-        // A real move that is too small to matter reads differently from no move at all.
-        let how = if c.p < self.params.alpha && !self.params.threshold.reached(c.before, c.after) {
+        // A real move that is too small to matter reads differently from no move at all, and
+        // one the other way than the range's reads differently from both.
+        let how = if c.differs {
+            format!(
+                "moves the other way than the range does ({} to {}, {:+.2} %, {})",
+                fmt_num(c.before),
+                fmt_num(c.after),
+                c.rel * 100.0,
+                self.p_text(c.p)
+            )
+        } else if c.p < self.params.alpha && !self.params.threshold.reached(c.before, c.after) {
             format!(
                 "moves {:+.2} % ({} to {}, {}), below the {} threshold",
                 c.rel * 100.0,

@@ -276,6 +276,24 @@ fn step(run: &Run<'_>, command: &str) -> anyhow::Result<Result<String, Built>> {
         "PERFBISECT_CARGO_JSON".into(),
         out.path().display().to_string(),
     ));
+    // Each worktree slot keeps its own target/ (incremental builds, and two slots building at
+    // once never share one), whatever CARGO_TARGET_DIR the environment has; `[build] env`
+    // may still set one on purpose.
+    if !env.iter().any(|(k, _)| k == "CARGO_TARGET_DIR") {
+        if std::env::var_os("CARGO_TARGET_DIR").is_some() {
+            use std::sync::Once;
+            static SAID: Once = Once::new();
+            SAID.call_once(|| {
+                eprintln!(
+                    "perfbisect: note: CARGO_TARGET_DIR is set in the environment; each worktree slot builds into its own target/ instead (set it in [build] env to share one on purpose)"
+                )
+            });
+        }
+        env.push((
+            "CARGO_TARGET_DIR".into(),
+            run.worktree.join("target").display().to_string(),
+        ));
+    }
     let left = run.deadline.saturating_duration_since(Instant::now());
     let fin = process::run(Spec {
         command: &format!("{command} >\"$PERFBISECT_CARGO_JSON\""),

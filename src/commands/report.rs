@@ -130,7 +130,31 @@ fn measured(ws: &Workspace, t: &Test) -> Measured {
         },
         alpha: t.alpha,
         deterministic: t.deterministic,
-        build_command: ws.config.build.command.clone(),
+        build_command: ws.config.build.command.clone().or_else(|| {
+            ws.config.build.cargo.as_ref().map(|c| {
+                let mut parts = Vec::new();
+                if !c.bins.is_empty() {
+                    parts.push(format!("bins {}", c.bins.join(", ")));
+                }
+                if !c.benches.is_empty() {
+                    parts.push(format!("benches {}", c.benches.join(", ")));
+                }
+                if parts.is_empty() {
+                    parts.push("every bin".into());
+                }
+                format!(
+                    "cargo ({}; profile {})",
+                    parts.join("; "),
+                    c.profile
+                        .as_deref()
+                        .unwrap_or(if c.bins.is_empty() && !c.benches.is_empty() {
+                            "bench"
+                        } else {
+                            "release"
+                        })
+                )
+            })
+        }),
         artifacts: ws.config.build.artifacts.clone(),
         machine: crate::fingerprint::machine(),
         perfbisect: env!("CARGO_PKG_VERSION").to_string(),

@@ -206,23 +206,7 @@ pub fn run(g: &Global, args: RunArgs) -> anyhow::Result<()> {
                 }
                 let from = samples[ti].shared_from(&c.id);
                 let same_as = from.first().map(|f| f.to_string()).unwrap_or_default();
-                if ws.verbosity.verbose > 0 {
-                    ws.note(&format!(
-                        "{} {}: same build as {} (byte-identical artifacts): its samples of `{}` are used, {saved} run{} saved",
-                        c.short(),
-                        c.subject,
-                        from.first().map(git::short).unwrap_or_default(),
-                        test.name,
-                        if saved == 1 { "" } else { "s" }
-                    ));
-                }
-                summary.runs_saved += saved;
-                summary.identical_builds.push(Shared {
-                    commit: c.id.to_string(),
-                    same_as,
-                    test: test.name.clone(),
-                    runs_saved: saved,
-                });
+                note_shared(&ws, &mut summary, c, test, same_as, saved);
             }
             let plan_c: Vec<(usize, u32)> = now.iter().map(|&(n, r, _)| (n, r)).collect();
             for group in share_groups(&tests, &plan_c) {
@@ -302,6 +286,35 @@ pub fn run(g: &Global, args: RunArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A commit whose build is byte-identical to `same_as` (full hash), whose samples of `test`
+/// stand in for `saved` of its runs: counted in the summary (and said with `-v`).
+fn note_shared(
+    ws: &Workspace,
+    summary: &mut Summary,
+    c: &crate::git::CommitInfo,
+    test: &crate::config::Test,
+    same_as: String,
+    saved: usize,
+) {
+    if ws.verbosity.verbose > 0 {
+        ws.note(&format!(
+            "{} {}: same build as {} (byte-identical artifacts): its samples of `{}` are used, {saved} run{} saved",
+            c.short(),
+            c.subject,
+            same_as.get(..10).unwrap_or(""),
+            test.name,
+            if saved == 1 { "" } else { "s" }
+        ));
+    }
+    summary.runs_saved += saved;
+    summary.identical_builds.push(Shared {
+        commit: c.id.to_string(),
+        same_as,
+        test: test.name.clone(),
+        runs_saved: saved,
+    });
+}
+
 /// What each test still needs on the `ci`th commit: (runs, round, runs saved by twins).
 type Needs<'a> = dyn Fn(&[crate::pipeline::Samples], usize) -> Vec<(usize, u32, usize)> + 'a;
 
@@ -372,23 +385,7 @@ fn measure_rounds(
                         .map(|t| gix::ObjectId::from_bytes_or_panic(t).to_string())
                         .unwrap_or_default(),
                 };
-                if ws.verbosity.verbose > 0 {
-                    ws.note(&format!(
-                        "{} {}: same build as {} (byte-identical artifacts): its samples of `{}` are used, {saved} run{} saved",
-                        c.short(),
-                        c.subject,
-                        &same_as.get(..10).unwrap_or(""),
-                        test.name,
-                        if saved == 1 { "" } else { "s" }
-                    ));
-                }
-                summary.runs_saved += saved;
-                summary.identical_builds.push(Shared {
-                    commit: c.id.to_string(),
-                    same_as,
-                    test: test.name.clone(),
-                    runs_saved: saved,
-                });
+                note_shared(ws, summary, c, test, same_as, saved);
                 if twin_planned {
                     bar.inc(saved as u64);
                 }

@@ -299,7 +299,23 @@ fn zero_spread(x: &[f64]) -> bool {
 /// deterministic metrics like struct sizes) the p-value is 0 if the values differ and 1 if
 /// equal, whatever n (one run each is enough). `None` if a side is empty (NaN dropped).
 pub fn differ(a: &[f64], b: &[f64], alpha: f64, threshold: Threshold) -> Option<Difference> {
-    let (mut a, mut b) = (clean(a), clean(b));
+    difference(clean(a), clean(b), alpha, threshold, &|a, b| {
+        mann_whitney_u(a, b).map(|t| t.p_value)
+    })
+}
+
+/// A two-sample test's p-value, `None` when it cannot say.
+type PValue<'a> = dyn Fn(&[f64], &[f64]) -> Option<f64> + 'a;
+
+/// The shared rule of [`differ`], [`differ_t`] and [`differ_strata`]: `test` gives the p-value
+/// of the (NaN-free) samples unless both have zero spread, which compare exactly (p 0 or 1).
+fn difference(
+    mut a: Vec<f64>,
+    mut b: Vec<f64>,
+    alpha: f64,
+    threshold: Threshold,
+    test: &PValue<'_>,
+) -> Option<Difference> {
     if a.is_empty() || b.is_empty() {
         return None;
     }
@@ -311,7 +327,7 @@ pub fn differ(a: &[f64], b: &[f64], alpha: f64, threshold: Threshold) -> Option<
             0.0
         }
     } else {
-        mann_whitney_u(&a, &b)?.p_value
+        test(&a, &b)?
     };
     let before = median_in_place(&mut a)?;
     let after = median_in_place(&mut b)?;
@@ -385,29 +401,10 @@ pub fn differ_strata(
         let (a, b) = kept.first().copied()?;
         return differ(a, b, alpha, threshold);
     }
-    let mut a: Vec<f64> = kept.iter().flat_map(|(a, _)| clean(a)).collect();
-    let mut b: Vec<f64> = kept.iter().flat_map(|(_, b)| clean(b)).collect();
-    let deterministic = zero_spread(&a) && zero_spread(&b);
-    let p_value = if deterministic {
-        if a[0] == b[0] {
-            1.0
-        } else {
-            0.0
-        }
-    } else {
-        stratified_rank_test(&kept)?.p_value
-    };
-    let before = median_in_place(&mut a)?;
-    let after = median_in_place(&mut b)?;
-    let significant = p_value < alpha;
-    Some(Difference {
-        before,
-        after,
-        rel_change: rel_change(before, after),
-        p_value,
-        deterministic,
-        significant,
-        differs: significant && threshold.reached(before, after),
+    let a: Vec<f64> = kept.iter().flat_map(|(a, _)| clean(a)).collect();
+    let b: Vec<f64> = kept.iter().flat_map(|(_, b)| clean(b)).collect();
+    difference(a, b, alpha, threshold, &|_, _| {
+        stratified_rank_test(&kept).map(|t| t.p_value)
     })
 }
 
@@ -416,35 +413,9 @@ pub fn differ_strata(
 /// percent), where a rank test's smallest p-value (2 / C(n1+n2, n1): 5 runs a side for
 /// α = 0.01) and not the noise would set the runs needed. Zero-spread samples compare exactly.
 pub fn differ_t(a: &[f64], b: &[f64], alpha: f64, threshold: Threshold) -> Option<Difference> {
-    let (mut a, mut b) = (clean(a), clean(b));
-    if a.is_empty() || b.is_empty() {
-        return None;
-    }
-    let deterministic = zero_spread(&a) && zero_spread(&b);
-    let p_value = if deterministic {
-        if a[0] == b[0] {
-            1.0
-        } else {
-            0.0
-        }
-    } else {
-        match welch_t(&a, &b) {
-            Some(t) => t.p_value,
-            // One run on a side: no variance to test against.
-            None => 1.0,
-        }
-    };
-    let before = median_in_place(&mut a)?;
-    let after = median_in_place(&mut b)?;
-    let significant = p_value < alpha;
-    Some(Difference {
-        before,
-        after,
-        rel_change: rel_change(before, after),
-        p_value,
-        deterministic,
-        significant,
-        differs: significant && threshold.reached(before, after),
+    // One run on a side: no variance to test against, p 1.
+    difference(clean(a), clean(b), alpha, threshold, &|a, b| {
+        Some(welch_t(a, b).map_or(1.0, |t| t.p_value))
     })
 }
 
