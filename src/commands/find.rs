@@ -396,7 +396,7 @@ pub(super) fn search(
     if matches!(test.metric, crate::config::Metric::Instructions) {
         tally.facts.counter = crate::measure::counter::select(test.counter)
             .ok()
-            .map(|s| format!("{} ({})", s.counter.describe(), s.why));
+            .map(|s| format!("{}: {}", s.counter.describe(), s.why));
     }
     let mut outcome = first.outcome;
     let mut probed = first.probed;

@@ -181,7 +181,7 @@ pub(super) fn runs_setup(t: &Test) -> String {
     if matches!(t.metric, crate::config::Metric::Instructions) {
         match crate::measure::counter::select(t.counter) {
             Ok(s) => parts.push(format!(
-                "user-space instructions of the whole process tree, counted by {} ({})",
+                "user-space instructions of the whole process tree, counted by {}: {}",
                 s.counter.describe(),
                 s.why
             )),
