@@ -6,7 +6,8 @@
 //! performs each [`Action`] (build, run, feed the samples back) until [`Action::Done`]. `step`
 //! runs [`StepSearch`] through the same loop.
 //!
-//! Files: `search` (state, ends, hunt, next probe, k-ary build rounds), `classify` (comparisons
+//! Files: `search` (state, ends, hunt, next probe, k-ary build rounds), `window` (samples by
+//! window of time, the evidence of a decision, drift), `classify` (comparisons
 //! and the three-way verdict), `verify` (the direct check and the interleaved re-runs),
 //! `culprit` (evidence and the final verdict), `driver` (the loop and the [`Lab`] interface),
 //! `step` (the `git bisect run` policy), `sim` and `tests` (the simulated world and the tests).
@@ -274,10 +275,13 @@ pub mod step;
 #[cfg(test)]
 mod tests;
 mod verify;
+mod window;
 
 pub use classify::classify;
 use classify::*;
 pub use driver::{drive, Doing, Driven, Lab, Measured, Policy};
+pub use search::Search;
 use search::*;
-pub use search::{Drift, Search};
 pub use step::{StepSearch, StepVerdict};
+pub use window::Drift;
+use window::*;

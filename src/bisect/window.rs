@@ -1,0 +1,384 @@
+//! Windows of time: the samples of positions taken side by side (interleaved rounds, or one
+//! commit's runs back to back), the evidence a decision may use (only samples of shared
+//! windows), what gets positions measured together, the comparisons over several windows,
+//! and the drift of the machine (the same build in different windows).
+
+use std::collections::BTreeMap;
+
+use super::*;
+
+/// One window of time: a measuring session in which some positions were run side by side
+/// (interleaved rounds), or one position's runs back to back.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Win {
+    pub(super) id: u64,
+    /// Every run (NaN for a failed one) of each position in this window.
+    pub(super) runs: BTreeMap<usize, Vec<f64>>,
+    /// Rounds so far: a further pass over the window numbers its rounds from here.
+    pub(super) moments: u32,
+    /// Opened by this search (so it may be extended now), not found in the store.
+    pub(super) fresh: bool,
+    /// Positions measured in it themselves (not only through a byte-identical build's runs).
+    pub(super) own: std::collections::BTreeSet<usize>,
+}
+
+/// The samples that may be compared for a set of positions: per window holding runs of every
+/// one of them (a stratum), the finite samples of each, in the order asked.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Evidence {
+    pub(super) strata: Vec<Vec<Vec<f64>>>,
+    /// Runs (failed ones too) of each position within these windows.
+    pub(super) attempts: Vec<usize>,
+    /// The newest window of this search holding every position: more runs go there.
+    pub(super) extend: Option<(u64, u32)>,
+}
+
+impl Evidence {
+    /// Every finite sample of the `i`th position in these windows.
+    pub(super) fn pooled(&self, i: usize) -> Vec<f64> {
+        self.strata
+            .iter()
+            .flat_map(|s| s[i].iter().copied())
+            .collect()
+    }
+
+    /// Fewest runs of any of the positions.
+    pub(super) fn fewest(&self) -> usize {
+        self.attempts.iter().copied().min().unwrap_or(0)
+    }
+}
+
+impl Search {
+    /// Stored samples with the window of time each was taken in: samples of several
+    /// positions in one window (an earlier search's, or `run`'s interleaved rounds) may be
+    /// compared with each other. Window 0 (imported rows) is no window.
+    pub fn add_stored(&mut self, pos: usize, samples: &[Stored]) {
+        if pos >= self.points.len() || samples.is_empty() {
+            return;
+        }
+        let values: Vec<f64> = samples.iter().map(|s| s.value).collect();
+        self.add_samples(pos, &values);
+        for s in samples.iter().filter(|s| s.window != 0) {
+            let w = self.window_mut(s.window, false);
+            w.runs.entry(pos).or_default().push(s.value);
+            w.moments = w.moments.max(s.moment.saturating_add(1));
+            if !s.shared {
+                w.own.insert(pos);
+            }
+        }
+    }
+
+    /// The answer to [`Action::Window`]: the runs of each position in `window`, whose rounds
+    /// were numbered from `first_moment` (`rounds` of them ran).
+    pub fn add_window(
+        &mut self,
+        window: u64,
+        first_moment: u32,
+        rounds: u32,
+        values: &[(usize, Vec<f64>)],
+    ) {
+        let limit = self.fail_limit();
+        let len = self.points.len();
+        let w = self.window_mut(window, true);
+        w.moments = w.moments.max(first_moment.saturating_add(rounds));
+        for (pos, v) in values.iter().filter(|(p, _)| *p < len) {
+            w.runs.entry(*pos).or_default().extend_from_slice(v);
+            w.own.insert(*pos);
+        }
+        let mut any = false;
+        for (pos, v) in values.iter().filter(|(p, _)| *p < len) {
+            if !v.is_empty() {
+                any = true;
+                self.points[*pos].record(v, limit);
+            }
+        }
+        if any {
+            self.stalls = 0;
+        }
+    }
+
+    fn window_mut(&mut self, id: u64, fresh: bool) -> &mut Win {
+        let i = match self.windows.iter().position(|w| w.id == id) {
+            Some(i) => i,
+            None => {
+                self.windows.push(Win {
+                    id,
+                    fresh,
+                    ..Win::default()
+                });
+                self.windows.len() - 1
+            }
+        };
+        &mut self.windows[i]
+    }
+
+    /// Whether decisions compare only samples taken in the same windows of time (a noisy
+    /// metric with interleaving on).
+    pub fn windowed(&self) -> bool {
+        self.params.interleave && !self.det
+    }
+
+    /// How the machine moved while this search measured: the same build in different windows
+    /// of time (this search's and the store's).
+    pub fn drift(&self) -> Option<Drift> {
+        drift_of(&self.windows, self.params.alpha)
+    }
+
+    /// Runs this search made, and of them the runs of commits measured again beside a probe
+    /// (the bounds of its window, the ends, the verification's parent): what interleaving
+    /// cost. Returns `(windows opened, runs in them, runs of positions other than the probe)`.
+    pub fn interleaving(&self) -> (usize, usize, usize) {
+        let fresh: Vec<&Win> = self.windows.iter().filter(|w| w.fresh).collect();
+        let runs: usize = fresh
+            .iter()
+            .map(|w| w.runs.values().map(Vec::len).sum::<usize>())
+            .sum();
+        // In a window of k positions, k - 1 of them are there for the comparison.
+        let beside: usize = fresh
+            .iter()
+            .filter(|w| w.runs.len() > 1)
+            .map(|w| {
+                let most = w.runs.values().map(Vec::len).max().unwrap_or(0);
+                w.runs.values().map(Vec::len).sum::<usize>() - most
+            })
+            .sum();
+        (fresh.len(), runs, beside)
+    }
+
+    /// The samples of `ps` that may be compared with each other: in a windowed search those of
+    /// every window that holds runs of all of them; otherwise all samples of each, pooled.
+    pub(super) fn evidence(&self, ps: &[usize]) -> Evidence {
+        if !self.windowed() {
+            return Evidence {
+                strata: vec![ps.iter().map(|&p| self.points[p].samples.clone()).collect()],
+                attempts: ps.iter().map(|&p| self.points[p].attempts).collect(),
+                extend: None,
+            };
+        }
+        let mut ev = Evidence {
+            attempts: vec![0; ps.len()],
+            ..Evidence::default()
+        };
+        for w in &self.windows {
+            if !ps
+                .iter()
+                .all(|p| w.runs.get(p).is_some_and(|v| !v.is_empty()))
+            {
+                continue;
+            }
+            let mut stratum = Vec::with_capacity(ps.len());
+            for (i, p) in ps.iter().enumerate() {
+                let runs = &w.runs[p];
+                ev.attempts[i] += runs.len();
+                stratum.push(runs.iter().copied().filter(|x| x.is_finite()).collect());
+            }
+            ev.strata.push(stratum);
+            if w.fresh {
+                ev.extend = Some((w.id, w.moments));
+            }
+        }
+        ev
+    }
+
+    /// What gets every position of `ps` to `n` runs (up to `max_repeats`) where they may be
+    /// compared: in a windowed search one window of all of them, run round by round (the
+    /// newest one of this search is extended); otherwise the position with the fewest runs,
+    /// back to back. `None` when they have them, or when one of them cannot be measured.
+    pub(super) fn ensure(&self, ps: &[usize], n: usize) -> Option<Action> {
+        let n = n.min(self.params.max_repeats);
+        let ev = self.evidence(ps);
+        if !self.windowed() {
+            let mut order: Vec<usize> = (0..ps.len()).collect();
+            order.sort_by_key(|&i| (ev.attempts[i], i));
+            return order.into_iter().find_map(|i| {
+                let p = ps[i];
+                (self.points[p].measurable() && ev.attempts[i] < n).then(|| Action::Measure {
+                    pos: p,
+                    runs: n - ev.attempts[i],
+                })
+            });
+        }
+        if ps.iter().any(|&p| !self.points[p].measurable()) {
+            return None;
+        }
+        let have = ev.fewest();
+        let mut positions = ps.to_vec();
+        positions.dedup();
+        (have < n).then(|| Action::Window {
+            positions,
+            runs: n - have,
+            window: ev.extend,
+        })
+    }
+
+    /// The comparison of the `i`th and `j`th positions of `ev`.
+    pub(super) fn compare_ev(&self, ev: &Evidence, i: usize, j: usize) -> Option<Cmp> {
+        if self.params.counted && !self.det {
+            // Counts barely drift: their windows pooled, Welch's t test (see `compare`).
+            return compare(&ev.pooled(i), &ev.pooled(j), &self.params, false);
+        }
+        if self.det || ev.strata.len() <= 1 {
+            return compare(
+                &ev.strata.first()?[i],
+                &ev.strata.first()?[j],
+                &self.params,
+                self.det,
+            );
+        }
+        let strata: Vec<(&[f64], &[f64])> = ev
+            .strata
+            .iter()
+            .map(|s| (s[i].as_slice(), s[j].as_slice()))
+            .filter(|(a, b)| !a.is_empty() && !b.is_empty())
+            .collect();
+        let d = stats::differ_strata(&strata, self.params.alpha, self.params.threshold)?;
+        if strata.len() <= 1 {
+            return Some(Cmp {
+                before: d.before,
+                after: d.after,
+                rel: d.rel_change,
+                p: d.p_value,
+                differs: d.differs,
+            });
+        }
+        // Levels pooled over windows taken at different times mix the machine's drift into
+        // the change: the change is each window's own, weighted by its size, and the old level
+        // that of the largest window.
+        let (mut num, mut den) = (0.0, 0.0);
+        for (a, b) in &strata {
+            let (Some(ma), Some(mb)) = (stats::median(a), stats::median(b)) else {
+                continue;
+            };
+            let r = stats::rel_change(ma, mb);
+            let w = (a.len() * b.len()) as f64 / (a.len() + b.len()) as f64;
+            if r.is_finite() {
+                num += w * r;
+                den += w;
+            }
+        }
+        let (a, _) = strata
+            .iter()
+            .rev()
+            .max_by_key(|(a, b)| a.len() + b.len())
+            .copied()?;
+        let before = stats::median(a)?;
+        let rel = if den > 0.0 { num / den } else { d.rel_change };
+        let after = before + rel * before.abs();
+        Some(Cmp {
+            before,
+            after,
+            rel,
+            p: d.p_value,
+            differs: d.p_value < self.params.alpha && self.params.threshold.reached(before, after),
+        })
+    }
+
+    /// Positions `a` and `b` compared on the samples they share a window with.
+    pub(super) fn compare_pos(&self, a: usize, b: usize) -> Option<Cmp> {
+        let ev = self.evidence(&[a, b]);
+        self.compare_ev(&ev, 0, 1)
+    }
+
+    /// Robust CV of each position's samples within each window of `ev` (weighted by their
+    /// number): the noise the comparison sees, drift within a window included.
+    pub(super) fn noise_of(&self, ev: &Evidence) -> f64 {
+        let (mut num, mut den) = (0.0, 0.0);
+        for stratum in &ev.strata {
+            for s in stratum {
+                if s.len() >= 2 {
+                    if let Some(cv) = stats::robust_cv(s).filter(|c| c.is_finite()) {
+                        num += cv * s.len() as f64;
+                        den += s.len() as f64;
+                    }
+                }
+            }
+        }
+        if den > 0.0 {
+            num / den
+        } else {
+            self.noise_cv()
+        }
+    }
+
+    /// Pooled robust CV of every commit with at least two samples, weighted by their number.
+    pub(super) fn noise_cv(&self) -> f64 {
+        let (mut num, mut den) = (0.0, 0.0);
+        for p in &self.points {
+            if p.samples.len() >= 2 {
+                if let Some(cv) = stats::robust_cv(&p.samples).filter(|c| c.is_finite()) {
+                    num += cv * p.samples.len() as f64;
+                    den += p.samples.len() as f64;
+                }
+            }
+        }
+        if den > 0.0 {
+            num / den
+        } else {
+            0.0
+        }
+    }
+
+    /// The threshold as a relative change from `level`.
+    pub(super) fn relative_threshold(&self, level: f64) -> f64 {
+        match self.params.threshold {
+            Threshold::Relative(r) => r.abs(),
+            Threshold::Absolute(a) if level != 0.0 && level.is_finite() => a.abs() / level.abs(),
+            Threshold::Absolute(_) => 0.0,
+        }
+    }
+}
+
+/// How much the same build's level moved between windows of time.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Drift {
+    /// The position whose windows' medians moved most.
+    pub pos: usize,
+    /// (highest - lowest) window median over the median of all its samples.
+    pub rel: f64,
+    /// Windows it was measured in (with at least 3 finite samples each).
+    pub windows: usize,
+    /// p-value of the rank test between its lowest and highest window: small when the move is
+    /// more than this commit's noise could make.
+    pub p_value: f64,
+}
+
+/// The largest move of one position's median between windows (each with at least 3 finite
+/// samples of it), with a rank test of its lowest against its highest window.
+pub(super) fn drift_of(windows: &[Win], alpha: f64) -> Option<Drift> {
+    let mut by_pos: BTreeMap<usize, Vec<Vec<f64>>> = BTreeMap::new();
+    for w in windows {
+        for (&p, runs) in &w.runs {
+            let v: Vec<f64> = runs.iter().copied().filter(|x| x.is_finite()).collect();
+            if v.len() >= 3 {
+                by_pos.entry(p).or_default().push(v);
+            }
+        }
+    }
+    let _ = alpha;
+    let mut best: Option<Drift> = None;
+    for (pos, ws) in by_pos {
+        if ws.len() < 2 {
+            continue;
+        }
+        let meds: Vec<f64> = ws.iter().filter_map(|v| stats::median(v)).collect();
+        let all: Vec<f64> = ws.iter().flatten().copied().collect();
+        let Some(m) = stats::median(&all).filter(|m| *m != 0.0) else {
+            continue;
+        };
+        let (lo_i, hi_i) = (
+            (0..meds.len()).min_by(|&a, &b| meds[a].total_cmp(&meds[b]))?,
+            (0..meds.len()).max_by(|&a, &b| meds[a].total_cmp(&meds[b]))?,
+        );
+        let rel = (meds[hi_i] - meds[lo_i]) / m.abs();
+        let p = stats::mann_whitney_u(&ws[lo_i], &ws[hi_i]).map_or(1.0, |t| t.p_value);
+        if best.is_none_or(|b| rel > b.rel) {
+            best = Some(Drift {
+                pos,
+                rel,
+                windows: ws.len(),
+                p_value: p,
+            });
+        }
+    }
+    best
+}
