@@ -1445,3 +1445,33 @@ fn slightly_noisy_counts_are_searched_with_few_runs() {
     let mean = per_build.iter().sum::<f64>() / per_build.len() as f64;
     assert!(mean < 8.0, "{mean:.1} runs per build");
 }
+
+proptest! {
+    #![proptest_config(fixed(40))]
+
+    /// "No change" only when the runs could have seen the threshold: whatever the noise, the
+    /// threshold and the repeats, a no-change verdict carries a smallest detectable change at or
+    /// below the threshold, and otherwise the verdict is inconclusive (never a culprit for a
+    /// range without a step).
+    #[test]
+    fn prop_no_change_only_when_the_threshold_could_have_been_seen(
+        cv in 0.001f64..0.05,
+        thr in 0.002f64..0.05,
+        repeats in 2usize..8,
+        seed in any::<u64>(),
+    ) {
+        let levels = step_levels(40, &[]);
+        let mut w = World::new(levels.clone(), cv, seed);
+        let params = Params {
+            threshold: Threshold::Relative(thr),
+            ..noisy(repeats)
+        };
+        let mut search = Search::new(41, params);
+        let r = drive(&mut search, &mut w);
+        match r.outcome {
+            Outcome::NoChange { min_detectable, .. } => prop_assert!(min_detectable <= thr),
+            Outcome::Inconclusive { .. } => {}
+            o => prop_assert!(false, "a culprit without a step: {o:?}"),
+        }
+    }
+}

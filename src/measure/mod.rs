@@ -499,13 +499,7 @@ pub fn rounds(
             if order.is_empty() || crate::interrupt::requested() {
                 break;
             }
-            // Fisher-Yates with xorshift: a different order every round.
-            for i in (1..order.len()).rev() {
-                rng ^= rng << 13;
-                rng ^= rng >> 7;
-                rng ^= rng << 17;
-                order.swap(i, (rng % (i as u64 + 1)) as usize);
-            }
+            shuffle(&mut order, &mut rng);
             for u in order {
                 if crate::interrupt::requested() {
                     return Ok(());
@@ -556,6 +550,17 @@ pub fn rounds(
     }
     result?;
     Ok(done)
+}
+
+/// Fisher-Yates with xorshift (state `rng`, never 0): a different order every round, the same
+/// for the same seed.
+pub fn shuffle(order: &mut [usize], rng: &mut u64) {
+    for i in (1..order.len()).rev() {
+        *rng ^= *rng << 13;
+        *rng ^= *rng >> 7;
+        *rng ^= *rng << 17;
+        order.swap(i, (*rng % (i as u64 + 1)) as usize);
+    }
 }
 
 fn read_metric(test: &Test, ran: &Ran, index: usize) -> Result<f64, String> {
@@ -659,4 +664,43 @@ fn read_metric(test: &Test, ran: &Ran, index: usize) -> Result<f64, String> {
 fn parse_number(s: &str) -> Option<f64> {
     let v: f64 = s.trim().parse().ok()?;
     v.is_finite().then_some(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shuffle;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(crate::stats::proptest_config(200))]
+
+        /// The interleaved schedule: every round holds each commit exactly once, so every
+        /// commit gets one run per round (drift falls on all alike), and where a commit's run
+        /// sits in its round moves from round to round (no commit is always first or last).
+        #[test]
+        fn every_round_holds_each_commit_once_in_a_changing_order(
+            n in 1usize..60,
+            rounds in 1usize..12,
+            seed in any::<u64>(),
+        ) {
+            let mut rng = seed | 1;
+            let mut place = vec![Vec::new(); n];
+            for _ in 0..rounds {
+                let mut order: Vec<usize> = (0..n).collect();
+                shuffle(&mut order, &mut rng);
+                let mut seen = order.clone();
+                seen.sort_unstable();
+                prop_assert_eq!(seen, (0..n).collect::<Vec<_>>());
+                for (k, &u) in order.iter().enumerate() {
+                    place[u].push(k);
+                }
+            }
+            prop_assert!(place.iter().all(|p| p.len() == rounds));
+            if n >= 8 && rounds >= 6 {
+                // Over several rounds a commit's position is not fixed.
+                let moved = place.iter().filter(|p| p.iter().any(|&k| k != p[0])).count();
+                prop_assert!(moved * 10 >= n * 9, "{moved} of {n} commits moved");
+            }
+        }
+    }
 }
