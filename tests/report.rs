@@ -229,7 +229,7 @@ fn markdown_report_snapshot() {
     );
     assert!(
         md.contains(
-            "`▁▁▁▁▁▁▁████` medians of 11 measured of the old end and the range's 11 commits, oldest first: 13.30 MB … 13.74 MB"
+            "`▁▁▁▁▁▁▁████` medians of 11 measured of the old end and the range's 11 commits, oldest first; lowest 13.30 MB, highest 13.74 MB"
         ),
         "{md}"
     );

@@ -47,7 +47,7 @@ pub fn sparkline(values: &[f64], width: usize) -> String {
 /// One line for a report: the sparkline of the per-commit medians of `rows` (a searched
 /// chain: the old end, then the range's commits; commits without results left out) and what
 /// it shows, e.g. `▁▁▁▁▇██ medians of 22 measured of the old end and the range's 23 commits,
-/// oldest first: 986.8 … 1086 units`. `None` when no commit has results.
+/// oldest first; lowest 986.8 units, highest 1086 units`. `None` when no commit has results.
 pub fn medians_line(rows: &[CommitRow], unit: &str) -> Option<String> {
     let medians: Vec<f64> = rows
         .iter()
@@ -74,7 +74,7 @@ pub fn medians_line(rows: &[CommitRow], unit: &str) -> Option<String> {
         String::new()
     };
     Some(format!(
-        "{} medians of {of}, oldest first{sampled}: {} … {}",
+        "{} medians of {of}, oldest first{sampled}; lowest {}, highest {}",
         sparkline(&medians, MAX_WIDTH),
         super::units::quantity(lo, unit),
         super::units::quantity(hi, unit)
