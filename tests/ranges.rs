@@ -21,32 +21,65 @@ fn ranges_match_git_rev_list_first_parent() {
     f.git(&["commit", "-qm", "After merge"]);
     f.git(&["tag", "v1", &f.ids[1]]);
 
-    for spec in [
-        "v1..main",
-        "v-side..main",
-        "main~3..main",
-        "HEAD~1..@",
-        "v1..side",
-        "side..main",
-        &format!("{}..main", &f.ids[0][..7]),
-        "..main",
-        "v1..",
+    // The same answers from the commits' objects, from a commit-graph as `git gc` writes it,
+    // and from a graph that misses the newest commit.
+    for state in [
+        "no commit-graph",
+        "a commit-graph",
+        "a commit newer than the graph",
     ] {
-        let want = f.git(&["rev-list", "--first-parent", "--reverse", spec]);
-        let out = f.cmd().args(["log", spec]).output().unwrap();
-        let got: String = String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .map(|l| format!("{}\n", &l[..40]))
-            .collect();
-        if want.is_empty() {
-            assert_eq!(out.status.code(), Some(2), "{spec}");
-        } else {
-            assert!(
-                out.status.success(),
-                "{spec}: {}",
-                String::from_utf8_lossy(&out.stderr)
+        match state {
+            "a commit-graph" => {
+                f.git(&["commit-graph", "write", "--reachable"]);
+            }
+            "a commit newer than the graph" => {
+                std::fs::write(f.repo.join("newer.txt"), "x\n").unwrap();
+                f.git(&["add", "."]);
+                f.git(&["commit", "-qm", "Newer than the graph"]);
+            }
+            _ => {}
+        }
+        for spec in [
+            "v1..main",
+            "v-side..main",
+            "main~3..main",
+            "HEAD~1..@",
+            "v1..side",
+            "side..main",
+            &format!("{}..main", &f.ids[0][..7]),
+            "..main",
+            "v1..",
+        ] {
+            let want = f.git(&["rev-list", "--first-parent", "--reverse", spec]);
+            let out = f.cmd().args(["log", spec]).output().unwrap();
+            let got: String = String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .map(|l| format!("{}\n", &l[..40]))
+                .collect();
+            if want.is_empty() {
+                assert_eq!(out.status.code(), Some(2), "{spec} with {state}");
+            } else {
+                assert!(
+                    out.status.success(),
+                    "{spec} with {state}: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                assert_eq!(got, want, "{spec} with {state}");
+            }
+        }
+        // Only a range with a merge on its chain has commits it does not walk.
+        for (spec, note) in [
+            ("v1..main", true),
+            ("HEAD~1..@", false),
+            ("side..main", false),
+        ] {
+            let out = f.cmd().args(["log", spec]).output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(
+                err.contains("2 more commits on merged branches"),
+                note,
+                "{spec} with {state}: {err}"
             );
-            assert_eq!(got, want, "{spec}");
         }
     }
     // A single revision is that one commit.

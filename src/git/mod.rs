@@ -46,6 +46,9 @@ pub struct Range {
 /// The user's repository.
 pub struct Repo {
     repo: gix::Repository,
+    /// Whether the last chain walked had a merge on it, by its ends: the note on merged
+    /// branches asks about the chain the range walk has just read.
+    last_merges: std::sync::Mutex<Option<(ObjectId, Option<ObjectId>, bool)>>,
 }
 
 impl Repo {
@@ -61,7 +64,10 @@ impl Repo {
             ))
         })?;
         repo.object_cache_size_if_unset(16 * 1024 * 1024);
-        Ok(Repo { repo })
+        Ok(Repo {
+            repo,
+            last_merges: Default::default(),
+        })
     }
 
     /// The working directory (or the git dir for a bare repository).
@@ -172,9 +178,14 @@ impl Repo {
     }
 
     /// How many commits reachable from `to` and not from `hide` are off the first-parent chain
-    /// (the commits of merged branches, which a range walk does not visit).
-    pub fn off_chain(&self, to: ObjectId, hide: Option<ObjectId>) -> anyhow::Result<usize> {
-        let on_chain = self.walk(to, hide)?.len();
+    /// (the commits of merged branches, which a range walk does not visit), given how many the
+    /// chain holds.
+    fn off_chain(
+        &self,
+        to: ObjectId,
+        hide: Option<ObjectId>,
+        on_chain: usize,
+    ) -> anyhow::Result<usize> {
         let mut all = 0usize;
         for info in self
             .repo
@@ -200,7 +211,11 @@ impl Repo {
         let Some(&tip) = walked.last() else {
             return Ok(None);
         };
-        let n = self.off_chain(tip, base)?;
+        // Without a merge on the chain every reachable commit is on it: no second walk.
+        if !self.merges_on_chain(tip, base)? {
+            return Ok(None);
+        }
+        let n = self.off_chain(tip, base, walked.len())?;
         Ok((n > 0).then(|| {
             format!(
                 "range `{}` walks its {} first-parent commit{}; {n} more commit{} on merged \
@@ -290,36 +305,118 @@ impl Repo {
         // The usual range has its old end on the new end's first-parent chain: then the
         // answer is that chain down to the old end, and stopping there is much cheaper than
         // computing everything the old end can reach.
-        let mut ids = Vec::new();
-        let mut found = hide.is_none();
-        for info in self
-            .repo
-            .rev_walk([to])
-            .first_parent_only()
-            .all()
-            .context("cannot walk the commit graph")?
-        {
-            let id = info.context("cannot walk the commit graph")?.id;
-            if Some(id) == hide {
-                found = true;
-                break;
-            }
-            ids.push(id);
-        }
-        if !found {
+        let chain = self.chain(to, hide)?;
+        let mut ids = if chain.reached {
+            chain.ids
+        } else {
             // The old end is off the chain (a side branch, a tag on a release branch): hide
             // everything it reaches, as git does.
-            ids.clear();
             let platform = self
                 .repo
                 .rev_walk([to])
                 .first_parent_only()
                 .with_hidden(hide);
+            let mut ids = Vec::new();
             for info in platform.all().context("cannot walk the commit graph")? {
                 ids.push(info.context("cannot walk the commit graph")?.id);
             }
-        }
+            ids
+        };
         ids.reverse();
         Ok(ids)
     }
+
+    /// The first-parent chain from `to` down to, not including, `stop` (to the root when `stop`
+    /// is not on it), newest first.
+    ///
+    /// Parents come from the commit-graph where it holds the commit (`git gc` writes one): a
+    /// step is then an index into a memory-mapped table, with no object decoded. Commits newer
+    /// than the graph, and repositories without one, are read from their objects.
+    fn chain(&self, to: ObjectId, stop: Option<ObjectId>) -> anyhow::Result<Chain> {
+        let graph = self.repo.commit_graph_if_enabled().ok().flatten();
+        let chain = match self.chain_with(graph.as_ref(), to, stop) {
+            Ok(chain) => chain,
+            // A damaged commit-graph is only a cache: the objects still answer.
+            Err(_) if graph.is_some() => self.chain_with(None, to, stop)?,
+            Err(e) => return Err(e),
+        };
+        *self.last_merges.lock().unwrap_or_else(|e| e.into_inner()) =
+            Some((to, stop, chain.merges));
+        Ok(chain)
+    }
+
+    fn merges_on_chain(&self, to: ObjectId, stop: Option<ObjectId>) -> anyhow::Result<bool> {
+        let memo = *self.last_merges.lock().unwrap_or_else(|e| e.into_inner());
+        match memo {
+            Some((t, s, merges)) if t == to && s == stop => Ok(merges),
+            _ => Ok(self.chain(to, stop)?.merges),
+        }
+    }
+
+    fn chain_with(
+        &self,
+        graph: Option<&gix::commitgraph::Graph>,
+        to: ObjectId,
+        stop: Option<ObjectId>,
+    ) -> anyhow::Result<Chain> {
+        let mut chain = Chain {
+            ids: Vec::new(),
+            reached: stop.is_none(),
+            merges: false,
+        };
+        let mut next = Some(to);
+        let mut start = None;
+        while let Some(id) = next {
+            if Some(id) == stop {
+                chain.reached = true;
+                return Ok(chain);
+            }
+            if let Some(pos) = graph.and_then(|g| g.lookup(id)) {
+                start = Some(pos);
+                break;
+            }
+            let parents = match self.repo.find_commit(id) {
+                Ok(commit) => commit.parent_ids().map(|p| p.detach()).collect::<Vec<_>>(),
+                // A shallow clone's boundary names parents it does not have: the chain
+                // ends there, as `git rev-list` ends it.
+                Err(_) if id != to && self.repo.is_shallow().unwrap_or(false) => break,
+                Err(e) => return Err(e).with_context(|| format!("cannot read commit {id}")),
+            };
+            chain.ids.push(id);
+            chain.merges |= parents.len() > 1;
+            next = parents.first().copied();
+        }
+        if let (Some(graph), Some(mut pos)) = (graph, start) {
+            loop {
+                let commit = graph.commit_at(pos);
+                let id = commit.id().to_owned();
+                if Some(id) == stop {
+                    chain.reached = true;
+                    break;
+                }
+                chain.ids.push(id);
+                let mut parents = commit.iter_parents();
+                let first = parents
+                    .next()
+                    .transpose()
+                    .context("cannot read the commit-graph")?;
+                chain.merges |= parents.next().is_some();
+                match first {
+                    Some(p) => pos = p,
+                    None => break,
+                }
+            }
+        }
+        Ok(chain)
+    }
+}
+
+/// A first-parent chain as [`Repo::chain`] walks it.
+struct Chain {
+    /// Newest first.
+    ids: Vec<ObjectId>,
+    /// Whether the walk met the commit it was to stop at.
+    reached: bool,
+    /// Whether any commit on the chain has more than one parent.
+    merges: bool,
 }
