@@ -3,8 +3,8 @@
 //! files that differ only in mode never share an inode) and hard-linked into the build's entry
 //! `cache/artifacts/<commit>-<recipe>/`, where tests run. Identical files across commits (an
 //! unchanged library, every file of a build that only documentation changed) take their space
-//! once. Objects are read-only: a test that rewrote an artifact in place would change it for
-//! every commit sharing it.
+//! once. Objects are read-only, and [`super::guard`] checks every run, since a test that
+//! rewrote an artifact in place would change it for every commit sharing it.
 //!
 //! Each entry's manifest (`cache/manifests/<commit>-<recipe>.json`) lists its files with their
 //! hashes and a digest of the whole tree: two commits with the same digest built byte-identical
@@ -63,7 +63,12 @@ pub fn manifest_path(cache: &Cache, commit: &ObjectId, recipe: u64) -> PathBuf {
 }
 
 fn object_path(cache: &Cache, hash: &str, exec: bool) -> PathBuf {
-    objects_dir(cache).join(&hash[..2]).join(format!(
+    object_path_in(&cache.root, hash, exec)
+}
+
+/// Where the object of `hash` lives in the cache at `root`.
+pub(crate) fn object_path_in(root: &Path, hash: &str, exec: bool) -> PathBuf {
+    root.join("objects").join(&hash[..2]).join(format!(
         "{}{}",
         &hash[2..],
         if exec { "-x" } else { "" }
@@ -127,7 +132,7 @@ pub fn intern(cache: &Cache, dir: &Path) -> anyhow::Result<Manifest> {
             .to_hex()
             .to_string();
         let obj = object_path(cache, &hash, exec);
-        link_into_store(&path, &obj, exec)
+        link_into_store(&path, &obj, exec, &hash, meta.len())
             .with_context(|| format!("cannot store {} as {}", path.display(), obj.display()))?;
         files.push(FileEntry {
             path: rel,
@@ -142,8 +147,15 @@ pub fn intern(cache: &Cache, dir: &Path) -> anyhow::Result<Manifest> {
     })
 }
 
-fn link_into_store(file: &Path, obj: &Path, exec: bool) -> io::Result<()> {
+fn link_into_store(file: &Path, obj: &Path, exec: bool, hash: &str, size: u64) -> io::Result<()> {
     let readonly = fs::Permissions::from_mode(if exec { 0o555 } else { 0o444 });
+    // An object is linked only while it still holds the bytes it is named after: one that was
+    // written in place (a test running as root ignores the read-only bits) is replaced.
+    let intact = fs::metadata(obj).is_ok_and(|m| m.len() == size)
+        && hash_file(obj).is_ok_and(|h| h.to_hex().as_str() == hash);
+    if !intact && obj.exists() {
+        fs::remove_file(obj)?;
+    }
     if !obj.exists() {
         fs::create_dir_all(obj.parent().expect("objects have a parent"))?;
         fs::set_permissions(file, readonly.clone())?;

@@ -6,6 +6,7 @@
 
 pub mod cargo;
 pub mod cas;
+pub mod guard;
 
 use std::fs;
 use std::path::{Path, PathBuf};

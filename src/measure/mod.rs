@@ -91,6 +91,11 @@ impl Context<'_> {
             own_rss: false,
             extra: Default::default(),
         })?;
+        if let Some(why) = crate::build::guard::Guard::for_entry(self.artifacts)
+            .and_then(|g| g.check_after(&format!("the {what} of `{}`", self.test.name)))
+        {
+            return Ok(Err(why));
+        }
         if fin.status.success() {
             return Ok(Ok(()));
         }
@@ -125,14 +130,18 @@ impl Context<'_> {
     }
 
     /// Run the test command once and read its metric, as moment `moment` of the window.
-    pub fn run_once(&self, moment: u32) -> anyhow::Result<Sample> {
-        let ran = execute(&[self])?;
+    pub fn run_once(&self, moment: u32, warn: &dyn Fn(&str)) -> anyhow::Result<Sample> {
+        let ran = execute(&[self], warn)?;
         Ok(self.sample(&ran, 0, moment))
     }
 
     /// The sample of this context's test from `ran`, whose contexts' `index`th is this one.
     fn sample(&self, ran: &Ran, index: usize, moment: u32) -> Sample {
-        let (value, error) = match read_metric(self.test, ran, index) {
+        let (value, error) = match ran
+            .void
+            .clone()
+            .map_or_else(|| read_metric(self.test, ran, index), Err)
+        {
             Ok(v) => (Some(v), None),
             Err(e) => (None, Some(e)),
         };
@@ -190,12 +199,38 @@ struct Ran {
     out: Option<tempfile::TempDir>,
     /// Per context: the index of its regex among the capture's regexes.
     regex_of: Vec<Option<usize>>,
+    /// The run could not happen, or changed the files of its build (see [`crate::build::guard`]):
+    /// why it does not count.
+    void: Option<String>,
 }
 
 /// Run the command of `ctxs` (equal for all: one test, or tests sharing runs) once, capturing
-/// what each test's metric reads.
-fn execute(ctxs: &[&Context<'_>]) -> anyhow::Result<Ran> {
+/// what each test's metric reads. A run that changed the files of its build still counts (it
+/// started on the build as stored) and is reported through `warn`; the build is dropped, so
+/// later runs of it are void until it is built again.
+fn execute(ctxs: &[&Context<'_>], warn: &dyn Fn(&str)) -> anyhow::Result<Ran> {
     let first = ctxs[0];
+    let guard = crate::build::guard::Guard::for_entry(first.artifacts);
+    let who = format!(
+        "a run of `{}` on {}",
+        first.test.name,
+        crate::git::short(&first.commit)
+    );
+    if let Some(g) = &guard {
+        // Changed before this run (by a hook, or by a process outside perfbisect): not used.
+        let before = if g.gone() {
+            Some(format!(
+                "the build of {} was dropped from the cache after a run changed its files; \
+                 it is built again when next needed",
+                crate::git::short(&first.commit)
+            ))
+        } else {
+            g.check_after("something before this run")
+        };
+        if let Some(why) = before {
+            return Ok(Ran::void(why));
+        }
+    }
     let mut regexes = Vec::new();
     let mut regex_of = Vec::new();
     let mut keep = 0;
@@ -286,7 +321,38 @@ fn execute(ctxs: &[&Context<'_>]) -> anyhow::Result<Ran> {
         },
     })?;
     drop(cg_dir);
-    Ok(Ran { fin, out, regex_of })
+    if let Some(why) = guard.and_then(|g| g.check_after(&who)) {
+        warn(&why);
+    }
+    Ok(Ran {
+        fin,
+        out,
+        regex_of,
+        void: None,
+    })
+}
+
+impl Ran {
+    /// A run that did not happen, for the reason given.
+    fn void(why: String) -> Ran {
+        Ran {
+            fin: process::Finished {
+                status: Status::Exited(-1),
+                wall: 0.0,
+                user: 0.0,
+                sys: 0.0,
+                max_rss: 0,
+                stdout: Vec::new(),
+                stdout_truncated: false,
+                regex_matches: Vec::new(),
+                tail: String::new(),
+                instructions: None,
+            },
+            out: None,
+            regex_of: Vec::new(),
+            void: Some(why),
+        }
+    }
 }
 
 /// Measure tests that share their command (see [`Test::share_key`](crate::config::Test::share_key))
@@ -319,14 +385,14 @@ pub fn shared_batch(
             if crate::interrupt::requested() {
                 return Ok(0);
             }
-            execute(&all)?;
+            execute(&all, warn)?;
         }
         let mut n = 0;
         for k in 0..most {
             if crate::interrupt::requested() {
                 break;
             }
-            let ran = execute(&all)?;
+            let ran = execute(&all, warn)?;
             for (i, c) in ctxs.iter().enumerate() {
                 if k < runs[i] {
                     // Back to back: one moment.
@@ -380,7 +446,7 @@ pub fn batch(
             if crate::interrupt::requested() {
                 return Ok(0);
             }
-            ctx.run_once(0)?;
+            ctx.run_once(0, warn)?;
         }
         let mut n = 0;
         for _ in 0..runs {
@@ -388,7 +454,7 @@ pub fn batch(
                 break;
             }
             // Back to back: one moment.
-            sink(ctx.run_once(0)?)?;
+            sink(ctx.run_once(0, warn)?)?;
             n += 1;
         }
         Ok(n)
@@ -523,11 +589,11 @@ pub fn rounds(
                         if crate::interrupt::requested() {
                             return Ok(());
                         }
-                        execute(&units[u].ctxs)?;
+                        execute(&units[u].ctxs, warn)?;
                         done.warmups += 1;
                     }
                 }
-                let ran = execute(&units[u].ctxs)?;
+                let ran = execute(&units[u].ctxs, warn)?;
                 done.runs += 1;
                 for (t, c) in units[u].ctxs.iter().enumerate() {
                     if left[u][t] > 0 {
