@@ -49,6 +49,10 @@ pub struct Build {
     pub env: BTreeMap<String, String>,
     /// Build with cargo and keep the executables it reports (`[build] cargo = {...}`).
     pub cargo: Option<CargoBuild>,
+    /// Build each commit over the outputs of the one built before in its worktree (default),
+    /// checked against a pristine build wherever a build is the evidence for a step; `false`
+    /// builds every commit in a clean worktree.
+    pub incremental: bool,
 }
 
 /// `[build] cargo = { bins, benches, package, profile, features, no_default_features }`: a
@@ -366,6 +370,7 @@ struct RawBuild {
     #[serde(default)]
     env: BTreeMap<String, String>,
     cargo: Option<Spanned<RawCargo>>,
+    incremental: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -474,6 +479,7 @@ pub fn parse(text: &str, path: &Path) -> anyhow::Result<Config> {
             timeout: Duration::from_secs(3600),
             env: BTreeMap::new(),
             cargo: None,
+            incremental: true,
         },
         Some(b) => {
             let span = b.span();
@@ -522,6 +528,7 @@ pub fn parse(text: &str, path: &Path) -> anyhow::Result<Config> {
                 timeout,
                 env: b.env,
                 cargo,
+                incremental: b.incremental.unwrap_or(true),
             }
         }
     };

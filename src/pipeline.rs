@@ -54,6 +54,9 @@ pub struct Samples {
     pub by_commit: HashMap<[u8; 20], Vec<Sample>>,
     /// Samples ignored because the test or build definition changed since.
     pub stale: usize,
+    /// Samples set aside because they were measured on an incremental build that was found
+    /// stale, or may be (see [`build::stale`]).
+    pub set_aside: usize,
     /// Samples set aside because another machine or setup measured them, by fingerprint id.
     pub other_fingerprints: BTreeMap<u64, usize>,
     /// Commits whose builds are byte-identical (same artifact digest), each with the others:
@@ -281,12 +284,18 @@ impl Workspace {
         let th = test.definition_hash();
         let rh = self.config.build.recipe_hash();
         let here = self.test_fingerprint(test).id();
+        let set_aside = build::stale::set_aside_until(&self.cache, rh);
         let mut out = Samples::default();
         for s in loaded.samples {
             // Imported rows were measured by someone else's build and test command: a change
             // of this config does not make them stale.
             if s.import.is_none() && (s.test_hash != th || s.recipe_hash != rh) {
                 out.stale += 1;
+                continue;
+            }
+            // Measured on an incremental build that is (or may be) stale.
+            if s.import.is_none() && set_aside.get(&s.commit).is_some_and(|&t| s.time <= t) {
+                out.set_aside += 1;
                 continue;
             }
             // 0: measured before fingerprints were recorded, on this machine as far as
@@ -386,6 +395,55 @@ impl Workspace {
     /// Build state of a commit.
     pub fn build_state(&self, id: &ObjectId) -> State {
         build::state(&self.cache, &self.config.build, id)
+    }
+
+    /// Compare the cached incremental builds of `ids` (the evidence for a step) with pristine
+    /// builds of the same commits (see [`build::stale`]). When one was stale, every build of
+    /// this project is pristine from now on and every cached incremental build is dropped, its
+    /// samples set aside: returns true, and the caller searches again.
+    pub fn check_builds(&self, ids: &[ObjectId]) -> anyhow::Result<bool> {
+        let build = &self.config.build;
+        let mut stale = Vec::new();
+        let mut same = Vec::new();
+        for id in ids {
+            let check = build::check_pristine(self.repo.git_dir(), &self.cache, build, *id)?;
+            match check {
+                build::Check::Same => same.push(git::short(id)),
+                build::Check::Stale { .. } => stale.push(git::short(id)),
+                build::Check::Unconfirmed(why) => self.warn(&format!(
+                    "a pristine build of {} (to check its incremental build) failed; the \
+                     incremental build stands unconfirmed:\n{}",
+                    git::short(id),
+                    indent(why.trim_end())
+                )),
+                _ => {}
+            }
+        }
+        if !same.is_empty() && self.verbosity.verbose > 0 {
+            self.note(&format!(
+                "the incremental builds of {} are byte-identical to pristine builds",
+                same.join(" and ")
+            ));
+        }
+        if stale.is_empty() {
+            return Ok(false);
+        }
+        let why = format!(
+            "the incremental build of {} differs from a pristine build of the same commit",
+            stale.join(" and ")
+        );
+        let dropped = build::stale::distrust_incremental(&self.cache, build.recipe_hash(), &why)?;
+        self.warn(&format!(
+            "{why}: the build missed a changed dependency (a Makefile that does not list a \
+             header, say), so its numbers were not the commit's. Its runs are set aside, the \
+             {dropped} other cached incremental build{} of this project {} dropped (their runs set \
+             aside until a pristine build shows the same bytes), and from now on every build \
+             here starts from a clean worktree (`[build] incremental = false` does this from \
+             the start)",
+            if dropped == 1 { "" } else { "s" },
+            if dropped == 1 { "is" } else { "are" },
+        ));
+        Ok(true)
     }
 
     /// Build the given commits that are not cached (skipping recorded failures unless

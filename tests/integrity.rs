@@ -64,3 +64,116 @@ repeats = 3
         }
     }
 }
+
+/// A project whose Makefile does not list the header the program's number comes from:
+/// commit 6 of 10 changes the header, the others only docs.
+fn header_fixture(extra_build: &str) -> Fixture {
+    let mut commits: Vec<FilesCommit<'_>> = vec![(
+        "Program",
+        vec![
+            (
+                "app.c",
+                "#include <stdio.h>\n#include \"conf.h\"\nint main(void) { printf(\"value: %d\\n\", VALUE); return 0; }\n"
+                    .to_string(),
+            ),
+            ("conf.h", "#define VALUE 100\n".to_string()),
+            // No header dependency: make rebuilds app.o only when app.c changes.
+            (
+                "Makefile",
+                "app: app.o\n\tcc -o app app.o\napp.o: app.c\n\tcc -c app.c\n".to_string(),
+            ),
+        ],
+    )];
+    for i in 2..=10 {
+        let files = if i == 6 {
+            vec![("conf.h", "#define VALUE 120\n".to_string())]
+        } else {
+            vec![("NOTES", format!("{i}\n"))]
+        };
+        commits.push((Box::leak(format!("Commit {i}").into_boxed_str()), files));
+    }
+    Fixture::with_files(
+        &commits,
+        &format!(
+            r#"
+[build]
+command = "make -s"
+artifacts = ["app"]
+{extra_build}
+
+[tests.value]
+command = "./app"
+metric = {{ regex = "^value: ([0-9]+)" }}
+deterministic = true
+"#
+        ),
+    )
+}
+
+#[test]
+fn find_names_the_header_commit_a_stale_incremental_build_hid() {
+    if !have_tool("make", "the stale-build tests") {
+        return;
+    }
+    let f = header_fixture("");
+    let out = f
+        .cmd()
+        .args(["find", "value", &f.range(), "--format", "json"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["verdict"], "culprit", "{v}\n{err}");
+    assert_eq!(v["culprit"]["commit"], f.ids[5], "{v}\n{err}");
+    assert!(
+        err.contains("differs from a pristine build"),
+        "the stale build is reported: {err}"
+    );
+    // Builds stay pristine in this cache, and `find` again says the same.
+    let again = f
+        .cmd()
+        .args(["find", "value", &f.range(), "--format", "json"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
+    assert_eq!(v["culprit"]["commit"], f.ids[5], "{v}");
+}
+
+#[test]
+fn run_then_detect_puts_the_step_on_the_header_commit() {
+    if !have_tool("make", "the stale-build tests") {
+        return;
+    }
+    let f = header_fixture("");
+    let out = f.cmd().args(["run", "value", &f.range()]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("differs from a pristine build"), "{err}");
+    let show = f.show("value", &f.range());
+    let m = medians(&show);
+    // The range's commits are 2..=10; the header changed in commit 6.
+    assert_eq!(m[..4], [Some(100.0); 4], "{show}");
+    assert_eq!(m[4..], [Some(120.0); 5], "{show}");
+    let v = f.json(&["detect", "value", &f.range(), "--format", "json"]);
+    let cps = v["change_points"].as_array().unwrap();
+    assert_eq!(cps.len(), 1, "{v}");
+    assert_eq!(cps[0]["commit"], f.ids[5], "{v}");
+}
+
+#[test]
+fn incremental_false_builds_every_commit_in_a_clean_worktree() {
+    if !have_tool("make", "the stale-build tests") {
+        return;
+    }
+    let f = header_fixture("incremental = false");
+    let out = f.cmd().args(["run", "value", &f.range()]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        !err.contains("pristine build"),
+        "nothing to find stale: {err}"
+    );
+    let m = medians(&f.show("value", &f.range()));
+    assert_eq!(m[4..], [Some(120.0); 5]);
+}

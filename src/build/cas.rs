@@ -40,6 +40,14 @@ pub struct Manifest {
     /// BLAKE3 over every file's path, mode and hash: equal digests, byte-identical builds.
     pub digest: String,
     pub files: Vec<FileEntry>,
+    /// Built in a clean worktree (or found equal to such a build), not over an earlier
+    /// commit's outputs: its bytes do not depend on the project's dependency tracking.
+    #[serde(default)]
+    pub pristine: bool,
+    /// The worktree slot it was built in: a pristine build to compare with is made at the
+    /// same path, since paths end up in debug info.
+    #[serde(default)]
+    pub slot: Option<usize>,
 }
 
 impl Manifest {
@@ -144,6 +152,8 @@ pub fn intern(cache: &Cache, dir: &Path) -> anyhow::Result<Manifest> {
     Ok(Manifest {
         digest: digest(&files),
         files,
+        pristine: false,
+        slot: None,
     })
 }
 
@@ -241,6 +251,8 @@ pub fn manifest_or_hash(
     let m = Manifest {
         digest: digest(&files),
         files,
+        pristine: false,
+        slot: None,
     };
     // Best effort: without it the hash is only computed again next time.
     let _ = write_manifest(cache, commit, recipe, &m);

@@ -7,6 +7,7 @@
 pub mod cargo;
 pub mod cas;
 pub mod guard;
+pub mod stale;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -65,6 +66,7 @@ pub fn build_all(
     jobs: usize,
     done: &(dyn Fn(&Outcome) + Sync),
 ) -> anyhow::Result<Vec<Outcome>> {
+    let pristine = stale::pristine_required(cache, build.incremental, build.recipe_hash());
     let jobs = jobs.clamp(1, commits.len().max(1));
     let chunk = commits.len().div_ceil(jobs).max(1);
     let pool = rayon::ThreadPoolBuilder::new()
@@ -87,7 +89,7 @@ pub fn build_all(
                     if crate::interrupt::requested() {
                         break;
                     }
-                    let o = build_one(&repo, cache, build, &wt, c)?;
+                    let o = build_one(&repo, cache, build, &wt, c, pristine)?;
                     done(&o);
                     let stop = o.interrupted;
                     out.push(o);
@@ -106,29 +108,57 @@ pub fn build_all(
     Ok(all)
 }
 
-/// Check out and build one commit in `wt`, caching artifacts or recording the failure.
+/// Check out and build one commit in `wt` (emptied first when `pristine`), caching artifacts
+/// or recording the failure.
 pub fn build_one(
     repo: &gix::Repository,
     cache: &Cache,
     build: &Build,
     wt: &Worktree,
     commit: ObjectId,
+    pristine: bool,
 ) -> anyhow::Result<Outcome> {
+    let dest = cache.artifacts(&commit, build.recipe_hash());
+    build_into(repo, cache, build, wt, commit, pristine, &dest, true).map(|(o, _)| o)
+}
+
+/// [`build_one`] into `dest`; the manifest is written (before the entry goes into place) only
+/// when `keep` says this is the commit's cached entry. Returns the manifest of what was built.
+#[allow(clippy::too_many_arguments)]
+fn build_into(
+    repo: &gix::Repository,
+    cache: &Cache,
+    build: &Build,
+    wt: &Worktree,
+    commit: ObjectId,
+    pristine: bool,
+    dest: &Path,
+    keep: bool,
+) -> anyhow::Result<(Outcome, Option<cas::Manifest>)> {
     let start = Instant::now();
     let recipe = build.recipe_hash();
     fs::create_dir_all(cache.worktrees())?;
-    wt.switch(repo, commit)
+    if pristine {
+        wt.clear()?;
+    }
+    let switched = wt
+        .switch(repo, commit)
         .with_context(|| format!("cannot check out {commit} into {}", wt.dir.display()))?;
     let log_path = cache.log(&commit, recipe);
     fs::create_dir_all(log_path.parent().expect("log has a parent"))?;
-    let failure = |tail: String| -> anyhow::Result<Outcome> {
-        record_failure(cache, &commit, recipe, &tail)?;
-        Ok(Outcome {
-            commit,
-            result: Err(tail),
-            seconds: start.elapsed().as_secs_f64(),
-            interrupted: false,
-        })
+    let failure = |tail: String| -> anyhow::Result<(Outcome, Option<cas::Manifest>)> {
+        if keep {
+            record_failure(cache, &commit, recipe, &tail)?;
+        }
+        Ok((
+            Outcome {
+                commit,
+                result: Err(tail),
+                seconds: start.elapsed().as_secs_f64(),
+                interrupted: false,
+            },
+            None,
+        ))
     };
     let mut executables = Vec::new();
     if let Some(cargo_build) = &build.cargo {
@@ -154,12 +184,15 @@ pub fn build_one(
                 return failure(format!("{why}\n{}", process::file_tail(&log_path)))
             }
             cargo::Built::Interrupted => {
-                return Ok(Outcome {
-                    commit,
-                    result: Err("interrupted".into()),
-                    seconds: start.elapsed().as_secs_f64(),
-                    interrupted: true,
-                })
+                return Ok((
+                    Outcome {
+                        commit,
+                        result: Err("interrupted".into()),
+                        seconds: start.elapsed().as_secs_f64(),
+                        interrupted: true,
+                    },
+                    None,
+                ))
             }
         }
     }
@@ -185,12 +218,15 @@ pub fn build_one(
         })?;
         match fin.status {
             Status::Interrupted => {
-                return Ok(Outcome {
-                    commit,
-                    result: Err("interrupted".into()),
-                    seconds: start.elapsed().as_secs_f64(),
-                    interrupted: true,
-                })
+                return Ok((
+                    Outcome {
+                        commit,
+                        result: Err("interrupted".into()),
+                        seconds: start.elapsed().as_secs_f64(),
+                        interrupted: true,
+                    },
+                    None,
+                ))
             }
             s if !s.success() => {
                 let what = if s == Status::TimedOut {
@@ -206,21 +242,26 @@ pub fn build_one(
             _ => {}
         }
     }
-    let dest = cache.artifacts(&commit, recipe);
-    match copy_artifacts(
-        cache,
-        &wt.dir,
-        &build.artifacts,
-        &executables,
-        &dest,
-        (&commit, recipe),
-    ) {
-        Ok(()) => Ok(Outcome {
-            commit,
-            result: Ok(dest),
-            seconds: start.elapsed().as_secs_f64(),
-            interrupted: false,
-        }),
+    let mark = Mark {
+        pristine: switched.fresh,
+        slot: wt.index,
+        manifest_of: keep.then_some((&commit, recipe)),
+    };
+    match copy_artifacts(cache, &wt.dir, &build.artifacts, &executables, dest, mark) {
+        Ok(m) => {
+            if keep {
+                stale::after_build(cache, &commit, recipe, &m);
+            }
+            Ok((
+                Outcome {
+                    commit,
+                    result: Ok(dest.to_path_buf()),
+                    seconds: start.elapsed().as_secs_f64(),
+                    interrupted: false,
+                },
+                Some(m),
+            ))
+        }
         Err(ArtifactError::Missing(a)) => failure(format!(
             "artifact `{a}` does not exist after the build\n{}",
             process::file_tail(&log_path)
@@ -234,6 +275,14 @@ enum ArtifactError {
     Io(anyhow::Error),
 }
 
+/// How a build's manifest describes it, and whose cached entry it is (`None`: a build to
+/// compare with, whose manifest is not written).
+struct Mark<'a> {
+    pristine: bool,
+    slot: usize,
+    manifest_of: Option<(&'a ObjectId, u64)>,
+}
+
 /// Copy artifacts (and the executables cargo reported, each under its target's name) into a
 /// temp dir, then rename it into place: a crash or a full disk leaves no half entry.
 fn copy_artifacts(
@@ -242,8 +291,8 @@ fn copy_artifacts(
     artifacts: &[String],
     executables: &[(String, PathBuf)],
     dest: &Path,
-    (commit, recipe): (&ObjectId, u64),
-) -> Result<(), ArtifactError> {
+    mark: Mark<'_>,
+) -> Result<cas::Manifest, ArtifactError> {
     let tmp_root = cache.tmp();
     fs::create_dir_all(&tmp_root)
         .and_then(|()| fs::create_dir_all(dest.parent().expect("artifacts have a parent")))
@@ -275,21 +324,26 @@ fn copy_artifacts(
     // Into the object store, and the manifest before the entry: an entry in place always has
     // its manifest (a crash in between leaves a manifest of a build that is missing, which
     // the next build of that commit rewrites).
-    let manifest = cas::intern(cache, tmp.path()).map_err(ArtifactError::Io)?;
-    cas::write_manifest(cache, commit, recipe, &manifest).map_err(ArtifactError::Io)?;
+    let mut manifest = cas::intern(cache, tmp.path()).map_err(ArtifactError::Io)?;
+    manifest.pristine = mark.pristine;
+    manifest.slot = Some(mark.slot);
+    if let Some((commit, recipe)) = mark.manifest_of {
+        cas::write_manifest(cache, commit, recipe, &manifest).map_err(ArtifactError::Io)?;
+    }
     let path = tmp.keep();
     if let Err(e) = fs::rename(&path, dest) {
         let _ = fs::remove_dir_all(&path);
         if dest.is_dir() {
             // Another process cached the same build first; theirs is as good as ours.
-            return Ok(());
+            return Ok(manifest);
         }
         return Err(ArtifactError::Io(
             anyhow::Error::new(e).context(format!("cannot move artifacts to {}", dest.display())),
         ));
     }
     crate::store::try_sync_dir(dest.parent().expect("artifacts have a parent"))
-        .map_err(ArtifactError::Io)
+        .map_err(ArtifactError::Io)?;
+    Ok(manifest)
 }
 
 fn copy_tree(src: &Path, to: &Path) -> anyhow::Result<()> {
@@ -331,4 +385,73 @@ pub fn forget_failure(cache: &Cache, build: &Build, commit: &ObjectId) {
 /// Seconds as a short human string.
 pub fn fmt_secs(s: f64) -> String {
     humantime::format_duration(Duration::from_millis((s * 1000.0) as u64)).to_string()
+}
+
+/// What comparing a cached incremental build with a pristine build of the same commit showed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Check {
+    /// Built pristine in the first place (or compared before): nothing to do.
+    Pristine,
+    /// Cargo tracks its dependencies by content: its incremental builds are trusted.
+    Trusted,
+    /// Not cached (or no manifest): nothing to compare.
+    NotCached,
+    /// The pristine build failed: the cached one stays as it was, unconfirmed.
+    Unconfirmed(String),
+    /// The same bytes: the incremental build was right (now recorded as pristine).
+    Same,
+    /// Other bytes: the incremental build was stale. The pristine build replaced it and the
+    /// samples of the stale one are set aside for good.
+    Stale { old: String, new: String },
+}
+
+/// Rebuild `commit` in a clean worktree at the path of the slot it was built in and compare
+/// its artifacts with the cached incremental build's (see [`stale`]).
+pub fn check_pristine(
+    git_dir: &Path,
+    cache: &Cache,
+    build: &Build,
+    commit: ObjectId,
+) -> anyhow::Result<Check> {
+    let recipe = build.recipe_hash();
+    if build.cargo.is_some() {
+        return Ok(Check::Trusted);
+    }
+    let entry = cache.artifacts(&commit, recipe);
+    let Some(old) = cas::read_manifest(cache, &commit, recipe).filter(|_| entry.is_dir()) else {
+        return Ok(Check::NotCached);
+    };
+    if old.pristine {
+        return Ok(Check::Pristine);
+    }
+    let repo = gix::open(git_dir).with_context(|| format!("cannot open {}", git_dir.display()))?;
+    let wt = Worktree::slot(&cache.worktrees(), old.slot.unwrap_or(0));
+    fs::create_dir_all(cache.tmp())?;
+    let scratch = tempfile::Builder::new()
+        .prefix("pristine.")
+        .tempdir_in(cache.tmp())
+        .context("cannot create a directory for a pristine build")?;
+    let dest = scratch.path().join("entry");
+    let (outcome, built) = build_into(&repo, cache, build, &wt, commit, true, &dest, false)?;
+    let new = match (outcome.result, built) {
+        (Ok(_), Some(m)) => m,
+        (Err(why), _) => return Ok(Check::Unconfirmed(why)),
+        (Ok(_), None) => return Ok(Check::Unconfirmed("no artifacts".into())),
+    };
+    if new.digest == old.digest {
+        let mut m = old;
+        m.pristine = true;
+        cas::write_manifest(cache, &commit, recipe, &m)?;
+        return Ok(Check::Same);
+    }
+    // The pristine build takes the entry's place; the stale one's samples never count again.
+    stale::mark_stale(cache, &commit, recipe, &old.digest)?;
+    cas::write_manifest(cache, &commit, recipe, &new)?;
+    stale::drop_entry(cache, &entry);
+    fs::rename(&dest, &entry)
+        .with_context(|| format!("cannot move artifacts to {}", entry.display()))?;
+    Ok(Check::Stale {
+        old: old.digest,
+        new: new.digest,
+    })
 }

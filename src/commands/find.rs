@@ -146,6 +146,28 @@ impl FindRun {
         )
     }
 
+    /// The commits whose builds are the evidence for the verdict: each culprit and the last
+    /// commit measured at the old level before it; without a culprit, the two ends.
+    pub fn evidence(&self) -> Vec<gix::ObjectId> {
+        let positions: Vec<usize> = match &self.outcome {
+            Outcome::Culprits(cs) => cs.iter().flat_map(|c| [c.parent, c.pos]).collect(),
+            _ => self
+                .blocks
+                .first()
+                .map(|b| vec![b.start, b.end.saturating_sub(1)])
+                .unwrap_or_default(),
+        };
+        let mut out = Vec::new();
+        for p in positions {
+            if let Some(c) = self.commits.get(p) {
+                if !out.contains(&c.id) {
+                    out.push(c.id);
+                }
+            }
+        }
+        out
+    }
+
     /// The old end and the range's commits: the first-parent chain that was searched.
     pub fn chain(&self) -> &[CommitInfo] {
         &self.commits[..=self.searched]
@@ -210,7 +232,13 @@ pub fn find(g: &Global, args: FindArgs) -> anyhow::Result<()> {
     ws.any_fingerprint = args.any_fingerprint;
     let ws = ws;
     let test = ws.config.test(&args.test)?.clone();
-    let run = search(&ws, test, &args.range, args.jobs, args.no_descend)?;
+    let mut run = search(&ws, test.clone(), &args.range, args.jobs, args.no_descend)?;
+    // Before a culprit is named, its build and its parent's are checked against pristine
+    // builds; a stale one means every incremental build may be: search again, pristine.
+    if ws.check_builds(&run.evidence())? {
+        ws.note("perfbisect: searching again, with pristine builds");
+        run = search(&ws, test, &args.range, args.jobs, args.no_descend)?;
+    }
     let invocation = super::invocation(g);
 
     // The chain's medians as stored now (what this search measured, and what was there).

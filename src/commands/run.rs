@@ -118,9 +118,6 @@ pub fn run(g: &Global, args: RunArgs) -> anyhow::Result<()> {
             .map(|(test, samples)| need(test, samples, &commits[ci].id, args.again, args.gaps))
             .collect()
     };
-    let plan: Vec<Vec<(usize, u32, usize)>> =
-        (0..commits.len()).map(|ci| needs(&samples, ci)).collect();
-
     let mut summary = Summary {
         builds: 0,
         cache_hits: 0,
@@ -134,19 +131,42 @@ pub fn run(g: &Global, args: RunArgs) -> anyhow::Result<()> {
         failed_reasons: Vec::new(),
         interleaved: None,
     };
-    let mut to_build = Vec::new();
-    for (ci, c) in commits.iter().enumerate() {
-        let needed = plan[ci].iter().any(|(n, _, _)| *n > 0);
-        match ws.build_state(&c.id) {
-            State::Cached(_) => summary.cache_hits += 1,
-            State::Failed(_) if !args.retry_failed => {}
-            _ if needed => to_build.push(c.id),
-            _ => {}
+    let incremental = !crate::build::stale::pristine_required(
+        &ws.cache,
+        ws.config.build.incremental,
+        ws.config.build.recipe_hash(),
+    );
+    for attempt in 0..2 {
+        let plan: Vec<Vec<(usize, u32, usize)>> =
+            (0..commits.len()).map(|ci| needs(&samples, ci)).collect();
+        let mut to_build = Vec::new();
+        summary.cache_hits = 0;
+        for (ci, c) in commits.iter().enumerate() {
+            let needed = plan[ci].iter().any(|(n, _, _)| *n > 0);
+            match ws.build_state(&c.id) {
+                State::Cached(_) => summary.cache_hits += 1,
+                State::Failed(_) if !args.retry_failed => {}
+                _ if needed => to_build.push(c.id),
+                _ => {}
+            }
+        }
+        let outcomes = ws.build_missing(&to_build, args.jobs, args.retry_failed)?;
+        // Failed builds are listed in `failed_builds`, not counted here.
+        summary.builds += outcomes.iter().filter(|o| o.result.is_ok()).count();
+        if attempt > 0 || !incremental || crate::interrupt::requested() {
+            break;
+        }
+        // The newest build of each worktree stands for the builds before it there: one that
+        // is stale means the project's dependency tracking misses something, and every
+        // incremental build (of this run and of runs before) is set aside and made again.
+        if !ws.check_builds(&newest_per_slot(&outcomes, &to_build, args.jobs))? {
+            break;
+        }
+        samples.clear();
+        for test in &tests {
+            samples.push(ws.samples(test)?);
         }
     }
-    let outcomes = ws.build_missing(&to_build, args.jobs, args.retry_failed)?;
-    // Failed builds are listed in `failed_builds`, not counted here.
-    summary.builds = outcomes.iter().filter(|o| o.result.is_ok()).count();
     if crate::interrupt::requested() {
         return Err(Interrupted.into());
     }
@@ -610,4 +630,24 @@ fn parse_shard(s: &str) -> anyhow::Result<(usize, usize)> {
         return Err(bad());
     }
     Ok((i, n))
+}
+
+/// The last commit built successfully in each worktree slot: [`crate::build::build_all`] hands
+/// each of `jobs` slots a contiguous run of `to_build`.
+fn newest_per_slot(
+    outcomes: &[crate::build::Outcome],
+    to_build: &[gix::ObjectId],
+    jobs: usize,
+) -> Vec<gix::ObjectId> {
+    let jobs = jobs.clamp(1, to_build.len().max(1));
+    let chunk = to_build.len().div_ceil(jobs).max(1);
+    to_build
+        .chunks(chunk)
+        .filter_map(|part| {
+            part.iter()
+                .rev()
+                .copied()
+                .find(|id| outcomes.iter().any(|o| o.commit == *id && o.result.is_ok()))
+        })
+        .collect()
 }

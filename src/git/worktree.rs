@@ -75,6 +75,8 @@ struct State {
 pub struct Worktree {
     pub dir: PathBuf,
     state: PathBuf,
+    /// The slot's number.
+    pub index: usize,
 }
 
 impl Worktree {
@@ -83,7 +85,25 @@ impl Worktree {
         Worktree {
             dir: root.join(index.to_string()),
             state: root.join(format!("{index}.commit")),
+            index,
         }
+    }
+
+    /// Forget what the slot holds, so the next switch checks out into an empty directory
+    /// (a pristine build: nothing left over from earlier builds).
+    pub fn clear(&self) -> anyhow::Result<()> {
+        match fs::remove_file(&self.state) {
+            Ok(()) => {}
+            Err(e) if e.kind() == ErrorKind::NotFound => {}
+            Err(e) => {
+                return Err(e).with_context(|| format!("cannot remove {}", self.state.display()))
+            }
+        }
+        if self.dir.exists() {
+            fs::remove_dir_all(&self.dir)
+                .with_context(|| format!("cannot clear worktree {}", self.dir.display()))?;
+        }
+        Ok(())
     }
 
     /// The commit currently checked out, if the last switch completed.
