@@ -136,7 +136,7 @@ description = "The number the program prints (1% noise)"
 command = "./app"
 metric = "max-rss"
 direction = "lower"
-repeats = 3
+repeats = 10
 threshold = "10%"
 description = "Peak memory of one run"
 

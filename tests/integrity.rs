@@ -29,9 +29,15 @@ repeats = 3
     );
     let all = format!("{}..{}", f.ids[0], f.ids[3]);
     let mut warned = String::new();
-    // Twice: the second run rebuilds what the first dropped and measures it as stored.
-    for _ in 0..2 {
-        let out = f.cmd().args(["run", "lines", &all]).output().unwrap();
+    // Twice: the second run (--again) rebuilds what the first dropped and measures it as the
+    // build made it.
+    for extra in [&[][..], &["--again"][..]] {
+        let out = f
+            .cmd()
+            .args(["run", "lines", &all])
+            .args(extra)
+            .output()
+            .unwrap();
         warned.push_str(&String::from_utf8_lossy(&out.stderr));
     }
     assert!(
@@ -176,4 +182,70 @@ fn incremental_false_builds_every_commit_in_a_clean_worktree() {
     );
     let m = medians(&f.show("value", &f.range()));
     assert_eq!(m[4..], [Some(120.0); 5]);
+}
+
+/// Ten commits, two builds (every other commit changes only docs): 10 real runs, shown on
+/// every commit of the build that made them, but counted once.
+#[test]
+fn runs_of_identical_builds_are_counted_once() {
+    let work = |base: u32| {
+        format!("#!/bin/sh\necho \"value: $(( {base} + $(od -An -N1 -tu1 /dev/urandom) % 7 ))\"\n")
+    };
+    let mut commits: Vec<FilesCommit<'_>> = vec![("Base", vec![("work.sh", work(100))])];
+    for i in 2..=11 {
+        let files = if i == 7 {
+            vec![("work.sh", work(110))]
+        } else {
+            vec![("README", format!("{i}\n"))]
+        };
+        commits.push((Box::leak(format!("Commit {i}").into_boxed_str()), files));
+    }
+    let f = Fixture::with_files(
+        &commits,
+        r#"
+[build]
+artifacts = ["work.sh"]
+
+[tests.value]
+command = "./work.sh"
+metric = { regex = "^value: ([0-9]+)" }
+repeats = 5
+"#,
+    );
+    let range = f.range();
+    let out = f.cmd().args(["run", "value", &range]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let show = f.show("value", &range);
+    assert_eq!(show["summary"]["samples"], 10, "{show}");
+    let listed: usize = show["commits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["values"].as_array().unwrap().len())
+        .sum();
+    assert_eq!(listed, 10, "each run listed once: {show}");
+    assert_eq!(show["samples"].as_array().unwrap().len(), 10, "{show}");
+    assert!(
+        show["commits"][9]["same_build_as"].is_string() && show["commits"][9]["median"].is_number(),
+        "a commit of an identical build still shows its value: {show}"
+    );
+    // Two builds are two points, not ten: no trend from copies.
+    let trend = &show["summary"]["trend"];
+    assert!(
+        trend.is_null() || trend["p_value"].as_f64().unwrap() >= 0.05,
+        "{trend}"
+    );
+    let text = f.cmd().args(["show", "value", &range]).output().unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("10 samples over 10 of 10 commits"), "{text}");
+    // `detect` weighs two builds of five runs each, as an exact test over them would.
+    let v = f.json(&["detect", "value", &range, "--format", "json"]);
+    for cp in v["change_points"].as_array().unwrap() {
+        assert_eq!(cp["commit"], f.ids[6], "{v}");
+        assert!(cp["p_value"].as_f64().unwrap() >= 0.5 / 252.0, "{v}");
+    }
 }

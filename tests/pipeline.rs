@@ -31,7 +31,7 @@ fn run_builds_measures_and_resumes_nothing_twice() {
     assert_eq!(s["builds"], 29, "{s}");
     assert_eq!(s["failed_builds"].as_array().unwrap().len(), 1, "{s}");
     assert_eq!(s["failed_builds"][0], f.ids[6].as_str());
-    assert_eq!(s["runs"], 29 * (5 + 3), "{s}");
+    assert_eq!(s["runs"], 29 * (5 + 10), "{s}");
     assert_eq!(s["failed_runs"], 0);
 
     let value = f.show("value", &range);
@@ -74,8 +74,8 @@ fn run_builds_measures_and_resumes_nothing_twice() {
 
     // --again adds one round everywhere; --gaps then has nothing to do.
     let round = f.run_json("rss", &range, &["--again"]);
-    assert_eq!(round["runs"], 29 * 3);
-    assert_eq!(f.show("rss", &range)["commits"][0]["n"], 6);
+    assert_eq!(round["runs"], 29 * 10);
+    assert_eq!(f.show("rss", &range)["commits"][0]["n"], 20);
     let gaps = f.run_json("rss", &range, &["--gaps"]);
     assert_eq!(gaps["runs"], 0);
 
@@ -591,7 +591,13 @@ deterministic = true
     let mut want: Vec<String> = f.ids[1..].iter().map(|id| id[..10].to_string()).collect();
     want.push(side[..10].to_string());
     assert_eq!(listed, want, "{text}");
-    assert!(text.contains("8 samples over 8 of 8 commits"), "{text}");
+    // The side commit's build is Commit 4's: its one run counts once.
+    assert!(
+        text.contains(
+            "7 samples over 8 of 8 commits (1 shows the runs of an identical build, counted once)"
+        ),
+        "{text}"
+    );
 
     let j = f.json(&["show", "size", "--format", "json"]);
     let ids: Vec<&str> = j["commits"]

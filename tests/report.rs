@@ -84,7 +84,7 @@ fn fixed_rows() -> Vec<CommitRow> {
                     })
                     .collect()
             };
-            let records = values
+            let records: Vec<Sample> = values
                 .iter()
                 .enumerate()
                 .map(|(k, v)| Sample {
@@ -107,6 +107,8 @@ fn fixed_rows() -> Vec<CommitRow> {
                 .collect();
             CommitRow {
                 same_build_as: None,
+                own: records.len(),
+                joins_previous: false,
                 commit,
                 status: if i == 4 {
                     Status::BuildFailed

@@ -92,10 +92,9 @@ pub fn detect(g: &Global, args: DetectArgs) -> anyhow::Result<()> {
             // One value per independent measurement of each commit: runs taken back to back
             // are one moment of the machine, not many (their p-values would claim far more
             // evidence than there is).
-            let series: Vec<Vec<f64>> = commits
-                .iter()
-                .map(|c| crate::store::moment_values(samples.records(&c.id)))
-                .collect();
+            // Each real run once: where it was made, not again on commits of identical builds.
+            let rows = super::rows(&ws, &samples, commits.clone());
+            let series = crate::report::show::evidence(&rows);
             // A deterministic test: every change of at least the threshold is a change point at
             // its commit, with the values on either side. Runs of one commit that differ
             // disprove the declaration; the series is then analysed as noisy, as `find` does.
@@ -120,7 +119,10 @@ pub fn detect(g: &Global, args: DetectArgs) -> anyhow::Result<()> {
             };
             let points = stats::detect(&series, &opts)
                 .into_iter()
-                .map(|c| Point::new(&c, c.index as i64, Some(&commits[c.index])))
+                .map(|mut c| {
+                    c.index = crate::report::show::step_start(&rows, c.index);
+                    Point::new(&c, c.index as i64, Some(&commits[c.index]))
+                })
                 .collect();
             Output {
                 change_points: points,

@@ -268,9 +268,15 @@ fn rows(
 ) -> Vec<crate::report::show::CommitRow> {
     use crate::build::State;
     use crate::report::show::{CommitRow, Status};
+    let mut previous: Option<[u8; 20]> = None;
     commits
         .into_iter()
         .map(|c| {
+            let key = crate::store::commit_key(&c.id);
+            let joins_previous =
+                previous.is_some_and(|p| samples.twins.get(&key).is_some_and(|t| t.contains(&p)));
+            previous = Some(key);
+            let own = samples.own(&c.id).len();
             let records: Vec<_> = samples.records(&c.id).into_iter().cloned().collect();
             let values: Vec<f64> = records.iter().filter_map(|s| s.value).collect();
             let status = if !values.is_empty() {
@@ -284,6 +290,8 @@ fn rows(
             };
             CommitRow {
                 same_build_as: samples.shared_from(&c.id).first().copied(),
+                own,
+                joins_previous,
                 commit: c,
                 values,
                 records,
@@ -300,14 +308,21 @@ fn change_points(
     rows: &[crate::report::show::CommitRow],
 ) -> Vec<crate::stats::ChangePoint> {
     use crate::stats::changepoint;
-    // One value per independent measurement: runs back to back are one look at the machine.
-    let series: Vec<Vec<f64>> = rows.iter().map(|r| r.moments()).collect();
+    // One value per independent measurement (runs back to back are one look at the machine),
+    // each real run once (where it was made, not again on commits of identical builds).
+    let series = crate::report::show::evidence(rows);
     let opts = changepoint::Options {
         threshold: test.threshold,
         deterministic: test.deterministic,
         ..changepoint::Options::default()
     };
     crate::stats::detect(&series, &opts)
+        .into_iter()
+        .map(|mut c| {
+            c.index = crate::report::show::step_start(rows, c.index);
+            c
+        })
+        .collect()
 }
 
 /// Refuse formats a command does not offer.

@@ -46,12 +46,13 @@ pub fn fingerprint_of(sample: &Sample) -> Option<String> {
     (sample.fingerprint != 0).then(|| format!("{:016x}", sample.fingerprint))
 }
 
-/// Every sample of `rows`, failed runs included, in commit order then as stored.
+/// Every sample of `rows`, failed runs included, in commit order then as stored: each real run
+/// once, under the commit that made it (not again under commits of identical builds).
 pub fn samples(test: &Test, rows: &[CommitRow]) -> Vec<SampleRow> {
     rows.iter()
         .flat_map(|r| {
             let commit = r.commit.id.to_string();
-            r.records.iter().map(move |s| SampleRow {
+            r.own_records().iter().map(move |s| SampleRow {
                 commit: commit.clone(),
                 test: test.name.clone(),
                 unit: test.unit(),

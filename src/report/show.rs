@@ -30,6 +30,11 @@ pub struct CommitRow {
     pub status: Status,
     /// A commit whose build is byte-identical to this one's, whose samples these include.
     pub same_build_as: Option<gix::ObjectId>,
+    /// The first `own` of `records` are this commit's own runs; the rest are runs of
+    /// byte-identical builds, shown here but counted where they were made.
+    pub own: usize,
+    /// The build is byte-identical to the previous row's: the two are one unit of evidence.
+    pub joins_previous: bool,
 }
 
 impl CommitRow {
@@ -43,6 +48,34 @@ impl CommitRow {
     pub fn imported(&self) -> usize {
         self.records.iter().filter(|s| s.import.is_some()).count()
     }
+
+    /// The commit's own runs (not those of identical builds it shows).
+    pub fn own_records(&self) -> &[Sample] {
+        &self.records[..self.own.min(self.records.len())]
+    }
+
+    /// Values of the commit's own successful runs.
+    pub fn own_values(&self) -> Vec<f64> {
+        self.own_records().iter().filter_map(|s| s.value).collect()
+    }
+}
+
+/// Each row's evidence, every real run counted once: values per independent moment (runs
+/// taken back to back count once) of the commit's own runs, not the runs of identical builds
+/// it shows (those count where they were made).
+pub fn evidence(rows: &[CommitRow]) -> Vec<Vec<f64>> {
+    rows.iter()
+        .map(|r| crate::store::moment_values(r.own_records()))
+        .collect()
+}
+
+/// Where a step found at row `index` (the first row measured at the new level) begins: rows
+/// just before it of the same build are at the new level too.
+pub fn step_start(rows: &[CommitRow], mut index: usize) -> usize {
+    while index > 0 && index < rows.len() && rows[index].joins_previous {
+        index -= 1;
+    }
+    index
 }
 
 /// The stake verdict, worded like curl's page.
@@ -96,7 +129,8 @@ pub struct RangeSummary {
 
 /// Summarise the whole range; `None` when nothing was measured.
 pub fn summarize(test: &Test, rows: &[CommitRow]) -> Option<RangeSummary> {
-    let all: Vec<f64> = rows.iter().flat_map(|r| r.values.iter().copied()).collect();
+    // Each real run once: identical builds show one build's runs on several commits.
+    let all: Vec<f64> = rows.iter().flat_map(|r| r.own_values()).collect();
     let s: Summary = stats::summarize(&all)?;
     let stake = test.stake.map(|stake| {
         let current = rows
@@ -133,12 +167,13 @@ pub fn summarize(test: &Test, rows: &[CommitRow]) -> Option<RangeSummary> {
             },
         }
     });
+    // Medians of each commit's own runs: copies of one build's runs are no trend.
     let medians: Vec<f64> = rows
         .iter()
-        .map(|r| stats::median(&r.values).unwrap_or(f64::NAN))
+        .map(|r| stats::median(&r.own_values()).unwrap_or(f64::NAN))
         .collect();
     let trend = stats::mann_kendall(&medians, TREND_ALPHA)
-        .filter(|_| rows.iter().filter(|r| !r.values.is_empty()).count() >= 3)
+        .filter(|_| medians.iter().filter(|m| !m.is_nan()).count() >= 3)
         .map(|t| TrendSummary {
             p_value: t.p_value,
             tau: t.tau,
@@ -247,14 +282,23 @@ pub fn text(test: &Test, scope: &str, rows: &[CommitRow]) -> String {
             let _ = writeln!(o, "\nno samples in this range");
         }
         Some(s) => {
+            let borrowed = rows
+                .iter()
+                .filter(|r| r.own_values().len() < r.values.len())
+                .count();
             let _ = writeln!(
                 o,
-                "\n{} sample{} over {} of {} commit{}",
+                "\n{} sample{} over {} of {} commit{}{}",
                 s.samples,
                 if s.samples == 1 { "" } else { "s" },
                 s.commits_measured,
                 rows.len(),
-                if rows.len() == 1 { "" } else { "s" }
+                if rows.len() == 1 { "" } else { "s" },
+                match borrowed {
+                    0 => String::new(),
+                    1 => " (1 shows the runs of an identical build, counted once)".to_string(),
+                    n => format!(" ({n} show the runs of identical builds, counted once)"),
+                }
             );
             let _ = writeln!(
                 o,
@@ -324,8 +368,9 @@ struct JsonCommit<'a> {
     median: Option<f64>,
     max: Option<f64>,
     status: Status,
-    /// The values of the successful runs, in stored order (what `import` reads back).
-    values: &'a [f64],
+    /// The values of the commit's own successful runs, in stored order (what `import` reads
+    /// back); runs of an identical build are listed under the commit that made them.
+    values: Vec<f64>,
     /// How many of them were imported rather than measured here.
     imported: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -362,7 +407,7 @@ pub fn json_value(test: &Test, rows: &[CommitRow]) -> anyhow::Result<serde_json:
                 median: s.map(|s| s.median),
                 max: s.map(|s| s.max),
                 status: r.status,
-                values: &r.values,
+                values: r.own_values(),
                 imported: r.imported(),
                 same_build_as: r.same_build_as.map(|t| t.to_string()),
             }
@@ -465,6 +510,8 @@ mod tests {
         let error = "test command exited with 3\nerror: \"bad\", said the test,\r\nthen \"\"more\"\"\nlast line, with a comma";
         let row = CommitRow {
             same_build_as: None,
+            own: 2,
+            joins_previous: false,
             commit: CommitInfo {
                 id: gix::ObjectId::from_bytes_or_panic(&[7; 20]),
                 subject: "A \"quoted\", subject".into(),
