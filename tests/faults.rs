@@ -979,6 +979,68 @@ timeout = "2s"
     assert!(hung.iter().all(|l| l.contains("timed out")), "{csv}");
 }
 
+/// Issue 19.4: a process that left the test's process group (`setsid`) and holds its output
+/// pipe open does not keep the run going past its end or its timeout. Once the test's own
+/// process has exited 0 its value stands and the straggler is killed; a test that hangs with
+/// one is killed with it at the timeout. Nothing is left running either way. The cap of 20 s
+/// against the 40 s sleeps tells whether the run waited for them, not how fast it is.
+#[test]
+fn stragglers_outside_the_group_end_with_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = fixture(2, &[], "");
+    let (sleep, marker) = marked_sleep(&f, "straggler");
+    let s = sleep.display();
+    let config = format!(
+        r#"
+[build]
+command = "echo 'value: 5' > out.txt"
+artifacts = ["out.txt"]
+
+[tests.exits]
+command = "setsid {s} 40 & {s} 0.2; cat out.txt"
+metric = {{ regex = "^value: ([0-9.]+)" }}
+repeats = 1
+timeout = "3s"
+
+[tests.hangs]
+command = "setsid {s} 40 & cat out.txt; {s} 40"
+metric = {{ regex = "^value: ([0-9.]+)" }}
+repeats = 1
+timeout = "3s"
+"#
+    );
+    std::fs::write(&f.config, config).unwrap();
+    let cache = dir.path().join("cache");
+    let started = Instant::now();
+    let mut c = bin(&f, &cache);
+    c.args(["run", "exits,hangs", &f.ids[1]]);
+    let o = output(c);
+    let took = started.elapsed();
+    no_panic(&o);
+    assert_no_survivors(&marker);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(
+        took < Duration::from_secs(20),
+        "took {took:?}: {}",
+        o.stdout
+    );
+    let mut csv = bin(&f, &cache);
+    csv.args(["show", "exits", &f.ids[1], "--format", "csv"]);
+    let csv = output(csv).stdout;
+    assert!(
+        csv.lines().nth(1).is_some_and(|l| l.contains(",5,")),
+        "{csv}"
+    );
+    let mut csv = bin(&f, &cache);
+    csv.args(["show", "hangs", &f.ids[1], "--format", "csv"]);
+    let csv = output(csv).stdout;
+    assert!(csv.contains("timed out"), "{csv}");
+    assert!(
+        csv.contains("killed 1 process the command left running outside its process group"),
+        "{csv}"
+    );
+}
+
 /// Case 4b: Gigabytes of output: read with bounded memory, and the metric on the last line found.
 #[test]
 fn flood_of_output_is_read_with_bounded_memory() {

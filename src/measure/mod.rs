@@ -6,6 +6,7 @@ pub mod adapters;
 pub mod counter;
 pub mod launch;
 pub mod process;
+mod reaper;
 
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
