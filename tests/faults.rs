@@ -1041,6 +1041,50 @@ timeout = "3s"
     );
 }
 
+/// Issue 19.6: a store file that is a symbolic link is refused, not followed: neither read nor
+/// appended to, with an error that says so, and the file it points to is untouched.
+#[test]
+fn a_store_file_that_is_a_link_is_refused() {
+    let f = fixture(
+        2,
+        &[],
+        &with_build(
+            r#"
+[tests.value]
+command = "./app"
+metric = { regex = "^value: ([0-9.]+)" }
+repeats = 1
+"#,
+        ),
+    );
+    let cache = f.dir.path().join("cache");
+    let mut c = bin(&f, &cache);
+    c.args(["run", "value", &f.ids[1]]);
+    let o = output(c);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let store = store_file(&cache, "value");
+    let elsewhere = f.dir.path().join("elsewhere.pbs");
+    std::fs::rename(&store, &elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &store).unwrap();
+    let before = std::fs::read(&elsewhere).unwrap();
+    for args in [
+        vec!["run", "value", &f.ids[1], "--again"],
+        vec!["show", "value", &f.ids[1]],
+    ] {
+        let mut c = bin(&f, &cache);
+        c.args(&args);
+        let o = output(c);
+        no_panic(&o);
+        assert_ne!(o.code, 0, "{args:?}: {}", o.stdout);
+        assert!(
+            o.stderr.contains("value.pbs is a symbolic link"),
+            "{args:?}: {}",
+            o.stderr
+        );
+    }
+    assert_eq!(std::fs::read(&elsewhere).unwrap(), before);
+}
+
 /// Case 4b: Gigabytes of output: read with bounded memory, and the metric on the last line found.
 #[test]
 fn flood_of_output_is_read_with_bounded_memory() {
