@@ -1085,6 +1085,60 @@ repeats = 1
     assert_eq!(std::fs::read(&elsewhere).unwrap(), before);
 }
 
+/// Issue 19.10: commits whose objects are missing (a partial mirror: one commit's blob, another's
+/// tree deleted) are stepped around like commits that do not build, named with what is missing;
+/// `run` measures the others and `find` still searches.
+#[test]
+fn commits_with_missing_objects_are_stepped_around() {
+    let f = Fixture::new(
+        &specs(6, |i, c| {
+            c.metric = if i >= 5 { 200.0 } else { 100.0 };
+            c.noise_pct = 0.0;
+        }),
+        &with_build(
+            r#"
+[tests.value]
+command = "./app"
+metric = { regex = "^value: ([0-9.]+)" }
+repeats = 2
+"#,
+        ),
+    );
+    let (blob_commit, tree_commit) = (&f.ids[2], &f.ids[3]);
+    let blob = f.git(&["rev-parse", &format!("{blob_commit}:params.h")]);
+    let tree = f.git(&["rev-parse", &format!("{tree_commit}^{{tree}}")]);
+    for id in [blob.trim(), tree.trim()] {
+        std::fs::remove_file(f.repo.join(".git/objects").join(&id[..2]).join(&id[2..])).unwrap();
+    }
+    let mut c = bin(&f, &f.cache);
+    c.args(["run", "value", &f.range()]);
+    let o = output(c);
+    no_panic(&o);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stdout.contains("2 builds failed"), "{}", o.stdout);
+    for (commit, what) in [(blob_commit, "blob"), (tree_commit, "tree")] {
+        assert!(
+            o.stdout.contains(&format!(
+                "build failed: {} Commit {}",
+                &commit[..10],
+                if what == "blob" { 3 } else { 4 }
+            )) && o.stdout.contains(&format!("its {what} ")),
+            "{}",
+            o.stdout
+        );
+    }
+    let mut c = bin(&f, &f.dir.path().join("cache2"));
+    c.args(["find", "value", &f.range()]);
+    let o = output(c);
+    no_panic(&o);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(
+        o.stdout.contains(&format!("culprit: {}", &f.ids[4][..10])),
+        "{}",
+        o.stdout
+    );
+}
+
 /// Case 4b: Gigabytes of output: read with bounded memory, and the metric on the last line found.
 #[test]
 fn flood_of_output_is_read_with_bounded_memory() {

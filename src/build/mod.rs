@@ -116,8 +116,6 @@ pub fn build_one(
     let start = Instant::now();
     let recipe = build.recipe_hash();
     fs::create_dir_all(cache.worktrees())?;
-    wt.switch(repo, commit)
-        .with_context(|| format!("cannot check out {commit} into {}", wt.dir.display()))?;
     let log_path = cache.log(&commit, recipe);
     fs::create_dir_all(log_path.parent().expect("log has a parent"))?;
     let failure = |tail: String| -> anyhow::Result<Outcome> {
@@ -129,6 +127,17 @@ pub fn build_one(
             interrupted: false,
         })
     };
+    // A commit whose objects are missing (a partial mirror) cannot be built, like one that
+    // does not compile: the others still are.
+    if let Err(e) = wt.switch(repo, commit) {
+        if let Some(missing) = e.downcast_ref::<crate::git::worktree::MissingObject>() {
+            return failure(missing.to_string());
+        }
+        return Err(e.context(format!(
+            "cannot check out {commit} into {}",
+            wt.dir.display()
+        )));
+    }
     let mut executables = Vec::new();
     if let Some(cargo_build) = &build.cargo {
         fs::File::create(&log_path)

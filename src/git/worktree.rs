@@ -19,6 +19,24 @@ use gix::bstr::{BString, ByteSlice};
 use gix::ObjectId;
 use serde::{Deserialize, Serialize};
 
+/// A commit whose tree cannot be read whole: an object is missing from the repository (a
+/// partial mirror, a damaged clone). Nothing was written; builds count the commit as one
+/// that cannot be built, and go on with the others.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "cannot check out {}: its {what} {object}{} is not in the repository (a partial or damaged clone; `git fsck` lists what is missing)",
+    crate::git::short(commit),
+    path.as_ref().map(|p| format!(" (`{p}`)")).unwrap_or_default()
+)]
+pub struct MissingObject {
+    pub commit: ObjectId,
+    pub object: ObjectId,
+    /// `commit`, `tree` or `blob`.
+    pub what: &'static str,
+    /// The path of a missing blob.
+    pub path: Option<String>,
+}
+
 /// Kind of a tracked entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -128,6 +146,24 @@ impl Worktree {
             }
             Err(_) => None,
         };
+        // Every object of the new tree is there before anything is touched: a commit that
+        // cannot be checked out whole leaves the slot as it was.
+        let new_entries = match entries(repo, to) {
+            Ok(e) => e,
+            Err(e) => return Err(missing_object(repo, to).map_or(e, anyhow::Error::new)),
+        };
+        if let Some((path, (id, _))) = new_entries
+            .iter()
+            .find(|(_, (id, kind))| *kind != Kind::Submodule && !repo.has_object(id))
+        {
+            return Err(MissingObject {
+                commit: to,
+                object: *id,
+                what: "blob",
+                path: Some(path.to_string()),
+            }
+            .into());
+        }
         // The state file goes first: an interrupted switch then leaves no claim about the
         // contents, and the next switch starts from scratch.
         match fs::remove_file(&self.state) {
@@ -137,7 +173,6 @@ impl Worktree {
                 return Err(e).with_context(|| format!("cannot remove {}", self.state.display()))
             }
         }
-        let new_entries = entries(repo, to)?;
         let old_entries = match &old {
             Some((id, _, _)) => entries(repo, *id).ok(),
             None => None,
@@ -285,6 +320,34 @@ fn intact(
         }
     };
     Ok(if same { Intact::Yes } else { Intact::No })
+}
+
+/// The first object of `commit`'s tree (the commit, a tree) missing from the repository, when
+/// reading the tree failed.
+fn missing_object(repo: &gix::Repository, commit: ObjectId) -> Option<MissingObject> {
+    let missing = |object, what| {
+        Some(MissingObject {
+            commit,
+            object,
+            what,
+            path: None,
+        })
+    };
+    let Ok(c) = repo.find_commit(commit) else {
+        return missing(commit, "commit");
+    };
+    let mut trees = vec![c.tree_id().ok()?.detach()];
+    while let Some(id) = trees.pop() {
+        let Ok(tree) = repo.find_tree(id) else {
+            return missing(id, "tree");
+        };
+        for e in tree.decode().ok()?.entries {
+            if e.mode.is_tree() {
+                trees.push(e.oid.to_owned());
+            }
+        }
+    }
+    None
 }
 
 fn entries(repo: &gix::Repository, commit: ObjectId) -> anyhow::Result<Entries> {
