@@ -8,7 +8,7 @@
 //! is not a real directory is replaced by one (a link is removed, never followed), so a
 //! switch changes nothing outside the worktree.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::fs;
 use std::io::ErrorKind;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -204,18 +204,21 @@ impl Worktree {
             if gone {
                 let p = self.path_of(path)?;
                 // Behind a link or a file, the path is not in the worktree: nothing to remove.
-                if real_parents(&self.dir, &p) {
+                if real_parents(&self.dir, &p, &mut HashSet::new()) {
                     remove_any(&p)?;
                     prune_empty_parents(&self.dir, &p);
                 }
                 stats.deleted += 1;
             }
         }
+        // Directories found real while checking unchanged files (nothing in this loop turns a
+        // directory into a link: the tree has no paths below a symlink of its own).
+        let mut real_dirs = HashSet::new();
         for (path, &(id, kind)) in &new_entries {
             let p = self.path_of(path)?;
             if old_entries.get(path) == Some(&(id, kind)) {
                 let key = path.to_str().unwrap_or_default();
-                let found = if real_parents(&self.dir, &p) {
+                let found = if real_parents(&self.dir, &p, &mut real_dirs) {
                     intact(repo, &p, id, kind, recorded.get(key), stamp)?
                 } else {
                     Intact::No
@@ -443,15 +446,22 @@ fn ensure_dirs(root: &Path, dir: &Path) -> anyhow::Result<()> {
 }
 
 /// Whether every directory between the worktree `root` and `p` is a real directory, so that
-/// `p` is reached without following a link.
-fn real_parents(root: &Path, p: &Path) -> bool {
+/// `p` is reached without following a link; `known` holds directories already found real.
+fn real_parents(root: &Path, p: &Path, known: &mut HashSet<PathBuf>) -> bool {
     let Some(rel) = p.parent().and_then(|d| d.strip_prefix(root).ok()) else {
         return false;
     };
     let mut cur = root.to_path_buf();
     rel.components().all(|c| {
         cur.push(c);
-        fs::symlink_metadata(&cur).is_ok_and(|m| m.is_dir())
+        if known.contains(&cur) {
+            return true;
+        }
+        let real = fs::symlink_metadata(&cur).is_ok_and(|m| m.is_dir());
+        if real {
+            known.insert(cur.clone());
+        }
+        real
     })
 }
 
