@@ -979,6 +979,166 @@ timeout = "2s"
     assert!(hung.iter().all(|l| l.contains("timed out")), "{csv}");
 }
 
+/// Issue 19.4: a process that left the test's process group (`setsid`) and holds its output
+/// pipe open does not keep the run going past its end or its timeout. Once the test's own
+/// process has exited 0 its value stands and the straggler is killed; a test that hangs with
+/// one is killed with it at the timeout. Nothing is left running either way. The cap of 20 s
+/// against the 40 s sleeps tells whether the run waited for them, not how fast it is.
+#[test]
+fn stragglers_outside_the_group_end_with_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = fixture(2, &[], "");
+    let (sleep, marker) = marked_sleep(&f, "straggler");
+    let s = sleep.display();
+    let config = format!(
+        r#"
+[build]
+command = "echo 'value: 5' > out.txt"
+artifacts = ["out.txt"]
+
+[tests.exits]
+command = "setsid {s} 40 & {s} 0.2; cat out.txt"
+metric = {{ regex = "^value: ([0-9.]+)" }}
+repeats = 1
+timeout = "3s"
+
+[tests.hangs]
+command = "setsid {s} 40 & cat out.txt; {s} 40"
+metric = {{ regex = "^value: ([0-9.]+)" }}
+repeats = 1
+timeout = "3s"
+"#
+    );
+    std::fs::write(&f.config, config).unwrap();
+    let cache = dir.path().join("cache");
+    let started = Instant::now();
+    let mut c = bin(&f, &cache);
+    c.args(["run", "exits,hangs", &f.ids[1]]);
+    let o = output(c);
+    let took = started.elapsed();
+    no_panic(&o);
+    assert_no_survivors(&marker);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(
+        took < Duration::from_secs(20),
+        "took {took:?}: {}",
+        o.stdout
+    );
+    let mut csv = bin(&f, &cache);
+    csv.args(["show", "exits", &f.ids[1], "--format", "csv"]);
+    let csv = output(csv).stdout;
+    assert!(
+        csv.lines().nth(1).is_some_and(|l| l.contains(",5,")),
+        "{csv}"
+    );
+    let mut csv = bin(&f, &cache);
+    csv.args(["show", "hangs", &f.ids[1], "--format", "csv"]);
+    let csv = output(csv).stdout;
+    assert!(csv.contains("timed out"), "{csv}");
+    assert!(
+        csv.contains("killed 1 process the command left running outside its process group"),
+        "{csv}"
+    );
+}
+
+/// Issue 19.6: a store file that is a symbolic link is refused, not followed: neither read nor
+/// appended to, with an error that says so, and the file it points to is untouched.
+#[test]
+fn a_store_file_that_is_a_link_is_refused() {
+    let f = fixture(
+        2,
+        &[],
+        &with_build(
+            r#"
+[tests.value]
+command = "./app"
+metric = { regex = "^value: ([0-9.]+)" }
+repeats = 1
+"#,
+        ),
+    );
+    let cache = f.dir.path().join("cache");
+    let mut c = bin(&f, &cache);
+    c.args(["run", "value", &f.ids[1]]);
+    let o = output(c);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let store = store_file(&cache, "value");
+    let elsewhere = f.dir.path().join("elsewhere.pbs");
+    std::fs::rename(&store, &elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &store).unwrap();
+    let before = std::fs::read(&elsewhere).unwrap();
+    for args in [
+        vec!["run", "value", &f.ids[1], "--again"],
+        vec!["show", "value", &f.ids[1]],
+    ] {
+        let mut c = bin(&f, &cache);
+        c.args(&args);
+        let o = output(c);
+        no_panic(&o);
+        assert_ne!(o.code, 0, "{args:?}: {}", o.stdout);
+        assert!(
+            o.stderr.contains("value.pbs is a symbolic link"),
+            "{args:?}: {}",
+            o.stderr
+        );
+    }
+    assert_eq!(std::fs::read(&elsewhere).unwrap(), before);
+}
+
+/// Issue 19.10: commits whose objects are missing (a partial mirror: one commit's blob, another's
+/// tree deleted) are stepped around like commits that do not build, named with what is missing;
+/// `run` measures the others and `find` still searches.
+#[test]
+fn commits_with_missing_objects_are_stepped_around() {
+    let f = Fixture::new(
+        &specs(6, |i, c| {
+            c.metric = if i >= 5 { 200.0 } else { 100.0 };
+            c.noise_pct = 0.0;
+        }),
+        &with_build(
+            r#"
+[tests.value]
+command = "./app"
+metric = { regex = "^value: ([0-9.]+)" }
+repeats = 2
+"#,
+        ),
+    );
+    let (blob_commit, tree_commit) = (&f.ids[2], &f.ids[3]);
+    let blob = f.git(&["rev-parse", &format!("{blob_commit}:params.h")]);
+    let tree = f.git(&["rev-parse", &format!("{tree_commit}^{{tree}}")]);
+    for id in [blob.trim(), tree.trim()] {
+        std::fs::remove_file(f.repo.join(".git/objects").join(&id[..2]).join(&id[2..])).unwrap();
+    }
+    let mut c = bin(&f, &f.cache);
+    c.args(["run", "value", &f.range()]);
+    let o = output(c);
+    no_panic(&o);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stdout.contains("2 builds failed"), "{}", o.stdout);
+    for (commit, what) in [(blob_commit, "blob"), (tree_commit, "tree")] {
+        assert!(
+            o.stdout.contains(&format!(
+                "build failed: {} Commit {}",
+                &commit[..10],
+                if what == "blob" { 3 } else { 4 }
+            )) && o.stdout.contains(&format!("its {what} ")),
+            "{}",
+            o.stdout
+        );
+    }
+    let mut c = bin(&f, &f.dir.path().join("cache2"));
+    c.args(["find", "value", &f.range()]);
+    let o = output(c);
+    no_panic(&o);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(
+        o.stdout.contains(&format!("culprit: {}", &f.ids[4][..10])),
+        "{}",
+        o.stdout
+    );
+}
+
 /// Case 4b: Gigabytes of output: read with bounded memory, and the metric on the last line found.
 #[test]
 fn flood_of_output_is_read_with_bounded_memory() {

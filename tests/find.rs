@@ -531,6 +531,97 @@ fn find_descends_into_the_merged_branch_and_names_the_commit_inside() {
     assert!(j["culprit"]["merge"].is_null(), "{j}");
 }
 
+/// Set the demo program's printed value in the work tree (not committed).
+fn set_metric(f: &Fixture, v: f64) {
+    let p = f.repo.join("params.h");
+    let h: String = std::fs::read_to_string(&p)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            if l.starts_with("#define METRIC ") {
+                format!("#define METRIC {v:.6}")
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    std::fs::write(&p, h + "\n").unwrap();
+}
+
+fn commit_all(f: &Fixture, subject: &str) -> String {
+    f.git(&["add", "-A"]);
+    f.git(&["commit", "-qm", subject]);
+    f.git(&["rev-parse", "HEAD"]).trim().to_string()
+}
+
+/// Issue 19.10: a merge whose own step the culprits on its branch do not explain (an evil
+/// merge: +50 on the branch, +30 more in the merge commit) says that the rest shows at the
+/// merge itself.
+#[test]
+fn a_merge_step_the_branch_does_not_explain_is_named() {
+    let f = Fixture::new(&specs(2, |_, c| c.noise_pct = 0.0), CONFIG);
+    f.git(&["checkout", "-q", "-b", "b", "main"]);
+    set_metric(&f, 1050.0);
+    let inside = commit_all(&f, "Branch commit");
+    f.git(&["checkout", "-q", "main"]);
+    f.git(&["merge", "-q", "--no-ff", "--no-commit", "b"]);
+    set_metric(&f, 1080.0);
+    let merge = commit_all(&f, "Evil merge");
+    let range = format!("{}..main", f.ids[1]);
+    let j = f.json(&["find", "size", &range, "--format", "json"]);
+    assert_eq!(j["culprit"]["commit"], inside.as_str(), "{j}");
+    let notes = j["notes"].to_string();
+    assert!(
+        notes.contains(&format!(
+            "{} Evil merge moves `size` by +80 bytes",
+            &merge[..10]
+        )) && notes
+            .contains("add up to +50 bytes: +30 bytes of the step shows at the merge itself"),
+        "{notes}"
+    );
+}
+
+/// Issue 19.10: a commit reached twice, on the searched chain and again through a branch that
+/// merged it in before it was merged back, is one culprit, not two; and the merge whose branch
+/// culprits add up to more than its own step says so.
+#[test]
+fn a_culprit_reached_through_two_merges_is_listed_once() {
+    let f = Fixture::new(&specs(2, |_, c| c.noise_pct = 0.0), CONFIG);
+    let base = f.ids[1].clone();
+    set_metric(&f, 1050.0);
+    let on_main = commit_all(&f, "Main change");
+    f.git(&["checkout", "-q", "-b", "dev", &base]);
+    std::fs::write(f.repo.join("notes.txt"), "a\n").unwrap();
+    commit_all(&f, "Dev docs");
+    f.git(&["merge", "-q", "--no-ff", "-m", "Sync main into dev", "main"]);
+    set_metric(&f, 1100.0);
+    let on_dev = commit_all(&f, "Dev change");
+    f.git(&["checkout", "-q", "main"]);
+    f.git(&["merge", "-q", "--no-ff", "-m", "Merge dev", "dev"]);
+    let range = format!("{base}..main");
+    let j = f.json(&["find", "size", &range, "--format", "json"]);
+    let mut named: Vec<&str> = j["culprits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["commit"].as_str().unwrap())
+        .collect();
+    named.sort();
+    let mut want = vec![on_main.as_str(), on_dev.as_str()];
+    want.sort();
+    assert_eq!(named, want, "{j}");
+    let notes = j["notes"].to_string();
+    assert!(
+        notes.contains(&format!("{} Main change was found again", &on_main[..10])),
+        "{notes}"
+    );
+    assert!(
+        notes.contains("Merge dev moves `size` by +50 bytes"),
+        "{notes}"
+    );
+}
+
 #[test]
 fn log_and_run_say_what_a_first_parent_walk_leaves_out() {
     let (f, _, _) = merged_history();

@@ -87,3 +87,33 @@ fn ranges_match_git_rev_list_first_parent() {
     assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 1);
     assert!(String::from_utf8_lossy(&out.stdout).starts_with(&f.ids[1]));
 }
+
+/// Issue 19.10: a single revision is one commit, not a range: `run` and `log` of a merge say
+/// nothing about commits of merged branches left unwalked.
+#[test]
+fn a_single_merge_commit_has_no_note_on_merged_branches() {
+    let f = common::Fixture::with_demo_config(&common::specs(3, |_, _| {}));
+    f.git(&["checkout", "-q", "-b", "side", &f.ids[1]]);
+    for i in 0..3 {
+        std::fs::write(f.repo.join(format!("side{i}.txt")), "x\n").unwrap();
+        f.git(&["add", "."]);
+        f.git(&["commit", "-qm", &format!("Side {i}")]);
+    }
+    f.git(&["checkout", "-q", "main"]);
+    f.git(&["merge", "-q", "--no-ff", "-m", "Merge side", "side"]);
+    let merge = f.git(&["rev-parse", "HEAD"]).trim().to_string();
+    for args in [
+        vec!["run", "value", merge.as_str()],
+        vec!["log", merge.as_str()],
+        vec!["log", "HEAD"],
+    ] {
+        let out = f.cmd().args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{args:?}: {err}");
+        assert!(!err.contains("merged branches"), "{args:?}: {err}");
+    }
+    // The range of the merge alone still says what it leaves out.
+    let out = f.cmd().args(["log", "HEAD^..HEAD"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("3 more commits on merged branches"), "{err}");
+}

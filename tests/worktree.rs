@@ -221,3 +221,118 @@ fn a_switch_to_the_same_commit_restores_what_a_build_changed_and_keeps_mtimes() 
     let s = wt.switch(&g, id(1)).unwrap();
     assert_eq!((s.restored, s.written), (0, 1), "{s:?}");
 }
+
+/// Issue 19.6: a build that replaced a tracked directory by a link to a directory outside the
+/// cache (`rm -rf d && ln -s /elsewhere d`) does not make the next switch write, delete or
+/// compare files there: the link is replaced by a real directory holding the next commit's
+/// files, and what the link pointed to is untouched.
+#[test]
+fn a_link_a_build_left_where_a_directory_was_is_not_followed() {
+    let outside = tempfile::tempdir().unwrap();
+    let out = outside.path();
+    std::fs::create_dir_all(out.join("sub")).unwrap();
+    std::fs::write(out.join("sub/a.txt"), "value: 999\n").unwrap();
+    std::fs::write(out.join("sub/b.txt"), "keep me\n").unwrap();
+    let before = outside_files(out);
+    let config = format!(
+        r#"
+[build]
+command = "cat d/sub/a.txt > out.txt; rm -rf d && ln -s {} d"
+artifacts = ["out.txt"]
+
+[tests.value]
+command = "cat out.txt"
+metric = {{ regex = "^value: ([0-9.]+)" }}
+repeats = 1
+"#,
+        out.display()
+    );
+    let f = common::Fixture::with_files(
+        &[
+            ("Base", vec![("README", "base\n".into())]),
+            (
+                "One",
+                vec![
+                    ("d/sub/a.txt", "value: 1\n".into()),
+                    ("d/sub/b.txt", "b\n".into()),
+                ],
+            ),
+            (
+                "Two",
+                vec![
+                    ("d/sub/a.txt", "value: 2\n".into()),
+                    ("d/sub/c.txt", "c\n".into()),
+                ],
+            ),
+        ],
+        &config,
+    );
+    // Commit Two drops b.txt (files_repo keeps earlier files, so remove it by hand).
+    f.git(&["rm", "-q", "d/sub/b.txt"]);
+    f.git(&["commit", "-q", "--amend", "--no-edit"]);
+    let ids: Vec<String> = f
+        .git(&["rev-list", "--reverse", "HEAD"])
+        .lines()
+        .map(String::from)
+        .collect();
+    for id in &ids[1..] {
+        let o = f.cmd().args(["run", "value", id]).output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    assert_eq!(
+        outside_files(out),
+        before,
+        "files outside the cache changed"
+    );
+    let show = f.show("value", &format!("{}..{}", ids[0], ids[2]));
+    assert_eq!(common::medians(&show), [Some(1.0), Some(2.0)], "{show}");
+
+    // The slot holds commit Two's tree again once switched back and forth.
+    let repo = gix::open(&f.repo).unwrap();
+    let id = |i: usize| gix::ObjectId::from_hex(ids[i].as_bytes()).unwrap();
+    let wt = Worktree::slot(&f.cache.join("worktrees"), 0);
+    assert!(
+        std::fs::symlink_metadata(wt.dir.join("d"))
+            .unwrap()
+            .file_type()
+            .is_symlink(),
+        "the build left its link"
+    );
+    wt.switch(&repo, id(1)).unwrap();
+    std::fs::remove_dir_all(wt.dir.join("d")).unwrap();
+    std::os::unix::fs::symlink(out, wt.dir.join("d")).unwrap();
+    wt.switch(&repo, id(2)).unwrap();
+    assert_eq!(
+        outside_files(out),
+        before,
+        "files outside the cache changed"
+    );
+    assert!(std::fs::symlink_metadata(wt.dir.join("d"))
+        .unwrap()
+        .is_dir());
+    assert_eq!(
+        std::fs::read_to_string(wt.dir.join("d/sub/a.txt")).unwrap(),
+        "value: 2\n"
+    );
+    assert!(wt.dir.join("d/sub/c.txt").is_file());
+    assert!(!wt.dir.join("d/sub/b.txt").exists());
+}
+
+/// Every file below `dir` with its content, sorted.
+fn outside_files(dir: &std::path::Path) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let content = std::fs::read_to_string(&p).unwrap_or_default();
+                out.push((p.strip_prefix(dir).unwrap().display().to_string(), content));
+            }
+        }
+    }
+    out.sort();
+    out
+}

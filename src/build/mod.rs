@@ -141,9 +141,6 @@ fn build_into(
     if pristine {
         wt.clear()?;
     }
-    let switched = wt
-        .switch(repo, commit)
-        .with_context(|| format!("cannot check out {commit} into {}", wt.dir.display()))?;
     let log_path = cache.log(&commit, recipe);
     fs::create_dir_all(log_path.parent().expect("log has a parent"))?;
     let failure = |tail: String| -> anyhow::Result<(Outcome, Option<cas::Manifest>)> {
@@ -159,6 +156,20 @@ fn build_into(
             },
             None,
         ))
+    };
+    // A commit whose objects are missing (a partial mirror) cannot be built, like one that
+    // does not compile: the others still are.
+    let switched = match wt.switch(repo, commit) {
+        Ok(s) => s,
+        Err(e) => {
+            if let Some(missing) = e.downcast_ref::<crate::git::worktree::MissingObject>() {
+                return failure(missing.to_string());
+            }
+            return Err(e.context(format!(
+                "cannot check out {commit} into {}",
+                wt.dir.display()
+            )));
+        }
     };
     let mut executables = Vec::new();
     if let Some(cargo_build) = &build.cargo {

@@ -61,6 +61,10 @@ struct Searched {
 /// Deepest chain of merges `find` descends through (a merge of a merge of ...).
 const MAX_DESCENT: usize = 8;
 
+/// Share of a merge's step that the culprits found on its branch may leave unaccounted for
+/// (medians of noisy runs do not add up exactly) before the rest is said to show at the merge.
+const UNEXPLAINED: f64 = 0.2;
+
 /// A finished `find`: the searched chain and the merged branches it descended into, what it
 /// concluded, and what it spent. `report` renders the same.
 pub(super) struct FindRun {
@@ -437,7 +441,8 @@ pub(super) fn search(
     if !no_descend {
         if let Outcome::Culprits(cs) = &mut outcome {
             let mut todo: Vec<(Culprit, usize)> = cs.drain(..).map(|c| (c, 0)).collect();
-            let mut done: Vec<Culprit> = Vec::new();
+            // With the depth each was found at.
+            let mut done: Vec<(Culprit, usize)> = Vec::new();
             while let Some((c, depth)) = todo.pop() {
                 let merge = commits[c.pos].id;
                 let side = if depth < MAX_DESCENT && c.candidates.len() == 1 {
@@ -446,7 +451,7 @@ pub(super) fn search(
                     None
                 };
                 let Some((fork, ids)) = side else {
-                    done.push(c);
+                    done.push((c, depth));
                     continue;
                 };
                 let mut inner: Vec<CommitInfo> = vec![ws.repo.info(fork)?];
@@ -488,6 +493,35 @@ pub(super) fn search(
                 let m = commits[c.pos].clone();
                 match r.outcome {
                     Outcome::Culprits(inner_cs) => {
+                        // The branch's steps should add up to the merge's; what they leave
+                        // out happened at the merge (an evil merge, branches that combine
+                        // differently than each alone), and what they add beyond it was
+                        // already on the first parent (a branch that merged it in).
+                        let step = c.after - c.before;
+                        let found: f64 = inner_cs.iter().map(|ic| ic.after - ic.before).sum();
+                        let rest = step - found;
+                        if rest.abs() > UNEXPLAINED * step.abs()
+                            && params.threshold.reached(c.before + found, c.after)
+                        {
+                            let unit = test.unit();
+                            notes.push(format!(
+                                "{} {} moves `{}` by {} {unit}, but the culprits found in the \
+                                 branch it merged ({side_span}) add up to {} {unit}: {} {unit} \
+                                 of the step shows at the merge {}",
+                                m.short(),
+                                m.subject,
+                                test.name,
+                                signed(step),
+                                signed(found),
+                                signed(rest),
+                                if rest * step > 0.0 {
+                                    "itself (its own changes, or how the branches combine)"
+                                } else {
+                                    "as less than its branch moved (the branch brought in \
+                                     changes its first parent already had)"
+                                }
+                            ));
+                        }
                         for mut ic in inner_cs {
                             shift(&mut ic, off);
                             merges.push((ic.pos, c.pos));
@@ -502,7 +536,7 @@ pub(super) fn search(
                             m.subject,
                             test.name
                         ));
-                        done.push(c);
+                        done.push((c, depth));
                     }
                     Outcome::Inconclusive { reason, .. } => {
                         notes.push(format!(
@@ -510,10 +544,38 @@ pub(super) fn search(
                              named: {reason}",
                             m.short()
                         ));
-                        done.push(c);
+                        done.push((c, depth));
                     }
                 }
             }
+            // A commit reached twice (on the chain and again through a branch that merged
+            // it in, or through two merges) is one culprit: the one found highest up stays.
+            done.sort_by_key(|(_, depth)| *depth);
+            let mut seen: Vec<gix::ObjectId> = Vec::new();
+            let mut dropped = Vec::new();
+            done.retain(|(c, _)| {
+                let id = commits[c.pos].id;
+                if seen.contains(&id) {
+                    dropped.push(c.pos);
+                    false
+                } else {
+                    seen.push(id);
+                    true
+                }
+            });
+            for pos in dropped {
+                if let Some(&(_, via)) = merges.iter().find(|(p, _)| *p == pos) {
+                    notes.push(format!(
+                        "{} {} was found again inside the branch merged by {} {}: listed once",
+                        commits[pos].short(),
+                        commits[pos].subject,
+                        commits[via].short(),
+                        commits[via].subject
+                    ));
+                }
+                merges.retain(|(p, _)| *p != pos);
+            }
+            let mut done: Vec<Culprit> = done.into_iter().map(|(c, _)| c).collect();
             done.sort_by(|a, b| {
                 b.rel_change
                     .abs()
@@ -561,6 +623,16 @@ fn plural(n: usize, one: &str, many: &str) -> String {
 }
 
 /// Move a culprit's positions from a search's own list into the report's.
+/// A change with its sign: `+4184`, `-12.5`.
+fn signed(v: f64) -> String {
+    let n = crate::report::fmt_num(v);
+    if v > 0.0 {
+        format!("+{n}")
+    } else {
+        n
+    }
+}
+
 fn shift(c: &mut Culprit, off: usize) {
     c.pos += off;
     c.parent += off;

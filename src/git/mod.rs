@@ -211,6 +211,11 @@ impl Repo {
         let Some(&tip) = walked.last() else {
             return Ok(None);
         };
+        // A single revision names one commit, not a range: a merge's branches are not "left
+        // out" of it (its base is its first parent only for the comparison).
+        if !spec.contains("..") {
+            return Ok(None);
+        }
         // Without a merge on the chain every reachable commit is on it: no second walk.
         if !self.merges_on_chain(tip, base)? {
             return Ok(None);

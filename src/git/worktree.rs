@@ -1,8 +1,14 @@
 //! perfbisect's own worktrees: plain checkouts of a commit's tree in the cache. Switching to
 //! another commit writes only the files that differ and deletes the ones that are gone, so
 //! unchanged files keep their mtimes and incremental builds stay incremental.
+//!
+//! A build may have put a symbolic link where the tree has a directory (`rm -rf d && ln -s
+//! /elsewhere d`). No path is written, removed or compared through one: every directory
+//! between the worktree and a tracked path is checked with `symlink_metadata`, and one that
+//! is not a real directory is replaced by one (a link is removed, never followed), so a
+//! switch changes nothing outside the worktree.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::fs;
 use std::io::ErrorKind;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -12,6 +18,24 @@ use anyhow::Context;
 use gix::bstr::{BString, ByteSlice};
 use gix::ObjectId;
 use serde::{Deserialize, Serialize};
+
+/// A commit whose tree cannot be read whole: an object is missing from the repository (a
+/// partial mirror, a damaged clone). Nothing was written; builds count the commit as one
+/// that cannot be built, and go on with the others.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "cannot check out {}: its {what} {object}{} is not in the repository (a partial or damaged clone; `git fsck` lists what is missing)",
+    crate::git::short(commit),
+    path.as_ref().map(|p| format!(" (`{p}`)")).unwrap_or_default()
+)]
+pub struct MissingObject {
+    pub commit: ObjectId,
+    pub object: ObjectId,
+    /// `commit`, `tree` or `blob`.
+    pub what: &'static str,
+    /// The path of a missing blob.
+    pub path: Option<String>,
+}
 
 /// Kind of a tracked entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -132,11 +156,34 @@ impl Worktree {
     /// deleted since (found by stat data, confirmed by content); untracked files (build
     /// outputs) stay, so incremental builds stay incremental.
     pub fn switch(&self, repo: &gix::Repository, to: ObjectId) -> anyhow::Result<SwitchStats> {
-        let old = if self.dir.is_dir() {
-            self.read_state()
-        } else {
-            None
+        // The slot itself replaced by a link: the link goes, the slot starts from scratch.
+        let old = match fs::symlink_metadata(&self.dir) {
+            Ok(m) if m.is_dir() => self.read_state(),
+            Ok(_) => {
+                fs::remove_file(&self.dir)
+                    .with_context(|| format!("cannot remove {}", self.dir.display()))?;
+                None
+            }
+            Err(_) => None,
         };
+        // Every object of the new tree is there before anything is touched: a commit that
+        // cannot be checked out whole leaves the slot as it was.
+        let new_entries = match entries(repo, to) {
+            Ok(e) => e,
+            Err(e) => return Err(missing_object(repo, to).map_or(e, anyhow::Error::new)),
+        };
+        if let Some((path, (id, _))) = new_entries
+            .iter()
+            .find(|(_, (id, kind))| *kind != Kind::Submodule && !repo.has_object(id))
+        {
+            return Err(MissingObject {
+                commit: to,
+                object: *id,
+                what: "blob",
+                path: Some(path.to_string()),
+            }
+            .into());
+        }
         // The state file goes first: an interrupted switch then leaves no claim about the
         // contents, and the next switch starts from scratch.
         match fs::remove_file(&self.state) {
@@ -146,7 +193,6 @@ impl Worktree {
                 return Err(e).with_context(|| format!("cannot remove {}", self.state.display()))
             }
         }
-        let new_entries = entries(repo, to)?;
         let old_entries = match &old {
             Some((id, _, _)) => entries(repo, *id).ok(),
             None => None,
@@ -177,16 +223,27 @@ impl Worktree {
             };
             if gone {
                 let p = self.path_of(path)?;
-                remove_any(&p)?;
-                prune_empty_parents(&self.dir, &p);
+                // Behind a link or a file, the path is not in the worktree: nothing to remove.
+                if real_parents(&self.dir, &p, &mut HashSet::new()) {
+                    remove_any(&p)?;
+                    prune_empty_parents(&self.dir, &p);
+                }
                 stats.deleted += 1;
             }
         }
+        // Directories found real while checking unchanged files (nothing in this loop turns a
+        // directory into a link: the tree has no paths below a symlink of its own).
+        let mut real_dirs = HashSet::new();
         for (path, &(id, kind)) in &new_entries {
             let p = self.path_of(path)?;
             if old_entries.get(path) == Some(&(id, kind)) {
                 let key = path.to_str().unwrap_or_default();
-                match intact(repo, &p, id, kind, recorded.get(key), stamp)? {
+                let found = if real_parents(&self.dir, &p, &mut real_dirs) {
+                    intact(repo, &p, id, kind, recorded.get(key), stamp)?
+                } else {
+                    Intact::No
+                };
+                match found {
                     Intact::Yes => {
                         stats.unchanged += 1;
                         continue;
@@ -195,7 +252,7 @@ impl Worktree {
                     Intact::No => stats.restored += 1,
                 }
             }
-            write_entry(repo, &p, id, kind)
+            write_entry(repo, &self.dir, &p, id, kind)
                 .with_context(|| format!("cannot write {} in worktree", p.display()))?;
             stats.written += 1;
         }
@@ -288,6 +345,34 @@ fn intact(
     Ok(if same { Intact::Yes } else { Intact::No })
 }
 
+/// The first object of `commit`'s tree (the commit, a tree) missing from the repository, when
+/// reading the tree failed.
+fn missing_object(repo: &gix::Repository, commit: ObjectId) -> Option<MissingObject> {
+    let missing = |object, what| {
+        Some(MissingObject {
+            commit,
+            object,
+            what,
+            path: None,
+        })
+    };
+    let Ok(c) = repo.find_commit(commit) else {
+        return missing(commit, "commit");
+    };
+    let mut trees = vec![c.tree_id().ok()?.detach()];
+    while let Some(id) = trees.pop() {
+        let Ok(tree) = repo.find_tree(id) else {
+            return missing(id, "tree");
+        };
+        for e in tree.decode().ok()?.entries {
+            if e.mode.is_tree() {
+                trees.push(e.oid.to_owned());
+            }
+        }
+    }
+    None
+}
+
 fn entries(repo: &gix::Repository, commit: ObjectId) -> anyhow::Result<Entries> {
     let tree = repo
         .find_commit(commit)
@@ -314,11 +399,19 @@ fn entries(repo: &gix::Repository, commit: ObjectId) -> anyhow::Result<Entries> 
     Ok(out)
 }
 
-fn write_entry(repo: &gix::Repository, p: &Path, id: ObjectId, kind: Kind) -> anyhow::Result<()> {
+/// Write the entry `(id, kind)` at `p` below the worktree `root`.
+fn write_entry(
+    repo: &gix::Repository,
+    root: &Path,
+    p: &Path,
+    id: ObjectId,
+    kind: Kind,
+) -> anyhow::Result<()> {
     if let Some(parent) = p.parent() {
-        ensure_dir(parent)?;
+        ensure_dirs(root, parent)?;
     }
-    if kind != Kind::Submodule || !p.is_dir() {
+    let is_dir = fs::symlink_metadata(p).is_ok_and(|m| m.is_dir());
+    if kind != Kind::Submodule || !is_dir {
         remove_any(p)?;
     }
     match kind {
@@ -344,22 +437,52 @@ fn write_entry(repo: &gix::Repository, p: &Path, id: ObjectId, kind: Kind) -> an
     Ok(())
 }
 
-/// Create `dir` and its parents, replacing any file that stands where a directory must be.
-fn ensure_dir(dir: &Path) -> anyhow::Result<()> {
-    match fs::symlink_metadata(dir) {
-        Ok(m) if m.is_dir() => return Ok(()),
-        Ok(_) => fs::remove_file(dir)?,
-        Err(_) => {
-            if let Some(parent) = dir.parent() {
-                ensure_dir(parent)?;
+/// Make every directory from the worktree `root` down to `dir` a real directory, from the
+/// top: a file or a symbolic link standing where one must be is removed (a link itself, not
+/// what it points to) and a directory made in its place. Checking from the top means no
+/// component is ever reached through a link.
+fn ensure_dirs(root: &Path, dir: &Path) -> anyhow::Result<()> {
+    let rel = dir
+        .strip_prefix(root)
+        .with_context(|| format!("{} is outside the worktree", dir.display()))?;
+    let mut cur = root.to_path_buf();
+    for c in rel.components() {
+        cur.push(c);
+        match fs::symlink_metadata(&cur) {
+            Ok(m) if m.is_dir() => continue,
+            Ok(_) => {
+                fs::remove_file(&cur).with_context(|| format!("cannot remove {}", cur.display()))?
             }
+            Err(e) if e.kind() == ErrorKind::NotFound => {}
+            Err(e) => return Err(e).with_context(|| format!("cannot stat {}", cur.display())),
+        }
+        match fs::create_dir(&cur) {
+            Ok(()) => {}
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e).with_context(|| format!("cannot create {}", cur.display())),
         }
     }
-    match fs::create_dir(dir) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(()),
-        Err(e) => Err(e.into()),
-    }
+    Ok(())
+}
+
+/// Whether every directory between the worktree `root` and `p` is a real directory, so that
+/// `p` is reached without following a link; `known` holds directories already found real.
+fn real_parents(root: &Path, p: &Path, known: &mut HashSet<PathBuf>) -> bool {
+    let Some(rel) = p.parent().and_then(|d| d.strip_prefix(root).ok()) else {
+        return false;
+    };
+    let mut cur = root.to_path_buf();
+    rel.components().all(|c| {
+        cur.push(c);
+        if known.contains(&cur) {
+            return true;
+        }
+        let real = fs::symlink_metadata(&cur).is_ok_and(|m| m.is_dir());
+        if real {
+            known.insert(cur.clone());
+        }
+        real
+    })
 }
 
 fn remove_any(p: &Path) -> anyhow::Result<()> {

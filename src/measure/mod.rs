@@ -6,6 +6,7 @@ pub mod adapters;
 pub mod counter;
 pub mod launch;
 pub mod process;
+mod reaper;
 
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -347,6 +348,7 @@ impl Ran {
                 regex_matches: Vec::new(),
                 tail: String::new(),
                 instructions: None,
+                left_behind: 0,
             },
             out: None,
             regex_of: Vec::new(),

@@ -1,5 +1,6 @@
-//! Running one shell command in its own process group: timeout that kills the whole group,
-//! resource usage from `wait4`, and bounded capture of its output.
+//! Running one shell command in its own process group: timeout that kills the whole group
+//! and what left it (see [`super::reaper`]), resource usage from `wait4`, and bounded capture
+//! of its output.
 
 use std::fs::File;
 use std::io::Read;
@@ -16,6 +17,10 @@ use anyhow::Context;
 pub const TAIL_BYTES: usize = 4096;
 /// Longest line the metric regex sees; longer lines are cut (their start is kept).
 const MAX_LINE: usize = 64 * 1024;
+/// How long output is still read once the command has ended (or was killed): what it wrote
+/// just before is in the pipe, but a process it left behind that could not be killed must
+/// not keep the run going.
+const GRACE: Duration = Duration::from_millis(1500);
 
 /// How a command ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,6 +121,10 @@ pub struct Finished {
     pub tail: String,
     /// The instructions counted, or why there is no count (only when asked for).
     pub instructions: Option<Result<u64, String>>,
+    /// Processes outside the command's process group that were killed because they belonged
+    /// to it (started by it, left running after it ended or when it was stopped). Also said
+    /// in `tail`.
+    pub left_behind: usize,
 }
 
 /// Run `spec` to completion.
@@ -123,7 +132,16 @@ pub struct Finished {
 /// One thread does everything: it polls the output pipes (or, for file output, the child)
 /// with a short timeout, so the deadline and the interrupt flag are checked without helper
 /// threads; that keeps the overhead per run near that of a bare fork and exec.
+///
+/// The status is that of the command's own process. At the deadline (or on an interrupt) its
+/// group and everything else of it is killed; once it has ended, a captured command's
+/// leftovers are killed (they would hold the pipes open), and output is read for at most
+/// [`GRACE`] more: a command that exited 0 keeps the value it printed, whatever it left
+/// behind.
 pub fn run(spec: Spec<'_>) -> anyhow::Result<Finished> {
+    super::reaper::adopt_orphans();
+    super::reaper::reap_orphans();
+    let mark = super::reaper::new_mark();
     let perf = matches!(spec.extra.count, Some(Count::Perf));
     let launcher = super::launch::launcher().filter(|_| spec.own_rss || perf);
     if perf && launcher.is_none() {
@@ -209,6 +227,7 @@ pub fn run(spec: Spec<'_>) -> anyhow::Result<Finished> {
     for (k, v) in &spec.env {
         cmd.env(k, v);
     }
+    cmd.env(super::reaper::MARK_VAR, &mark);
     let (regexes, keep_stdout, capture) = match spec.output {
         Output::File(f) => {
             let f2 = f.try_clone().context("cannot duplicate log file handle")?;
@@ -224,8 +243,7 @@ pub fn run(spec: Spec<'_>) -> anyhow::Result<Finished> {
         }
     };
     let start = Instant::now();
-    let mut child = cmd
-        .spawn()
+    let mut child = super::reaper::spawn(&mut cmd)
         .with_context(|| format!("cannot start `sh -c {}`", spec.command))?;
     // Only the launcher holds the write end now: its exit closes the pipe.
     let report = report.map(|(read, write)| {
@@ -244,9 +262,16 @@ pub fn run(spec: Spec<'_>) -> anyhow::Result<Finished> {
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();
     let mut ended: Option<(libc::c_int, libc::rusage)> = None;
+    let mut ended_at: Option<Instant> = None;
     let mut killed: Option<Status> = None;
-    // The group was killed once the command was reaped (no second signal needed).
+    // The group was killed once the command was reaped (no second signal needed), and what
+    // left the group too.
     let mut cleared = false;
+    let mut swept = false;
+    let mut left_behind = 0;
+    // Output is read until then at most, once the command has ended or was killed.
+    let mut stop_reading: Option<Instant> = None;
+    let mut abandoned = false;
 
     {
         use std::os::fd::AsRawFd;
@@ -270,22 +295,37 @@ pub fn run(spec: Spec<'_>) -> anyhow::Result<Finished> {
             unsafe { std::os::fd::OwnedFd::from_raw_fd(pidfd) }
         });
         loop {
-            if killed.is_none() {
-                if Instant::now() >= deadline {
-                    kill_group(pid);
-                    killed = Some(Status::TimedOut);
+            let now = Instant::now();
+            if killed.is_none() && ended.is_none() {
+                let why = if now >= deadline {
+                    Some(Status::TimedOut)
                 } else if spec.interrupt.is_some_and(|f| f.load(Ordering::SeqCst)) {
+                    Some(Status::Interrupted)
+                } else {
+                    None
+                };
+                if let Some(why) = why {
                     kill_group(pid);
-                    killed = Some(Status::Interrupted);
+                    left_behind += super::reaper::kill_tree(Some(pid), pid, &mark);
+                    killed = Some(why);
+                    stop_reading = Some(now + GRACE);
                 }
             }
-            if fds.is_empty() && ended.is_some() {
-                break;
+            if ended.is_some() {
+                if fds.is_empty() {
+                    break;
+                }
+                if stop_reading.is_some_and(|t| now >= t) {
+                    abandoned = true;
+                    break;
+                }
             }
             if fds.is_empty() && pidfd.is_none() {
                 match wait4(pid, true).context("waiting for the command failed")? {
                     Some(r) => {
                         ended = Some(r);
+                        ended_at = Some(Instant::now());
+                        super::reaper::forget(pid);
                         break;
                     }
                     None => {
@@ -313,8 +353,15 @@ pub fn run(spec: Spec<'_>) -> anyhow::Result<Finished> {
                     revents: 0,
                 });
             }
-            let left = deadline.saturating_duration_since(Instant::now());
-            let timeout_ms = left.min(Duration::from_millis(50)).as_millis() as libc::c_int;
+            let now = Instant::now();
+            let mut wake = Duration::from_millis(50);
+            if ended.is_none() && killed.is_none() {
+                wake = wake.min(deadline.saturating_duration_since(now));
+            }
+            if let Some(t) = stop_reading {
+                wake = wake.min(t.saturating_duration_since(now));
+            }
+            let timeout_ms = wake.as_millis() as libc::c_int;
             // SAFETY: pfds is a valid array of pollfd for its length.
             let r =
                 unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, timeout_ms) };
@@ -331,9 +378,18 @@ pub fn run(spec: Spec<'_>) -> anyhow::Result<Finished> {
                 // left running in its group would hold our pipes open, so clear it out.
                 if let Some(res) = wait4(pid, true)? {
                     ended = Some(res);
+                    ended_at = Some(Instant::now());
+                    super::reaper::forget(pid);
                     if capture {
                         kill_group(pid);
                         cleared = true;
+                        // Orphans of the command are children of ours now: none, nothing
+                        // is left (the common case costs one system call).
+                        if super::reaper::has_children() {
+                            left_behind += super::reaper::kill_tree(None, pid, &mark);
+                        }
+                        swept = true;
+                        stop_reading.get_or_insert(Instant::now() + GRACE);
                     }
                 }
             }
@@ -341,6 +397,7 @@ pub fn run(spec: Spec<'_>) -> anyhow::Result<Finished> {
                 pfds.pop();
             }
             if r == 0 {
+                super::reaper::reap_orphans();
                 continue;
             }
             let mut closed = Vec::new();
@@ -369,12 +426,24 @@ pub fn run(spec: Spec<'_>) -> anyhow::Result<Finished> {
     }
     let (raw_status, usage) = match ended {
         Some(r) => r,
-        None => wait4(pid, false)?.expect("blocking wait4 returns the child"),
+        None => {
+            let r = wait4(pid, false)?.expect("blocking wait4 returns the child");
+            super::reaper::forget(pid);
+            r
+        }
     };
-    let wall = start.elapsed().as_secs_f64();
+    // The command's own time, not that of waiting for the pipes of what it left behind.
+    let wall = ended_at
+        .unwrap_or_else(Instant::now)
+        .duration_since(start)
+        .as_secs_f64();
     if (spec.kill_leftovers || capture) && !cleared {
         kill_group(pid);
     }
+    if capture && !swept && super::reaper::has_children() {
+        left_behind += super::reaper::kill_tree(None, pid, &mark);
+    }
+    super::reaper::reap_orphans();
     drop(child);
 
     let (stdout, stdout_truncated, regex_matches, out_tail) = out.finish();
@@ -386,6 +455,25 @@ pub fn run(spec: Spec<'_>) -> anyhow::Result<Finished> {
             tail.push('\n');
         }
         tail.push_str(&out_tail);
+    }
+    let mut note = |line: String| {
+        if !tail.is_empty() && !tail.ends_with('\n') {
+            tail.push('\n');
+        }
+        tail.push_str(&line);
+        tail.push('\n');
+    };
+    if left_behind > 0 {
+        note(format!(
+            "perfbisect: killed {left_behind} process{} the command left running outside its process group",
+            if left_behind == 1 { "" } else { "es" }
+        ));
+    }
+    if abandoned {
+        note(format!(
+            "perfbisect: stopped reading the output {} s after the command ended: a process it started still holds it open",
+            GRACE.as_secs_f64()
+        ));
     }
 
     let status = if let Some(k) = killed {
@@ -432,6 +520,7 @@ pub fn run(spec: Spec<'_>) -> anyhow::Result<Finished> {
         regex_matches,
         tail,
         instructions,
+        left_behind,
     })
 }
 

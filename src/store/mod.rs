@@ -7,6 +7,7 @@ pub mod cache;
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
@@ -270,6 +271,37 @@ pub struct Loaded {
     pub torn_tail: bool,
 }
 
+/// A store file's bytes (`None` when there is none), opened without following a symbolic
+/// link: results are read and written only inside the cache, so a link at a store file's
+/// name (a build's, say) is refused rather than followed.
+fn read_own(path: &Path) -> anyhow::Result<Option<Vec<u8>>> {
+    let mut f = match OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(open_error(e, path)),
+    };
+    let mut bytes = Vec::new();
+    f.read_to_end(&mut bytes)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    Ok(Some(bytes))
+}
+
+/// What a failure to open a store file says; a link (`O_NOFOLLOW` gives ELOOP) is named as such.
+fn open_error(e: std::io::Error, path: &Path) -> anyhow::Error {
+    if e.raw_os_error() == Some(libc::ELOOP) {
+        anyhow::anyhow!(
+            "{} is a symbolic link; perfbisect does not follow links in its store: remove it, or move the file it points to in its place",
+            path.display()
+        )
+    } else {
+        anyhow::Error::new(e).context(format!("cannot open {}", path.display()))
+    }
+}
+
 /// Errors that callers match on.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -298,10 +330,9 @@ impl Store {
     /// Every sample stored for `test` (none if the file does not exist).
     pub fn load(&self, test: &str) -> anyhow::Result<Loaded> {
         let path = self.path(test);
-        match std::fs::read(&path) {
-            Ok(bytes) => Ok(decode_file(&path, &bytes)?),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Loaded::default()),
-            Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
+        match read_own(&path)? {
+            Some(bytes) => Ok(decode_file(&path, &bytes)?),
+            None => Ok(Loaded::default()),
         }
     }
 
@@ -316,8 +347,9 @@ impl Store {
             .read(true)
             .append(true)
             .create(true)
+            .custom_flags(libc::O_NOFOLLOW)
             .open(&path)
-            .with_context(|| format!("cannot open {}", path.display()))?;
+            .map_err(|e| open_error(e, &path))?;
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes)
             .with_context(|| format!("cannot read {}", path.display()))?;
@@ -437,10 +469,8 @@ impl Store {
     /// The caller holds the cache lock (no appender may be open).
     pub fn prune(&self, test: &str, stale: &dyn Fn(&Sample) -> bool) -> anyhow::Result<Pruned> {
         let path = self.path(test);
-        let bytes = match std::fs::read(&path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Pruned::default()),
-            Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+        let Some(bytes) = read_own(&path)? else {
+            return Ok(Pruned::default());
         };
         // Refuses files that are not stores or are of a newer format.
         decode_file(&path, &bytes)?;
@@ -503,11 +533,7 @@ impl Store {
         std::fs::create_dir_all(&self.dir)
             .with_context(|| format!("cannot create {}", self.dir.display()))?;
         let path = self.path(test);
-        let old = match std::fs::read(&path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-            Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
-        };
+        let old = read_own(&path)?.unwrap_or_default();
         let mut out = Vec::with_capacity(old.len() + samples.len() * 100);
         out.extend_from_slice(MAGIC);
         out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
