@@ -1,9 +1,13 @@
 //! Posting a report as a comment on a GitHub issue through the `gh` command line tool (Debian
 //! package `gh`, logged in with `gh auth login`). The body goes as a file, in one request: a
-//! comment is posted whole or not at all.
+//! comment is posted whole or not at all. `gh` gets [`GH_TIMEOUT`] (or
+//! `PERFBISECT_GH_TIMEOUT` seconds) to answer: a network that hangs does not hang perfbisect.
 
+use std::io::Read;
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use crate::error::UsageError;
 
@@ -57,11 +61,92 @@ impl std::fmt::Display for Target {
     }
 }
 
+/// How long `gh issue comment` may take before it is killed: one request, which GitHub answers
+/// in seconds; a minute is a network that hangs.
+pub const GH_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// What `gh` printed and how it ended.
+struct GhOutput {
+    status: std::process::ExitStatus,
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+}
+
+/// [`GH_TIMEOUT`], or `PERFBISECT_GH_TIMEOUT` seconds when that is set to a number.
+fn gh_timeout() -> Duration {
+    std::env::var("PERFBISECT_GH_TIMEOUT")
+        .ok()
+        .and_then(|s| s.trim().parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .map_or(GH_TIMEOUT, Duration::from_secs_f64)
+}
+
+/// Run `cmd` (in a process group of its own) until it exits or `timeout` passes; then the
+/// group is killed and the error says so.
+fn run_with_timeout(mut cmd: Command, timeout: Duration) -> std::io::Result<Option<GhOutput>> {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()?;
+    // Readers on threads: a full pipe must not stall gh while this thread waits.
+    let reader = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut p) = pipe {
+                let _ = p.read_to_end(&mut buf);
+            }
+            buf
+        })
+    };
+    let out = reader(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let err = reader(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let deadline = Instant::now() + timeout;
+    let status = loop {
+        if let Some(st) = child.try_wait()? {
+            break Some(st);
+        }
+        if Instant::now() >= deadline {
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let Some(status) = status else {
+        // The whole group: gh's own helpers (a credential helper, a pager) too, so that
+        // nothing keeps the pipes open.
+        if let Ok(pid) = i32::try_from(child.id()) {
+            // SAFETY: kill(2) with a negative pid signals the group this child leads.
+            unsafe {
+                libc::kill(-pid, libc::SIGKILL);
+            }
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        return Ok(None);
+    };
+    Ok(Some(GhOutput {
+        status,
+        stdout: out.join().unwrap_or_default(),
+        stderr: err.join().unwrap_or_default(),
+    }))
+}
+
 /// Post the file `body` as a comment on `target` with `gh issue comment`; the comment's URL.
-/// A missing `gh` or a failing one is an error carrying gh's own message.
+/// A missing `gh`, a failing one or one that does not answer in time is an error carrying
+/// gh's own message or the time it was given.
 pub fn post(target: &Target, body: &Path) -> anyhow::Result<String> {
-    let out = Command::new("gh")
-        .args(["issue", "comment"])
+    let mut cmd = Command::new("gh");
+    cmd.args(["issue", "comment"])
         .arg(target.number.to_string())
         .arg("--repo")
         .arg(format!("{}/{}", target.owner, target.repo))
@@ -69,10 +154,15 @@ pub fn post(target: &Target, body: &Path) -> anyhow::Result<String> {
         .arg(body)
         // Never wait for an answer nobody will type.
         .env("GH_PROMPT_DISABLED", "1")
-        .stdin(Stdio::null())
-        .output();
-    let out = match out {
-        Ok(o) => o,
+        .stdin(Stdio::null());
+    let timeout = gh_timeout();
+    let out = match run_with_timeout(cmd, timeout) {
+        Ok(Some(o)) => o,
+        Ok(None) => anyhow::bail!(
+            "`gh issue comment` did not answer in {} and was killed (is the network or GitHub \
+             down?); nothing was posted unless the comment shows on {target}",
+            crate::build::fmt_secs(timeout.as_secs_f64())
+        ),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => anyhow::bail!(
             "`gh` (GitHub's command line tool, Debian package `gh`) is not on PATH; install it and \
              run `gh auth login`"

@@ -277,7 +277,8 @@ fn split_entry(name: &str) -> (Option<gix::ObjectId>, u64) {
     (commit, recipe)
 }
 
-/// `cache gc`: remove temp files and objects nothing links; with a size, evict the least
+/// `cache gc`: remove temp files (in `tmp/` and those left beside the stores) and objects
+/// nothing links; with a size, evict the least
 /// recently used artifact entries and worktree slots until the cache (everything in it,
 /// results included) fits, or nothing evictable is left. Results are never removed, nor the
 /// manifests that say which builds were identical.
@@ -286,6 +287,12 @@ fn gc(ws: &Workspace, max: Option<u64>) -> anyhow::Result<()> {
     let before = du_cache(ws);
     for e in entries(&ws.cache.tmp()) {
         remove(&e.path)?;
+    }
+    // Rewrites of a store (import, merge, prune) write a temp file beside it: one a kill left
+    // behind is removed too (this process holds the lock, so no rewrite is under way).
+    ws.cache.store().remove_temp_files()?;
+    for dir in ["fingerprints", "manifests", "failed"] {
+        remove_merge_temps(&root.join(dir))?;
     }
     cas::remove_unused_objects(&ws.cache)?;
     let (mut builds, mut slots) = (0usize, 0usize);
@@ -431,6 +438,16 @@ fn prune(ws: &Workspace) -> anyhow::Result<()> {
         total,
         if total == 1 { "" } else { "s" }
     );
+    Ok(())
+}
+
+/// The temp files of `merge`'s copies ([`super::merge::TEMP_PREFIX`]) a kill left in `dir`.
+fn remove_merge_temps(dir: &Path) -> anyhow::Result<()> {
+    for e in entries(dir) {
+        if e.name.starts_with(super::merge::TEMP_PREFIX) {
+            remove(&e.path)?;
+        }
+    }
     Ok(())
 }
 

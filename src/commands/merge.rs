@@ -3,7 +3,8 @@
 //! added again (samples are compared whole, counted with multiplicity), so merging twice, or
 //! merging a store into itself, adds nothing; shards that all started from one restored store
 //! carry its samples, which count once. Each test's file takes its new samples in one
-//! atomic rewrite. The fingerprints, build manifests and failed-build records that come with
+//! atomic rewrite, and only once every source store has been read: one that cannot be read
+//! (or holds no store) stops the merge before anything is written. The fingerprints, build manifests and failed-build records that come with
 //! the samples are copied when this cache lacks them, so reports can name the machines, share
 //! samples between identical builds and mark the commits that do not build.
 
@@ -44,17 +45,23 @@ pub fn merge(g: &Global, args: MergeArgs) -> anyhow::Result<()> {
         };
         sources.push((root, results));
     }
-    let mut added_total = 0usize;
-    let mut present_total = 0usize;
+    // Every source store is read (and every sample of it encoded) before anything is
+    // written: an unreadable or corrupt source stops the merge with this cache unchanged.
     let mut tests: Vec<String> = sources
         .iter()
         .flat_map(|(_, r)| Store::new(r).tests())
         .collect();
     tests.sort();
     tests.dedup();
+    let mut plan: Vec<(&String, Vec<crate::store::Sample>, usize)> = Vec::new();
     for test in &tests {
         let mut have: HashMap<[u8; 32], usize> = HashMap::new();
-        let here = dest.load(test)?;
+        let here = dest.load(test).with_context(|| {
+            format!(
+                "cannot read {}; nothing was merged",
+                crate::pipeline::display_path(&dest.path(test))
+            )
+        })?;
         for s in &here.samples {
             *have.entry(key(&encode_frame(s)?)).or_default() += 1;
         }
@@ -64,7 +71,7 @@ pub fn merge(g: &Global, args: MergeArgs) -> anyhow::Result<()> {
             let src = Store::new(results);
             let loaded = src.load(test).with_context(|| {
                 format!(
-                    "cannot read {}",
+                    "cannot read {}; nothing was merged",
                     crate::pipeline::display_path(&src.path(test))
                 )
             })?;
@@ -76,7 +83,12 @@ pub fn merge(g: &Global, args: MergeArgs) -> anyhow::Result<()> {
             // restored store all carry its samples, which must count once.
             let mut seen: HashMap<[u8; 32], usize> = HashMap::new();
             for s in loaded.samples {
-                let k = key(&encode_frame(&s)?);
+                let k = key(&encode_frame(&s).with_context(|| {
+                    format!(
+                        "{}: a record cannot be stored again; nothing was merged",
+                        crate::pipeline::display_path(&src.path(test))
+                    )
+                })?);
                 let n = seen.entry(k).or_default();
                 *n += 1;
                 let held = have.entry(k).or_default();
@@ -88,9 +100,21 @@ pub fn merge(g: &Global, args: MergeArgs) -> anyhow::Result<()> {
                 }
             }
         }
-        dest.add_atomically(test, &new)
+        plan.push((test, new, present));
+    }
+    let mut copies = Vec::new();
+    for (root, _) in &sources {
+        for dir in ["fingerprints", "manifests", "failed"] {
+            copies.extend(missing(&root.join(dir), &ws.cache.root.join(dir))?);
+        }
+    }
+
+    let mut added_total = 0usize;
+    let mut present_total = 0usize;
+    for (test, new, present) in &plan {
+        dest.add_atomically(test, new)
             .with_context(|| format!("cannot add the merged samples of test `{test}`"))?;
-        if !new.is_empty() || present > 0 {
+        if !new.is_empty() || *present > 0 {
             println!(
                 "{test}: added {} sample{}, {present} already here",
                 new.len(),
@@ -100,11 +124,9 @@ pub fn merge(g: &Global, args: MergeArgs) -> anyhow::Result<()> {
         added_total += new.len();
         present_total += present;
     }
-    let mut copied = 0usize;
-    for (root, _) in &sources {
-        for dir in ["fingerprints", "manifests", "failed"] {
-            copied += copy_missing(&root.join(dir), &ws.cache.root.join(dir))?;
-        }
+    let copied = copies.len();
+    for (dest, bytes) in copies {
+        write_new(&dest, &bytes)?;
     }
     println!(
         "merged {} cache{}: added {added_total} sample{}, {present_total} already here{}",
@@ -132,30 +154,53 @@ fn has_stores(dir: &Path) -> bool {
     })
 }
 
-/// Copy the files of `from` that `to` lacks (through a temp file and a rename each).
-fn copy_missing(from: &Path, to: &Path) -> anyhow::Result<usize> {
+/// Names of the temp files `merge` writes its copies through: `cache gc` removes those a
+/// kill left behind.
+pub(super) const TEMP_PREFIX: &str = ".merge.";
+
+/// The files of `from` that `to` lacks, as (where it goes, its bytes), read now so that an
+/// unreadable one stops the merge before anything is written.
+fn missing(from: &Path, to: &Path) -> anyhow::Result<Vec<(PathBuf, Vec<u8>)>> {
     let Ok(rd) = std::fs::read_dir(from) else {
-        return Ok(0);
+        return Ok(Vec::new());
     };
-    let mut n = 0;
+    let mut out = Vec::new();
     for e in rd.flatten() {
         let name = e.file_name();
         if name.to_string_lossy().starts_with('.') || !e.path().is_file() {
             continue;
         }
         let dest = to.join(&name);
-        if dest.exists() {
+        if dest.exists() || out.iter().any(|(d, _)| *d == dest) {
             continue;
         }
-        std::fs::create_dir_all(to)
-            .map_err(|err| UsageError::err(format!("cannot create {}: {err}", to.display())))?;
-        let mut tmp = tempfile::NamedTempFile::new_in(to)?;
-        let bytes = std::fs::read(e.path())?;
-        std::io::Write::write_all(&mut tmp, &bytes)?;
-        tmp.as_file().sync_all()?;
-        tmp.persist(&dest)
-            .with_context(|| format!("cannot write {}", dest.display()))?;
-        n += 1;
+        let bytes = std::fs::read(e.path()).with_context(|| {
+            format!(
+                "cannot read {}; nothing was merged",
+                crate::pipeline::display_path(&e.path())
+            )
+        })?;
+        out.push((dest, bytes));
     }
-    Ok(n)
+    Ok(out)
+}
+
+/// Write `bytes` as the new file `dest` through a temp file and a rename, with the mode a new
+/// file gets (0644 under the usual umask, like the cache's other files, not a temp file's 0600).
+fn write_new(dest: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let to = dest.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(to)
+        .map_err(|err| UsageError::err(format!("cannot create {}: {err}", to.display())))?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(TEMP_PREFIX)
+        .permissions(std::fs::Permissions::from_mode(0o666))
+        .tempfile_in(to)
+        .with_context(|| format!("cannot create a temp file in {}", to.display()))?;
+    std::io::Write::write_all(&mut tmp, bytes)
+        .and_then(|()| tmp.as_file().sync_all())
+        .with_context(|| format!("cannot write {}", dest.display()))?;
+    tmp.persist(dest)
+        .with_context(|| format!("cannot write {}", dest.display()))?;
+    Ok(())
 }

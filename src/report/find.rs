@@ -8,7 +8,7 @@ use crate::bisect::{Culprit, Outcome};
 use crate::config::{Direction, Test};
 use crate::git::CommitInfo;
 
-use super::fmt_num;
+use super::{fmt_num, md};
 
 /// Everything a `find` report shows.
 pub struct FindReport<'a> {
@@ -675,30 +675,42 @@ pub fn markdown(r: &FindReport<'_>) -> String {
             let c = &cs[0];
             let _ = writeln!(
                 o,
-                "### `{}`: {:+.2} % {} at {}\n",
-                t.name,
+                "### {}: {:+.2} % {} at {}\n",
+                md::code(&t.name),
                 c.rel_change * 100.0,
                 judge(t.direction, c.rel_change),
                 r.commits[c.pos].short()
             );
         }
         Outcome::NoChange { .. } => {
-            let _ = writeln!(o, "### `{}`: no change in `{}`\n", t.name, r.range);
+            let _ = writeln!(
+                o,
+                "### {}: no change in {}\n",
+                md::code(&t.name),
+                md::code(r.range)
+            );
         }
         Outcome::Inconclusive { reason, .. } => {
-            let _ = writeln!(o, "### `{}`: inconclusive in `{}`\n", t.name, r.range);
-            let _ = writeln!(o, "{reason}\n");
+            let _ = writeln!(
+                o,
+                "### {}: inconclusive in {}\n",
+                md::code(&t.name),
+                md::code(r.range)
+            );
+            let _ = writeln!(o, "{}\n", md_escape(reason));
         }
     }
     if let Some(d) = &t.description {
         let _ = writeln!(
             o,
-            "{d} ({}, {} is better).\n",
-            t.metric.describe(),
+            "{} ({}, {} is better).\n",
+            md_escape(d),
+            md_escape(&t.metric.describe()),
             t.direction.as_str()
         );
     }
     sparkline_and_plot(&mut o, r);
+    let unit = md_escape(&r.unit());
     let several = culprits.len() > 1;
     for (k, (c, confirmed)) in culprits.iter().enumerate() {
         let at = &r.commits[c.pos];
@@ -722,7 +734,7 @@ pub fn markdown(r: &FindReport<'_>) -> String {
             parent.short(),
             md_escape(&parent.subject),
             fmt_num(c.before),
-            r.unit(),
+            unit,
             c.n_before
         );
         let _ = writeln!(
@@ -731,7 +743,7 @@ pub fn markdown(r: &FindReport<'_>) -> String {
             at.short(),
             md_escape(&at.subject),
             fmt_num(c.after),
-            r.unit(),
+            unit,
             c.n_after
         );
         let _ = writeln!(
@@ -755,7 +767,7 @@ pub fn markdown(r: &FindReport<'_>) -> String {
                 ""
             }
         );
-        let _ = writeln!(o, "- author: {}, {}", at.author, date(at.time));
+        let _ = writeln!(o, "- author: {}, {}", md_escape(&at.author), date(at.time));
         let _ = writeln!(o, "- commit: `{}`", at.id);
         if let Some(m) = r.merge_of(c.pos) {
             let mc = &r.commits[m];
@@ -787,9 +799,9 @@ pub fn markdown(r: &FindReport<'_>) -> String {
             o,
             "Old end {}{}, new end {}{} ({}); {}.\n",
             fmt_num(*before),
-            r.unit(),
+            unit,
             fmt_num(*after),
-            r.unit(),
+            unit,
             r.evidence(*p_value, false),
             r.detectable(*min_detectable)
         );
@@ -805,8 +817,8 @@ pub fn markdown(r: &FindReport<'_>) -> String {
     }
     let _ = writeln!(
         o,
-        "Searched `{}` ({}, first parent): {}.\n",
-        r.range,
+        "Searched {} ({}, first parent): {}.\n",
+        md::code(r.range),
         count(r.searched, "commit"),
         r.spent()
     );
@@ -855,20 +867,19 @@ pub(crate) fn reproduce(o: &mut String, r: &FindReport<'_>, c: &Culprit) {
     let parent = &r.commits[c.parent].id;
     let at = &r.commits[c.pos].id;
     let pb = format!("perfbisect {}", r.invocation);
-    let _ = writeln!(o, "<details><summary>Reproduce</summary>\n");
-    let _ = writeln!(o, "```sh");
-    let _ = writeln!(o, "{pb}compare {} {} {}", t.name, parent, at);
-    let _ = writeln!(
-        o,
-        "git bisect start {at} {parent} && git bisect run {pb}step {} --old {parent} --new {at}; git bisect reset",
-        t.name
+    let body = format!(
+        "{pb}compare {name} {parent} {at}\ngit bisect start {at} {parent} && git bisect run {pb}step {name} --old {parent} --new {at}; git bisect reset\n",
+        name = t.name
     );
-    let _ = writeln!(o, "```\n");
+    // The paths in the invocation are the user's: a fence longer than any backticks in them.
+    let fence = md::fence(&body);
+    let _ = writeln!(o, "<details><summary>Reproduce</summary>\n");
+    let _ = writeln!(o, "{fence}sh\n{body}{fence}\n");
     let _ = writeln!(
         o,
-        "Test command: `{}`, metric `{}`.",
-        t.command,
-        t.metric.describe()
+        "Test command: {}, metric {}.",
+        md::code(&t.command),
+        md::code(&t.metric.describe())
     );
     let _ = writeln!(o, "</details>\n");
 }
@@ -877,8 +888,8 @@ pub(crate) fn reproduce(o: &mut String, r: &FindReport<'_>, c: &Culprit) {
 /// after them as text.
 pub(crate) fn md_sparkline(line: &str) -> String {
     match line.split_once(' ') {
-        Some((bars, rest)) => format!("`{bars}` {rest}"),
-        None => format!("`{line}`"),
+        Some((bars, rest)) => format!("{} {}", md::code(bars), md_escape(rest)),
+        None => md::code(line),
     }
 }
 
@@ -894,7 +905,9 @@ pub(crate) fn md_image(alt: &str, path: &str) -> String {
             c => c.to_string(),
         })
         .collect();
-    format!("![{}]({target})", alt.replace(['[', ']'], ""))
+    // `<` and `>` would end the target (or open HTML) too.
+    let target = target.replace('<', "%3C").replace('>', "%3E");
+    format!("![{}]({target})", md_escape(alt))
 }
 
 /// `1 commit`, `3 commits`.
@@ -906,9 +919,11 @@ pub(crate) fn count(n: usize, what: &str) -> String {
     }
 }
 
-/// Text for a Markdown table cell or line: pipes escaped, line breaks dropped.
+/// Untrusted text for a Markdown table cell or line: it renders as the text it is
+/// ([`md::text`]: no HTML, links, images, mentions or cross-references; pipes escaped, line
+/// breaks as spaces).
 pub(crate) fn md_escape(s: &str) -> String {
-    s.replace('|', "\\|").replace(['\n', '\r'], " ")
+    md::text(s)
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ use std::ops::Range;
 use serde::Serialize;
 
 use super::find::{count, date, judge, md_escape, reproduce, FindReport};
+use super::md;
 use super::show::{CommitRow, Status};
 use super::units::quantity;
 use crate::bisect::{Culprit, Outcome};
@@ -55,16 +56,22 @@ impl Issue<'_> {
         self.find.test.unit()
     }
 
-    /// "value: +8.08 % (1000 units → 1081 units), p = 6.0e-20"
+    /// "value: +8.08 % (1000 units → 1081 units), p = 6.0e-20", as Markdown text (the test's
+    /// name and unit are the user's, the unit perhaps a harness's).
     fn effect(&self, c: &Culprit) -> String {
-        format!(
+        md_escape(&format!(
             "{}: {:+.2} % ({} → {}), {}",
             self.find.test.name,
             c.rel_change * 100.0,
             quantity(c.before, &self.unit()),
             quantity(c.after, &self.unit()),
             self.find.evidence(c.p_value, true)
-        )
+        ))
+    }
+
+    /// A value with the test's unit, as Markdown text.
+    fn quantity(&self, v: f64) -> String {
+        md_escape(&quantity(v, &self.unit()))
     }
 
     fn culprits(&self) -> Vec<(&Culprit, bool)> {
@@ -104,8 +111,8 @@ pub fn markdown(x: &Issue<'_>) -> String {
             let at = &r.commits[c.pos];
             let _ = writeln!(
                 o,
-                "## `{}`: {} at `{}` {}\n",
-                t.name,
+                "## {}: {} at `{}` {}\n",
+                md::code(&t.name),
                 judge(t.direction, c.rel_change),
                 at.short(),
                 md_escape(&at.subject)
@@ -135,13 +142,18 @@ pub fn markdown(x: &Issue<'_>) -> String {
             p_value,
             min_detectable,
         } => {
-            let _ = writeln!(o, "## `{}`: no change in `{}`\n", t.name, r.range);
+            let _ = writeln!(
+                o,
+                "## {}: no change in {}\n",
+                md::code(&t.name),
+                md::code(r.range)
+            );
             let _ = writeln!(
                 o,
                 "**{}: {} → {} between the ends, {}**; {}.\n",
-                t.name,
-                quantity(*before, &x.unit()),
-                quantity(*after, &x.unit()),
+                md_escape(&t.name),
+                x.quantity(*before),
+                x.quantity(*after),
                 r.evidence(*p_value, false),
                 if r.deterministic {
                     "any change of at least the threshold would have been seen".to_string()
@@ -154,7 +166,12 @@ pub fn markdown(x: &Issue<'_>) -> String {
             );
         }
         Outcome::Inconclusive { reason, best_guess } => {
-            let _ = writeln!(o, "## `{}`: inconclusive in `{}`\n", t.name, r.range);
+            let _ = writeln!(
+                o,
+                "## {}: inconclusive in {}\n",
+                md::code(&t.name),
+                md::code(r.range)
+            );
             match best_guess {
                 Some(c) => {
                     let at = &r.commits[c.pos];
@@ -175,19 +192,19 @@ pub fn markdown(x: &Issue<'_>) -> String {
     }
     let _ = writeln!(
         o,
-        "{}{} ({}, {} is better); range `{}`, {} on the first-parent chain.\n",
+        "{}{} ({}, {} is better); range {}, {} on the first-parent chain.\n",
         t.description
             .as_deref()
             .map(|d| format!("{} — ", md_escape(d)))
             .unwrap_or_default(),
-        format_args!("`{}`", t.metric.describe()),
+        md::code(&t.metric.describe()),
         if t.unit().is_empty() {
             "no unit".to_string()
         } else {
-            t.unit()
+            md_escape(&t.unit())
         },
         t.direction.as_str(),
-        r.range,
+        md::code(r.range),
         count(r.searched, "commit")
     );
     super::find::sparkline_and_plot(&mut o, r);
@@ -235,10 +252,10 @@ pub fn markdown(x: &Issue<'_>) -> String {
         reproduce(&mut o, r, c);
     }
     if culprits.is_empty() {
+        let body = format!("perfbisect {}find {} {}\n", r.invocation, t.name, r.range);
+        let fence = md::fence(&body);
         let _ = writeln!(o, "<details><summary>Reproduce</summary>\n");
-        let _ = writeln!(o, "```sh");
-        let _ = writeln!(o, "perfbisect {}find {} {}", r.invocation, t.name, r.range);
-        let _ = writeln!(o, "```\n");
+        let _ = writeln!(o, "{fence}sh\n{body}{fence}\n");
         let _ = writeln!(o, "</details>\n");
     }
     o
@@ -273,9 +290,9 @@ fn around_table(o: &mut String, x: &Issue<'_>, c: &Culprit, confirmed: bool) {
             Some(s) => format!(
                 "{} | {} | {} | {}",
                 s.n,
-                quantity(s.median, &x.unit()),
-                quantity(s.min, &x.unit()),
-                quantity(s.max, &x.unit())
+                x.quantity(s.median),
+                x.quantity(s.min),
+                x.quantity(s.max)
             ),
             None => {
                 let what = match row.status {
@@ -322,9 +339,9 @@ fn change_points(o: &mut String, x: &Issue<'_>) {
     let r = x.find;
     let _ = writeln!(
         o,
-        "### Change points\n\n`perfbisect detect` over every stored run of the {} of `{}`:\n",
+        "### Change points\n\n`perfbisect detect` over every stored run of the {} of {}:\n",
         count(r.searched + 1, "commit"),
-        r.range
+        md::code(r.range)
     );
     if x.change_points.is_empty() {
         let _ = writeln!(
@@ -351,8 +368,8 @@ fn change_points(o: &mut String, x: &Issue<'_>) {
             "| `{}` | {} | {} | {} | {:+.2} % | {} |",
             row.commit.short(),
             md_escape(&row.commit.subject),
-            quantity(cp.before, &x.unit()),
-            quantity(cp.after, &x.unit()),
+            x.quantity(cp.before),
+            x.quantity(cp.after),
             cp.rel_change * 100.0,
             if cp.deterministic {
                 "deterministic".to_string()
@@ -369,9 +386,9 @@ fn measured(o: &mut String, x: &Issue<'_>) {
     let _ = writeln!(o, "### How it was measured\n");
     let _ = writeln!(
         o,
-        "- test: `{}`, metric `{}`; {}",
-        m.test_command.replace('`', "'"),
-        m.metric,
+        "- test: {}, metric {}; {}",
+        md::code(&m.test_command),
+        md::code(&m.metric),
         if m.deterministic {
             "deterministic: one run per commit, values compared exactly".to_string()
         } else {
@@ -384,7 +401,7 @@ fn measured(o: &mut String, x: &Issue<'_>) {
                     String::new()
                 },
                 m.max_repeats,
-                m.threshold,
+                md_escape(&m.threshold),
                 m.alpha
             )
         }
@@ -393,11 +410,11 @@ fn measured(o: &mut String, x: &Issue<'_>) {
         Some(b) => {
             let _ = writeln!(
                 o,
-                "- build: `{}`, artifacts {}",
-                b.replace('`', "'"),
+                "- build: {}, artifacts {}",
+                md::code(b),
                 m.artifacts
                     .iter()
-                    .map(|a| format!("`{a}`"))
+                    .map(|a| md::code(a))
                     .collect::<Vec<_>>()
                     .join(", ")
             );

@@ -5,6 +5,7 @@ pub mod export;
 pub mod find;
 pub mod html;
 pub mod issue;
+pub mod md;
 pub mod plot;
 pub mod show;
 pub mod spark;

@@ -28,8 +28,9 @@ pub const RECORD_VERSION: u8 = 3;
 pub const LEGACY_WINDOW: u64 = 1 << 63;
 const HEADER_LEN: usize = 12;
 const FRAME_HEAD: usize = 8;
-/// No record is this large; a longer length field is corruption.
-const MAX_RECORD: usize = 1 << 20;
+/// No record is this large; a longer length field is corruption (so [`encode_frame`] refuses
+/// to write one: it could never be read back).
+pub const MAX_RECORD: usize = 1 << 20;
 
 /// One run of one test on one commit.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -309,6 +310,29 @@ pub enum StoreError {
     NotAStore { file: PathBuf },
     #[error("{file}: written by a newer perfbisect (format {found}, this one reads {FORMAT_VERSION}); upgrade perfbisect")]
     NewerFormat { file: PathBuf, found: u32 },
+    #[error(
+        "a record of {len} bytes is larger than a result store holds ({MAX_RECORD} bytes){longest}"
+    )]
+    RecordTooLarge {
+        len: usize,
+        /// Which text made it so large ([`largest_text`]).
+        longest: String,
+    },
+}
+
+/// ", the longest text being `machine` (1100000 bytes)": which field made a record too large.
+fn largest_text(s: &Sample) -> String {
+    let import = s.import.as_ref();
+    [
+        ("error", s.error.as_deref()),
+        ("round", import.and_then(|i| i.round.as_deref())),
+        ("machine", import.and_then(|i| i.machine.as_deref())),
+    ]
+    .into_iter()
+    .filter_map(|(name, t)| Some((name, t?.len())))
+    .max_by_key(|(_, n)| *n)
+    .map(|(name, n)| format!(", the longest text being `{name}` ({n} bytes)"))
+    .unwrap_or_default()
 }
 
 /// The store directory (`cache/results`).
@@ -436,10 +460,7 @@ impl Store {
         std::fs::create_dir_all(&self.dir)
             .with_context(|| format!("cannot create {}", self.dir.display()))?;
         let path = self.dir.join(format!("{test}.unit"));
-        let mut tmp = tempfile::Builder::new()
-            .prefix(&format!(".{test}.unit."))
-            .tempfile_in(&self.dir)
-            .with_context(|| format!("cannot create a temp file in {}", self.dir.display()))?;
+        let mut tmp = temp_file(&self.dir, &format!(".{test}.unit."))?;
         tmp.write_all(format!("{hash:016x} {unit}\n").as_bytes())
             .and_then(|()| tmp.as_file().sync_all())
             .with_context(|| format!("cannot write {}", path.display()))?;
@@ -504,11 +525,8 @@ impl Store {
         if p.removed == 0 {
             return Ok(p);
         }
-        let mut tmp = tempfile::Builder::new()
-            .prefix(&format!(".{test}.pbs."))
-            .tempfile_in(&self.dir)
-            .with_context(|| format!("cannot create a temp file in {}", self.dir.display()))?;
-        // The temp file is private (0600); the store keeps the mode it had.
+        let mut tmp = temp_file(&self.dir, &format!(".{test}.pbs."))?;
+        // The store keeps the mode it had.
         let mode = std::fs::metadata(&path).map(|m| m.permissions());
         tmp.write_all(&out)
             .and_then(|()| mode.and_then(|m| tmp.as_file().set_permissions(m)))
@@ -558,10 +576,9 @@ impl Store {
         for s in samples {
             out.extend_from_slice(&encode_frame(s)?);
         }
-        let mut tmp = tempfile::Builder::new()
-            .prefix(&format!(".{test}.pbs."))
-            .tempfile_in(&self.dir)
-            .with_context(|| format!("cannot create a temp file in {}", self.dir.display()))?;
+        let mut tmp = temp_file(&self.dir, &format!(".{test}.pbs."))?;
+        // An existing store keeps its mode; a new one has the mode any new file gets (0644
+        // under the usual umask), as those `run` creates do.
         let mode = std::fs::metadata(&path).map(|m| m.permissions());
         tmp.write_all(&out)
             .and_then(|()| match mode {
@@ -574,6 +591,27 @@ impl Store {
             .with_context(|| format!("cannot replace {}", path.display()))?;
         try_sync_dir(&self.dir)?;
         Ok(())
+    }
+
+    /// Remove the temp files a rewrite killed midway (`kill -9` during an `import`, a `merge`
+    /// or a `cache prune`) left beside the stores; the number removed. Only for the holder of
+    /// the cache lock: every writer holds it while its temp file exists.
+    pub fn remove_temp_files(&self) -> anyhow::Result<usize> {
+        let Ok(rd) = std::fs::read_dir(&self.dir) else {
+            return Ok(0);
+        };
+        let mut n = 0;
+        for e in rd.flatten() {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            if !is_temp_name(&name) || !e.file_type().is_ok_and(|t| t.is_file()) {
+                continue;
+            }
+            std::fs::remove_file(e.path())
+                .with_context(|| format!("cannot remove {}", e.path().display()))?;
+            n += 1;
+        }
+        Ok(n)
     }
 
     /// Names of the tests that have a file in the store, sorted.
@@ -594,6 +632,24 @@ impl Store {
         out.sort();
         out
     }
+}
+
+/// A temp file in `dir` named `prefix` and random letters, to be renamed over a store file.
+/// It is created with the mode any new file gets (0666 less the umask), not tempfile's
+/// private 0600: a store made by renaming it must be as readable as one `run` appended to.
+fn temp_file(dir: &Path, prefix: &str) -> anyhow::Result<tempfile::NamedTempFile> {
+    use std::os::unix::fs::PermissionsExt;
+    tempfile::Builder::new()
+        .prefix(prefix)
+        .permissions(std::fs::Permissions::from_mode(0o666))
+        .tempfile_in(dir)
+        .with_context(|| format!("cannot create a temp file in {}", dir.display()))
+}
+
+/// Whether `name` is one of [`temp_file`]'s names in the store directory: `.<test>.pbs.XXXXXX`
+/// or `.<test>.unit.XXXXXX`.
+pub fn is_temp_name(name: &str) -> bool {
+    name.starts_with('.') && (name.contains(".pbs.") || name.contains(".unit."))
 }
 
 /// Appends samples to one test's file, durably.
@@ -629,10 +685,19 @@ impl Appender {
     }
 }
 
-/// Frame one sample: length, CRC32 of (version + payload), version, payload.
+/// Frame one sample: length, CRC32 of (version + payload), version, payload. A sample whose
+/// record would be longer than [`MAX_RECORD`] is refused ([`StoreError::RecordTooLarge`]):
+/// every load would take it for corruption.
 pub fn encode_frame(sample: &Sample) -> anyhow::Result<Vec<u8>> {
     let payload = bincode::serde::encode_to_vec(sample, bincode::config::standard())
         .context("cannot encode sample")?;
+    if payload.len() + 1 > MAX_RECORD {
+        return Err(StoreError::RecordTooLarge {
+            len: payload.len() + 1,
+            longest: largest_text(sample),
+        }
+        .into());
+    }
     let len = (payload.len() + 1) as u32;
     let mut crc = crc32fast::Hasher::new();
     crc.update(&[RECORD_VERSION]);
@@ -906,6 +971,25 @@ mod tests {
             std::fs::read(store.path("bad")).unwrap(),
             b"hello world, not a store"
         );
+    }
+
+    #[test]
+    fn a_record_too_large_to_read_back_is_never_written() {
+        let d = tempfile::tempdir().unwrap();
+        let store = Store::new(d.path());
+        let mut big = sample(3);
+        big.import = Some(Import {
+            round: None,
+            machine: Some("m".repeat(MAX_RECORD + 100)),
+        });
+        let e = encode_frame(&big).unwrap_err();
+        assert!(format!("{e:#}").contains("`machine`"), "{e:#}");
+        assert!(store
+            .add_atomically("t", &[sample(1), big.clone()])
+            .is_err());
+        assert!(store.appender("t").unwrap().append(&big).is_err());
+        let l = store.load("t").unwrap();
+        assert!(l.samples.is_empty() && l.warnings.is_empty(), "{l:?}");
     }
 
     #[test]

@@ -1,0 +1,124 @@
+//! Untrusted text (commit subjects and authors, output tails, units, descriptions) in
+//! GitHub-flavoured Markdown, so that it renders as the text it is: no HTML (`<!--` would hide
+//! the rest of a comment), no images or links, no `@` mentions or `#1` cross-references, no
+//! emphasis, tables cut by a `|` or lines broken by a newline.
+
+/// Invisible, and breaks what GitHub links: `@name` and `#12` are only recognised with the
+/// name or number right after the sign, `https://` only whole.
+const JOINER: char = '\u{2060}';
+
+/// `s` as inline Markdown text (a paragraph, a list item or a table cell): Markdown
+/// punctuation backslash-escaped, `<`, `>` and `&` as entities, line breaks and other control
+/// characters as spaces, and a word joiner after `@`, `#` and `:` before `//`.
+pub fn text(s: &str) -> String {
+    let chars: Vec<char> = s.chars().collect();
+    let mut o = String::with_capacity(s.len() + 8);
+    for (i, &c) in chars.iter().enumerate() {
+        let next = chars.get(i + 1).copied();
+        // A list marker counts only at the start of a line and before a space: it is escaped
+        // there (where the text may land), not in every version number or "13.5 MB".
+        let marker = next.is_none_or(|n| n == ' ');
+        let after_digits = i > 0 && chars[..i].iter().all(|c| c.is_ascii_digit());
+        match c {
+            '\\' | '`' | '*' | '_' | '[' | ']' | '|' | '~' | '$' => {
+                o.push('\\');
+                o.push(c);
+            }
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '&' => o.push_str("&amp;"),
+            '@' => {
+                o.push('@');
+                o.push(JOINER);
+            }
+            '#' => {
+                if i == 0 {
+                    o.push('\\');
+                }
+                o.push('#');
+                o.push(JOINER);
+            }
+            ':' if next == Some('/') => {
+                o.push(':');
+                o.push(JOINER);
+            }
+            '-' | '+' if i == 0 && marker => {
+                o.push('\\');
+                o.push(c);
+            }
+            '.' | ')' if after_digits && marker => {
+                o.push('\\');
+                o.push(c);
+            }
+            '!' if next == Some('[') => o.push_str("\\!"),
+            c if c.is_control() => o.push(' '),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// `s` as a Markdown code span: the fence one backtick longer than the longest run of them in
+/// `s`, padded with a space where `s` starts or ends with one (or with a space, which the
+/// span would otherwise eat); line breaks as spaces. Inside a span nothing is markup.
+pub fn code(s: &str) -> String {
+    let s: String = s
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let fence = "`".repeat(longest_run(&s, '`') + 1);
+    let pad = if s.starts_with(['`', ' ']) || s.ends_with(['`', ' ']) {
+        " "
+    } else {
+        ""
+    };
+    format!("{fence}{pad}{s}{pad}{fence}")
+}
+
+/// The fence of a fenced code block holding `body`: three backticks, or one more than the
+/// longest run of them in `body` (a shorter fence inside would close the block early).
+pub fn fence(body: &str) -> String {
+    "`".repeat((longest_run(body, '`') + 1).max(3))
+}
+
+/// The longest run of `c` in `s`.
+fn longest_run(s: &str, c: char) -> usize {
+    let (mut best, mut run) = (0, 0);
+    for x in s.chars() {
+        run = if x == c { run + 1 } else { 0 };
+        best = best.max(run);
+    }
+    best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn active_forms_become_text() {
+        let t = text("<!-- hide --> @alice ![x](https://e.vil/p.png) #1 `c` a|b *em* <img>");
+        for active in ["<!--", "<img", "![", "@a", "#1", "https://", "a|b", " `c"] {
+            assert!(!t.contains(active), "{active} in {t}");
+        }
+        assert!(t.contains("&lt;!-- hide --&gt;"), "{t}");
+        assert_eq!(text("line\nbreak\r"), "line break ");
+        // Punctuation that only matters at a line's start is left alone elsewhere.
+        assert_eq!(text("v1.2.3-rc (fix)"), "v1.2.3-rc (fix)");
+        assert_eq!(text("13.5 MB"), "13.5 MB");
+        assert_eq!(text("-3"), "-3");
+        assert_eq!(text("1. item"), "1\\. item");
+        assert_eq!(text("- item"), "\\- item");
+        assert_eq!(text("# head"), "\\#\u{2060} head");
+    }
+
+    #[test]
+    fn code_spans_and_fences_outlast_the_backticks_inside() {
+        assert_eq!(code("ls"), "`ls`");
+        assert_eq!(code("a ``b`` c"), "```a ``b`` c```");
+        assert_eq!(code("`x"), "`` `x ``");
+        assert_eq!(code("a\nb"), "`a b`");
+        assert_eq!(fence("plain"), "```");
+        assert_eq!(fence("x\n````\ny"), "`````");
+    }
+}

@@ -1,0 +1,178 @@
+//! Untrusted text in the Markdown reports (what `--attach` posts to GitHub) renders as text:
+//! a commit whose subject and author hold HTML comments, mentions, images, cross-references,
+//! backticks and pipes, a unit and a description with more, through the real binary; and a
+//! `gh` that never answers is killed at its timeout.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::Fixture;
+
+const SUBJECT: &str =
+    "<!-- hide the rest --> @alice ![x](https://e.vil/p.png) #1 `code` a|b <img src=x> *em*";
+const AUTHOR: &str = "Eve @mallory";
+
+const CONFIG: &str = r#"
+[build]
+command = "true"
+artifacts = ["app"]
+
+[tests.value]
+command = "./app"
+metric = { regex = "^value: ([0-9.]+)" }
+deterministic = true
+unit = "<b>B</b> @unitname"
+description = "<!-- desc --> @descname #2 ![d](https://e.vil/d.png)"
+"#;
+
+/// A repository of three commits whose middle one (the step) has a hostile subject and author.
+fn hostile() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    let git = |args: &[&str], author: &str| {
+        let o = Command::new("git")
+            .args(args)
+            .current_dir(&repo)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_AUTHOR_NAME", author)
+            .env("GIT_AUTHOR_EMAIL", "eve@example.com")
+            .env("GIT_COMMITTER_NAME", "Dev One")
+            .env("GIT_COMMITTER_EMAIL", "dev@example.com")
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "git {args:?}: {}{}",
+            String::from_utf8_lossy(&o.stderr),
+            String::from_utf8_lossy(&o.stdout)
+        );
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    git(&["init", "-q", "-b", "main", "."], "Dev One");
+    for (value, subject, author) in [
+        (1000, "Start", "Dev One"),
+        (1100, SUBJECT, AUTHOR),
+        (1100, "More", "Dev One"),
+    ] {
+        let app = repo.join("app");
+        std::fs::write(&app, format!("#!/bin/sh\necho value: {value}\n")).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&app, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::write(repo.join("NEWS"), subject).unwrap();
+        git(&["add", "-A"], author);
+        git(&["commit", "-q", "-m", subject], author);
+    }
+    let ids = git(&["rev-list", "--reverse", "main"], "Dev One")
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let config = dir.path().join("perfbisect.toml");
+    std::fs::write(&config, CONFIG).unwrap();
+    Fixture {
+        repo,
+        config,
+        cache: dir.path().join("cache"),
+        ids,
+        dir,
+    }
+}
+
+/// The forms GitHub would act on: hidden text, mentions, images, links, cross-references,
+/// HTML and code that the subject opened.
+fn assert_inert(md: &str) {
+    for active in [
+        "<!--",
+        "@alice",
+        "@mallory",
+        "@unitname",
+        "@descname",
+        "![x]",
+        "![d]",
+        "https://e.vil",
+        "#1 ",
+        "#2 ",
+        "<img",
+        "<b>",
+        " `code` ",
+        " a|b ",
+        " *em*",
+    ] {
+        assert!(!md.contains(active), "`{active}` in:\n{md}");
+    }
+    // What they said is still there to read.
+    assert!(md.contains("&lt;!-- hide the rest --&gt;"), "{md}");
+    assert!(md.contains("\\`code\\`"), "{md}");
+}
+
+#[test]
+fn markdown_reports_render_subjects_authors_units_and_descriptions_as_text() {
+    let f = hostile();
+    let range = f.range();
+    let o = f
+        .cmd()
+        .args(["report", "value", &range, "--format", "md"])
+        .output()
+        .unwrap();
+    let md = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(md.contains(&f.ids[1][..10]), "the step is found:\n{md}");
+    assert_inert(&md);
+    let o = f
+        .cmd()
+        .args(["find", "value", &range, "--format", "md"])
+        .output()
+        .unwrap();
+    let md = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(md.contains("- author: Eve @\u{2060}mallory"), "{md}");
+    assert_inert(&md);
+}
+
+#[test]
+fn a_gh_that_never_answers_is_killed_at_its_timeout() {
+    let f = hostile();
+    let bin = f.dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let gh = bin.join("gh");
+    let pidfile = f.dir.path().join("gh-sleep.pid");
+    std::fs::write(
+        &gh,
+        format!(
+            "#!/bin/sh\nsleep 300 &\necho $! > {}\nwait\n",
+            pidfile.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&gh, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let o = f
+        .cmd()
+        .env("PATH", path)
+        .env("PERFBISECT_GH_TIMEOUT", "1")
+        .args(["report", "value", &f.range(), "--attach", "o/r#1"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("did not answer in") && stderr.contains("it is saved as"),
+        "{stderr}"
+    );
+    // Its whole process group went with it: the `sleep` it started is gone.
+    let pid = std::fs::read_to_string(&pidfile).unwrap();
+    assert!(
+        !Path::new(&format!("/proc/{}", pid.trim())).exists()
+            || std::fs::read_to_string(format!("/proc/{}/stat", pid.trim()))
+                .is_ok_and(|s| s.contains(") Z ")),
+        "gh's sleep {} survived",
+        pid.trim()
+    );
+}
