@@ -113,8 +113,7 @@ impl Fingerprint {
         }
         let dir = path.parent().expect("fingerprints have a parent");
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        let mut tmp = tempfile::NamedTempFile::new_in(dir)
-            .with_context(|| format!("cannot create a temp file in {}", dir.display()))?;
+        let mut tmp = crate::store::temp_file(dir, ".fingerprint.")?;
         std::io::Write::write_all(&mut tmp, self.text().as_bytes())?;
         tmp.as_file().sync_all()?;
         tmp.persist(&path)

@@ -204,10 +204,13 @@ fn stores_made_by_import_and_merge_have_the_mode_of_those_run_makes() {
         .success();
     assert_eq!(mode(&imported.join("results/value.pbs")), by_run);
     assert_eq!(mode(&merged.join("results/value.pbs")), by_run);
-    // The fingerprints and manifests merge copies are new files like the stores.
-    for dir in ["fingerprints", "manifests"] {
-        for e in std::fs::read_dir(merged.join(dir)).unwrap().flatten() {
-            assert_eq!(mode(&e.path()), by_run, "{}", e.path().display());
+    // The fingerprints and manifests `run` writes and merge copies are new files like the
+    // stores (not a temp file's 0600: a shared cache is read by other users).
+    for cache in [&f.cache, &merged] {
+        for dir in ["fingerprints", "manifests"] {
+            for e in std::fs::read_dir(cache.join(dir)).unwrap().flatten() {
+                assert_eq!(mode(&e.path()), by_run, "{}", e.path().display());
+            }
         }
     }
     if by_run & 0o044 == 0o044 {

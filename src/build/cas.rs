@@ -196,7 +196,7 @@ pub fn write_manifest(
     let path = manifest_path(cache, commit, recipe);
     let dir = path.parent().expect("manifests have a parent");
     fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    let mut tmp = crate::store::temp_file(dir, ".manifest.")?;
     serde_json::to_writer(&mut tmp, m)?;
     tmp.as_file().sync_all()?;
     tmp.persist(&path)

@@ -380,7 +380,7 @@ fn record_failure(cache: &Cache, commit: &ObjectId, recipe: u64, tail: &str) -> 
     fs::create_dir_all(dir)?;
     // Written in tmp/ (cleaned by `cache gc`), so a crash leaves no stray file in failed/.
     fs::create_dir_all(cache.tmp())?;
-    let mut tmp = tempfile::NamedTempFile::new_in(cache.tmp())?;
+    let mut tmp = crate::store::temp_file(&cache.tmp(), "failed.")?;
     std::io::Write::write_all(&mut tmp, tail.as_bytes())?;
     tmp.as_file().sync_all()?;
     tmp.persist(&path)

@@ -63,7 +63,7 @@ fn now_secs() -> u64 {
 fn write(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     let parent = path.parent().expect("records have a parent");
     fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
-    let mut tmp = tempfile::NamedTempFile::new_in(parent)?;
+    let mut tmp = crate::store::temp_file(parent, ".stale.")?;
     std::io::Write::write_all(&mut tmp, bytes)?;
     tmp.as_file().sync_all()?;
     tmp.persist(path)

@@ -291,7 +291,13 @@ fn gc(ws: &Workspace, max: Option<u64>) -> anyhow::Result<()> {
     // Rewrites of a store (import, merge, prune) write a temp file beside it: one a kill left
     // behind is removed too (this process holds the lock, so no rewrite is under way).
     ws.cache.store().remove_temp_files()?;
-    for dir in ["fingerprints", "manifests", "failed"] {
+    for dir in [
+        "fingerprints",
+        "manifests",
+        "failed",
+        "stale",
+        "calibration",
+    ] {
         remove_merge_temps(&root.join(dir))?;
     }
     cas::remove_unused_objects(&ws.cache)?;
@@ -441,10 +447,21 @@ fn prune(ws: &Workspace) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The temp files of `merge`'s copies ([`super::merge::TEMP_PREFIX`]) a kill left in `dir`.
+/// Temp files a kill left in `dir`: merge's copies ([`super::merge::TEMP_PREFIX`]), and the files written through a temp name
+/// and a rename (manifests, fingerprints, stale-build records, calibrations; `.tmp` from older
+/// versions).
 fn remove_merge_temps(dir: &Path) -> anyhow::Result<()> {
+    const PREFIXES: [&str; 5] = [
+        ".manifest.",
+        ".fingerprint.",
+        ".stale.",
+        ".calibration.",
+        ".tmp",
+    ];
     for e in entries(dir) {
-        if e.name.starts_with(super::merge::TEMP_PREFIX) {
+        if e.name.starts_with(super::merge::TEMP_PREFIX)
+            || PREFIXES.iter().any(|p| e.name.starts_with(p))
+        {
             remove(&e.path)?;
         }
     }

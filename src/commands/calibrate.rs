@@ -369,7 +369,7 @@ pub fn calibrate(g: &Global, args: CalibrateArgs) -> anyhow::Result<()> {
     };
     let dir = ws.cache.root.join("calibration");
     std::fs::create_dir_all(&dir)?;
-    let mut tmp = tempfile::NamedTempFile::new_in(&dir)?;
+    let mut tmp = crate::store::temp_file(&dir, ".calibration.")?;
     serde_json::to_writer_pretty(&mut tmp, &cal)?;
     tmp.persist(dir.join(format!("{}.json", test.name)))?;
 

@@ -637,7 +637,7 @@ impl Store {
 /// A temp file in `dir` named `prefix` and random letters, to be renamed over a store file.
 /// It is created with the mode any new file gets (0666 less the umask), not tempfile's
 /// private 0600: a store made by renaming it must be as readable as one `run` appended to.
-fn temp_file(dir: &Path, prefix: &str) -> anyhow::Result<tempfile::NamedTempFile> {
+pub fn temp_file(dir: &Path, prefix: &str) -> anyhow::Result<tempfile::NamedTempFile> {
     use std::os::unix::fs::PermissionsExt;
     tempfile::Builder::new()
         .prefix(prefix)
