@@ -74,6 +74,12 @@ pub struct DefaultFind {
     /// Post the Markdown report as a comment on issue N of OWNER/REPO with `gh`.
     #[arg(long, value_name = "OWNER/REPO#N")]
     pub attach: Option<String>,
+    /// Profile the culprit and its parent under Cachegrind (the default where Valgrind is).
+    #[arg(long, conflicts_with = "no_why")]
+    pub why: bool,
+    /// Do not profile the culprit.
+    #[arg(long)]
+    pub no_why: bool,
 }
 
 impl DefaultFind {
@@ -91,6 +97,10 @@ impl DefaultFind {
             Some("--plot")
         } else if self.attach.is_some() {
             Some("--attach")
+        } else if self.why {
+            Some("--why")
+        } else if self.no_why {
+            Some("--no-why")
         } else {
             None
         }
@@ -248,6 +258,14 @@ pub struct FindArgs {
     /// comment's URL instead of the report.
     #[arg(long, value_name = "OWNER/REPO#N")]
     pub attach: Option<String>,
+    /// Profile the culprit and its parent under Valgrind's Cachegrind and list the functions
+    /// whose cost changed (the default for tests of a time or a count, not for sizes or
+    /// memory peaks).
+    #[arg(long, conflicts_with = "no_why")]
+    pub why: bool,
+    /// Do not profile the culprit (a run under Valgrind is 10-50 times slower).
+    #[arg(long)]
+    pub no_why: bool,
 }
 
 #[derive(Debug, Args)]

@@ -16,6 +16,7 @@ pub mod interrupt;
 pub mod lab;
 pub mod measure;
 pub mod pipeline;
+pub mod profile;
 pub mod progress;
 pub mod report;
 pub mod scaffold;

@@ -547,6 +547,24 @@ impl Workspace {
         }
     }
 
+    /// What one run of `test` on `commit`'s build (`artifacts`) is made with, outside any
+    /// window (a profile, a one-off).
+    pub fn run_context<'a>(
+        &'a self,
+        test: &'a Test,
+        commit: ObjectId,
+        artifacts: &'a Path,
+    ) -> measure::Context<'a> {
+        let b = Batch {
+            test,
+            commit,
+            artifacts,
+            runs: 1,
+            round: 0,
+        };
+        self.context(&b, 0)
+    }
+
     fn context<'a>(&'a self, x: &Batch<'a>, window: u64) -> measure::Context<'a> {
         measure::Context {
             test: x.test,

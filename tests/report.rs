@@ -176,6 +176,7 @@ fn markdown_report_snapshot() {
     let r = FindReport {
         imported: None,
         facts: &Default::default(),
+        why: None,
         test: &t,
         range: "a..b",
         commits: &commits,
@@ -840,6 +841,7 @@ fn markdown_reports_say_no_change_and_inconclusive_plainly() {
         let r = FindReport {
             imported: None,
             facts: &Default::default(),
+            why: None,
             test: &t,
             range: "a..b",
             commits: &commits,

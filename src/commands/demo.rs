@@ -127,6 +127,8 @@ pub fn demo(g: &Global, args: crate::cli::DemoArgs) -> anyhow::Result<()> {
             any_fingerprint: false,
             plot: None,
             attach: None,
+            why: false,
+            no_why: false,
         },
     )?;
     println!("\n$ perfbisect run value,rss {range} --jobs 2");

@@ -89,24 +89,20 @@ pub fn detect(g: &Global, args: DetectArgs) -> anyhow::Result<()> {
                 ws.note(&n);
             }
             let commits = ws.commits(args.range.as_deref(), &samples)?;
-            // One value per independent measurement of each commit: runs taken back to back
-            // are one moment of the machine, not many (their p-values would claim far more
-            // evidence than there is).
-            // Each real run once: where it was made, not again on commits of identical builds.
+            // Each real run once, one value per independent moment (runs taken back to back
+            // are one look at the machine): see `show::change_points`.
             let rows = super::rows(&ws, &samples, commits.clone());
-            let series = crate::report::show::evidence(&rows);
             // A deterministic test: every change of at least the threshold is a change point at
             // its commit, with the values on either side. Runs of one commit that differ
             // disprove the declaration; the series is then analysed as noisy, as `find` does.
             if test.deterministic {
-                let uneven = commits
+                let uneven = rows
                     .iter()
-                    .zip(&series)
-                    .find(|(_, v)| v.iter().any(|x| *x != v[0]));
-                if let Some((c, _)) = uneven {
+                    .find(|r| r.values.iter().any(|x| *x != r.values[0]));
+                if let Some(r) = uneven {
                     ws.warn(&format!(
                         "runs of {} differ, so test `{}` is not deterministic as declared; change points are detected as for a noisy test",
-                        c.short(),
+                        r.commit.short(),
                         test.name
                     ));
                 }
@@ -117,12 +113,9 @@ pub fn detect(g: &Global, args: DetectArgs) -> anyhow::Result<()> {
                 deterministic: test.deterministic,
                 ..changepoint::Options::default()
             };
-            let points = stats::detect(&series, &opts)
+            let points = crate::report::show::change_points(&rows, &opts)
                 .into_iter()
-                .map(|mut c| {
-                    c.index = crate::report::show::step_start(&rows, c.index);
-                    Point::new(&c, c.index as i64, Some(&commits[c.index]))
-                })
+                .map(|c| Point::new(&c, c.index as i64, Some(&commits[c.index])))
                 .collect();
             Output {
                 change_points: points,

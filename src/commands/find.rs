@@ -120,6 +120,7 @@ impl FindRun {
             plot: None,
             imported: self.imported.as_ref(),
             facts: &self.tally.facts,
+            why: None,
         }
     }
 
@@ -243,6 +244,7 @@ pub fn find(g: &Global, args: FindArgs) -> anyhow::Result<()> {
         ws.note("perfbisect: searching again, with pristine builds");
         run = search(&ws, test, &args.range, args.jobs, args.no_descend)?;
     }
+    let why = why(&ws, &run, args.why, args.no_why)?;
     let invocation = super::invocation(g);
 
     // The chain's medians as stored now (what this search measured, and what was there).
@@ -258,6 +260,7 @@ pub fn find(g: &Global, args: FindArgs) -> anyhow::Result<()> {
     );
     let render = |plot_ref: Option<String>, format: Format| -> anyhow::Result<String> {
         let mut report = run.report(&invocation);
+        report.why = why.as_ref();
         report.sparkline = spark.clone();
         report.plot = plot_ref;
         Ok(match format {
@@ -286,6 +289,32 @@ pub fn find(g: &Global, args: FindArgs) -> anyhow::Result<()> {
     let plot_ref = args.plot.as_ref().map(|p| p.display().to_string());
     print!("{}", render(plot_ref, args.format)?);
     Ok(())
+}
+
+/// The functions whose cost changed from the first culprit's parent to it (see
+/// [`crate::profile`]): with `--why`, or by default for tests of a time or a count where
+/// Valgrind is installed; `None` when not profiled.
+pub(super) fn why(
+    ws: &Workspace,
+    run: &FindRun,
+    asked: bool,
+    refused: bool,
+) -> anyhow::Result<Option<Result<crate::profile::Why, String>>> {
+    let Outcome::Culprits(cs) = &run.outcome else {
+        return Ok(None);
+    };
+    let Some(c) = cs.first() else {
+        return Ok(None);
+    };
+    let valgrind =
+        crate::measure::counter::select(crate::measure::counter::Choice::Cachegrind).is_ok();
+    if refused || !(asked || (valgrind && crate::profile::worth_profiling(&run.test))) {
+        return Ok(None);
+    }
+    let (parent, culprit) = (&run.commits[c.parent], &run.commits[c.pos]);
+    Ok(Some(crate::profile::why(
+        ws, &run.test, parent.id, culprit.id,
+    )?))
 }
 
 /// Run `find`'s search of `test` over `range_spec` (descending into merges unless

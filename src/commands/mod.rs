@@ -47,6 +47,8 @@ where
             any_fingerprint: cli.find.any_fingerprint,
             plot: cli.find.plot,
             attach: cli.find.attach,
+            why: cli.find.why,
+            no_why: cli.find.no_why,
         }),
         _ => unreachable!("parse() refuses a command line without a command or TEST RANGE"),
     };
@@ -308,21 +310,14 @@ fn change_points(
     rows: &[crate::report::show::CommitRow],
 ) -> Vec<crate::stats::ChangePoint> {
     use crate::stats::changepoint;
-    // One value per independent measurement (runs back to back are one look at the machine),
-    // each real run once (where it was made, not again on commits of identical builds).
-    let series = crate::report::show::evidence(rows);
     let opts = changepoint::Options {
         threshold: test.threshold,
         deterministic: test.deterministic,
         ..changepoint::Options::default()
     };
-    crate::stats::detect(&series, &opts)
-        .into_iter()
-        .map(|mut c| {
-            c.index = crate::report::show::step_start(rows, c.index);
-            c
-        })
-        .collect()
+    // One value per independent measurement (runs back to back are one look at the machine),
+    // each real run once (where it was made, not again on commits of identical builds).
+    crate::report::show::change_points(rows, &opts)
 }
 
 /// Refuse formats a command does not offer.

@@ -51,6 +51,8 @@ pub fn report(g: &Global, args: ReportArgs) -> anyhow::Result<()> {
     let ws = Workspace::open(&locations(g), verbosity(g), true)?;
     let test = ws.config.test(&args.test)?.clone();
     let run = super::find::search(&ws, test, range, args.jobs, args.no_descend)?;
+    // The profiles `find` made are kept: a report after it reuses them.
+    let why = super::find::why(&ws, &run, false, false)?;
     let invocation = super::invocation(g);
 
     let samples = ws.samples(&run.test)?;
@@ -64,6 +66,7 @@ pub fn report(g: &Global, args: ReportArgs) -> anyhow::Result<()> {
     let measured = measured(&ws, &run.test);
     let render = |plot_ref: Option<String>| -> anyhow::Result<String> {
         let mut r = run.report(&invocation);
+        r.why = why.as_ref();
         r.sparkline = spark.clone();
         r.plot = plot_ref;
         let x = Issue {

@@ -357,6 +357,68 @@ impl Ran {
     }
 }
 
+/// Run the test once under Valgrind's Cachegrind (`valgrind`), every process of its tree
+/// writing its per-function counts into `dir`, between the test's setup and teardown, with the
+/// timeout scaled by `slower` (Valgrind runs a program 10-50 times slower). `Err` inside: why
+/// no profile was made (a failing setup, the command failed or timed out under Valgrind).
+pub fn profile_once(
+    ctx: &Context<'_>,
+    valgrind: &Path,
+    dir: &Path,
+    slower: u32,
+) -> anyhow::Result<Result<(), String>> {
+    if let Err(why) = ctx.setup()? {
+        let _ = ctx.teardown();
+        return Ok(Err(why));
+    }
+    let mut env = ctx.env();
+    let out = if ctx.test.needs_out_dir() {
+        let d = tempfile::Builder::new()
+            .prefix("perfbisect-out.")
+            .tempdir()
+            .context("cannot create the run's scratch directory")?;
+        env.push(("PERFBISECT_OUT".into(), d.path().display().to_string()));
+        Some(d)
+    } else {
+        None
+    };
+    let fin = process::run(Spec {
+        command: &ctx.test.command,
+        dir: ctx.artifacts,
+        env,
+        timeout: ctx.test.timeout.saturating_mul(slower.max(1)),
+        output: Output::Capture {
+            regexes: Vec::new(),
+            keep_stdout: 0,
+        },
+        interrupt: None,
+        kill_leftovers: true,
+        own_rss: false,
+        extra: process::Extra {
+            count: Some(process::Count::Cachegrind {
+                valgrind: valgrind.to_path_buf(),
+                dir: dir.to_path_buf(),
+            }),
+            cpus: ctx.test.cpus.clone(),
+            no_aslr: !ctx.test.aslr,
+        },
+    });
+    drop(out);
+    let _ = ctx.teardown();
+    let fin = fin?;
+    if !fin.status.success() {
+        return Ok(Err(format!(
+            "the test under Valgrind ended with {}\n{}",
+            fin.status,
+            fin.tail.trim_end()
+        )));
+    }
+    Ok(match fin.instructions {
+        Some(Err(e)) => Err(e),
+        _ => Ok(()),
+    })
+}
+
 /// Measure tests that share their command (see [`Test::share_key`](crate::config::Test::share_key))
 /// on one commit: one setup, the warm-ups, and `max(runs)` executions whose output each test
 /// reads, test `i` keeping the samples of the first `runs[i]`; one teardown. Each sample goes

@@ -47,6 +47,9 @@ pub struct FindReport<'a> {
     /// How the runs were taken: windows side by side, the machine's drift, what could have
     /// been seen, the instructions counter.
     pub facts: &'a SearchFacts,
+    /// The functions whose cost changed from the parent to the (first) culprit, or why they
+    /// were not profiled; `None` when profiling was not asked for.
+    pub why: Option<&'a Result<crate::profile::Why, String>>,
 }
 
 /// How a search measured, for the report.
@@ -272,6 +275,10 @@ struct JsonFind {
     imported: Option<ImportedGap>,
     /// Windows side by side, drift, what could have been seen, counter.
     measured: SearchFacts,
+    /// The functions whose cost changed from the parent to the first culprit (or
+    /// `{"unavailable": why}`), when profiled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    why: Option<serde_json::Value>,
 }
 
 #[derive(Serialize)]
@@ -485,6 +492,9 @@ pub fn text(r: &FindReport<'_>) -> String {
                     "culprit".into()
                 };
                 r.culprit_lines(&mut o, c, &label);
+                if let (0, Some(w)) = (i, r.why) {
+                    o.push_str(&super::why::text(w));
+                }
             }
         }
         Outcome::NoChange {
@@ -654,6 +664,7 @@ pub fn json_value(r: &FindReport<'_>) -> anyhow::Result<serde_json::Value> {
         deterministic: r.deterministic,
         imported: r.imported.cloned(),
         measured: r.facts.clone(),
+        why: r.why.map(super::why::json),
     };
     Ok(serde_json::to_value(&out)?)
 }
@@ -786,6 +797,9 @@ pub fn markdown(r: &FindReport<'_>) -> String {
             );
         }
         let _ = writeln!(o);
+        if let (0, true, Some(w)) = (k, *confirmed, r.why) {
+            o.push_str(&super::why::markdown(w));
+        }
         reproduce(&mut o, r, c);
     }
     if let Outcome::NoChange {
@@ -1009,6 +1023,7 @@ mod tests {
             deterministic,
             imported: None,
             facts: &SearchFacts::default(),
+            why: None,
         };
         (text(&r), markdown(&r), json(&r).unwrap())
     }

@@ -227,6 +227,14 @@ pub fn markdown(x: &Issue<'_>) -> String {
     for (c, confirmed) in &culprits {
         around_table(&mut o, x, c, *confirmed);
     }
+    if let Some(w) = r.why {
+        let _ = writeln!(
+            o,
+            "### Why it moved
+"
+        );
+        o.push_str(&super::why::markdown(w));
+    }
     if !r.notes.is_empty() || !r.skipped.is_empty() {
         for n in r.notes {
             let _ = writeln!(o, "- note: {}", md_escape(n));

@@ -10,6 +10,7 @@ pub mod plot;
 pub mod show;
 pub mod spark;
 pub mod units;
+pub mod why;
 
 /// The version of every JSON object perfbisect prints (its `"schema"` field, first). It
 /// changes when a field is removed or changes meaning; new fields may appear without it.

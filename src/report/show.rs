@@ -69,13 +69,56 @@ pub fn evidence(rows: &[CommitRow]) -> Vec<Vec<f64>> {
         .collect()
 }
 
-/// Where a step found at row `index` (the first row measured at the new level) begins: rows
-/// just before it of the same build are at the new level too.
-pub fn step_start(rows: &[CommitRow], mut index: usize) -> usize {
-    while index > 0 && index < rows.len() && rows[index].joins_previous {
-        index -= 1;
+/// Change points over `rows`, each real run counted once. Runs that are exact (every commit's
+/// runs equal: sizes, counts) are compared as values, and a commit showing an identical
+/// build's value places a step as well as one measured itself (no test's counts are involved);
+/// otherwise the evidence is each commit's own runs ([`evidence`]), and a step found there
+/// starts at the first commit of an identical build at the new level ([`step_start`]).
+pub fn change_points(
+    rows: &[CommitRow],
+    opts: &stats::changepoint::Options,
+) -> Vec<stats::ChangePoint> {
+    let exact = rows
+        .iter()
+        .all(|r| r.values.windows(2).all(|w| w[0] == w[1]));
+    if exact {
+        let all: Vec<Vec<f64>> = rows.iter().map(|r| r.moments()).collect();
+        let found = stats::detect(&all, opts);
+        if found.iter().all(|c| c.deterministic) {
+            return found;
+        }
     }
-    index
+    stats::detect(&evidence(rows), opts)
+        .into_iter()
+        .map(|mut c| {
+            c.index = step_start(rows, c.index, c.before, c.after);
+            c
+        })
+        .collect()
+}
+
+/// Where a step found at row `index` (the first row with runs of its own at the new level,
+/// `before` → `after`) begins: rows just before it that show an identical build's runs (no
+/// runs of their own) at the new level start it, unless a row between shows the old level.
+pub fn step_start(rows: &[CommitRow], index: usize, before: f64, after: f64) -> usize {
+    let near_after =
+        |r: &CommitRow| stats::median(&r.values).map(|m| (m - after).abs() < (m - before).abs());
+    let mut start = index.min(rows.len());
+    let mut j = start;
+    while j > 0 {
+        j -= 1;
+        let r = &rows[j];
+        if !r.own_values().is_empty() {
+            break;
+        }
+        match near_after(r) {
+            Some(true) => start = j,
+            Some(false) => break,
+            // Not measured, nor an identical build of a measured one: it may be either side.
+            None => {}
+        }
+    }
+    start
 }
 
 /// The stake verdict, worded like curl's page.

@@ -1,0 +1,163 @@
+//! How reports show why the culprit moved ([`crate::profile::Why`]): the functions whose
+//! instructions changed most, in text, JSON and Markdown.
+
+use std::fmt::Write as _;
+
+use crate::profile::{Change, Why};
+
+use super::md;
+
+/// Instructions, short: 1.23 M, 45.6 k.
+fn count(n: i64) -> String {
+    let a = n.unsigned_abs() as f64;
+    let sign = if n < 0 { "-" } else { "" };
+    if a >= 1e9 {
+        format!("{sign}{:.2} G", a / 1e9)
+    } else if a >= 1e6 {
+        format!("{sign}{:.2} M", a / 1e6)
+    } else if a >= 1e3 {
+        format!("{sign}{:.1} k", a / 1e3)
+    } else {
+        format!("{sign}{a}")
+    }
+}
+
+fn signed(n: i64) -> String {
+    if n > 0 {
+        format!("+{}", count(n))
+    } else {
+        count(n)
+    }
+}
+
+fn place(c: &Change) -> String {
+    match (c.file.as_str(), c.line) {
+        ("???" | "", _) => String::new(),
+        (f, Some(l)) => format!("{f}:{l}"),
+        (f, None) => f.to_string(),
+    }
+}
+
+fn explained(w: &Why) -> String {
+    match w.explained {
+        Some(e) if w.changes.len() == 1 => {
+            format!(
+                "the function listed accounts for {:.0} % of the change",
+                e * 100.0
+            )
+        }
+        Some(e) => format!(
+            "the {} functions listed add up to {:.0} % of the change",
+            w.changes.len(),
+            e * 100.0
+        ),
+        None => "the run's total did not change".to_string(),
+    }
+}
+
+fn header(w: &Why) -> String {
+    format!(
+        "{} → {} instructions under Cachegrind, one run each of parent and culprit",
+        count(w.total_before as i64),
+        count(w.total_after as i64)
+    )
+}
+
+/// Lines for the terminal, after the culprit's.
+pub fn text(why: &Result<Why, String>) -> String {
+    let mut o = String::new();
+    match why {
+        Err(e) => {
+            let _ = writeln!(o, "why: not profiled: {}", e.lines().next().unwrap_or(e));
+        }
+        Ok(w) if w.changes.is_empty() => {
+            let _ = writeln!(o, "why: no function's instructions changed ({})", header(w));
+        }
+        Ok(w) => {
+            let _ = writeln!(
+                o,
+                "why: the functions whose cost changed most ({}):",
+                header(w)
+            );
+            for c in &w.changes {
+                let _ = writeln!(
+                    o,
+                    "  {:>10}  {:+7.2} %  {}  {}  ({} → {})",
+                    signed(c.delta),
+                    c.pct_of_total,
+                    c.function,
+                    place(c),
+                    count(c.before as i64),
+                    count(c.after as i64)
+                );
+            }
+            let _ = writeln!(
+                o,
+                "  {}; profiles (cg_annotate, cg_diff): {} and {}",
+                explained(w),
+                w.parent_profile,
+                w.culprit_profile
+            );
+        }
+    }
+    o
+}
+
+/// The JSON value of `why`: the profile's answer, or `{"unavailable": reason}`.
+pub fn json(why: &Result<Why, String>) -> serde_json::Value {
+    match why {
+        Ok(w) => serde_json::to_value(w).unwrap_or(serde_json::Value::Null),
+        Err(e) => serde_json::json!({ "unavailable": e }),
+    }
+}
+
+/// A compact table for a bug tracker (function names in code spans).
+pub fn markdown(why: &Result<Why, String>) -> String {
+    let mut o = String::new();
+    match why {
+        Err(e) => {
+            let _ = writeln!(
+                o,
+                "Not profiled: {}\n",
+                md::text(e.lines().next().unwrap_or(e))
+            );
+        }
+        Ok(w) if w.changes.is_empty() => {
+            let _ = writeln!(
+                o,
+                "No function's instructions changed ({}).\n",
+                md::text(&header(w))
+            );
+        }
+        Ok(w) => {
+            let _ = writeln!(
+                o,
+                "**Why**: the functions whose cost changed most ({}):\n",
+                md::text(&header(w))
+            );
+            let _ = writeln!(
+                o,
+                "| function | where | parent | culprit | change | of the total |\n|---|---|---:|---:|---:|---:|"
+            );
+            for c in &w.changes {
+                let at = place(c);
+                let _ = writeln!(
+                    o,
+                    "| {} | {} | {} | {} | {} | {:+.2} % |",
+                    md::code(&c.function),
+                    if at.is_empty() {
+                        String::new()
+                    } else {
+                        md::code(&at)
+                    },
+                    count(c.before as i64),
+                    count(c.after as i64),
+                    signed(c.delta),
+                    c.pct_of_total
+                );
+            }
+            let _ = writeln!(o, "\n{}.\n", md::text(&explained(w)));
+        }
+    }
+    o
+}
