@@ -32,6 +32,9 @@ pub struct WorkspaceLab<'a> {
     twin_checked: std::collections::HashSet<usize>,
     /// Runs not made because an identical build's samples stood in.
     pub runs_saved: usize,
+    /// Values handed to the search that were an identical build's samples, not runs made now
+    /// (the search counts every value it gets; the report counts real runs).
+    pub stood_in: usize,
     /// `(position, the commit whose identical build's samples it used)`, for the report.
     pub shared: Vec<(usize, gix::ObjectId)>,
     /// Windows of interleaved runs this search opened or extended, and the runs in them.
@@ -72,6 +75,7 @@ impl<'a> WorkspaceLab<'a> {
             fresh: HashMap::new(),
             twin_checked: Default::default(),
             runs_saved: 0,
+            stood_in: 0,
             shared: Vec::new(),
             windows: 0,
             window_runs: 0,
@@ -180,7 +184,8 @@ impl Lab for WorkspaceLab<'_> {
             .ok_or_else(|| anyhow::anyhow!("{} is not built", self.commits[pos].short()))?;
         // Built just now and byte-identical to a commit with samples: those stand in for runs.
         if let Some((twin, vals)) = self.identical_build_samples(pos) {
-            self.runs_saved += vals.len().min(runs);
+            self.runs_saved += runs;
+            self.stood_in += vals.len();
             self.shared.push((pos, twin));
             if self.ws.verbosity.verbose > 0 {
                 self.bar.println(format!(
@@ -194,8 +199,12 @@ impl Lab for WorkspaceLab<'_> {
             return Ok(vals);
         }
         let c = &self.commits[pos];
-        self.bar
-            .set_message(format!("{} {} ({runs} runs)", c.short(), c.subject));
+        self.bar.set_message(format!(
+            "{} {} ({runs} run{})",
+            c.short(),
+            c.subject,
+            if runs == 1 { "" } else { "s" }
+        ));
         self.bar.inc_length(runs as u64);
         let bar = self.bar.clone();
         let batch = Batch {
@@ -323,7 +332,11 @@ impl Lab for WorkspaceLab<'_> {
         let names = |ps: &[usize]| ps.iter().map(|&p| name(p)).collect::<Vec<_>>().join(", ");
         let line = match what {
             Doing::Build(ps) => format!("build {}", names(ps)),
-            Doing::Measure { pos, runs } => format!("measure {} ({runs} runs)", name(pos)),
+            Doing::Measure { pos, runs } => format!(
+                "measure {} ({runs} run{})",
+                name(pos),
+                if runs == 1 { "" } else { "s" }
+            ),
             Doing::Window { positions, runs } => format!(
                 "measure {} side by side ({runs} interleaved runs each)",
                 names(positions)

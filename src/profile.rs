@@ -206,9 +206,13 @@ pub fn worth_profiling(test: &Test) -> bool {
 
 /// The directory of `commit`'s profile for `test`.
 fn profile_dir(ws: &Workspace, test: &Test, commit: &ObjectId) -> PathBuf {
-    ws.cache.root.join("profiles").join(format!(
-        "{commit}-{:016x}-{:016x}",
-        ws.config.build.recipe_hash(),
+    dir_in(&ws.cache.root, ws.config.build.recipe_hash(), test, commit)
+}
+
+/// [`profile_dir`] in the cache at `root`, for builds of `recipe`.
+fn dir_in(root: &Path, recipe: u64, test: &Test, commit: &ObjectId) -> PathBuf {
+    root.join("profiles").join(format!(
+        "{commit}-{recipe:016x}-{:016x}",
         test.definition_hash()
     ))
 }
@@ -255,6 +259,41 @@ fn profile_of(
     let _ = fs::remove_dir_all(&dir);
     fs::rename(tmp.keep(), &dir).with_context(|| format!("cannot write {}", dir.display()))?;
     Ok(Ok((p, dir)))
+}
+
+/// The answer from profiles already kept in the cache at `root` (made by `find` or `report`
+/// for builds of `recipe`), without running anything: `culprit`'s, and the nearest of `before`
+/// (newest first) that has one.
+pub fn cached(
+    root: &Path,
+    recipe: u64,
+    test: &Test,
+    before: &[ObjectId],
+    culprit: ObjectId,
+) -> Option<Why> {
+    let adir = dir_in(root, recipe, test, &culprit);
+    if !adir.is_dir() {
+        return None;
+    }
+    let (parent, bdir) = before
+        .iter()
+        .map(|p| (*p, dir_in(root, recipe, test, p)))
+        .find(|(_, d)| d.is_dir())?;
+    let (b, a) = (
+        Profile::read_dir(&bdir).ok()?,
+        Profile::read_dir(&adir).ok()?,
+    );
+    let (changes, explained) = diff(&b, &a, TOP);
+    Some(Why {
+        parent: parent.to_string(),
+        culprit: culprit.to_string(),
+        total_before: b.total,
+        total_after: a.total,
+        changes,
+        explained,
+        parent_profile: crate::pipeline::display_path(&bdir),
+        culprit_profile: crate::pipeline::display_path(&adir),
+    })
 }
 
 /// Profile `test` on `parent` and `culprit` and list the functions that moved. `Err` inside:

@@ -95,6 +95,25 @@ metric = "instructions"
     let d = f.json(&["detect", "work", &f.range(), "--format", "json"]);
     assert_eq!(d["change_points"][0]["commit"], f.ids[7], "{d}");
 
+    // The HTML site shows the kept profiles as a bar chart beside the change point.
+    let site = f.dir.path().join("site");
+    let out = f
+        .cmd()
+        .args(["report", "all", "--format", "html", "--out"])
+        .arg(&site)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let page = std::fs::read_to_string(site.join("work.html")).unwrap();
+    assert!(
+        page.contains("class=\"card why\"") && page.contains("<code>hash_block</code>"),
+        "{page}"
+    );
+
     // Text and Markdown say it too; --no-why leaves it out.
     let text = f.cmd().args(["find", "work", &f.range()]).output().unwrap();
     let text = String::from_utf8_lossy(&text.stdout);

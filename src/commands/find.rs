@@ -713,6 +713,8 @@ fn drive(
         }
     }
     tally.runs_saved += lab.runs_saved;
+    // Each real run once: values of identical builds the search was handed are not runs.
+    tally.runs = tally.runs.saturating_sub(lab.stood_in);
     for (pos, twin) in &lab.shared {
         tally.shared_notes.push(format!(
             "{} same build as {}",

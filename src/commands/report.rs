@@ -311,6 +311,7 @@ fn site(g: &Global, args: &ReportArgs) -> anyhow::Result<()> {
         "written by `perfbisect report --format html`; it rewrites only its own files here\n",
     )
     .with_context(|| format!("cannot write into {}", out.display()))?;
+    let (root, recipe) = (ws.cache.root.clone(), ws.config.build.recipe_hash());
     // Tests are independent: detect and render them on every core.
     let done: Vec<anyhow::Result<(usize, usize)>> = loaded
         .par_iter()
@@ -323,11 +324,26 @@ fn site(g: &Global, args: &ReportArgs) -> anyhow::Result<()> {
             if !selected.iter().any(|s| s.name == t.name) || (args.test == "all" && !measured) {
                 return Ok((n_cps, 0));
             }
+            // Change points whose culprit was profiled (by `find`, `report`): why they moved.
+            let why = cps
+                .iter()
+                .filter_map(|cp| {
+                    let before: Vec<gix::ObjectId> = rows[..cp.index]
+                        .iter()
+                        .rev()
+                        .take(64)
+                        .map(|r| r.commit.id)
+                        .collect();
+                    crate::profile::cached(&root, recipe, t, &before, rows[cp.index].commit.id)
+                        .map(|w| (cp.index, w))
+                })
+                .collect();
             let page = Page {
                 test: t,
                 scope: scope.clone(),
                 rows,
                 change_points: cps,
+                why,
             };
             let files = html::page(&page, &site)?;
             for (rel, bytes) in &files {

@@ -30,6 +30,9 @@ pub struct Page<'a> {
     pub scope: String,
     pub rows: &'a [CommitRow],
     pub change_points: Vec<ChangePoint>,
+    /// For change points whose culprit and parent were profiled (by `find` or `report`): the
+    /// functions whose cost changed, by the change point's row.
+    pub why: Vec<(usize, crate::profile::Why)>,
 }
 
 /// What every page shows about where the numbers come from.
@@ -79,6 +82,8 @@ a.card:hover { border-color: #1452a0; }
 .desc { color: #5f6670; font-size: .9em; overflow-wrap: anywhere; }
 .big { font-size: 1.3em; font-weight: 600; }
 .better { color: #1e7b3c; } .worse { color: #c0392b; } .none { color: #5f6670; }
+table.bars { width: 100%; } td.barcell { width: 40%; } .bar { height: 12px; border-radius: 3px; }
+.bar.worse { background: #c0392b; } .bar.better { background: #1e7b3c; }
 .arrow { font-size: 1.3em; }
 svg.spark { display: block; width: 100%; height: 36px; margin-top: 6px; }
 figure { margin: 0 0 12px; background: #fff; border: 1px solid #dde1e6; border-radius: 8px; padding: 8px; }
@@ -442,6 +447,63 @@ fn change_point_table(o: &mut String, p: &Page<'_>) {
         );
     }
     o.push_str("</table>\n");
+    for (at, w) in &p.why {
+        why_card(o, p, *at, w);
+    }
+}
+
+/// A small bar chart of the functions whose instructions changed most at a change point.
+fn why_card(o: &mut String, p: &Page<'_>, at: usize, w: &crate::profile::Why) {
+    let Some(r) = p.rows.get(at) else { return };
+    let _ = writeln!(
+        o,
+        "<div class=\"card why\"><h2>Why {} moved</h2><p>Instructions per function under Cachegrind, one run each of <span class=\"hash\">{}</span> and <span class=\"hash\">{}</span> ({} → {}).</p>",
+        esc(&r.commit.short()),
+        esc(&w.parent[..10.min(w.parent.len())]),
+        esc(&w.culprit[..10.min(w.culprit.len())]),
+        w.total_before,
+        w.total_after
+    );
+    let most = w
+        .changes
+        .iter()
+        .map(|c| c.delta.unsigned_abs())
+        .max()
+        .unwrap_or(1)
+        .max(1);
+    o.push_str("<table class=\"bars\">\n");
+    for c in &w.changes {
+        let width = (c.delta.unsigned_abs() as f64 / most as f64 * 100.0).max(1.0);
+        let worse = match p.test.direction {
+            crate::config::Direction::Lower => c.delta > 0,
+            crate::config::Direction::Higher => c.delta < 0,
+        };
+        let place = match (c.file.as_str(), c.line) {
+            ("???" | "", _) => String::new(),
+            (f, Some(l)) => format!("{f}:{l}"),
+            (f, None) => f.to_string(),
+        };
+        let _ = writeln!(
+            o,
+            "<tr><td class=\"l\"><code>{}</code> <span class=\"none\">{}</span></td><td class=\"l barcell\"><div class=\"bar {}\" style=\"width:{width:.1}%\"></div></td><td>{:+} ({:+.2} %)</td></tr>",
+            esc(&c.function),
+            esc(&place),
+            if worse { "worse" } else { "better" },
+            c.delta,
+            c.pct_of_total
+        );
+    }
+    o.push_str("</table>");
+    if let Some(e) = w.explained {
+        let _ = write!(
+            o,
+            "<p>The functions listed add up to {:.0} % of the change. Profiles: <code>{}</code>, <code>{}</code> (<code>cg_annotate</code>, <code>cg_diff</code>).</p>",
+            e * 100.0,
+            esc(&w.parent_profile),
+            esc(&w.culprit_profile)
+        );
+    }
+    o.push_str("</div>\n");
 }
 
 fn commit_table(o: &mut String, p: &Page<'_>, recent_from: usize) {
