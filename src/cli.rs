@@ -381,6 +381,13 @@ pub struct CompareArgs {
     /// Output format.
     #[arg(long, value_parser = formats(&[Format::Text, Format::Json]), default_value = "text")]
     pub format: Format,
+    /// When the two differ, profile both under Valgrind's Cachegrind and list the functions
+    /// whose cost changed (the default for tests of a time or a count where Valgrind is).
+    #[arg(long, conflicts_with = "no_why")]
+    pub why: bool,
+    /// Do not profile.
+    #[arg(long)]
+    pub no_why: bool,
 }
 
 #[derive(Debug, Args)]

@@ -137,3 +137,35 @@ metric = "instructions"
     let v: serde_json::Value = serde_json::from_slice(&none.stdout).unwrap();
     assert!(v.get("why").is_none(), "{v}");
 }
+
+#[test]
+fn compare_profiles_two_commits_that_differ() {
+    if !have_tool("valgrind", "the profile of the culprit") {
+        return;
+    }
+    let f = Fixture::with_files(
+        &[
+            (
+                "Program",
+                vec![("app.c", program()), ("params.h", params(200_000))],
+            ),
+            ("More hashing", vec![("params.h", params(260_000))]),
+        ],
+        r#"
+[build]
+command = "cc -O1 -g -o app app.c"
+artifacts = ["app"]
+
+[tests.work]
+command = "./app"
+metric = "instructions"
+"#,
+    );
+    let v = f.json(&["compare", "work", &f.ids[0], &f.ids[1], "--format", "json"]);
+    assert_eq!(v["differs"], true, "{v}");
+    assert_eq!(v["why"]["changes"][0]["function"], "hash_block", "{v}");
+    let v = f.json(&[
+        "compare", "work", &f.ids[0], &f.ids[1], "--format", "json", "--no-why",
+    ]);
+    assert!(v.get("why").is_none(), "{v}");
+}

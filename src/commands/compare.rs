@@ -60,6 +60,10 @@ struct Comparison {
     could_see_threshold: Option<bool>,
     /// Runs were doubled while the sides were not told apart (no `--runs`).
     adaptive: bool,
+    /// When the sides differ: the functions whose cost changed from A to B (or
+    /// `{"unavailable": why}`), when profiled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    why: Option<serde_json::Value>,
 }
 
 /// Robust noise of the two sides (the mean of their robust CVs).
@@ -266,10 +270,30 @@ pub fn compare(g: &Global, args: CompareArgs) -> anyhow::Result<()> {
             _ => None,
         },
         adaptive,
+        why: None,
+    };
+    let valgrind =
+        crate::measure::counter::select(crate::measure::counter::Choice::Cachegrind).is_ok();
+    let profile = cmp.differs
+        && !args.no_why
+        && (args.why || (valgrind && crate::profile::worth_profiling(&test)));
+    let why = if profile {
+        Some(crate::profile::why(&ws, &test, a.id, b.id)?)
+    } else {
+        None
+    };
+    let cmp = Comparison {
+        why: why.as_ref().map(crate::report::why::json),
+        ..cmp
     };
     match args.format {
         Format::Json => print!("{}", crate::report::json_pretty(&cmp)?),
-        _ => print!("{}", text(&cmp, &test)),
+        _ => {
+            print!("{}", text(&cmp, &test));
+            if let Some(w) = &why {
+                print!("{}", crate::report::why::text(w));
+            }
+        }
     }
     Ok(())
 }

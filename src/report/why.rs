@@ -56,10 +56,13 @@ fn explained(w: &Why) -> String {
 }
 
 fn header(w: &Why) -> String {
+    let short = |s: &str| s.chars().take(10).collect::<String>();
     format!(
-        "{} → {} instructions under Cachegrind, one run each of parent and culprit",
+        "{} → {} instructions under Cachegrind, one run each of {} and {}",
         count(w.total_before as i64),
-        count(w.total_after as i64)
+        count(w.total_after as i64),
+        short(&w.parent),
+        short(&w.culprit)
     )
 }
 
