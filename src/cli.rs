@@ -416,6 +416,10 @@ pub struct StepArgs {
     /// Build HEAD and the old (and new) commit at once when more than one needs a build.
     #[arg(long, short = 'j', default_value_t = 1, value_name = "N")]
     pub jobs: usize,
+    /// When HEAD is new-like, profile it and the old commit under Valgrind's Cachegrind and
+    /// print the functions whose cost changed (on stderr, as every line of `step`).
+    #[arg(long)]
+    pub why: bool,
 }
 
 #[derive(Debug, Args)]

@@ -178,6 +178,16 @@ pub fn diff(before: &Profile, after: &Profile, top: usize) -> (Vec<Change>, Opti
         })
         .filter(|c| c.delta != 0)
         .collect();
+    // Changes too small to matter (a few instructions of printing a longer number) are left
+    // out: under 1 % of the run's change, or of a ten-thousandth of its total when the total
+    // did not move.
+    let step = (after.total as i64 - before.total as i64).unsigned_abs();
+    let floor = if step > 0 {
+        step / 100
+    } else {
+        before.total / 10_000
+    };
+    changes.retain(|c| c.delta.unsigned_abs() > floor);
     changes.sort_by(|x, y| {
         y.delta
             .unsigned_abs()

@@ -136,6 +136,20 @@ metric = "instructions"
         .unwrap();
     let v: serde_json::Value = serde_json::from_slice(&none.stdout).unwrap();
     assert!(v.get("why").is_none(), "{v}");
+
+    // `step --why` on a new-like HEAD (as `git bisect run` leaves it) says it on stderr.
+    f.git(&["checkout", "-q", &f.ids[9]]);
+    let out = f
+        .cmd()
+        .args(["step", "work", "--old", &f.ids[0], "--why"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("why: the functions") && err.contains("hash_block"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -90,6 +90,10 @@ fn run(g: &Global, args: &StepArgs) -> anyhow::Result<i32> {
                 },
                 class.exit_code()
             );
+            if args.why && class == Class::NewLike {
+                let w = crate::profile::why(&ws, &test, old, head)?;
+                eprint!("{}", crate::report::why::text(&w));
+            }
             Ok(class.exit_code())
         }
         Some(StepVerdict::Skip(why)) => {
