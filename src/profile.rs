@@ -126,6 +126,9 @@ pub struct Change {
     pub delta: i64,
     /// The change as % of the parent's total instructions.
     pub pct_of_total: f64,
+    /// The change as % of the function's own instructions at the parent (`None` for a
+    /// function the parent did not run).
+    pub pct_of_function: Option<f64>,
 }
 
 /// The functions that moved between the parent's and the culprit's runs.
@@ -174,6 +177,7 @@ pub fn diff(before: &Profile, after: &Profile, top: usize) -> (Vec<Change>, Opti
                 } else {
                     0.0
                 },
+                pct_of_function: (b > 0).then(|| delta as f64 / b as f64 * 100.0),
             }
         })
         .filter(|c| c.delta != 0)

@@ -76,6 +76,8 @@ metric = "instructions"
         (0.15..0.25).contains(&planted),
         "about +20 %: {planted} {why}"
     );
+    let own = first["pct_of_function"].as_f64().unwrap();
+    assert!((15.0..25.0).contains(&own), "the report says it: {why}");
     let explained = why["explained"].as_f64().unwrap();
     assert!(explained > 0.8, "most of the step: {why}");
     for p in ["parent_profile", "culprit_profile"] {

@@ -38,6 +38,13 @@ fn place(c: &Change) -> String {
     }
 }
 
+/// The function's own change, `, +20.0 % of its own`; nothing for a new function.
+fn own(c: &Change) -> String {
+    c.pct_of_function
+        .map(|p| format!(", {p:+.1} % of its own"))
+        .unwrap_or_default()
+}
+
 fn explained(w: &Why) -> String {
     match w.explained {
         Some(e) if w.changes.len() == 1 => {
@@ -85,13 +92,14 @@ pub fn text(why: &Result<Why, String>) -> String {
             for c in &w.changes {
                 let _ = writeln!(
                     o,
-                    "  {:>10}  {:+7.2} %  {}  {}  ({} → {})",
+                    "  {:>10}  {:+7.2} %  {}  {}  ({} → {}{})",
                     signed(c.delta),
                     c.pct_of_total,
                     c.function,
                     place(c),
                     count(c.before as i64),
-                    count(c.after as i64)
+                    count(c.after as i64),
+                    own(c)
                 );
             }
             let _ = writeln!(
@@ -146,7 +154,7 @@ pub fn markdown(why: &Result<Why, String>) -> String {
                 let at = place(c);
                 let _ = writeln!(
                     o,
-                    "| {} | {} | {} | {} | {} | {:+.2} % |",
+                    "| {} | {} | {} | {} | {}{} | {:+.2} % |",
                     md::code(&c.function),
                     if at.is_empty() {
                         String::new()
@@ -156,6 +164,9 @@ pub fn markdown(why: &Result<Why, String>) -> String {
                     count(c.before as i64),
                     count(c.after as i64),
                     signed(c.delta),
+                    c.pct_of_function
+                        .map(|p| format!(" ({p:+.1} %)"))
+                        .unwrap_or_default(),
                     c.pct_of_total
                 );
             }
