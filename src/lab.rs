@@ -123,7 +123,7 @@ impl WorkspaceLab<'_> {
         let recipe = self.ws.config.build.recipe_hash();
         let mine = crate::build::cas::read_manifest(cache, &id, recipe)?.digest;
         let key = crate::store::commit_key(&id);
-        let mut twins: Vec<[u8; 20]> = crate::build::cas::digests(cache, recipe)
+        let mut twins: Vec<[u8; 20]> = crate::build::stale::trusted_digests(cache, recipe)
             .into_iter()
             .filter(|(c, d)| *d == mine && *c != key)
             .map(|(c, _)| c)

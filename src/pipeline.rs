@@ -215,7 +215,7 @@ impl Workspace {
     pub fn find_twins(&self, samples: &mut Samples) {
         let recipe = self.config.build.recipe_hash();
         let mut groups: HashMap<String, Vec<[u8; 20]>> = HashMap::new();
-        for (commit, digest) in build::cas::digests(&self.cache, recipe) {
+        for (commit, digest) in build::stale::trusted_digests(&self.cache, recipe) {
             groups.entry(digest).or_default().push(commit);
         }
         samples.twins.clear();
@@ -234,7 +234,7 @@ impl Workspace {
         };
         let key = commit_key(id);
         let mut group = vec![key];
-        for (commit, digest) in build::cas::digests(&self.cache, recipe) {
+        for (commit, digest) in build::stale::trusted_digests(&self.cache, recipe) {
             if digest == m.digest && commit != key {
                 group.push(commit);
             }
@@ -428,18 +428,31 @@ impl Workspace {
         if stale.is_empty() {
             return Ok(false);
         }
-        let why = format!(
-            "the incremental build of {} differs from a pristine build of the same commit",
-            stale.join(" and ")
-        );
+        let list = match stale.as_slice() {
+            [one] => one.clone(),
+            [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+            [] => String::new(),
+        };
+        let one = stale.len() == 1;
+        let why = if one {
+            format!(
+                "the incremental build of {list} differs from a pristine build of the same commit"
+            )
+        } else {
+            format!(
+                "the incremental builds of {list} differ from pristine builds of the same commits"
+            )
+        };
         let dropped = build::stale::distrust_incremental(&self.cache, build.recipe_hash(), &why)?;
         self.warn(&format!(
             "{why}: the build missed a changed dependency (a Makefile that does not list a \
-             header, say), so its numbers were not the commit's. Its runs are set aside, the \
+             header, say), so {} numbers were not the commit's. {} runs are set aside, the \
              {dropped} other cached incremental build{} of this project {} dropped (their runs set \
              aside until a pristine build shows the same bytes), and from now on every build \
              here starts from a clean worktree (`[build] incremental = false` does this from \
              the start)",
+            if one { "its" } else { "their" },
+            if one { "Its" } else { "Their" },
             if dropped == 1 { "" } else { "s" },
             if dropped == 1 { "is" } else { "are" },
         ));

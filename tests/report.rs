@@ -910,3 +910,25 @@ fn markdown_reports_say_no_change_and_inconclusive_plainly() {
         "{md}"
     );
 }
+
+/// A config found in the current folder (not the repository's own) is repeated in the
+/// reproduce commands, so that they work as pasted in the repository.
+#[test]
+fn reproduce_commands_name_a_config_found_elsewhere() {
+    let f = stepped();
+    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("perfbisect"))
+        .args(["--no-progress", "--repo"])
+        .arg(&f.repo)
+        .args(["find", "value", &f.range(), "--format", "md", "--no-why"])
+        .current_dir(f.dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let md = String::from_utf8_lossy(&out.stdout);
+    let want = format!("--config {}", f.config.display());
+    assert!(md.contains(&want), "{want} in {md}");
+}

@@ -167,6 +167,18 @@ pub fn set_aside_until(cache: &Cache, recipe: u64) -> HashMap<[u8; 20], u64> {
     out
 }
 
+/// The digest of every cached build of `recipe` that may stand for another commit's: all but
+/// incremental builds whose runs are set aside (their bytes are in doubt until a pristine
+/// build of the commit replaces them).
+pub fn trusted_digests(cache: &Cache, recipe: u64) -> Vec<([u8; 20], String)> {
+    let doubtful = set_aside_until(cache, recipe);
+    manifests(cache, recipe)
+        .into_iter()
+        .filter(|(k, m)| m.pristine || !doubtful.contains_key(k))
+        .map(|(k, m)| (k, m.digest))
+        .collect()
+}
+
 /// Every manifest of `recipe`, by commit key.
 fn manifests(cache: &Cache, recipe: u64) -> Vec<([u8; 20], Manifest)> {
     let suffix = format!("-{recipe:016x}.json");

@@ -245,7 +245,7 @@ pub fn find(g: &Global, args: FindArgs) -> anyhow::Result<()> {
         run = search(&ws, test, &args.range, args.jobs, args.no_descend)?;
     }
     let why = why(&ws, &run, args.why, args.no_why)?;
-    let invocation = super::invocation(g);
+    let invocation = super::invocation(g, &ws);
 
     // The chain's medians as stored now (what this search measured, and what was there).
     let samples = ws.samples(&run.test)?;

@@ -234,11 +234,22 @@ fn search_params(
 /// The global options that pick the repository, config and cache, as they must be repeated in
 /// a command printed for the user to paste (absolute paths, shell-quoted, trailing space);
 /// empty when all are the defaults.
-fn invocation(g: &Global) -> String {
+/// The global options reproduce commands repeat: those given, and `--config` whenever the
+/// config in use is not the repository's own `perfbisect.toml` (found in the current folder,
+/// say), so that the commands work as pasted in the repository.
+fn invocation(g: &Global, ws: &Workspace) -> String {
     let mut out = String::new();
+    let own = ws.repo.dir().join("perfbisect.toml");
+    let same = |a: &std::path::Path, b: &std::path::Path| {
+        crate::store::cache::normalize(a) == crate::store::cache::normalize(b)
+    };
+    let config = g
+        .config
+        .clone()
+        .or_else(|| (!same(&ws.config.path, &own)).then(|| ws.config.path.clone()));
     for (flag, p) in [
         ("--repo", &g.repo),
-        ("--config", &g.config),
+        ("--config", &config),
         ("--cache", &g.cache),
     ] {
         if let Some(p) = p {

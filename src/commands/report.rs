@@ -53,7 +53,7 @@ pub fn report(g: &Global, args: ReportArgs) -> anyhow::Result<()> {
     let run = super::find::search(&ws, test, range, args.jobs, args.no_descend)?;
     // The profiles `find` made are kept: a report after it reuses them.
     let why = super::find::why(&ws, &run, false, false)?;
-    let invocation = super::invocation(g);
+    let invocation = super::invocation(g, &ws);
 
     let samples = ws.samples(&run.test)?;
     let all_rows = rows(&ws, &samples, run.commits.clone());
