@@ -357,3 +357,19 @@ metric = { format = "hyperfine", file = "h.json" }
     );
     assert!(text(&out.stdout).contains("build: cargo (app); 3 tests (ok, stray, tool); 3 warnings"));
 }
+
+#[test]
+fn check_refuses_a_config_without_tests() {
+    let d = tempfile::tempdir().unwrap();
+    for text in ["", "[build]\ncommand = \"make\"\nartifacts = [\"app\"]\n"] {
+        let p = d.path().join("perfbisect.toml");
+        std::fs::write(&p, text).unwrap();
+        let out = check(&p);
+        assert_eq!(out.status.code(), Some(2), "{text:?}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("no tests") && err.contains("[tests.NAME]"),
+            "{err}"
+        );
+    }
+}

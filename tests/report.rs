@@ -252,6 +252,30 @@ fn markdown_report_snapshot() {
     );
     assert!(md.contains("### How it was measured"), "{md}");
     snapshot("report.md", &md);
+
+    // A change point `find` did not name is marked so, and the report says why the two differ.
+    let mut two = cps.clone();
+    two.push(perfbisect::stats::ChangePoint {
+        index: 10,
+        before: 13_710_000.0,
+        after: 13_740_000.0,
+        rel_change: 0.0022,
+        p_value: 1e-4,
+        deterministic: false,
+    });
+    let x = Issue {
+        change_points: &two,
+        ..x
+    };
+    let md = issue::markdown(&x);
+    assert!(md.contains("| +3.08 % | p = 1.00e-9 | culprit |"), "{md}");
+    assert!(md.contains("| not named |"), "{md}");
+    assert!(
+        md.contains(
+            "`adadadadad` is not named by `find`: `find` names only steps that interleaved re-runs"
+        ),
+        "{md}"
+    );
 }
 
 #[test]

@@ -26,6 +26,13 @@ fn check(g: &Global) -> anyhow::Result<()> {
         .map(|r| r.dir().to_path_buf());
     let path = crate::config::locate(g.config.as_deref(), repo_dir.as_deref())?;
     let cfg = crate::config::load(&path)?;
+    if cfg.tests.is_empty() {
+        crate::usage!(
+            "{}: no tests: nothing can be measured; add a `[tests.NAME]` table with a `command` \
+             (`perfbisect config init` writes a config for the project, README.md: Configuration)",
+            crate::pipeline::display_path(&path)
+        );
+    }
     let warnings = warnings(&cfg, &path_dirs());
     for w in &warnings {
         eprintln!("{w}");

@@ -363,17 +363,27 @@ fn change_points(o: &mut String, x: &Issue<'_>) {
         );
         return;
     }
+    // The commits `find` named (confirmed culprits), to say where the two answers differ.
+    let named: Vec<gix::ObjectId> = match r.outcome {
+        crate::bisect::Outcome::Culprits(cs) => cs.iter().map(|c| r.commits[c.pos].id).collect(),
+        _ => Vec::new(),
+    };
     let _ = writeln!(
         o,
-        "| first commit of the new level | subject | before | after | change | evidence |\n|---|---|---:|---:|---:|---|"
+        "| first commit of the new level | subject | before | after | change | evidence | `find` |\n|---|---|---:|---:|---:|---|---|"
     );
+    let mut extra = Vec::new();
     for cp in x.change_points {
         let Some(row) = x.rows.get(cp.index) else {
             continue;
         };
+        let is_culprit = named.contains(&row.commit.id);
+        if !is_culprit {
+            extra.push(row.commit.short());
+        }
         let _ = writeln!(
             o,
-            "| `{}` | {} | {} | {} | {:+.2} % | {} |",
+            "| `{}` | {} | {} | {} | {:+.2} % | {} | {} |",
             row.commit.short(),
             md_escape(&row.commit.subject),
             x.quantity(cp.before),
@@ -383,10 +393,42 @@ fn change_points(o: &mut String, x: &Issue<'_>) {
                 "deterministic".to_string()
             } else {
                 format!("p = {:.2e}", cp.p_value)
-            }
+            },
+            if is_culprit { "culprit" } else { "not named" }
         );
     }
     let _ = writeln!(o);
+    if !extra.is_empty() {
+        let list: Vec<String> = extra.iter().map(|c| format!("`{c}`")).collect();
+        let _ = writeln!(
+            o,
+            "{} {} not named by `find`: `find` names only steps that interleaved re-runs of the \
+             commit and the one before it confirm, while change points come from every stored run \
+             at once, unconfirmed. {} over the commits around {} decides {}.\n",
+            list.join(", "),
+            if extra.len() == 1 { "is" } else { "are" },
+            md::code(&format!("perfbisect find {} OLD..NEW", x.find.test.name)),
+            if extra.len() == 1 { "it" } else { "each" },
+            if extra.len() == 1 { "it" } else { "them" },
+        );
+    }
+    let missing: Vec<String> = named
+        .iter()
+        .filter(|id| {
+            !x.change_points
+                .iter()
+                .any(|cp| x.rows.get(cp.index).is_some_and(|r| r.commit.id == **id))
+        })
+        .map(|id| format!("`{}`", crate::git::short(id)))
+        .collect();
+    if !missing.is_empty() {
+        let _ = writeln!(
+            o,
+            "`find`'s culprit {} is no change point here: the stored runs around it are too few \
+             for `detect` to be as certain as the confirmed re-runs were.\n",
+            missing.join(", ")
+        );
+    }
 }
 
 fn measured(o: &mut String, x: &Issue<'_>) {
