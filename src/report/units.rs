@@ -1,5 +1,6 @@
 //! Numbers with SI prefixes in the test's unit, as curl's page writes them ("5.49 G",
-//! "13.3 M"): for headlines, tables and plot axes.
+//! "13.3 M"): for headlines, tables and plot axes. A unit that carries a prefix already ("ns",
+//! "MB/s") is read in its base unit first, so a value never gets two.
 
 /// A power of 1000 and its prefix.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -93,9 +94,45 @@ fn unit_after(prefix: &str, unit: &str) -> String {
     }
 }
 
+/// A value in a unit that already carries a prefix (a harness's "ns", "MB/s") as the same
+/// value in the unit's base ("s", "bytes/sec"), so that it gets the one prefix that fits:
+/// 28,100 ns is "28.10 µs", not "28.10 k ns"; 19,750 MB/s is "19.75 GB/s".
+fn base(v: f64, unit: &str) -> (f64, &str) {
+    let times = [
+        ("ns", 1e-9),
+        ("us", 1e-6),
+        ("µs", 1e-6),
+        ("μs", 1e-6),
+        ("ms", 1e-3),
+    ];
+    if let Some((_, f)) = times.iter().find(|(u, _)| *u == unit) {
+        return (v * f, "s");
+    }
+    let sizes = [
+        ("kB", 1e3),
+        ("KB", 1e3),
+        ("MB", 1e6),
+        ("GB", 1e9),
+        ("TB", 1e12),
+    ];
+    for (p, f) in sizes {
+        if unit == p {
+            return (v * f, "bytes");
+        }
+        if unit
+            .strip_prefix(p)
+            .is_some_and(|rest| rest == "/s" || rest == "/sec")
+        {
+            return (v * f, "bytes/sec");
+        }
+    }
+    (v, unit)
+}
+
 /// `v` with four significant digits and an SI prefix, in `unit`: "13.30 MB", "5.495 GB/s",
 /// "12.34 ms", "3064 bytes", "100 allocs". Integers below 10,000 are printed exactly.
 pub fn quantity(v: f64, unit: &str) -> String {
+    let (v, unit) = base(v, unit);
     if !v.is_finite() {
         return format!("{v}{}", unit_after("", unit));
     }
@@ -122,6 +159,9 @@ pub fn signed_quantity(v: f64, unit: &str) -> String {
 /// Labels for axis ticks `ticks` (evenly spaced) in one shared scale, with just enough
 /// decimals that neighbouring ticks read differently: "13.2 MB", "13.4 MB".
 pub fn tick_labels(ticks: &[f64], unit: &str) -> Vec<String> {
+    let ticks: Vec<f64> = ticks.iter().map(|t| base(*t, unit).0).collect();
+    let unit = base(1.0, unit).1;
+    let ticks = ticks.as_slice();
     let magnitude = ticks.iter().fold(0.0_f64, |m, t| m.max(t.abs()));
     let s = scale_for(magnitude, unit);
     let step = if ticks.len() > 1 {
@@ -198,6 +238,12 @@ mod tests {
         assert_eq!(quantity(f64::NAN, "s"), "NaN s");
         assert_eq!(signed_quantity(62_143_419.0, "bytes/sec"), "+62.14 MB/s");
         assert_eq!(signed_quantity(-3.0, "bytes"), "-3 bytes");
+        // Units that carry a prefix already get the one that fits instead of a second.
+        assert_eq!(quantity(28_100.0, "ns"), "28.10 µs");
+        assert_eq!(quantity(7358.7, "ns"), "7.359 µs");
+        assert_eq!(quantity(19_750.0, "MB/s"), "19.75 GB/s");
+        assert_eq!(quantity(1510.0, "ns"), "1.510 µs");
+        assert_eq!(tick_labels(&[20_000.0, 30_000.0], "ns"), ["20 µs", "30 µs"]);
     }
 
     #[test]
