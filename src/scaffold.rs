@@ -39,8 +39,11 @@ pub struct Found {
     pub programs: Vec<String>,
     /// cargo: bench targets (for the commented harness example).
     pub benches: Vec<String>,
-    /// cargo: criterion is among the dev-dependencies.
+    /// cargo: criterion is among the dev-dependencies (of the package with the benches).
     pub criterion: bool,
+    /// cargo: the workspace member that holds the benches, when it is not a default member
+    /// (it is built with `package`).
+    pub bench_package: Option<String>,
 }
 
 /// Every build system found in `dir`, the one `init` uses first: cargo, CMake, Meson,
@@ -58,6 +61,7 @@ pub fn detect(dir: &Path) -> Vec<Found> {
             programs: program_in(dir, "CMakeLists.txt", cmake_program, "build"),
             benches: Vec::new(),
             criterion: false,
+            bench_package: None,
         });
     }
     if has("meson.build") {
@@ -67,6 +71,7 @@ pub fn detect(dir: &Path) -> Vec<Found> {
             programs: program_in(dir, "meson.build", meson_program, "build"),
             benches: Vec::new(),
             criterion: false,
+            bench_package: None,
         });
     }
     if let Some(f) = ["configure.ac", "configure.in"]
@@ -79,6 +84,7 @@ pub fn detect(dir: &Path) -> Vec<Found> {
             programs: program_in(dir, "Makefile.am", automake_program, ""),
             benches: Vec::new(),
             criterion: false,
+            bench_package: None,
         });
     }
     if let Some(f) = ["GNUmakefile", "makefile", "Makefile"]
@@ -92,6 +98,7 @@ pub fn detect(dir: &Path) -> Vec<Found> {
             programs: make_program(&text).into_iter().collect(),
             benches: Vec::new(),
             criterion: false,
+            bench_package: None,
         });
     }
     out
@@ -248,25 +255,65 @@ fn cargo(dir: &Path) -> Found {
             cargo_metadata::MetadataCommand::parse(String::from_utf8_lossy(&o.stdout)).ok()
         });
     let (mut programs, mut benches) = (Vec::new(), Vec::new());
+    let mut criterion = criterion;
+    let mut bench_package = None;
     match from_metadata {
         Some(meta) => {
-            let mut pkgs = meta.workspace_default_packages();
-            if pkgs.is_empty() {
-                pkgs = meta.workspace_packages();
-            }
-            for p in pkgs {
-                for t in &p.targets {
-                    let list = if t.is_kind(cargo_metadata::TargetKind::Bin) {
-                        &mut programs
-                    } else if t.is_kind(cargo_metadata::TargetKind::Bench) {
-                        &mut benches
-                    } else {
-                        continue;
-                    };
-                    if !list.contains(&t.name) {
-                        list.push(t.name.clone());
+            let defaults = meta.workspace_default_packages();
+            let all = meta.workspace_packages();
+            // Bin and bench targets of `pkgs`; `member`: record the package of the benches.
+            let scan = |pkgs: &[&cargo_metadata::Package],
+                        member: bool,
+                        programs: &mut Vec<String>,
+                        benches: &mut Vec<String>,
+                        criterion: &mut bool,
+                        bench_package: &mut Option<String>| {
+                for p in pkgs {
+                    for t in &p.targets {
+                        let bench = t.is_kind(cargo_metadata::TargetKind::Bench);
+                        let list = if t.is_kind(cargo_metadata::TargetKind::Bin) {
+                            &mut *programs
+                        } else if bench {
+                            &mut *benches
+                        } else {
+                            continue;
+                        };
+                        if !list.contains(&t.name) {
+                            list.push(t.name.clone());
+                        }
+                        if bench {
+                            if p.dependencies.iter().any(|d| d.name == "criterion") {
+                                *criterion = true;
+                            }
+                            if member && bench_package.is_none() {
+                                *bench_package = Some(p.name.to_string());
+                            }
+                        }
                     }
                 }
+            };
+            let first: Vec<&cargo_metadata::Package> = if defaults.is_empty() {
+                all.clone()
+            } else {
+                defaults
+            };
+            let (p, b, c, bp) = (
+                &mut programs,
+                &mut benches,
+                &mut criterion,
+                &mut bench_package,
+            );
+            scan(&first, false, p, b, c, bp);
+            // A workspace whose default members build no program nor bench (a library, its
+            // benches in a member such as `bench/`): the members' targets.
+            if programs.is_empty() && benches.is_empty() {
+                let (p, b, c, bp) = (
+                    &mut programs,
+                    &mut benches,
+                    &mut criterion,
+                    &mut bench_package,
+                );
+                scan(&all, true, p, b, c, bp);
             }
         }
         None => {
@@ -309,7 +356,61 @@ fn cargo(dir: &Path) -> Found {
         programs,
         benches,
         criterion,
+        bench_package,
     }
+}
+
+/// The config of a cargo project that builds no program but has benches (a library whose
+/// criterion benches live in a workspace member): the first bench, with its harness's numbers.
+fn bench_config(f: &Found) -> String {
+    let b = &f.benches[0];
+    let mut o = String::new();
+    o += &format!(
+        "# No bin target: the bench target `{b}`{} is built (`cargo bench --no-run`) and run.\n",
+        f.bench_package
+            .as_ref()
+            .map(|p| format!(" of the workspace member `{p}`"))
+            .unwrap_or_default()
+    );
+    o += "[build]\n\
+          # Built with cargo in perfbisect's own worktree of each commit (never your checkout);\n\
+          # the bench executable is cached under its target's name, so a test runs `./NAME`.\n";
+    o += &format!(
+        "cargo = {{ benches = [{}]{} }}\n",
+        q(b),
+        f.bench_package
+            .as_ref()
+            .map(|p| format!(", package = {}", q(p)))
+            .unwrap_or_default()
+    );
+    o += "timeout = \"30m\"\n\n";
+    if f.criterion {
+        o += &format!(
+            "# criterion's median of one benchmark, in ns (the bench's only benchmark; with several,\n\
+             # name one: `name = \"group/id\"`, as `cargo bench` prints it). Each run runs the bench\n\
+             # once; add a filter after `--bench` to run only that benchmark.\n\
+             [tests.{b}-median]\n\
+             command = {}\n\
+             metric = {{ format = \"criterion\" }}\n\
+             direction = \"lower\"\n\
+             repeats = 3\n\
+             threshold = \"3%\"\n",
+            q(&format!("./{b} --bench"))
+        );
+    } else {
+        o += &format!(
+            "# libtest's ns/iter of one benchmark (the bench's only one; with several, name one:\n\
+             # `name = \"BENCH NAME\"`).\n\
+             [tests.{b}-ns]\n\
+             command = {}\n\
+             metric = {{ format = \"libtest\" }}\n\
+             direction = \"lower\"\n\
+             repeats = 3\n\
+             threshold = \"3%\"\n",
+            q(&format!("./{b} --bench"))
+        );
+    }
+    o
 }
 
 /// A TOML basic string.
@@ -375,6 +476,12 @@ pub fn render(dir: &Path, found: &[Found]) -> String {
     let first = found.first();
     let system = first.map(|f| f.system);
     let program = first.and_then(|f| f.programs.first().cloned());
+    if let Some(f) = first
+        .filter(|f| f.system == System::Cargo && f.programs.is_empty() && !f.benches.is_empty())
+    {
+        o += &bench_config(f);
+        return o;
+    }
     // The program a test runs, relative to the artifact directory (its working directory).
     let (run, guessed) = match (system, &program) {
         (Some(System::Cargo), Some(p)) => (format!("./{p}"), false),
@@ -527,16 +634,24 @@ mod tests {
             (System::Autotools, vec!["src/curl".into()]),
             (System::Make, vec!["app".into()]),
         ] {
+            let benches_only = system == System::Cargo && programs.is_empty();
             let f = Found {
                 system,
                 evidence: "x".into(),
                 programs,
                 benches: vec!["speed".into()],
                 criterion: true,
+                bench_package: None,
             };
             let text = render(Path::new("/r/demo"), &[f]);
             let c = crate::config::parse(&text, Path::new("/r/perfbisect.toml"))
                 .unwrap_or_else(|e| panic!("{system:?}: {e:#}\n{text}"));
+            if benches_only {
+                // No program: the bench, with criterion's numbers.
+                assert_eq!(c.tests.len(), 1, "{text}");
+                assert!(c.tests.contains_key("speed-median"), "{text}");
+                continue;
+            }
             assert_eq!(c.tests.len(), 2, "{text}");
             assert!(c.tests.values().any(|t| t.metric.describe() == "max-rss"));
             assert_eq!(c.build.cargo.is_some(), system == System::Cargo);

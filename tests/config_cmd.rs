@@ -373,3 +373,46 @@ fn check_refuses_a_config_without_tests() {
         );
     }
 }
+
+/// A library whose criterion benches live in a workspace member (as BurntSushi/bstr's
+/// `bench/`): init offers that bench with a criterion test, not a placeholder program.
+#[test]
+fn init_offers_a_members_criterion_bench_when_nothing_else_builds_a_program() {
+    let d = tempfile::tempdir().unwrap();
+    let repo = d.path().join("lib");
+    let files = [
+        (
+            "Cargo.toml",
+            "[package]\nname = \"textlib\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\nmembers = [\"bench\"]\n",
+        ),
+        ("src/lib.rs", "pub fn f() -> u32 { 1 }\n"),
+        (
+            "bench/Cargo.toml",
+            "[package]\nname = \"textlib-bench\"\nversion = \"0.1.0\"\nedition = \"2021\"\npublish = false\n\n[dev-dependencies]\ncriterion = \"0.5\"\n\n[[bench]]\nname = \"speed\"\nharness = false\n",
+        ),
+        ("bench/src/lib.rs", ""),
+        ("bench/benches/speed.rs", "fn main() {}\n"),
+    ];
+    for (p, text) in files {
+        let p = repo.join(p);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    let (config, err) = init(&repo);
+    assert!(
+        config.contains("cargo = { benches = [\"speed\"], package = \"textlib-bench\" }"),
+        "{config}\n{err}"
+    );
+    assert!(
+        config.contains("metric = { format = \"criterion\" }"),
+        "{config}"
+    );
+    assert!(
+        !config.contains("./app"),
+        "no placeholder program: {config}"
+    );
+    let path = d.path().join("perfbisect.toml");
+    std::fs::write(&path, &config).unwrap();
+    let out = check(&path);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}
