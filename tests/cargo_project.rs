@@ -24,8 +24,9 @@ fn config(bins: &str) -> String {
         r#"
 [build]
 cargo = {{ bins = [{bins}], benches = ["speed"] }}
-# No network; RUSTC_BOOTSTRAP lets libtest's #[bench] build on a stable toolchain.
-env = {{ CARGO_NET_OFFLINE = "true", RUSTC_BOOTSTRAP = "1" }}
+# No network; RUSTC_BOOTSTRAP lets libtest's #[bench] build on a stable toolchain. The bench
+# carries debug information, as bench profiles with `debug = true` do.
+env = {{ CARGO_NET_OFFLINE = "true", RUSTC_BOOTSTRAP = "1", CARGO_PROFILE_BENCH_DEBUG = "true", CARGO_PROFILE_BENCH_STRIP = "none" }}
 timeout = "10m"
 
 [tests.value]
@@ -105,7 +106,27 @@ fn a_cargo_workspace_is_built_measured_and_bisected_without_paths() {
             let m = std::fs::metadata(entry.join(exe)).unwrap();
             assert!(m.permissions().mode() & 0o111 != 0, "{exe} in {entry:?}");
         }
+        // The cached bench keeps its symbols but not its debug information (tens of MB a
+        // commit on real projects).
+        let sections = sections(&entry.join("speed"));
+        assert!(
+            !sections.contains(".debug_info"),
+            "debug info kept: {sections}"
+        );
+        assert!(sections.contains(".symtab"), "symbols dropped: {sections}");
     }
+    let built = walk_files(&f.cache.join("worktrees"))
+        .into_iter()
+        .find(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("speed-") && !n.contains('.'))
+        })
+        .expect("the bench executable in a worktree's target/");
+    assert!(
+        sections(&built).contains(".debug_info"),
+        "the build itself has debug information: {built:?}"
+    );
 
     // What the binary prints moved at the third commit: find names it (building the first).
     let found = f.json(&["find", "value", &range, "--format", "json"]);
@@ -136,4 +157,28 @@ fn a_cargo_workspace_is_built_measured_and_bisected_without_paths() {
         err.contains("no bin target `tol` in the workspace at this commit; did you mean `tool`? (bin targets: tool)"),
         "{err}"
     );
+}
+
+/// Every file under `dir`.
+fn walk_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk_files(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// The section headers of an ELF file, as `readelf -S` lists them.
+fn sections(exe: &std::path::Path) -> String {
+    let out = std::process::Command::new("readelf")
+        .args(["-S", "--wide"])
+        .arg(exe)
+        .output()
+        .expect("readelf (binutils, beside the C compiler the tests need)");
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }

@@ -328,9 +328,11 @@ fn copy_artifacts(
         if !src.is_file() {
             return Err(ArtifactError::Missing(name.clone()));
         }
-        copy_tree(src, &tmp.path().join(name)).map_err(|e| {
+        let to = tmp.path().join(name);
+        copy_tree(src, &to).map_err(|e| {
             ArtifactError::Io(e.context(format!("cannot copy executable `{name}` into the cache")))
         })?;
+        strip_debug(&to);
     }
     // Into the object store, and the manifest before the entry: an entry in place always has
     // its manifest (a crash in between leaves a manifest of a build that is missing, which
@@ -355,6 +357,19 @@ fn copy_artifacts(
     crate::store::try_sync_dir(dest.parent().expect("artifacts have a parent"))
         .map_err(ArtifactError::Io)?;
     Ok(manifest)
+}
+
+/// Drop the debug information of a cached cargo executable (bench profiles carry tens of MB
+/// of it per commit), keeping its symbol table: what a profile of the culprit needs to name
+/// functions. Best effort: without binutils' `strip`, the copy stays whole.
+fn strip_debug(exe: &Path) {
+    let _ = std::process::Command::new("strip")
+        .arg("--strip-debug")
+        .arg(exe)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status();
 }
 
 fn copy_tree(src: &Path, to: &Path) -> anyhow::Result<()> {
