@@ -1184,9 +1184,17 @@ fn box_panel<DB: DrawingBackend>(
                 continue;
             }
             let size = if li == 0 { small } else { small - 1.0 };
+            // A box's name that does not fit ("after 6df1c9db1e") keeps its commit, not its
+            // first word cut short ("after 6df1…").
+            let shown = match t.rsplit_once(' ') {
+                Some((_, last)) if li == 0 && text_width(root, t, size) > text_max => {
+                    fit(root, last, size, text_max)
+                }
+                _ => fit(root, t, size, text_max),
+            };
             label(
                 root,
-                &fit(root, t, size, text_max),
+                &shown,
                 (cx, ly),
                 size,
                 if li == 0 {
