@@ -297,17 +297,26 @@ pub fn cached(
         Profile::read_dir(&bdir).ok()?,
         Profile::read_dir(&adir).ok()?,
     );
-    let (changes, explained) = diff(&b, &a, TOP);
-    Some(Why {
+    Some(answer((parent, &b, &bdir), (culprit, &a, &adir)))
+}
+
+/// The functions that moved from the parent's profile to the culprit's, each with its commit
+/// and where it is kept.
+fn answer(
+    (parent, b, bdir): (ObjectId, &Profile, &Path),
+    (culprit, a, adir): (ObjectId, &Profile, &Path),
+) -> Why {
+    let (changes, explained) = diff(b, a, TOP);
+    Why {
         parent: parent.to_string(),
         culprit: culprit.to_string(),
         total_before: b.total,
         total_after: a.total,
         changes,
         explained,
-        parent_profile: crate::pipeline::display_path(&bdir),
-        culprit_profile: crate::pipeline::display_path(&adir),
-    })
+        parent_profile: crate::pipeline::display_path(bdir),
+        culprit_profile: crate::pipeline::display_path(adir),
+    }
 }
 
 /// Profile `test` on `parent` and `culprit` and list the functions that moved. `Err` inside:
@@ -337,17 +346,10 @@ pub fn why(
         Ok(x) => x,
         Err(e) => return Ok(Err(e)),
     };
-    let (changes, explained) = diff(&before, &after, TOP);
-    Ok(Ok(Why {
-        parent: parent.to_string(),
-        culprit: culprit.to_string(),
-        total_before: before.total,
-        total_after: after.total,
-        changes,
-        explained,
-        parent_profile: crate::pipeline::display_path(&bdir),
-        culprit_profile: crate::pipeline::display_path(&adir),
-    }))
+    Ok(Ok(answer(
+        (parent, &before, &bdir),
+        (culprit, &after, &adir),
+    )))
 }
 
 #[cfg(test)]

@@ -259,8 +259,8 @@ pub fn manifest_or_hash(
     Some(m)
 }
 
-/// Digests of every manifest of `recipe`, by commit.
-pub fn digests(cache: &Cache, recipe: u64) -> Vec<([u8; 20], String)> {
+/// Every manifest of `recipe`, by commit key.
+pub fn manifests(cache: &Cache, recipe: u64) -> Vec<([u8; 20], Manifest)> {
     let suffix = format!("-{recipe:016x}.json");
     let Ok(rd) = fs::read_dir(cache.root.join("manifests")) else {
         return Vec::new();
@@ -280,7 +280,7 @@ pub fn digests(cache: &Cache, recipe: u64) -> Vec<([u8; 20], String)> {
         else {
             continue;
         };
-        out.push((crate::store::commit_key(&id), m.digest));
+        out.push((crate::store::commit_key(&id), m));
     }
     out
 }

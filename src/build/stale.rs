@@ -94,7 +94,7 @@ fn set_aside(
 pub fn distrust_incremental(cache: &Cache, recipe: u64, why: &str) -> anyhow::Result<usize> {
     write(&flag(cache, recipe), why.as_bytes())?;
     let mut n = 0;
-    for (key, m) in manifests(cache, recipe) {
+    for (key, m) in cas::manifests(cache, recipe) {
         if m.pristine {
             continue;
         }
@@ -172,33 +172,11 @@ pub fn set_aside_until(cache: &Cache, recipe: u64) -> HashMap<[u8; 20], u64> {
 /// build of the commit replaces them).
 pub fn trusted_digests(cache: &Cache, recipe: u64) -> Vec<([u8; 20], String)> {
     let doubtful = set_aside_until(cache, recipe);
-    manifests(cache, recipe)
+    cas::manifests(cache, recipe)
         .into_iter()
         .filter(|(k, m)| m.pristine || !doubtful.contains_key(k))
         .map(|(k, m)| (k, m.digest))
         .collect()
-}
-
-/// Every manifest of `recipe`, by commit key.
-fn manifests(cache: &Cache, recipe: u64) -> Vec<([u8; 20], Manifest)> {
-    let suffix = format!("-{recipe:016x}.json");
-    let Ok(rd) = fs::read_dir(cache.root.join("manifests")) else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    for e in rd.flatten() {
-        let name = e.file_name();
-        let Some(hex) = name.to_str().and_then(|n| n.strip_suffix(&suffix)) else {
-            continue;
-        };
-        let Ok(id) = ObjectId::from_hex(hex.as_bytes()) else {
-            continue;
-        };
-        if let Some(m) = cas::read_manifest(cache, &id, recipe) {
-            out.push((crate::store::commit_key(&id), m));
-        }
-    }
-    out
 }
 
 /// Take a cached entry out of the cache (renamed away first, so it never looks half there).
