@@ -213,9 +213,12 @@ pub fn diff(before: &Profile, after: &Profile, top: usize) -> (Vec<Change>, Opti
 }
 
 /// Whether a test's culprit is worth profiling by default: its metric is a cost of running
-/// code (times, instructions, a tool's number), not a size or a peak of memory.
+/// code (times, instructions, a number the command prints), not a size or a peak of memory,
+/// and not a benchmark harness's: criterion, Google Benchmark and hyperfine run for a set
+/// time, so a faster build runs more iterations and its instructions are not comparable
+/// (`--why` still asks for it).
 pub fn worth_profiling(test: &Test) -> bool {
-    !test.deterministic && !matches!(test.metric, Metric::MaxRss)
+    !test.deterministic && !matches!(test.metric, Metric::MaxRss | Metric::Harness(_))
 }
 
 /// The directory of `commit`'s profile for `test`.

@@ -386,9 +386,9 @@ fn bench_config(f: &Found) -> String {
     o += "timeout = \"30m\"\n\n";
     if f.criterion {
         o += &format!(
-            "# criterion's median of one benchmark, in ns (the bench's only benchmark; with several,\n\
-             # name one: `name = \"group/id\"`, as `cargo bench` prints it). Each run runs the bench\n\
-             # once; add a filter after `--bench` to run only that benchmark.\n\
+            "# criterion's median of one benchmark, in ns. Name it (`name = \"group/id\"`, as\n\
+             # `./{b} --bench --list` prints it) and put the same filter after `--bench`, or every run\n\
+             # goes through the whole suite: without a name the bench must run exactly one.\n\
              [tests.{b}-median]\n\
              command = {}\n\
              metric = {{ format = \"criterion\" }}\n\
@@ -399,8 +399,8 @@ fn bench_config(f: &Found) -> String {
         );
     } else {
         o += &format!(
-            "# libtest's ns/iter of one benchmark (the bench's only one; with several, name one:\n\
-             # `name = \"BENCH NAME\"`).\n\
+            "# libtest's ns/iter of one benchmark. Name it (`name = \"BENCH NAME\"`) and put the same\n\
+             # filter after `--bench`: without a name the bench must run exactly one.\n\
              [tests.{b}-ns]\n\
              command = {}\n\
              metric = {{ format = \"libtest\" }}\n\

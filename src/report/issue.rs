@@ -458,16 +458,19 @@ fn measured(o: &mut String, x: &Issue<'_>) {
     );
     match &m.build_command {
         Some(b) => {
-            let _ = writeln!(
-                o,
-                "- build: {}, artifacts {}",
-                md::code(b),
-                m.artifacts
-                    .iter()
-                    .map(|a| md::code(a))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
+            let artifacts = if m.artifacts.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    ", artifacts {}",
+                    m.artifacts
+                        .iter()
+                        .map(|a| md::code(a))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            };
+            let _ = writeln!(o, "- build: {}{artifacts}", md::code(b));
         }
         None => {
             let _ = writeln!(o, "- build: none (artifacts copied as checked out)");

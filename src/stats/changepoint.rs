@@ -805,9 +805,33 @@ impl Ctx<'_> {
             .iter()
             .filter_map(|c| self.kept.pos.iter().position(|&p| p == c.index))
             .collect();
+        // A series too short for the segmentation to place any boundary (fewer than two
+        // minimum segments): its two end zones meet, so every split is one candidate of one
+        // zone, and the most certain split that passes is the step.
+        if bounds.is_empty() && m < 2 * self.min_seg {
+            let candidates = (m - 1) as f64;
+            let best = (1..m)
+                .map(|b| (b, self.test(0, b, m)))
+                .filter(|(_, t)| {
+                    t.reached && t.p * candidates * self.scan_factor(t.shortest) < self.alpha
+                })
+                .min_by(|(_, a), (_, b)| a.p.total_cmp(&b.p));
+            return best
+                .map(|(b, t)| {
+                    vec![ChangePoint {
+                        index: self.kept.pos[b],
+                        before: t.before,
+                        after: t.after,
+                        rel_change: rel_change(t.before, t.after),
+                        p_value: t.p,
+                        deterministic: false,
+                    }]
+                })
+                .unwrap_or_default();
+        }
         // (An end zone reaches at most a quarter of the series in: a huge `min_seg` does not
         // turn every commit into an end.)
-        let short = (self.min_seg - 1).min((m / 4).max(1));
+        let short = (self.min_seg - 1).min((m / 4).max(((m - 1) / 3).max(1)));
         let candidates = (2 * short) as f64;
         // A boundary the segmentation put `min_seg` from an end may belong closer to it: the
         // most certain split between the end and it wins.
@@ -896,7 +920,6 @@ impl Ctx<'_> {
         if add.is_empty() {
             return found;
         }
-        let added: Vec<usize> = add.iter().map(|c| c.index).collect();
         found.extend(add);
         found.sort_by_key(|c| c.index);
         found.dedup_by_key(|c| c.index);
@@ -911,9 +934,8 @@ impl Ctx<'_> {
             let k = bs.len() as f64;
             let keep: Vec<bool> = (0..bs.len())
                 .map(|i| {
-                    if added.contains(&found[i].index) {
-                        return true;
-                    }
+                    // An end point too: beside another end point it may no longer stand (one
+                    // step near the start makes the far end look different from the rest).
                     let a = if i == 0 { 0 } else { bs[i - 1] };
                     let c = bs.get(i + 1).copied().unwrap_or(m);
                     let t = self.test(a, bs[i], c);
@@ -1060,6 +1082,33 @@ mod tests {
 
     fn step(n: usize, at: usize, lo: f64, hi: f64) -> Vec<f64> {
         (0..n).map(|i| if i < at { lo } else { hi }).collect()
+    }
+
+    #[test]
+    fn a_step_in_a_short_series_with_many_runs_is_placed_where_it_is() {
+        // Five or seven commits of 12 runs (±20 %), levels 40 and 10, the step two commits
+        // from an end: the segmentation cannot place it, the end test must, at its commit.
+        let mut rng = 1u64;
+        let mut noise = || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            (rng % 10_000) as f64 / 10_000.0 * 0.4 - 0.2
+        };
+        for (levels, want) in [
+            (vec![40.0, 40.0, 40.0, 10.0, 10.0], 3),
+            (vec![40.0, 40.0, 10.0, 10.0, 10.0, 10.0, 10.0], 2),
+            (vec![40.0, 40.0, 40.0, 40.0, 40.0, 10.0, 10.0], 5),
+        ] {
+            let series: Vec<Vec<f64>> = levels
+                .iter()
+                .map(|l| (0..12).map(|_| l * (1.0 + noise())).collect())
+                .collect();
+            let cps = detect(&series, &Options::default());
+            assert_eq!(cps.len(), 1, "{levels:?}: {cps:?}");
+            assert_eq!(cps[0].index, want, "{levels:?}: {cps:?}");
+            assert!(cps[0].before > 30.0 && cps[0].after < 13.0, "{cps:?}");
+        }
     }
 
     #[test]
