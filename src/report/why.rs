@@ -73,12 +73,30 @@ fn header(w: &Why) -> String {
     )
 }
 
+/// The run's instructions moved by less than a thousandth: the functions' small moves are
+/// noise of the run, not where the step is (a step in a printed number or in time spent
+/// waiting does not show in the code's work).
+fn flat(w: &Why) -> bool {
+    let (b, a) = (w.total_before as f64, w.total_after as f64);
+    b > 0.0 && ((a - b) / b).abs() < 1e-3
+}
+
+fn flat_line(w: &Why) -> String {
+    format!(
+        "the instructions did not move ({}): the step is not in the work the code does",
+        header(w)
+    )
+}
+
 /// Lines for the terminal, after the culprit's.
 pub fn text(why: &Result<Why, String>) -> String {
     let mut o = String::new();
     match why {
         Err(e) => {
             let _ = writeln!(o, "why: not profiled: {}", e.lines().next().unwrap_or(e));
+        }
+        Ok(w) if flat(w) => {
+            let _ = writeln!(o, "why: {}", flat_line(w));
         }
         Ok(w) if w.changes.is_empty() => {
             let _ = writeln!(o, "why: no function's instructions changed ({})", header(w));
@@ -132,6 +150,9 @@ pub fn markdown(why: &Result<Why, String>) -> String {
                 "Not profiled: {}\n",
                 md::text(e.lines().next().unwrap_or(e))
             );
+        }
+        Ok(w) if flat(w) => {
+            let _ = writeln!(o, "**Why**: {}.\n", md::text(&flat_line(w)));
         }
         Ok(w) if w.changes.is_empty() => {
             let _ = writeln!(
