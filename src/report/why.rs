@@ -196,3 +196,47 @@ pub fn markdown(why: &Result<Why, String>) -> String {
     }
     o
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn why(before: u64, after: u64) -> Why {
+        Why {
+            parent: "a".repeat(40),
+            culprit: "b".repeat(40),
+            total_before: before,
+            total_after: after,
+            changes: vec![Change {
+                function: "hack_digit".into(),
+                file: "printf_fp.c".into(),
+                line: Some(170),
+                before: 510,
+                after: 562,
+                delta: 52,
+                pct_of_total: 0.0,
+                pct_of_function: Some(10.2),
+            }],
+            explained: Some(0.99),
+            parent_profile: "p".into(),
+            culprit_profile: "c".into(),
+        }
+    }
+
+    #[test]
+    fn a_run_whose_instructions_did_not_move_lists_no_functions() {
+        let t = text(&Ok(why(63_320_000, 63_320_200)));
+        assert!(
+            t.contains("did not move") && !t.contains("hack_digit"),
+            "{t}"
+        );
+        let t = text(&Ok(why(1_000_000, 1_200_000)));
+        assert!(
+            t.contains("hack_digit") && t.contains("+10.2 % of its own"),
+            "{t}"
+        );
+        let m = markdown(&Ok(why(1_000_000, 1_200_000)));
+        assert!(m.contains("| `hack_digit` | `printf_fp.c:170` |"), "{m}");
+        assert!(text(&Err("Valgrind is not installed".into())).contains("not profiled"));
+    }
+}
