@@ -171,6 +171,12 @@ fn build_into(
             )));
         }
     };
+    let interrupted = || Outcome {
+        commit,
+        result: Err("interrupted".into()),
+        seconds: start.elapsed().as_secs_f64(),
+        interrupted: true,
+    };
     let mut executables = Vec::new();
     if let Some(cargo_build) = &build.cargo {
         fs::File::create(&log_path)
@@ -194,17 +200,7 @@ fn build_into(
             cargo::Built::Failed(why) => {
                 return failure(format!("{why}\n{}", process::file_tail(&log_path)))
             }
-            cargo::Built::Interrupted => {
-                return Ok((
-                    Outcome {
-                        commit,
-                        result: Err("interrupted".into()),
-                        seconds: start.elapsed().as_secs_f64(),
-                        interrupted: true,
-                    },
-                    None,
-                ))
-            }
+            cargo::Built::Interrupted => return Ok((interrupted(), None)),
         }
     }
     if let Some(cmd) = &build.command {
@@ -228,17 +224,7 @@ fn build_into(
             extra: Default::default(),
         })?;
         match fin.status {
-            Status::Interrupted => {
-                return Ok((
-                    Outcome {
-                        commit,
-                        result: Err("interrupted".into()),
-                        seconds: start.elapsed().as_secs_f64(),
-                        interrupted: true,
-                    },
-                    None,
-                ))
-            }
+            Status::Interrupted => return Ok((interrupted(), None)),
             s if !s.success() => {
                 let what = if s == Status::TimedOut {
                     format!(

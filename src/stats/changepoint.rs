@@ -817,16 +817,7 @@ impl Ctx<'_> {
                 })
                 .min_by(|(_, a), (_, b)| a.p.total_cmp(&b.p));
             return best
-                .map(|(b, t)| {
-                    vec![ChangePoint {
-                        index: self.kept.pos[b],
-                        before: t.before,
-                        after: t.after,
-                        rel_change: rel_change(t.before, t.after),
-                        p_value: t.p,
-                        deterministic: false,
-                    }]
-                })
+                .map(|(b, t)| vec![self.point(b, &t)])
                 .unwrap_or_default();
         }
         // (An end zone reaches at most a quarter of the series in: a huge `min_seg` does not
@@ -873,14 +864,7 @@ impl Ctx<'_> {
                 .filter(|(_, t)| t.reached && t.p * k * self.scan_factor(t.shortest) < self.alpha);
             if let Some((b, t)) = better {
                 if let Some(cp) = found.iter_mut().find(|c| c.index == self.kept.pos[b0]) {
-                    *cp = ChangePoint {
-                        index: self.kept.pos[b],
-                        before: t.before,
-                        after: t.after,
-                        rel_change: rel_change(t.before, t.after),
-                        p_value: t.p,
-                        deterministic: false,
-                    };
+                    *cp = self.point(b, &t);
                     found_b[i] = b;
                 }
             }
@@ -907,14 +891,7 @@ impl Ctx<'_> {
                 }
             }
             if let Some((b, t)) = best {
-                add.push(ChangePoint {
-                    index: self.kept.pos[b],
-                    before: t.before,
-                    after: t.after,
-                    rel_change: rel_change(t.before, t.after),
-                    p_value: t.p,
-                    deterministic: false,
-                });
+                add.push(self.point(b, &t));
             }
         }
         if add.is_empty() {
@@ -949,6 +926,18 @@ impl Ctx<'_> {
             found.retain(|_| *it.next().unwrap_or(&true));
         }
         found
+    }
+
+    /// The change point of kept commit `b`, tested as `t`.
+    fn point(&self, b: usize, t: &Tested) -> ChangePoint {
+        ChangePoint {
+            index: self.kept.pos[b],
+            before: t.before,
+            after: t.after,
+            rel_change: rel_change(t.before, t.after),
+            p_value: t.p,
+            deterministic: false,
+        }
     }
 
     /// The segmentation searched every position, so a short segment that looks different was
