@@ -293,8 +293,11 @@ fn run_once(g: &Global, args: &RunArgs, check_steps: bool) -> anyhow::Result<boo
     }
     // Every step in the numbers now stands on two builds: those must be what the commits
     // build, whatever the project's dependency tracking missed (a header no rule lists).
+    // Only when this pass built something: builds made before were checked by the run that
+    // made them, and reading every test's store again is not free on a run of 500 repeats.
     if check_steps
         && incremental
+        && summary.builds > 0
         && ws.check_builds(&step_evidence(&ws, &tests, &range.commits)?)?
     {
         ws.note("perfbisect: measuring again, with pristine builds");
