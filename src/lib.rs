@@ -12,6 +12,7 @@ pub mod demo;
 pub mod error;
 pub mod fingerprint;
 pub mod git;
+pub mod import;
 pub mod interrupt;
 pub mod lab;
 pub mod measure;

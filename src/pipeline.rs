@@ -263,7 +263,34 @@ impl Workspace {
 
     /// Load the stored samples of `test`, keeping only those of the current definitions.
     pub fn samples(&self, test: &Test) -> anyhow::Result<Samples> {
-        let loaded = self.cache.store().load(&test.name)?;
+        self.samples_for(test, None)
+    }
+
+    /// [`Workspace::samples`] of the commits `scope` names (and of the commits whose builds
+    /// are byte-identical to theirs), read through the store's index: a command about a few
+    /// commits reads their records, not all of history. `None`: every commit.
+    pub fn samples_for(&self, test: &Test, scope: Option<&[ObjectId]>) -> anyhow::Result<Samples> {
+        let store = self.cache.store();
+        let loaded = match scope {
+            None => store.load(&test.name)?,
+            Some(ids) => {
+                let mut wanted: std::collections::HashSet<[u8; 20]> =
+                    ids.iter().map(commit_key).collect();
+                if test.shares_identical_builds() {
+                    let recipe = self.config.build.recipe_hash();
+                    let mut groups: HashMap<String, Vec<[u8; 20]>> = HashMap::new();
+                    for (commit, digest) in build::stale::trusted_digests(&self.cache, recipe) {
+                        groups.entry(digest).or_default().push(commit);
+                    }
+                    for g in groups.values() {
+                        if g.iter().any(|c| wanted.contains(c)) {
+                            wanted.extend(g.iter().copied());
+                        }
+                    }
+                }
+                store.load_commits(&test.name, &wanted)?
+            }
+        };
         if self.verbosity.verbose > 0 {
             for w in &loaded.warnings {
                 self.warn(w);

@@ -113,9 +113,10 @@ fn run_once(g: &Global, args: &RunArgs, check_steps: bool) -> anyhow::Result<boo
 
     // What each (commit, test) still needs, as far as is known before building: a commit not
     // built yet may turn out to be byte-identical to a measured one.
+    let ids: Vec<gix::ObjectId> = commits.iter().map(|c| c.id).collect();
     let mut samples = Vec::new();
     for test in &tests {
-        let s = ws.samples(test)?;
+        let s = ws.samples_for(test, Some(&ids))?;
         if !g.quiet {
             if let Some(note) = ws.cache.store().stale_note(&test.name, s.stale) {
                 ws.note(&note);
@@ -176,7 +177,7 @@ fn run_once(g: &Global, args: &RunArgs, check_steps: bool) -> anyhow::Result<boo
         }
         samples.clear();
         for test in &tests {
-            samples.push(ws.samples(test)?);
+            samples.push(ws.samples_for(test, Some(&ids))?);
         }
     }
     if crate::interrupt::requested() {
@@ -185,9 +186,10 @@ fn run_once(g: &Global, args: &RunArgs, check_steps: bool) -> anyhow::Result<boo
 
     // The builds just made have manifests: commits now known to be byte-identical to
     // measured ones share their samples instead of running again.
+    // (Read again: an identical build outside the commits read has samples to share.)
     for (s, t) in samples.iter_mut().zip(&tests) {
         if t.shares_identical_builds() {
-            ws.find_twins(s);
+            *s = ws.samples_for(t, Some(&ids))?;
         }
     }
     let total: usize = (0..commits.len())
@@ -684,8 +686,9 @@ fn step_evidence(
     commits: &[crate::git::CommitInfo],
 ) -> anyhow::Result<Vec<gix::ObjectId>> {
     let mut out = Vec::new();
+    let ids: Vec<gix::ObjectId> = commits.iter().map(|c| c.id).collect();
     for t in tests {
-        let samples = ws.samples(t)?;
+        let samples = ws.samples_for(t, Some(&ids))?;
         let rows = super::rows(ws, &samples, commits.to_vec());
         for cp in super::change_points(t, &rows) {
             let before = rows[..cp.index].iter().rev().find(|r| !r.values.is_empty());
