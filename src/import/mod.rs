@@ -29,7 +29,7 @@ use crate::error::UsageError;
 use crate::pipeline::Workspace;
 use crate::store::{commit_key, Appender, Import, Sample};
 
-use keys::{Key, StoredKeys};
+use keys::StoredKeys;
 
 /// Problems listed one by one before the rest are only counted (`-v` lists all).
 pub const LISTED: usize = 50;
@@ -276,7 +276,8 @@ struct Sink<'w> {
     ws: &'w Workspace,
     recipe: u64,
     commits: HashMap<String, Result<ObjectId, Refusal>>,
-    tests: HashMap<String, Option<&'w Test>>,
+    /// The config's tests by name, with their definition hash.
+    tests: HashMap<String, Option<(&'w Test, u64)>>,
     writers: BTreeMap<String, Writer>,
     added_commits: HashSet<[u8; 20]>,
     /// Tests whose store this import created (removed again when it is refused).
@@ -311,11 +312,12 @@ impl Rows for Sink<'_> {
             Some(t) => *t,
             None => {
                 let t = ws.config.tests.get(row.test.as_str());
+                let t = t.map(|t| (t, t.definition_hash()));
                 self.tests.insert(row.test.clone(), t);
                 t
             }
         };
-        let Some(test) = test else {
+        let Some((test, test_hash)) = test else {
             let why = if row.test.is_empty() {
                 "no test named".to_string()
             } else {
@@ -347,7 +349,7 @@ impl Rows for Sink<'_> {
                 return Ok(());
             }
         };
-        let s = match sample(&row, test, id, self.recipe) {
+        let s = match sample(&row, test_hash, id, self.recipe) {
             Ok(s) => s,
             Err(r) => {
                 report.refuse(row.line, Why::BadRow, r);
@@ -355,7 +357,11 @@ impl Rows for Sink<'_> {
             }
         };
         if !report.fatal.is_empty() {
-            // The import stops at the end: the rest is only read for what else is wrong.
+            // The import stops at the end: the rest is only read for what else is wrong
+            // (whatever the file holds, no record is written that a load could not read).
+            if let Err(e) = crate::store::encode_frame(&s) {
+                report.fatal.push((row.line, format!("{e:#}")));
+            }
             return Ok(());
         }
         let w = match self.writers.get_mut(&test.name) {
@@ -379,13 +385,20 @@ impl Rows for Sink<'_> {
         };
         // Only what is new: rows already stored (from an earlier import of the same file) are
         // not added again, counted with multiplicity so a row listed twice is stored twice.
-        if w.stored.take(&Key::new_row(&s, export)) {
+        if w.stored.take(keys::new_row(&s, export)) {
             self.out.already += 1;
             return Ok(());
         }
-        w.appender
-            .push(&s)
-            .with_context(|| format!("cannot add the imported samples of test `{}`", test.name))?;
+        if let Err(e) = w.appender.push(&s) {
+            if e.downcast_ref::<crate::store::StoreError>().is_some() {
+                // Too large to read back: the import stops, nothing of it is written.
+                self.out.report.fatal.push((row.line, format!("{e:#}")));
+                return Ok(());
+            }
+            return Err(e).with_context(|| {
+                format!("cannot add the imported samples of test `{}`", test.name)
+            });
+        }
         w.added += 1;
         self.out.imported += 1;
         self.added_commits.insert(s.commit);
@@ -531,7 +544,7 @@ fn refused(file: &str, fatal: &mut [(usize, String)]) -> anyhow::Error {
 }
 
 /// A row as an imported sample, or why it cannot be one.
-fn sample(row: &Row, test: &Test, id: ObjectId, recipe: u64) -> Result<Sample, Refusal> {
+fn sample(row: &Row, test_hash: u64, id: ObjectId, recipe: u64) -> Result<Sample, Refusal> {
     let value = match &row.value {
         Field::Missing => return Err(Refusal::Skip("no value".into())),
         Field::Number(v) => *v,
@@ -568,7 +581,7 @@ fn sample(row: &Row, test: &Test, id: ObjectId, recipe: u64) -> Result<Sample, R
     let window = run.window.unwrap_or(0);
     let s = Sample {
         commit: commit_key(&id),
-        test_hash: test.definition_hash(),
+        test_hash,
         recipe_hash: recipe,
         time,
         round,
@@ -590,8 +603,6 @@ fn sample(row: &Row, test: &Test, id: ObjectId, recipe: u64) -> Result<Sample, R
         window,
         moment: if window != 0 { run.moment } else { 0 },
     };
-    // Whatever the file holds, no record is written that a load could not read back.
-    crate::store::encode_frame(&s).map_err(|e| Refusal::Fatal(format!("{e:#}")))?;
     Ok(s)
 }
 

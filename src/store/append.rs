@@ -166,11 +166,10 @@ impl Appender {
 
     /// Add a sample to the open batch. Nothing is synced until the commit.
     pub fn push(&mut self, sample: &Sample) -> anyhow::Result<()> {
-        let frame = encode_frame(sample)?;
         let Some((_, buf)) = &mut self.batch else {
             anyhow::bail!("no batch is open");
         };
-        buf.extend_from_slice(&frame);
+        super::record::encode_frame_into(sample, buf)?;
         if buf.len() >= BATCH_BUFFER {
             self.flush_batch()?;
         }

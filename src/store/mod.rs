@@ -13,8 +13,8 @@ pub use append::Appender;
 pub use index::IndexState;
 use record::{borrowed_text, frame_at};
 pub use record::{
-    decode_file, decode_record, encode_frame, marker_frame, Marker, SampleV1, SampleV2,
-    MARKER_VERSION,
+    decode_file, decode_record, encode_frame, encode_frame_into, marker_frame, Marker, SampleV1,
+    SampleV2, MARKER_VERSION,
 };
 
 use std::fs::File;
@@ -119,20 +119,29 @@ impl Sample {
 /// treat their inputs as independent (change points, p-values over commits) take these, not
 /// every run: five runs one after the other are one look at the machine, not five.
 pub fn moment_values<'s>(records: impl IntoIterator<Item = &'s Sample>) -> Vec<f64> {
-    let mut groups: Vec<((u64, u64), Vec<f64>)> = Vec::new();
+    // Most moments hold one run (interleaved rounds, cron rows): found by a map, not a scan
+    // of the groups so far (a commit of a few thousand cron rows would cost millions).
+    let mut at: std::collections::HashMap<(u64, u64), usize> = std::collections::HashMap::new();
+    let mut groups: Vec<Vec<f64>> = Vec::new();
     for s in records {
         let Some(v) = s.value.filter(|v| v.is_finite()) else {
             continue;
         };
         let k = s.moment_key();
-        match groups.iter_mut().find(|(g, _)| *g == k) {
-            Some((_, vs)) => vs.push(v),
-            None => groups.push((k, vec![v])),
+        match at.get(&k) {
+            Some(&i) => groups[i].push(v),
+            None => {
+                at.insert(k, groups.len());
+                groups.push(vec![v]);
+            }
         }
     }
     groups
         .into_iter()
-        .filter_map(|(_, vs)| crate::stats::median(&vs))
+        .filter_map(|vs| match vs.as_slice() {
+            [one] => Some(*one),
+            _ => crate::stats::median(&vs),
+        })
         .collect()
 }
 

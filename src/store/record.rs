@@ -4,7 +4,6 @@
 
 use std::path::Path;
 
-use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
 use super::{
@@ -192,16 +191,35 @@ pub(crate) fn borrowed_text<'de, D: serde::Deserializer<'de>>(
 /// record would be longer than [`MAX_RECORD`] is refused ([`StoreError::RecordTooLarge`]):
 /// every load would take it for corruption.
 pub fn encode_frame(sample: &Sample) -> anyhow::Result<Vec<u8>> {
-    let payload = bincode::serde::encode_to_vec(sample, bincode::config::standard())
-        .context("cannot encode sample")?;
-    if payload.len() + 1 > MAX_RECORD {
+    let mut frame = Vec::with_capacity(128);
+    encode_frame_into(sample, &mut frame)?;
+    Ok(frame)
+}
+
+/// [`encode_frame`] at the end of `buf`, without a buffer of its own; on an error `buf` is
+/// as it was.
+pub fn encode_frame_into(sample: &Sample, buf: &mut Vec<u8>) -> anyhow::Result<()> {
+    let start = buf.len();
+    buf.extend_from_slice(&[0; FRAME_HEAD]);
+    buf.push(RECORD_VERSION);
+    if let Err(e) = bincode::serde::encode_into_std_write(sample, buf, bincode::config::standard())
+    {
+        buf.truncate(start);
+        return Err(anyhow::Error::new(e).context("cannot encode sample"));
+    }
+    let len = buf.len() - start - FRAME_HEAD;
+    if len > MAX_RECORD {
+        buf.truncate(start);
         return Err(StoreError::RecordTooLarge {
-            len: payload.len() + 1,
+            len,
             longest: largest_text(sample),
         }
         .into());
     }
-    Ok(frame_of(RECORD_VERSION, &payload))
+    let crc = crc32fast::hash(&buf[start + FRAME_HEAD..]);
+    buf[start..start + 4].copy_from_slice(&(len as u32).to_le_bytes());
+    buf[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
+    Ok(())
 }
 
 /// A frame at `off`: Ok(Some((end, version, payload))) when its length and CRC check out.
