@@ -54,7 +54,6 @@ pub(crate) fn read(input: impl Read, file: &str, sink: &mut dyn Rows) -> anyhow:
     // `show --format csv` names each run's window: its rows are runs, compared as such.
     let export = col[column("window")] != usize::MAX;
     let width = rec.len();
-    let text_of = |raw: &[u8]| String::from_utf8_lossy(raw).into_owned();
     loop {
         let pos = rdr.position().clone();
         match rdr.read_byte_record(&mut rec) {
@@ -88,9 +87,15 @@ pub(crate) fn read(input: impl Read, file: &str, sink: &mut dyn Rows) -> anyhow:
             );
             continue;
         }
-        let cell = |name: &str| {
+        // Every record was checked to be UTF-8 (`utf8`) before its cells are read.
+        let cell = |name: &str| -> Option<&str> {
             let i = col[column(name)];
-            (i != usize::MAX).then(|| rec.get(i).map(text_of)).flatten()
+            (i != usize::MAX)
+                .then(|| {
+                    rec.get(i)
+                        .map(|b| std::str::from_utf8(b).unwrap_or_default())
+                })
+                .flatten()
         };
         let value = cell("value").unwrap_or_default();
         if export && value.trim().is_empty() {
@@ -99,7 +104,7 @@ pub(crate) fn read(input: impl Read, file: &str, sink: &mut dyn Rows) -> anyhow:
             continue;
         }
         let number = |name: &str| -> Result<Option<f64>, String> {
-            match cell(name).as_deref().map(str::trim) {
+            match cell(name).map(str::trim) {
                 None | Some("") => Ok(None),
                 Some(t) => t
                     .parse::<f64>()
@@ -109,7 +114,7 @@ pub(crate) fn read(input: impl Read, file: &str, sink: &mut dyn Rows) -> anyhow:
         };
         let parsed = (|| -> Result<_, String> {
             let run = if export {
-                let window = match cell("window").as_deref().map(str::trim) {
+                let window = match cell("window").map(str::trim) {
                     None | Some("") => None,
                     Some(w) => Some(
                         u64::from_str_radix(w, 16)
@@ -143,23 +148,26 @@ pub(crate) fn read(input: impl Read, file: &str, sink: &mut dyn Rows) -> anyhow:
         };
         // `time` (seconds) is the exact one where an export gives both.
         let (timestamp, time_column) = match cell("time") {
-            Some(t) if !t.trim().is_empty() => (Some(Field::Text(t)), "time"),
-            _ => (cell("timestamp").map(Field::Text), "timestamp"),
+            Some(t) if !t.trim().is_empty() => (Some(Field::Text(t.into())), "time"),
+            _ => (
+                cell("timestamp").map(|t| Field::Text(t.into())),
+                "timestamp",
+            ),
         };
         sink.row(
             Row {
                 line,
-                commit: cell("commit").unwrap_or_default().trim().to_string(),
-                test: cell("test").unwrap_or_default().trim().to_string(),
+                commit: cell("commit").unwrap_or_default().trim().into(),
+                test: cell("test").unwrap_or_default().trim().into(),
                 value: if value.trim().is_empty() {
                     Field::Missing
                 } else {
-                    Field::Text(value)
+                    Field::Text(value.into())
                 },
                 timestamp,
                 time_column,
-                round: cell("round").as_deref().and_then(opt),
-                machine: cell("machine").as_deref().and_then(opt),
+                round: cell("round").and_then(opt).map(Into::into),
+                machine: cell("machine").and_then(opt).map(Into::into),
                 run,
                 wall,
                 user,
@@ -234,10 +242,8 @@ impl<R: Read> Read for Counting<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let n = self.inner.read(buf)?;
         let mut st = self.lines.0.borrow_mut();
-        for (i, &b) in buf[..n].iter().enumerate() {
-            if b == b'\n' || b == b'\r' {
-                st.breaks.push_back((self.at + i as u64, b == b'\n'));
-            }
+        for i in memchr::memchr2_iter(b'\n', b'\r', &buf[..n]) {
+            st.breaks.push_back((self.at + i as u64, buf[i] == b'\n'));
         }
         self.at += n as u64;
         Ok(n)

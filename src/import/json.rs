@@ -101,7 +101,7 @@ pub(crate) fn read(text: &str, file: &str, sink: &mut dyn Rows) -> anyhow::Resul
         let timestamp = match time {
             None | Some(serde_json::Value::Null) => None,
             Some(serde_json::Value::Number(n)) => Some(Field::Number(n.as_f64().unwrap_or(-1.0))),
-            Some(serde_json::Value::String(s)) => Some(Field::Text(s.clone())),
+            Some(serde_json::Value::String(s)) => Some(Field::Text(s.clone().into())),
             Some(other) => {
                 sink.unparsable(line, format!("{time_column} `{other}` is not a time"));
                 continue;
@@ -138,7 +138,7 @@ pub(crate) fn read(text: &str, file: &str, sink: &mut dyn Rows) -> anyhow::Resul
             (Some(serde_json::Value::Number(n)), _, _) => {
                 vec![Field::Number(n.as_f64().unwrap_or(f64::NAN))]
             }
-            (Some(serde_json::Value::String(s)), _, _) => vec![Field::Text(s.clone())],
+            (Some(serde_json::Value::String(s)), _, _) => vec![Field::Text(s.clone().into())],
             (Some(serde_json::Value::Null) | None, Some(vs), _) => {
                 vs.iter().map(|&v| Field::Number(v)).collect()
             }
@@ -155,13 +155,13 @@ pub(crate) fn read(text: &str, file: &str, sink: &mut dyn Rows) -> anyhow::Resul
             sink.row(
                 Row {
                     line,
-                    commit: commit.trim().to_string(),
-                    test: test.trim().to_string(),
+                    commit: commit.trim().into(),
+                    test: test.trim().into(),
                     value,
                     timestamp: timestamp.clone(),
                     time_column,
-                    round: round.clone(),
-                    machine: r.machine.clone(),
+                    round: round.as_deref().map(Into::into),
+                    machine: r.machine.as_deref().map(Into::into),
                     run,
                     wall: r.wall,
                     user: r.user,

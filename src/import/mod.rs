@@ -18,6 +18,7 @@ mod csv;
 mod json;
 mod keys;
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
@@ -30,6 +31,10 @@ use crate::pipeline::Workspace;
 use crate::store::{commit_key, Appender, Import, Sample};
 
 use keys::StoredKeys;
+
+/// A map for names read once per row: foldhash, not SipHash (the names are the file's, and a
+/// file that collides them only slows its own import).
+type FastMap<K, V> = HashMap<K, V, foldhash::fast::FixedState>;
 
 /// Problems listed one by one before the rest are only counted (`-v` lists all).
 pub const LISTED: usize = 50;
@@ -45,16 +50,16 @@ const MAX_TIME: f64 = 253_402_300_799.0;
 
 /// One row as read, before it is checked.
 #[derive(Debug, Default)]
-pub(crate) struct Row {
+pub(crate) struct Row<'a> {
     line: usize,
-    commit: String,
-    test: String,
-    value: Field,
-    timestamp: Option<Field>,
+    commit: Cow<'a, str>,
+    test: Cow<'a, str>,
+    value: Field<'a>,
+    timestamp: Option<Field<'a>>,
     /// The column (or key) the timestamp was read from, for messages.
     time_column: &'static str,
-    round: Option<String>,
-    machine: Option<String>,
+    round: Option<Cow<'a, str>>,
+    machine: Option<Cow<'a, str>>,
     /// A run listed by an export (`show --format json|csv`), with its window and moment.
     run: Option<ExportedRun>,
     /// Wall, user and sys seconds and the max RSS, when the file gives them (exports do).
@@ -74,10 +79,10 @@ pub(crate) struct ExportedRun {
 
 /// A cell that may hold a number or text (CSV cells are text; JSON may give either).
 #[derive(Debug, Clone, Default)]
-pub(crate) enum Field {
+pub(crate) enum Field<'a> {
     #[default]
     Missing,
-    Text(String),
+    Text(Cow<'a, str>),
     Number(f64),
 }
 
@@ -197,8 +202,8 @@ pub fn import(
     let mut sink = Sink {
         ws,
         recipe: ws.config.build.recipe_hash(),
-        commits: HashMap::new(),
-        tests: HashMap::new(),
+        commits: FastMap::default(),
+        tests: FastMap::default(),
         writers: BTreeMap::new(),
         added_commits: HashSet::new(),
         created: HashSet::new(),
@@ -275,9 +280,9 @@ struct Writer {
 struct Sink<'w> {
     ws: &'w Workspace,
     recipe: u64,
-    commits: HashMap<String, Result<ObjectId, Refusal>>,
+    commits: FastMap<String, Result<ObjectId, Refusal>>,
     /// The config's tests by name, with their definition hash.
-    tests: HashMap<String, Option<(&'w Test, u64)>>,
+    tests: FastMap<String, Option<(&'w Test, u64)>>,
     writers: BTreeMap<String, Writer>,
     added_commits: HashSet<[u8; 20]>,
     /// Tests whose store this import created (removed again when it is refused).
@@ -288,7 +293,7 @@ struct Sink<'w> {
 /// Where a reader of a file format puts what it reads.
 pub(crate) trait Rows {
     /// A row (`export`: a run of `show`'s export, compared as a run).
-    fn row(&mut self, row: Row, export: bool) -> anyhow::Result<()>;
+    fn row(&mut self, row: Row<'_>, export: bool) -> anyhow::Result<()>;
     /// A record that is no row at all.
     fn unparsable(&mut self, line: usize, why: String);
     /// A failed run of an export (no value): there is no number to import.
@@ -304,16 +309,16 @@ impl Rows for Sink<'_> {
         self.out.report.failed_runs += 1;
     }
 
-    fn row(&mut self, row: Row, export: bool) -> anyhow::Result<()> {
+    fn row(&mut self, row: Row<'_>, export: bool) -> anyhow::Result<()> {
         let report = &mut self.out.report;
         report.rows += 1;
         let ws = self.ws;
-        let test = match self.tests.get(row.test.as_str()) {
+        let test = match self.tests.get(&*row.test) {
             Some(t) => *t,
             None => {
-                let t = ws.config.tests.get(row.test.as_str());
+                let t = ws.config.tests.get(&*row.test);
                 let t = t.map(|t| (t, t.definition_hash()));
-                self.tests.insert(row.test.clone(), t);
+                self.tests.insert(row.test.to_string(), t);
                 t
             }
         };
@@ -334,11 +339,11 @@ impl Rows for Sink<'_> {
             report.skip(row.line, Why::UnknownTest, why);
             return Ok(());
         };
-        let id = match self.commits.get(row.commit.as_str()) {
+        let id = match self.commits.get(&*row.commit) {
             Some(r) => r.clone(),
             None => {
                 let r = resolve(ws, &row.commit);
-                self.commits.insert(row.commit.clone(), r.clone());
+                self.commits.insert(row.commit.to_string(), r.clone());
                 r
             }
         };
@@ -595,8 +600,12 @@ fn sample(row: &Row, test_hash: u64, id: ObjectId, recipe: u64) -> Result<Sample
         import: Some(Import {
             // A run of a window has its own round number (`round` above); a cron's round
             // names its round.
-            round: if window != 0 { None } else { row.round.clone() },
-            machine: row.machine.clone(),
+            round: if window != 0 {
+                None
+            } else {
+                row.round.as_deref().map(crate::store::intern)
+            },
+            machine: row.machine.as_deref().map(crate::store::intern),
         }),
         // An exported run keeps its window and moment: runs taken back to back stay one
         // measurement, and it stays the same run if imported again.
@@ -647,9 +656,9 @@ fn parse_time(t: &str, col: &str) -> Result<u64, Refusal> {
 }
 
 /// Empty cells are absent.
-pub(crate) fn opt(s: &str) -> Option<String> {
+pub(crate) fn opt(s: &str) -> Option<&str> {
     let s = s.trim();
-    (!s.is_empty()).then(|| s.to_string())
+    (!s.is_empty()).then_some(s)
 }
 
 /// The columns a CSV may have: a cron's (the first six) and those `show --format csv` adds.
@@ -674,8 +683,26 @@ pub(crate) const COLUMNS: [&str; 16] = [
 
 /// Position of a column in [`COLUMNS`].
 pub(crate) fn column(name: &str) -> usize {
-    COLUMNS
-        .iter()
-        .position(|c| *c == name)
-        .expect("a known column")
+    // A match, not a search of the list: this runs for every cell of every row.
+    let i = match name {
+        "commit" => 0,
+        "test" => 1,
+        "value" => 2,
+        "timestamp" => 3,
+        "round" => 4,
+        "machine" => 5,
+        "time" => 6,
+        "window" => 7,
+        "moment" => 8,
+        "wall" => 9,
+        "user" => 10,
+        "sys" => 11,
+        "max_rss" => 12,
+        _ => COLUMNS
+            .iter()
+            .position(|c| *c == name)
+            .expect("a known column"),
+    };
+    debug_assert_eq!(COLUMNS[i], name);
+    i
 }

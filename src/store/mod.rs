@@ -11,7 +11,9 @@ mod record;
 
 pub use append::Appender;
 pub use index::IndexState;
-use record::{borrowed_text, frame_at};
+pub use read::Visit;
+pub use record::intern;
+use record::{borrowed_text, frame_at, interned_text};
 pub use record::{
     decode_file, decode_record, encode_frame, encode_frame_into, marker_frame, Marker, SampleV1,
     SampleV2, MARKER_VERSION,
@@ -20,6 +22,7 @@ pub use record::{
 use std::fs::File;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
@@ -83,11 +86,11 @@ pub struct Sample {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 pub struct Import {
     /// The round as the file names it (`R31`, `31`), if it does.
-    #[serde(deserialize_with = "borrowed_text")]
-    pub round: Option<String>,
+    #[serde(deserialize_with = "interned_text")]
+    pub round: Option<Arc<str>>,
     /// The machine that measured it, if the file says.
-    #[serde(deserialize_with = "borrowed_text")]
-    pub machine: Option<String>,
+    #[serde(deserialize_with = "interned_text")]
+    pub machine: Option<Arc<str>>,
 }
 
 impl Sample {
@@ -483,7 +486,7 @@ mod tests {
             error: None,
             fingerprint: 7,
             import: i.is_multiple_of(3).then(|| Import {
-                round: Some(format!("R{i}")),
+                round: Some(format!("R{i}").into()),
                 machine: None,
             }),
             window: if i.is_multiple_of(3) { 0 } else { 1 + i / 2 },
@@ -600,7 +603,7 @@ mod tests {
         let mut big = sample(3);
         big.import = Some(Import {
             round: None,
-            machine: Some("m".repeat(MAX_RECORD + 100)),
+            machine: Some("m".repeat(MAX_RECORD + 100).into()),
         });
         let e = encode_frame(&big).unwrap_err();
         assert!(format!("{e:#}").contains("`machine`"), "{e:#}");

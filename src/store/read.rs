@@ -12,6 +12,13 @@ use super::index::{self, Index, IndexState};
 use super::record::{self, decode_record};
 use super::{decode_file, frame_at, open_error, Loaded, Store, FRAME_HEAD, RECORD_VERSION};
 
+/// What [`Store::visit`] hands over.
+pub enum Visit {
+    Sample(super::Sample),
+    /// Forget the samples given so far: the whole file follows.
+    Restart,
+}
+
 /// Records closer together than this are read in one go.
 const BLOCK: u64 = 256 << 10;
 /// Bytes read past a block's last record start: most records are about 120 bytes.
@@ -86,45 +93,74 @@ impl Store {
     /// Every sample of `test`, one at a time, in file order, with memory bounded whatever the
     /// file's size (through the index's end in chunks, then the tail); a file that cannot be
     /// indexed is read whole. Problems (corrupt bytes) are stepped over as [`Store::load`]
-    /// does.
-    pub fn for_each(&self, test: &str, f: &mut dyn FnMut(&super::Sample)) -> anyhow::Result<()> {
+    /// does, and returned as its warnings are (the returned [`Loaded`] holds no samples).
+    /// Should the index turn out not to match the file halfway, `f` is told
+    /// [`Visit::Restart`] (drop what it was given) and then given the whole file.
+    pub fn visit(&self, test: &str, f: &mut dyn FnMut(Visit)) -> anyhow::Result<Loaded> {
         let path = self.path(test);
         let Some(file) = open_own(&path)? else {
-            return Ok(());
+            return Ok(Loaded::default());
         };
-        let Some(idx) = index::refresh(&path, &file) else {
-            for s in &self.load(test)?.samples {
-                f(s);
-            }
-            return Ok(());
-        };
-        index::for_frames(
-            &file,
-            super::HEADER_LEN as u64,
-            idx.covered_end,
-            &mut |ver, payload| {
-                if ver == RECORD_VERSION {
-                    if let Ok(s) = decode_record(ver, payload) {
-                        f(&s);
+        if let Some(idx) = index::refresh(&path, &file) {
+            let mut bad = None;
+            let frames = index::for_frames(
+                &file,
+                super::HEADER_LEN as u64,
+                idx.covered_end,
+                &mut |ver, payload| {
+                    if ver == RECORD_VERSION {
+                        match decode_record(ver, payload) {
+                            Ok(s) => f(Visit::Sample(s)),
+                            Err(e) => bad = Some(e),
+                        }
                     }
+                },
+            );
+            match (frames, bad) {
+                (Ok(()), None) => {
+                    let tail = bytes_from(&file, idx.covered_end)
+                        .with_context(|| format!("cannot read {}", path.display()))?;
+                    let mut l = Loaded::default();
+                    record::decode_records(
+                        &path,
+                        &tail,
+                        0,
+                        idx.covered_end as usize,
+                        &mut l,
+                        &mut |_| true,
+                    );
+                    for s in std::mem::take(&mut l.samples) {
+                        f(Visit::Sample(s));
+                    }
+                    return Ok(l);
                 }
-            },
-        )
-        .with_context(|| format!("cannot read {}", path.display()))?;
-        let tail = bytes_from(&file, idx.covered_end)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        let mut l = Loaded::default();
-        record::decode_records(
-            &path,
-            &tail,
-            0,
-            idx.covered_end as usize,
-            &mut l,
-            &mut |_| true,
-        );
-        for s in &l.samples {
-            f(s);
+                _ => {
+                    // A record the index vouched for is not one: read the whole file instead.
+                    let _ = std::fs::remove_file(index::path_of(&path));
+                    f(Visit::Restart);
+                }
+            }
         }
+        let mut l = self.load(test)?;
+        for s in std::mem::take(&mut l.samples) {
+            f(Visit::Sample(s));
+        }
+        Ok(l)
+    }
+
+    /// Every sample of `test` ([`Store::visit`]), by reference; warnings are dropped.
+    pub fn for_each(&self, test: &str, f: &mut dyn FnMut(&super::Sample)) -> anyhow::Result<()> {
+        // A restart cannot take back what `f` saw: callers that keep samples use `visit`.
+        let mut restarted = false;
+        self.visit(test, &mut |v| match v {
+            Visit::Sample(s) if !restarted => f(&s),
+            Visit::Sample(_) => {}
+            Visit::Restart => restarted = true,
+        })?;
+        anyhow::ensure!(
+            !restarted,
+            "the index of test `{test}`'s results did not match its file; it was removed: run the command again"
+        );
         Ok(())
     }
 
