@@ -158,6 +158,7 @@ impl StoredKeys {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use std::collections::HashMap;
 
     proptest! {
         /// A key stored n times is taken n times, then no more; keys never stored are not
