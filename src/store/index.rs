@@ -313,19 +313,18 @@ pub(crate) fn for_frames(
 pub(crate) fn refresh(path: &Path, store: &File) -> Option<Index> {
     let idx = path_of(path);
     let len = store.metadata().ok()?.len();
+    // A file that is not a store of this format is never read through an index: the whole
+    // read says what is wrong with it.
+    let mut head = [0u8; HEADER_LEN];
+    store.read_exact_at(&mut head, 0).ok()?;
+    if &head[..8] != MAGIC || u32_at(&head, 8) > super::FORMAT_VERSION {
+        return None;
+    }
     let old = Index::open(&idx, store);
     if let Some(i) = &old {
         if len - i.covered_end <= TAIL_LIMIT {
             return old;
         }
-    }
-    if len < HEADER_LEN as u64 {
-        return None;
-    }
-    let mut magic = [0u8; 8];
-    store.read_exact_at(&mut magic, 0).ok()?;
-    if &magic != MAGIC {
-        return None;
     }
     let (start, prev_last) = match &old {
         Some(i) => (i.covered_end, i.last_off),

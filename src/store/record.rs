@@ -12,9 +12,11 @@ use super::{
 };
 
 /// The version byte of a marker frame (not a sample): [`Marker::Begin`] opens a batch of
-/// records, [`Marker::Commit`] closes it. Records between a begin and its commit count only
+/// records, [`Marker::Commit`] closes it. The last byte value, so that the record layouts
+/// after [`RECORD_VERSION`] stay free for samples (an older perfbisect skips markers as a
+/// record too new to read). Records between a begin and its commit count only
 /// once the commit is written; a batch a crash cut short is dropped whole, like a torn tail.
-pub const MARKER_VERSION: u8 = 4;
+pub const MARKER_VERSION: u8 = u8::MAX;
 
 /// A marker frame's meaning.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -373,9 +375,9 @@ pub fn decode_records(
                 } else {
                     legacy = None;
                 }
-                if ver > MARKER_VERSION {
+                if ver > RECORD_VERSION {
                     out.warnings.push(format!(
-                        "{}: record at offset {at} has version {ver}, newer than this perfbisect reads ({MARKER_VERSION}); skipped",
+                        "{}: record at offset {at} has version {ver}, newer than this perfbisect reads ({RECORD_VERSION}); skipped",
                         path.display()
                     ));
                 } else if record_commit(ver, payload).is_some_and(|c| !keep(&c)) {
