@@ -80,7 +80,10 @@ fn run_once(g: &Global, args: &RunArgs, check_steps: bool) -> anyhow::Result<boo
         crate::usage!("--jobs must be at least 1");
     }
     let shard = args.shard.as_deref().map(parse_shard).transpose()?;
-    let ws = Workspace::open(&locations(g), verbosity(g), true)?;
+    let mut ws = Workspace::open(&locations(g), verbosity(g), true)?;
+    // A runner that only builds builds for another machine: a commit measured by any machine
+    // (a restored store's samples) is not a gap.
+    ws.any_fingerprint = args.build_only;
     let tests = ws.config.select(&args.tests)?;
     for t in tests.iter().filter(|_| !args.build_only) {
         // Before anything is built: a test that cannot be counted here says so now (a
