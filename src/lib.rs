@@ -21,6 +21,7 @@ pub mod profile;
 pub mod progress;
 pub mod report;
 pub mod scaffold;
+pub mod shards;
 pub mod stats;
 pub mod store;
 pub mod style;

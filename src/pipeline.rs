@@ -273,12 +273,19 @@ impl Workspace {
         let store = self.cache.store();
         let th = test.definition_hash();
         let rh = self.config.build.recipe_hash();
-        let here = self.test_fingerprint(test).id();
+        let here_fp = self.test_fingerprint(test);
+        let here = here_fp.id();
+        // A test whose numbers do not depend on the machine uses the samples of every machine
+        // that ran it the same way (the runners of a CI matrix).
+        let anywhere = crate::shards::dependence(test)
+            .independent()
+            .then(|| crate::fingerprint::setup_part(&here_fp.text()));
+        let mut same_setup: HashMap<u64, bool> = HashMap::new();
         let set_aside = build::stale::set_aside_until(&self.cache, rh);
         let mut out = Samples::default();
         // Each sample is judged as it is read: only those used are kept, in their commit's
         // list, never all of a large store at once besides.
-        let admit = |out: &mut Samples, s: Sample| {
+        let mut admit = |out: &mut Samples, s: Sample| {
             // Imported rows were measured by someone else's build and test command: a change
             // of this config does not make them stale.
             if s.import.is_none() && (s.test_hash != th || s.recipe_hash != rh) {
@@ -292,7 +299,15 @@ impl Workspace {
             }
             // 0: measured before fingerprints were recorded, on this machine as far as
             // anyone knows.
-            let foreign = s.import.is_none() && s.fingerprint != 0 && s.fingerprint != here;
+            let foreign = s.import.is_none()
+                && s.fingerprint != 0
+                && s.fingerprint != here
+                && !anywhere.as_ref().is_some_and(|setup| {
+                    *same_setup.entry(s.fingerprint).or_insert_with(|| {
+                        crate::fingerprint::setup_part_of(&self.cache.root, s.fingerprint)
+                            .is_some_and(|other| other == *setup)
+                    })
+                });
             if foreign {
                 *out.other_fingerprints.entry(s.fingerprint).or_default() += 1;
                 if !self.any_fingerprint {

@@ -27,6 +27,9 @@ struct Summary {
     /// `I/N` with `--shard`, and how many commits of the range that shard holds.
     #[serde(skip_serializing_if = "Option::is_none")]
     shard: Option<String>,
+    /// With `--build-only`: nothing was measured, by request.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    build_only: bool,
     commits: usize,
     /// Why each of `failed_builds` failed (the first line of its record), for the text output.
     #[serde(skip)]
@@ -77,10 +80,14 @@ fn run_once(g: &Global, args: &RunArgs, check_steps: bool) -> anyhow::Result<boo
         crate::usage!("--jobs must be at least 1");
     }
     let shard = args.shard.as_deref().map(parse_shard).transpose()?;
-    let ws = Workspace::open(&locations(g), verbosity(g), true)?;
+    let mut ws = Workspace::open(&locations(g), verbosity(g), true)?;
+    // A runner that only builds builds for another machine: a commit measured by any machine
+    // (a restored store's samples) is not a gap.
+    ws.any_fingerprint = args.build_only;
     let tests = ws.config.select(&args.tests)?;
-    for t in &tests {
-        // Before anything is built: a test that cannot be counted here says so now.
+    for t in tests.iter().filter(|_| !args.build_only) {
+        // Before anything is built: a test that cannot be counted here says so now (a
+        // runner that only builds counts nothing).
         ws.counter_note(t)?;
         if let Some(w) = super::calibrate::threshold_warning(&ws.cache, t) {
             ws.warn(&w);
@@ -140,6 +147,7 @@ fn run_once(g: &Global, args: &RunArgs, check_steps: bool) -> anyhow::Result<boo
         runs_saved: 0,
         identical_builds: Vec::new(),
         shard: shard.map(|(i, n)| format!("{i}/{n}")),
+        build_only: args.build_only,
         commits: commits.len(),
         failed_reasons: Vec::new(),
         interleaved: None,
@@ -182,6 +190,20 @@ fn run_once(g: &Global, args: &RunArgs, check_steps: bool) -> anyhow::Result<boo
     }
     if crate::interrupt::requested() {
         return Err(Interrupted.into());
+    }
+    if args.build_only {
+        // The builds are the product: the commits that did not build are listed, and the
+        // steps are checked where they are measured.
+        for c in &commits {
+            if let State::Failed(tail) = ws.build_state(&c.id) {
+                summary.failed_builds.push(c.id.to_string());
+                summary
+                    .failed_reasons
+                    .push(tail.lines().next().unwrap_or("").trim().to_string());
+            }
+        }
+        print_summary(&ws, &summary, args.format, started)?;
+        return Ok(false);
     }
 
     // The builds just made have manifests: commits now known to be byte-identical to
@@ -557,6 +579,11 @@ fn print_summary(
                 s.failed_runs,
                 crate::build::fmt_secs(started.elapsed().as_secs_f64())
             );
+            if s.build_only {
+                println!(
+                    "  built only (--build-only): nothing measured; `merge` brings the builds to the machine that measures"
+                );
+            }
             if s.runs_saved > 0 {
                 let mut commits: Vec<&str> = s
                     .identical_builds
