@@ -284,7 +284,12 @@ impl Workspace {
         let set_aside = build::stale::set_aside_until(&self.cache, rh);
         let mut out = Samples::default();
         // Each sample is judged as it is read: only those used are kept, in their commit's
-        // list, never all of a large store at once besides.
+        // list (room for all of them reserved at once, from the index's counts), never all of
+        // a large store at once besides.
+        let counts = match scope {
+            None => store.record_counts(&test.name),
+            Some(_) => HashMap::new(),
+        };
         let mut admit = |out: &mut Samples, s: Sample| {
             // Imported rows were measured by someone else's build and test command: a change
             // of this config does not make them stale.
@@ -314,7 +319,12 @@ impl Workspace {
                     return;
                 }
             }
-            out.by_commit.entry(s.commit).or_default().push(s);
+            out.by_commit
+                .entry(s.commit)
+                .or_insert_with(|| {
+                    Vec::with_capacity(counts.get(&s.commit).map_or(0, |&n| n as usize))
+                })
+                .push(s);
         };
         let loaded = match scope {
             None => store.visit(&test.name, &mut |v| match v {

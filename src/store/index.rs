@@ -139,6 +139,11 @@ impl Index {
         Ok(raw.chunks_exact(8).map(|c| u64_at(c, 0)).collect())
     }
 
+    /// Every indexed commit with its number of records, in byte order.
+    pub fn counts(&self) -> impl Iterator<Item = ([u8; 20], u32)> + '_ {
+        self.entries.iter().map(|e| (e.commit, e.count))
+    }
+
     /// Every indexed commit, in byte order.
     pub fn commits(&self) -> impl Iterator<Item = &[u8; 20]> {
         self.entries.iter().map(|e| &e.commit)

@@ -108,7 +108,11 @@ impl Sample {
                 .import
                 .as_ref()
                 .and_then(|i| i.round.as_deref())
-                .map(crate::fingerprint::id_of)
+                .map(|r| {
+                    // Compared within this process only: a fast hash will do.
+                    use std::hash::BuildHasher;
+                    foldhash::fast::FixedState::with_seed(1).hash_one(r).max(1)
+                })
                 .unwrap_or(0);
             (round, self.time)
         } else {

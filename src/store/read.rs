@@ -174,6 +174,18 @@ impl Store {
         }
     }
 
+    /// How many records each commit of `test` has, as far as its index says (empty without
+    /// one): what a reader of them all can reserve room for.
+    pub fn record_counts(&self, test: &str) -> std::collections::HashMap<[u8; 20], u32> {
+        let path = self.path(test);
+        match open_own(&path) {
+            Ok(Some(file)) => index::refresh(&path, &file)
+                .map(|i| i.counts().collect())
+                .unwrap_or_default(),
+            _ => Default::default(),
+        }
+    }
+
     /// Bring `test`'s index up to date now (after a large batch), so the next command does
     /// not pay for it. Best effort: an index is a cache.
     pub fn refresh_index(&self, test: &str) {
