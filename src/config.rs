@@ -448,7 +448,7 @@ pub fn locate(explicit: Option<&Path>, repo_dir: Option<&Path>) -> anyhow::Resul
 pub fn load(path: &Path) -> anyhow::Result<Config> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| UsageError::err(format!("cannot read config file {}: {e}", path.display())))?;
-    let abs = crate::store::cache::normalize(path);
+    let abs = crate::paths::normalize(path);
     parse(&text, &abs)
 }
 
@@ -931,7 +931,7 @@ impl Config {
             UsageError::err(format!(
                 "unknown test `{name}`{} (tests in {}: {})",
                 crate::error::did_you_mean(name, self.tests.keys().map(String::as_str)),
-                crate::pipeline::display_path(&self.path),
+                crate::paths::display_path(&self.path),
                 self.known_tests()
             ))
         })

@@ -15,6 +15,7 @@ pub mod git;
 pub mod interrupt;
 pub mod lab;
 pub mod measure;
+pub mod paths;
 pub mod pipeline;
 pub mod profile;
 pub mod progress;

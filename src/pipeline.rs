@@ -13,6 +13,8 @@ use crate::config::{Config, Test};
 use crate::fingerprint::Fingerprint;
 use crate::git::{self, CommitInfo, Repo};
 use crate::measure;
+/// Kept here for the commands that still name them through the pipeline.
+pub use crate::paths::{display_path, indent};
 use crate::progress::Progress;
 use crate::store::cache::{Cache, CacheLock};
 use crate::store::{commit_key, Appender, Sample};
@@ -894,18 +896,4 @@ pub struct Batch<'a> {
     pub artifacts: &'a Path,
     pub runs: usize,
     pub round: u32,
-}
-
-/// A path as messages print it: absolute, without `.` or `..` (`repo/../cache` is printed as
-/// `cache`), so that it can be pasted from any directory.
-pub fn display_path(p: &Path) -> String {
-    crate::store::cache::normalize(p).display().to_string()
-}
-
-/// Indent every line by four spaces.
-pub fn indent(s: &str) -> String {
-    s.lines()
-        .map(|l| format!("    {l}"))
-        .collect::<Vec<_>>()
-        .join("\n")
 }

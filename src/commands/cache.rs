@@ -429,7 +429,7 @@ fn prune(ws: &Workspace) -> anyhow::Result<()> {
         println!(
             "left alone: results of test{} not in {}: {} (delete {} by hand if {} no longer needed)",
             if others.len() == 1 { "" } else { "s" },
-            crate::pipeline::display_path(&ws.config.path),
+            crate::paths::display_path(&ws.config.path),
             others.join(", "),
             if others.len() == 1 {
                 "its file in results/"

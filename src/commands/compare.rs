@@ -337,7 +337,7 @@ fn failure_message(
         } else {
             format!(
                 "; its output ends with:\n{}",
-                crate::pipeline::indent(&tail.join("\n"))
+                crate::paths::indent(&tail.join("\n"))
             )
         }
     )

@@ -30,7 +30,7 @@ fn check(g: &Global) -> anyhow::Result<()> {
         crate::usage!(
             "{}: no tests: nothing can be measured; add a `[tests.NAME]` table with a `command` \
              (`perfbisect config init` writes a config for the project, README.md: Configuration)",
-            crate::pipeline::display_path(&path)
+            crate::paths::display_path(&path)
         );
     }
     let warnings = warnings(&cfg, &path_dirs());
@@ -54,7 +54,7 @@ fn check(g: &Global) -> anyhow::Result<()> {
     let tests: Vec<&str> = cfg.tests.keys().map(String::as_str).collect();
     println!(
         "{}: ok; build: {build}; {} test{}{}{}",
-        crate::pipeline::display_path(&path),
+        crate::paths::display_path(&path),
         tests.len(),
         if tests.len() == 1 { "" } else { "s" },
         if tests.is_empty() {
@@ -101,7 +101,7 @@ fn init(g: &Global) -> anyhow::Result<()> {
             None => std::env::current_dir()?,
         },
     };
-    let dir = crate::store::cache::normalize(&dir);
+    let dir = crate::paths::normalize(&dir);
     let found = crate::scaffold::detect(&dir);
     print!("{}", crate::scaffold::render(&dir, &found));
     if !g.quiet {
@@ -303,7 +303,7 @@ fn not_an_artifact(rel: &str) -> String {
 
 /// Every warning of `cfg`, as `FILE:LINE: key `K`: warning: ...`.
 fn warnings(cfg: &Config, path: &[PathBuf]) -> Vec<String> {
-    let file = crate::pipeline::display_path(&cfg.path);
+    let file = crate::paths::display_path(&cfg.path);
     let mut out = Vec::new();
     let mut warn = |key: &str, msg: String| {
         let line = cfg

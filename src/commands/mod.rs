@@ -241,7 +241,7 @@ fn invocation(g: &Global, ws: &Workspace) -> String {
     let mut out = String::new();
     let own = ws.repo.dir().join("perfbisect.toml");
     let same = |a: &std::path::Path, b: &std::path::Path| {
-        crate::store::cache::normalize(a) == crate::store::cache::normalize(b)
+        crate::paths::normalize(a) == crate::paths::normalize(b)
     };
     let config = g
         .config
@@ -253,7 +253,7 @@ fn invocation(g: &Global, ws: &Workspace) -> String {
         ("--cache", &g.cache),
     ] {
         if let Some(p) = p {
-            let abs = crate::pipeline::display_path(p);
+            let abs = crate::paths::display_path(p);
             out += &format!("{flag} {} ", shell_quote(&abs));
         }
     }

@@ -245,13 +245,13 @@ pub(super) fn post(ws: &Workspace, target: &Target, saved: &Path) -> anyhow::Res
             println!("{url}");
             ws.note(&format!(
                 "posted to {target}; the report is also saved as {}",
-                crate::pipeline::display_path(saved)
+                crate::paths::display_path(saved)
             ));
             Ok(())
         }
         Err(e) => Err(e.context(format!(
             "cannot post the report to {target}; it is saved as {}",
-            crate::pipeline::display_path(saved)
+            crate::paths::display_path(saved)
         ))),
     }
 }
@@ -379,8 +379,8 @@ fn site(g: &Global, args: &ReportArgs) -> anyhow::Result<()> {
         "wrote {} file{} into {}; open {}",
         written + 1,
         if written == 0 { "" } else { "s" },
-        crate::pipeline::display_path(out),
-        crate::pipeline::display_path(&out.join("index.html"))
+        crate::paths::display_path(out),
+        crate::paths::display_path(&out.join("index.html"))
     ));
     Ok(())
 }

@@ -319,9 +319,9 @@ fn run_once(g: &Global, args: &RunArgs, check_steps: bool) -> anyhow::Result<boo
             if commits.len() == 1 { "" } else { "s" },
             first.short(),
             first.subject,
-            crate::pipeline::indent(tail.trim_end()),
+            crate::paths::indent(tail.trim_end()),
             if log.is_file() {
-                format!("\nits full log: {}", crate::pipeline::display_path(&log))
+                format!("\nits full log: {}", crate::paths::display_path(&log))
             } else {
                 String::new()
             }

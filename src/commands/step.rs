@@ -62,7 +62,7 @@ fn run(g: &Global, args: &StepArgs) -> anyhow::Result<i32> {
     let tail = |pos: usize| {
         last_error
             .get(&pos)
-            .map(|e| format!("\n{}", crate::pipeline::indent(e.trim_end())))
+            .map(|e| format!("\n{}", crate::paths::indent(e.trim_end())))
             .unwrap_or_default()
     };
     match policy.verdict().cloned() {

@@ -17,23 +17,10 @@ use gix::ObjectId;
 use crate::config::{Metric, Test};
 use crate::store::{commit_key, Sample};
 use process::{Output, Spec, Status};
+pub use reaper::run_id;
 
 /// Largest stdout read whole for a JSON metric.
 const JSON_STDOUT_LIMIT: usize = 16 * 1024 * 1024;
-
-/// This perfbisect process's id for the commands it runs (`PERFBISECT_RUN`): its pid and
-/// start time, `<pid>-<nanoseconds, hex>`, so that hooks of two perfbisect processes at once
-/// (two caches, two terminals) can keep their servers and state apart.
-pub fn run_id() -> &'static str {
-    static ID: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    ID.get_or_init(|| {
-        let nanos = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0);
-        format!("{}-{nanos:x}", std::process::id())
-    })
-}
 
 /// What a run is measured with.
 pub struct Context<'a> {

@@ -43,14 +43,24 @@ pub fn adopt_orphans() {
     });
 }
 
+/// This perfbisect process's id for the commands it runs (`PERFBISECT_RUN`): its pid and
+/// start time, `<pid>-<nanoseconds, hex>`, so that hooks of two perfbisect processes at once
+/// (two caches, two terminals) can keep their servers and state apart.
+pub fn run_id() -> &'static str {
+    static ID: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    ID.get_or_init(|| {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        format!("{}-{nanos:x}", std::process::id())
+    })
+}
+
 /// A new id for one command, for [`MARK_VAR`].
 pub fn new_mark() -> String {
     static NEXT: AtomicU64 = AtomicU64::new(1);
-    format!(
-        "{}.{}",
-        super::run_id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    )
+    format!("{}.{}", run_id(), NEXT.fetch_add(1, Ordering::Relaxed))
 }
 
 /// Spawn `cmd` and register it as perfbisect's own child until [`forget`].
