@@ -213,7 +213,7 @@ pub(super) fn save_markdown(
                 .duration_since(std::time::UNIX_EPOCH)
                 .map(|d| d.as_secs())
                 .unwrap_or(0);
-            let (y, mo, d, h, mi, s) = crate::report::find::civil(now as i64);
+            let (y, mo, d, h, mi, s) = crate::report::text::civil(now as i64);
             ws.cache
                 .root
                 .join("reports")

@@ -44,8 +44,8 @@ pub fn show(g: &Global, args: ShowArgs) -> anyhow::Result<()> {
         ws.note(&format!("plot written to {}", path.display()));
     }
     let out = match args.format {
-        Format::Json => view::json(test, &rows)?,
-        Format::Csv => view::csv(test, &rows)?,
+        Format::Json => export::json(test, &rows)?,
+        Format::Csv => export::csv(test, &rows)?,
         _ => {
             let n = rows.len();
             let s = if n == 1 { "" } else { "s" };

@@ -11,15 +11,14 @@
 use std::fmt::Write as _;
 
 use super::charts;
-use super::fmt_num;
 use super::plot;
 use super::show::{summarize, CommitRow, RangeSummary, Status};
+use super::text::fmt_num;
 use super::units::{quantity, signed_quantity};
 use crate::config::{Build, Test};
 use crate::stats::{self, ChangePoint};
 
-/// Commits in the "most recent" chart and table.
-pub const RECENT: usize = 100;
+use super::charts::RECENT;
 /// Points of the full-range chart (curl's page uses 20).
 pub const FULL_RANGE_POINTS: usize = 20;
 

@@ -8,9 +8,10 @@ use std::ops::Range;
 
 use serde::Serialize;
 
-use super::find::{count, date, judge, md_escape, reproduce, FindReport};
+use super::find::{count, judge, md_escape, reproduce, FindReport};
 use super::md;
 use super::show::{CommitRow, Status};
+use super::text::date;
 use super::units::quantity;
 use crate::bisect::{Culprit, Outcome};
 use crate::stats::{self, ChangePoint};
@@ -491,7 +492,7 @@ fn measured(o: &mut String, x: &Issue<'_>) {
 pub fn json(x: &Issue<'_>, find_json: serde_json::Value) -> anyhow::Result<String> {
     let r = x.find;
     let chain = &x.rows[..=r.searched.min(x.rows.len().saturating_sub(1))];
-    let mut v = super::show::json_value(r.test, chain)?;
+    let mut v = super::export::json_value(r.test, chain)?;
     let cps: Vec<serde_json::Value> = x
         .change_points
         .iter()
