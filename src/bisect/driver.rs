@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::{Action, Outcome, Stored};
+use super::types::{Action, Outcome, Stored};
 use crate::interrupt::Interrupted;
 
 /// The answer to a window of runs: its id, the moment its first round got, how many rounds

@@ -789,7 +789,7 @@ mod tests {
     use proptest::prelude::*;
 
     proptest! {
-        #![proptest_config(crate::stats::proptest_config(200))]
+        #![proptest_config(crate::stats::testing::proptest_config(200))]
 
         /// The interleaved schedule: every round holds each commit exactly once, so every
         /// commit gets one run per round (drift falls on all alike), and where a commit's run
