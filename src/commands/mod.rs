@@ -186,51 +186,6 @@ fn verbosity(g: &Global) -> Verbosity {
     }
 }
 
-/// The bisection knobs of a test. Only `deterministic = true` makes a metric deterministic; a
-/// declared one whose stored runs of some commit differ is treated as noisy, with a warning.
-fn search_params(
-    test: &crate::config::Test,
-    stored: &crate::pipeline::Samples,
-    warn: &dyn Fn(&str),
-) -> crate::bisect::Params {
-    let mut deterministic = test.deterministic;
-    if deterministic {
-        let mut spread: Vec<_> = stored
-            .by_commit
-            .iter()
-            .filter(|(_, recs)| {
-                let vals: Vec<f64> = recs.iter().filter_map(|s| s.value).collect();
-                vals.iter().any(|&v| v != vals[0])
-            })
-            .collect();
-        spread.sort_by_key(|(k, _)| **k);
-        if let Some((_, recs)) = spread.first() {
-            let vals: Vec<f64> = recs.iter().filter_map(|s| s.value).collect();
-            let lo = vals.iter().copied().fold(f64::INFINITY, f64::min);
-            let hi = vals.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-            warn(&format!(
-                "test `{}` is declared deterministic, but runs of commit {} differ ({} to {}); \
-                 treating it as noisy",
-                test.name,
-                crate::git::short(&recs[0].commit_id()),
-                crate::report::fmt_num(lo),
-                crate::report::fmt_num(hi)
-            ));
-            deterministic = false;
-        }
-    }
-    crate::bisect::Params {
-        alpha: test.alpha,
-        threshold: test.threshold,
-        repeats: test.repeats,
-        max_repeats: test.max_repeats,
-        deterministic,
-        interleave: test.interleave,
-        counted: matches!(test.metric, crate::config::Metric::Instructions),
-        tolerance: 0.0,
-    }
-}
-
 /// The global options that pick the repository, config and cache, as they must be repeated in
 /// a command printed for the user to paste (absolute paths, shell-quoted, trailing space);
 /// empty when all are the defaults.
@@ -270,65 +225,6 @@ fn shell_quote(s: &str) -> String {
     } else {
         format!("'{}'", s.replace('\'', "'\\''"))
     }
-}
-
-/// Per-commit rows of `test` for `commits`: the values and records stored, and whether a
-/// commit without values failed to build, failed every run, or was never measured.
-fn rows(
-    ws: &Workspace,
-    samples: &crate::pipeline::Samples,
-    commits: Vec<crate::git::CommitInfo>,
-) -> Vec<crate::report::show::CommitRow> {
-    use crate::build::State;
-    use crate::report::show::{CommitRow, Status};
-    let mut previous: Option<[u8; 20]> = None;
-    commits
-        .into_iter()
-        .map(|c| {
-            let key = crate::store::commit_key(&c.id);
-            let joins_previous =
-                previous.is_some_and(|p| samples.twins.get(&key).is_some_and(|t| t.contains(&p)));
-            previous = Some(key);
-            let own = samples.own(&c.id).len();
-            let records: Vec<_> = samples.records(&c.id).into_iter().cloned().collect();
-            let values: Vec<f64> = records.iter().filter_map(|s| s.value).collect();
-            let status = if !values.is_empty() {
-                Status::Ok
-            } else if matches!(ws.build_state(&c.id), State::Failed(_)) {
-                Status::BuildFailed
-            } else if !records.is_empty() {
-                Status::RunFailed
-            } else {
-                Status::Missing
-            };
-            CommitRow {
-                same_build_as: samples.shared_from(&c.id).first().copied(),
-                own,
-                joins_previous,
-                commit: c,
-                values,
-                records,
-                status,
-            }
-        })
-        .collect()
-}
-
-/// `detect`'s change points over `rows` with the test's threshold (a declared deterministic
-/// test: every change of at least the threshold, at its exact commit).
-fn change_points(
-    test: &crate::config::Test,
-    rows: &[crate::report::show::CommitRow],
-) -> Vec<crate::stats::ChangePoint> {
-    use crate::stats::changepoint;
-    let opts = changepoint::Options {
-        threshold: test.threshold,
-        deterministic: test.deterministic,
-        ..changepoint::Options::default()
-    };
-    // One value per independent measurement (runs back to back are one look at the machine),
-    // each real run once (where it was made, not again on commits of identical builds).
-    crate::report::show::change_points(rows, &opts)
 }
 
 /// Refuse formats a command does not offer.

@@ -82,7 +82,7 @@ fn run_once(g: &Global, args: &RunArgs, check_steps: bool) -> anyhow::Result<boo
     for t in &tests {
         // Before anything is built: a test that cannot be counted here says so now.
         ws.counter_note(t)?;
-        if let Some(w) = super::calibrate::threshold_warning(&ws.cache, t) {
+        if let Some(w) = crate::calibration::threshold_warning(&ws.cache, t) {
             ws.warn(&w);
         }
     }
@@ -686,8 +686,8 @@ fn step_evidence(
     let mut out = Vec::new();
     for t in tests {
         let samples = ws.samples(t)?;
-        let rows = super::rows(ws, &samples, commits.to_vec());
-        for cp in super::change_points(t, &rows) {
+        let rows = crate::history::rows(ws, &samples, commits.to_vec());
+        for cp in crate::history::change_points(t, &rows) {
             let before = rows[..cp.index].iter().rev().find(|r| !r.values.is_empty());
             for r in before.into_iter().chain(rows.get(cp.index)) {
                 if !out.contains(&r.commit.id) {

@@ -7,7 +7,7 @@ use crate::pipeline::{Samples, Workspace};
 use crate::report::show as view;
 use crate::report::{charts, export, plot};
 
-use super::{change_points, check_format, locations, rows, verbosity};
+use super::{check_format, locations, verbosity};
 
 pub fn show(g: &Global, args: ShowArgs) -> anyhow::Result<()> {
     check_format(
@@ -24,11 +24,11 @@ pub fn show(g: &Global, args: ShowArgs) -> anyhow::Result<()> {
     let test = ws.config.test(&args.test)?;
     let samples = ws.samples(test)?;
     let commits = ws.commits(args.range.as_deref(), &samples)?;
-    let rows = rows(&ws, &samples, commits);
+    let rows = crate::history::rows(&ws, &samples, commits);
     if let Some(path) = &args.plot {
         // Refuse a bad file name before anything is drawn.
         plot::ImageFormat::of(path)?;
-        let cps = change_points(test, &rows);
+        let cps = crate::history::change_points(test, &rows);
         let scope = args
             .range
             .clone()

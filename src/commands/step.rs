@@ -40,7 +40,7 @@ fn run(g: &Global, args: &StepArgs) -> anyhow::Result<i32> {
         crate::usage!("--jobs must be at least 1");
     }
     let stored = ws.samples(&test)?;
-    let params = super::search_params(&test, &stored, &|w| ws.warn(w));
+    let params = crate::finder::search_params(&test, &stored, &|w| ws.warn(w));
     let mut commits = vec![ws.repo.info(old)?, ws.repo.info(head)?];
     if let Some(n) = new {
         commits.push(ws.repo.info(n)?);

@@ -1,5 +1,6 @@
 //! Rendering results for terminals, scripts and bug trackers.
 
+pub mod calibration;
 pub mod charts;
 pub mod export;
 pub mod find;
