@@ -24,10 +24,12 @@ pub mod profile;
 pub mod progress;
 pub mod publish;
 pub mod report;
+pub mod rounds;
 pub mod scaffold;
 pub mod stats;
 pub mod store;
 pub mod style;
+pub mod upkeep;
 
 /// Parse arguments, run the command, print errors, and return the process exit code.
 pub fn main_with_args<I, T>(args: I) -> i32

@@ -2,7 +2,6 @@
 //! and `report TEST|all [RANGE] --format html --out DIR` (a static site of the stored
 //! results); `--attach OWNER/REPO#N` posts the Markdown with `gh`.
 
-
 use crate::attach::Target;
 use crate::cli::{Format, Global, ReportArgs};
 use crate::pipeline::Workspace;
