@@ -8,6 +8,7 @@ pub mod build;
 pub mod calibration;
 pub mod cli;
 pub mod commands;
+pub mod comparison;
 pub mod config;
 pub mod demo;
 pub mod error;

@@ -2,6 +2,7 @@
 
 pub mod calibration;
 pub mod charts;
+pub mod compare;
 pub mod export;
 pub mod find;
 pub mod html;
