@@ -18,6 +18,7 @@ pub mod git;
 pub mod history;
 pub mod interrupt;
 pub mod lab;
+pub mod lint;
 pub mod measure;
 pub mod paths;
 pub mod pipeline;

@@ -7,7 +7,7 @@ use crate::error::UsageError;
 use crate::pipeline::Workspace;
 use crate::upkeep;
 
-use super::{locations, verbosity};
+use super::common::{locations, verbosity};
 
 pub fn cache(g: &Global, args: CacheArgs) -> anyhow::Result<()> {
     let write = !matches!(args.action, CacheAction::Ls { .. });

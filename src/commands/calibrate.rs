@@ -5,7 +5,7 @@
 use crate::cli::{CalibrateArgs, Format, Global};
 use crate::pipeline::Workspace;
 
-use super::{check_format, locations, verbosity};
+use super::common::{check_format, locations, verbosity};
 
 pub fn calibrate(g: &Global, args: CalibrateArgs) -> anyhow::Result<()> {
     check_format(args.format, &[Format::Text, Format::Json], "calibrate")?;

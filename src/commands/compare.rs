@@ -4,7 +4,7 @@
 use crate::cli::{CompareArgs, Format, Global};
 use crate::pipeline::Workspace;
 
-use super::{check_format, locations, verbosity};
+use super::common::{check_format, locations, verbosity};
 
 pub fn compare(g: &Global, args: CompareArgs) -> anyhow::Result<()> {
     check_format(args.format, &[Format::Text, Format::Json], "compare")?;

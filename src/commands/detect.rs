@@ -11,7 +11,7 @@ use crate::pipeline::Workspace;
 use crate::report::fmt_num;
 use crate::stats::{self, changepoint};
 
-use super::{check_format, locations, verbosity};
+use super::common::{check_format, locations, verbosity};
 
 #[derive(Serialize)]
 struct Point {

@@ -7,7 +7,7 @@ use crate::report::find::{self as view};
 use crate::report::plot::{self};
 use crate::report::{charts, spark};
 
-use super::{check_format, locations, verbosity};
+use super::common::{check_format, locations, verbosity};
 
 pub fn find(g: &Global, args: FindArgs) -> anyhow::Result<()> {
     check_format(
@@ -43,7 +43,7 @@ pub fn find(g: &Global, args: FindArgs) -> anyhow::Result<()> {
         run = crate::finder::search(&ws, test, &args.range, args.jobs, args.no_descend)?;
     }
     let why = crate::finder::why(&ws, &run, args.why, args.no_why)?;
-    let invocation = super::invocation(g, &ws);
+    let invocation = super::common::invocation(g, &ws);
 
     // The chain's medians as stored now (what this search measured, and what was there).
     let samples = ws.samples(&run.test)?;

@@ -9,7 +9,7 @@ use crate::report::issue::{self, Issue};
 use crate::report::plot::{self};
 use crate::report::{charts, find as find_view, spark};
 
-use super::{check_format, locations, verbosity};
+use super::common::{check_format, locations, verbosity};
 
 pub fn report(g: &Global, args: ReportArgs) -> anyhow::Result<()> {
     check_format(
@@ -46,7 +46,7 @@ pub fn report(g: &Global, args: ReportArgs) -> anyhow::Result<()> {
     let run = crate::finder::search(&ws, test, range, args.jobs, args.no_descend)?;
     // The profiles `find` made are kept: a report after it reuses them.
     let why = crate::finder::why(&ws, &run, false, false)?;
-    let invocation = super::invocation(g, &ws);
+    let invocation = super::common::invocation(g, &ws);
 
     let samples = ws.samples(&run.test)?;
     let all_rows = crate::history::rows(&ws, &samples, run.commits.clone());

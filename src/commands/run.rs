@@ -5,7 +5,7 @@ use crate::cli::{Format, Global, RunArgs};
 use crate::pipeline::Workspace;
 use crate::rounds;
 
-use super::{check_format, locations, verbosity};
+use super::common::{check_format, locations, verbosity};
 
 pub fn run(g: &Global, args: RunArgs) -> anyhow::Result<()> {
     check_format(args.format, &[Format::Text, Format::Json], "run")?;

@@ -7,7 +7,7 @@ use crate::pipeline::{Samples, Workspace};
 use crate::report::show as view;
 use crate::report::{charts, export, plot};
 
-use super::{check_format, locations, verbosity};
+use super::common::{check_format, locations, verbosity};
 
 pub fn show(g: &Global, args: ShowArgs) -> anyhow::Result<()> {
     check_format(

@@ -9,7 +9,7 @@ use crate::lab::WorkspaceLab;
 use crate::pipeline::Workspace;
 use crate::report::fmt_num;
 
-use super::{locations, verbosity};
+use super::common::{locations, verbosity};
 
 /// Exit code that makes `git bisect run` stop.
 const FATAL: i32 = 128;
