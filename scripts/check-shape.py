@@ -12,7 +12,8 @@ the child, so a child that names anything of its parent's file is a cycle.
 
 Lines of code are lines that hold something other than whitespace and comments.
 
-Usage: scripts/check-shape.py [--strict] [--src DIR] [--max-file N] [--max-commands N]
+Usage: scripts/check-shape.py [--strict] [--with-comments] [--with-tests] [--edges] [--src DIR]
+       [--max-file N] [--max-commands N]
 Exit code 1 when a cycle exists or a limit is passed.
 """
 
@@ -122,6 +123,20 @@ def remove_cfg_test(code):
         code = code[:start] + blank + code[end:]
 
 
+def inline_super_to_self(code):
+    """Inside an inline `mod name { ... }` (a test module), `super::` is the file's own module."""
+    out, pos = [], 0
+    for m in re.finditer(r"\bmod\s+" + IDENT + r"\s*\{", code):
+        if m.start() < pos:
+            continue
+        end = item_end(code, m.start())
+        out.append(code[pos:m.start()])
+        out.append(re.sub(r"\bsuper::", "self::", code[m.start():end]))
+        pos = end
+    out.append(code[pos:])
+    return "".join(out)
+
+
 def parse_use_tree(s):
     """Expand a use tree (`a::{b, c::{d as e, *}}`) to (path list, alias) pairs."""
     s = re.sub(r"\s+as\s+", "@", s)
@@ -170,6 +185,10 @@ class Module:
         self.file = file
 
 
+KEEP_COMMENTS = False
+KEEP_TESTS = False
+
+
 def discover(src):
     """Map module paths (tuples) to files, following `mod x;` declarations from lib.rs."""
     modules = {}
@@ -179,8 +198,15 @@ def discover(src):
     def load(file):
         with open(file, encoding="utf-8") as f:
             raw = f.read()
-        code = strip_comments_and_strings(raw)
+        if KEEP_COMMENTS:
+            # Doc links (`[`super::x`]`) count too: comment markers are hidden from the stripper.
+            hidden = raw.replace("//", "\x01\x01").replace("/*", "\x02\x02")
+            code = strip_comments_and_strings(hidden).replace("\x01\x01", "  ").replace("\x02\x02", "  ")
+        else:
+            code = strip_comments_and_strings(raw)
         code_nt, test_children = remove_cfg_test(code)
+        if KEEP_TESTS:
+            code_nt, test_children = inline_super_to_self(code), set()
         texts[file] = (raw, code, code_nt)
         return code, code_nt, test_children
 
@@ -318,12 +344,17 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--src", default=os.path.join(os.path.dirname(__file__), "..", "src"))
     ap.add_argument("--strict", action="store_true", help="count `mod child;` as an edge too")
+    ap.add_argument("--with-comments", action="store_true",
+                    help="count paths named in comments and doc links too (and comment lines)")
+    ap.add_argument("--with-tests", action="store_true", help="count #[cfg(test)] code too")
     ap.add_argument("--max-file", type=int, default=900)
     ap.add_argument("--max-commands", type=int, default=2500)
     ap.add_argument("--top", type=int, default=8, help="how many of the largest files to list")
     ap.add_argument("--edges", action="store_true", help="print the edges inside each cycle")
     args = ap.parse_args()
     src = os.path.normpath(args.src)
+    global KEEP_COMMENTS, KEEP_TESTS
+    KEEP_COMMENTS, KEEP_TESTS = args.with_comments, args.with_tests
 
     modules, test_files, texts = discover(src)
     files = {}

@@ -68,7 +68,7 @@ pub enum Doing<'a> {
     },
 }
 
-/// The search side of the loop: [`super::Search`] for `find`, [`super::StepSearch`] for `step`.
+/// The search side of the loop: `Search` for `find`, `StepSearch` for `step`.
 pub trait Policy {
     /// The next thing to do; [`Action::Done`] ends the loop.
     fn next_action(&mut self) -> Action;

@@ -13,7 +13,7 @@
 //!
 //! Adopted orphans have to be reaped here, or they stay zombies (and a teardown that waits
 //! for `kill -0 $server` to fail waits forever). Only orphans are: the commands
-//! [`super::process`] spawns are registered ([`spawn`]) and reaped by their runner, and the
+//! `process` spawns are registered ([`spawn`]) and reaped by their runner, and the
 //! children std's `Command` spawns elsewhere (git, gh) stay in perfbisect's own process
 //! group, which no orphan is in.
 
@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 /// The environment variable that names the command a process descends from.
 pub const MARK_VAR: &str = "PERFBISECT_COMMAND_ID";
 
-/// The commands [`super::process`] has spawned and not yet reaped. The lock is held across
+/// The commands `process` has spawned and not yet reaped. The lock is held across
 /// the spawn, so that an orphan sweep never mistakes a fresh command for an orphan.
 static SPAWNED: Mutex<Vec<libc::pid_t>> = Mutex::new(Vec::new());
 
