@@ -88,8 +88,11 @@ fn init(g: &Global) -> anyhow::Result<()> {
             Some(f) => format!("{} ({})", f.system.name(), f.evidence),
             None => "no build system I know".to_string(),
         };
+        let program = crate::scaffold::program_note(&found)
+            .map(|n| format!("; {n}"))
+            .unwrap_or_default();
         eprintln!(
-            "perfbisect: found {what} in {}; save the config printed above (e.g. as perfbisect.toml) and run `perfbisect config check`",
+            "perfbisect: found {what} in {}{program}; save the config printed above (e.g. as perfbisect.toml) and run `perfbisect config check`",
             dir.display()
         );
     }
