@@ -227,10 +227,10 @@ impl Lab for WorkspaceLab<'_> {
             let fin: Vec<f64> = vals.iter().copied().filter(|v| v.is_finite()).collect();
             let med = crate::stats::median(&fin).unwrap_or(f64::NAN);
             self.bar.println(format!(
-                "probed {} {}: {} runs, median {}",
+                "probed {} {}: {}, median {}",
                 c.short(),
                 c.subject,
-                vals.len(),
+                crate::report::text::count(vals.len(), "run"),
                 crate::report::fmt_num(med)
             ));
         }

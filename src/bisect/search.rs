@@ -408,9 +408,9 @@ impl Search {
         if mdc > thr {
             return self.finish(Outcome::Inconclusive {
                 reason: format!(
-                    "the ends do not differ ({} {} to {} {}, {:+.2} %, {}), but {} and {} runs \
+                    "the ends do not differ ({} {} to {} {}, {:+.2} %, {}), but {} and {} run{} \
                      of them could only have seen a change of {} % or more, and the threshold \
-                     is {}; the noise here ({} %{}) is too large for {} runs",
+                     is {}; the noise here ({} %{}) is too large for {}",
                     self.name(0),
                     fmt_num(c.before),
                     self.name(hi),
@@ -419,6 +419,7 @@ impl Search {
                     self.p_text(c.p),
                     n0,
                     nhi,
+                    if n0 == 1 && nhi == 1 { "" } else { "s" },
                     fmt_num(mdc * 100.0),
                     threshold_text(&self.params.threshold),
                     fmt_num(self.noise_of(&ev) * 100.0),
@@ -427,7 +428,7 @@ impl Search {
                     } else {
                         ""
                     },
-                    max
+                    crate::report::text::count(max, "run")
                 ),
                 best_guess: None,
             });
@@ -696,10 +697,10 @@ impl Search {
             "beyond the new level, away from"
         };
         let reason = format!(
-            "{} stayed unclassified after {} runs: median {} {place} the old level {} of {} and \
+            "{} stayed unclassified after {}: median {} {place} the old level {} of {} and \
              the new level {} of {} (measured side by side with it){}; the culprit is one of {}",
             self.name(x),
-            ev.attempts[1],
+            crate::report::text::count(ev.attempts[1], "run"),
             fmt_num(m_x),
             fmt_num(m_lo),
             self.name(ps[0]),

@@ -74,17 +74,21 @@ fn run(g: &Global, args: &StepArgs) -> anyhow::Result<i32> {
             };
             let (probe, old_s) = (policy.samples(PROBE), policy.samples(OLD));
             eprintln!(
-                "perfbisect step: {} {}: {} median {} ({} runs) vs old {} ({} runs){}: {word} ({})",
+                "perfbisect step: {} {}: {} median {} ({}) vs old {} ({}){}: {word} ({})",
                 info.short(),
                 info.subject,
                 test.name,
                 med(probe),
-                probe.len(),
+                crate::report::text::count(probe.len(), "run"),
                 med(old_s),
-                old_s.len(),
+                crate::report::text::count(old_s.len(), "run"),
                 if new.is_some() {
                     let n = policy.samples(NEW);
-                    format!(", new {} ({} runs)", med(n), n.len())
+                    format!(
+                        ", new {} ({})",
+                        med(n),
+                        crate::report::text::count(n.len(), "run")
+                    )
                 } else {
                     String::new()
                 },

@@ -7,7 +7,7 @@ use crate::calibration::Calibration;
 use crate::config::Test;
 use crate::git::CommitInfo;
 
-use super::text::fmt_num;
+use super::text::{count, fmt_num};
 
 /// The text of a calibration of `test` on `info` (`head`: no REV was given, HEAD was used);
 /// `other_note` says why the other way of measuring was not measured.
@@ -75,7 +75,7 @@ pub fn text(
     )
     .unwrap();
     if cal.failed > 0 {
-        writeln!(o, "{} runs failed", cal.failed).unwrap();
+        writeln!(o, "{} failed", count(cal.failed, "run")).unwrap();
     }
     writeln!(
         o,

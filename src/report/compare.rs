@@ -5,7 +5,7 @@ use crate::comparison::Comparison;
 use crate::report::find::judge_with_article;
 use crate::stats;
 
-use super::text::fmt_num;
+use super::text::{count, fmt_num};
 
 /// `2 %` or `12 units`.
 fn threshold_text(test: &crate::config::Test) -> String {
@@ -32,13 +32,14 @@ pub fn text(c: &Comparison, test: &crate::config::Test) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "{}: A = {} {}, B = {} {}; {} interleaved runs each",
+        "{}: A = {} {}, B = {} {}; {} interleaved run{} each",
         c.test,
         &c.a.commit[..10],
         c.a.subject,
         &c.b.commit[..10],
         c.b.subject,
-        c.runs
+        c.runs,
+        if c.runs == 1 { "" } else { "s" }
     );
     let _ = writeln!(
         o,
@@ -123,14 +124,16 @@ pub fn text(c: &Comparison, test: &crate::config::Test) -> String {
             } else if c.could_see_threshold == Some(false) || c.min_detectable.is_none() {
                 let seen = match c.min_detectable {
                     Some(m) => format!(
-                        "{} runs each could only have seen a change of {} % or more, and the threshold is {}",
-                        c.runs,
+                        "{} each could only have seen a change of {} % or more, and the threshold is {}",
+                        count(c.runs, "run"),
                         fmt_num(m * 100.0),
                         threshold_text(test)
                     ),
                     None => format!(
-                        "{} runs each are too few for a rank test to reach alpha {}",
-                        c.runs, test.alpha
+                        "{} each {} too few for a rank test to reach alpha {}",
+                        count(c.runs, "run"),
+                        if c.runs == 1 { "is" } else { "are" },
+                        test.alpha
                     ),
                 };
                 format!(

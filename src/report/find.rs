@@ -9,7 +9,7 @@ use crate::config::{Direction, Test};
 use crate::git::CommitInfo;
 
 use super::md;
-use super::text::{date, fmt_num};
+use super::text::{count, date, fmt_num};
 
 /// Everything a `find` report shows.
 pub struct FindReport<'a> {
@@ -385,7 +385,7 @@ impl FindReport<'_> {
         let _ = writeln!(o, "  author {}, {}", at.author, date(at.time));
         let _ = writeln!(
             o,
-            "  {}: {}{} -> {}{} ({:+.2} %, {}), {}, medians of {} vs {} runs{}",
+            "  {}: {}{} -> {}{} ({:+.2} %, {}), {}, medians of {} vs {} run{}{}",
             self.test.name,
             fmt_num(c.before),
             self.unit(),
@@ -396,6 +396,11 @@ impl FindReport<'_> {
             self.evidence(c.p_value, true),
             c.n_before,
             c.n_after,
+            if c.n_before == 1 && c.n_after == 1 {
+                ""
+            } else {
+                "s"
+            },
             if c.verified {
                 ", confirmed by interleaved re-runs"
             } else {
@@ -895,15 +900,6 @@ pub(crate) fn md_image(alt: &str, path: &str) -> String {
     format!("![{}]({target})", md_escape(alt))
 }
 
-/// `1 commit`, `3 commits`.
-pub(crate) fn count(n: usize, what: &str) -> String {
-    if n == 1 {
-        format!("1 {what}")
-    } else {
-        format!("{n} {what}s")
-    }
-}
-
 /// Untrusted text for a Markdown table cell or line: it renders as the text it is
 /// ([`md::text`]: no HTML, links, images, mentions or cross-references; pipes escaped, line
 /// breaks as spaces).
@@ -986,7 +982,7 @@ mod tests {
         let o = Outcome::Culprits(vec![culprit(3072.0, 3064.0, 0.0)]);
         let (text, md, json) = render(&t, &o, true);
         assert!(
-            text.contains("size: 3072 bytes -> 3064 bytes (-0.26 %, an improvement), deterministic, medians of 1 vs 1 runs"),
+            text.contains("size: 3072 bytes -> 3064 bytes (-0.26 %, an improvement), deterministic, medians of 1 vs 1 run"),
             "{text}"
         );
         assert!(!text.contains("p = "), "{text}");

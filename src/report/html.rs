@@ -314,7 +314,13 @@ pub fn page(p: &Page<'_>, site: &Site<'_>) -> anyhow::Result<Vec<File>> {
         site,
         &summary
             .as_ref()
-            .map(|s| format!(" from {} runs of {} commits", s.samples, s.commits_measured))
+            .map(|s| {
+                format!(
+                    " from {} of {}",
+                    super::text::count(s.samples, "run"),
+                    super::text::count(s.commits_measured, "commit")
+                )
+            })
             .unwrap_or_default(),
     );
     files.push((format!("{}.html", t.name), o.into_bytes()));

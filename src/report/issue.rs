@@ -8,10 +8,10 @@ use std::ops::Range;
 
 use serde::Serialize;
 
-use super::find::{count, judge, md_escape, reproduce, FindReport};
+use super::find::{judge, md_escape, reproduce, FindReport};
 use super::md;
 use super::show::{CommitRow, Status};
-use super::text::date;
+use super::text::{count, date};
 use super::units::quantity;
 use crate::bisect::{Culprit, Outcome};
 use crate::stats::{self, ChangePoint};
@@ -444,8 +444,8 @@ fn measured(o: &mut String, x: &Issue<'_>) {
             "deterministic: one run per commit, values compared exactly".to_string()
         } else {
             format!(
-                "{} runs per commit{}, up to {} when in doubt; threshold {}, α {}",
-                m.repeats,
+                "{} per commit{}, up to {} when in doubt; threshold {}, α {}",
+                count(m.repeats, "run"),
                 if m.warmup > 0 {
                     format!(" after {} warm-up", m.warmup)
                 } else {

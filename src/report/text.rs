@@ -90,6 +90,15 @@ pub fn civil(secs: i64) -> (i128, i64, i64, i64, i64, i64) {
     (year, month, day, rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
+/// `1 commit`, `3 commits`.
+pub fn count(n: usize, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::fmt_num;
