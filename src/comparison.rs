@@ -222,6 +222,7 @@ pub fn compare(
             &mut |u, _, s| {
                 let (name, rev, c) = names[u];
                 appender.append(&s)?;
+                crate::interrupt::kept_run();
                 bar.inc(1);
                 match &s.error {
                     Some(e) => {

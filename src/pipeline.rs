@@ -660,6 +660,7 @@ impl Workspace {
             &runs,
             &mut |i, s| {
                 appenders[i].append(&s)?;
+                crate::interrupt::kept_run();
                 if let Some(e) = &s.error {
                     if self.verbosity.verbose > 0 || !warned[i] {
                         warned[i] = true;
@@ -701,6 +702,7 @@ impl Workspace {
             a.runs.min(b.runs),
             &mut |side, s| {
                 appender.append(&s)?;
+                crate::interrupt::kept_run();
                 each(&s);
                 if side {
                     got.1.push(s);
@@ -749,6 +751,7 @@ impl Workspace {
             first_moment,
             &mut |u, _, s| {
                 appender.append(&s)?;
+                crate::interrupt::kept_run();
                 if let Some(e) = &s.error {
                     streak[u] += 1;
                     if self.verbosity.verbose > 0 || !warned {
@@ -814,6 +817,7 @@ impl Workspace {
             &mut |u, i, s| {
                 let t = visits[u].tests[i];
                 appenders[t].append(&s)?;
+                crate::interrupt::kept_run();
                 if let Some(e) = &s.error {
                     if self.verbosity.verbose > 0 || !warned[t] {
                         warned[t] = true;
@@ -856,6 +860,7 @@ impl Workspace {
             batch.runs,
             &mut |s| {
                 appender.append(&s)?;
+                crate::interrupt::kept_run();
                 if let Some(e) = &s.error {
                     if self.verbosity.verbose > 0 || got.is_empty() {
                         self.warn(&format!(

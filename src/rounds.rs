@@ -185,6 +185,8 @@ pub fn run_pass(
         }
     }
     if crate::interrupt::requested() {
+        // Stopped while building: say what was built before exit 130.
+        report(&summary, started.elapsed())?;
         return Err(Interrupted.into());
     }
 

@@ -354,6 +354,7 @@ pub fn profile_once(
     dir: &Path,
     slower: u32,
 ) -> anyhow::Result<Result<(), String>> {
+    let _doing = crate::interrupt::doing(crate::interrupt::Activity::Measuring);
     if let Err(why) = ctx.setup()? {
         let _ = ctx.teardown();
         return Ok(Err(why));
@@ -416,6 +417,7 @@ pub fn shared_batch(
     sink: &mut dyn FnMut(usize, Sample) -> anyhow::Result<()>,
     warn: &dyn Fn(&str),
 ) -> anyhow::Result<usize> {
+    let _doing = crate::interrupt::doing(crate::interrupt::Activity::Measuring);
     let most = runs.iter().copied().max().unwrap_or(0);
     if most == 0 || ctxs.is_empty() {
         return Ok(0);
@@ -484,6 +486,7 @@ pub fn batch(
     sink: &mut dyn FnMut(Sample) -> anyhow::Result<()>,
     warn: &dyn Fn(&str),
 ) -> anyhow::Result<usize> {
+    let _doing = crate::interrupt::doing(crate::interrupt::Activity::Measuring);
     if runs == 0 {
         return Ok(0);
     }
@@ -546,6 +549,7 @@ pub fn interleaved_while(
     sink: &mut dyn FnMut(bool, Sample) -> anyhow::Result<bool>,
     warn: &dyn Fn(&str),
 ) -> anyhow::Result<usize> {
+    let _doing = crate::interrupt::doing(crate::interrupt::Activity::Measuring);
     let units = [Unit::one(a, runs), Unit::one(b, runs)];
     let done = rounds(&units, a.window, 0, &mut |u, _, s| sink(u == 1, s), warn)?;
     Ok(done.rounds)
@@ -598,6 +602,7 @@ pub fn rounds(
     sink: &mut dyn FnMut(usize, usize, Sample) -> anyhow::Result<bool>,
     warn: &dyn Fn(&str),
 ) -> anyhow::Result<RoundsDone> {
+    let _doing = crate::interrupt::doing(crate::interrupt::Activity::Measuring);
     let mut done = RoundsDone::default();
     let mut left: Vec<Vec<usize>> = units.iter().map(|u| u.runs.clone()).collect();
     let mut going: Vec<bool> = units
