@@ -180,30 +180,42 @@ impl FindRun {
     /// The culprits as plot markers on the chain; one found inside a merged branch is drawn at
     /// the merge that brought it in, labelled with its own hash.
     pub fn markers(&self) -> Vec<Marker> {
-        let culprits: Vec<&Culprit> = match &self.outcome {
-            Outcome::Culprits(cs) => cs.iter().collect(),
+        let culprits: Vec<(&Culprit, bool)> = match &self.outcome {
+            Outcome::Culprits(cs) => cs.iter().map(|c| (c, c.verified)).collect(),
             Outcome::Inconclusive {
                 best_guess: Some(c),
                 ..
-            } => vec![c],
+            } => vec![(c, false)],
             _ => Vec::new(),
         };
+        let best_guess = matches!(self.outcome, Outcome::Inconclusive { .. });
         culprits
             .into_iter()
-            .map(|c| {
+            .map(|(c, confirmed)| {
                 let mut at = c.pos;
                 while let Some(&(_, m)) = self.merges.iter().find(|(p, _)| *p == at) {
                     at = m;
                 }
-                let label = self.commits[c.pos].id.to_hex_with_len(7).to_string();
+                let hash = self.commits[c.pos].id.to_hex_with_len(7).to_string();
+                let mut label = if at == c.pos {
+                    hash
+                } else {
+                    format!("{hash} (merged here)")
+                };
+                // Not a finding: the label says so, and the line is dashed.
+                if best_guess {
+                    label = format!("best guess {label}?");
+                } else if !confirmed {
+                    label = format!("{label} (not confirmed)");
+                }
                 Marker {
                     index: at,
-                    label: if at == c.pos {
-                        label
+                    label,
+                    kind: if confirmed {
+                        MarkerKind::Culprit
                     } else {
-                        format!("{label} (merged here)")
+                        MarkerKind::Guess
                     },
-                    kind: MarkerKind::Culprit,
                 }
             })
             .filter(|m| m.index <= self.searched)

@@ -156,7 +156,16 @@ fn before_after(rows: &[CommitRow], markers: &[Marker], pairs: usize) -> (Vec<Bo
             highlight: false,
         });
         boxes.push(BoxGroup {
-            label: format!("after {}", m.label),
+            // The commit alone ("best guess 6df1c9d?" is "6df1c9d?", "(merged here)" left out).
+            label: format!(
+                "after {}",
+                m.label
+                    .strip_prefix("best guess ")
+                    .unwrap_or(&m.label)
+                    .split_whitespace()
+                    .next()
+                    .unwrap_or("")
+            ),
             sub: span(m.index, next),
             values: values(m.index, next),
             highlight: true,

@@ -223,4 +223,71 @@ mod tests {
         assert!(hi < 150.0);
         assert_eq!(out, vec![150.0]);
     }
+
+    /// The trial's unreadable plot: twelve culprits brought in by one merge, a best guess, a
+    /// change point close by, and before/after boxes too narrow for their names.
+    fn crowded() -> Chart {
+        let mut markers: Vec<Marker> = (0..12)
+            .map(|i| Marker {
+                index: 20,
+                label: format!("{:07x} (merged here)", 0x911abcd + i),
+                kind: MarkerKind::Culprit,
+            })
+            .collect();
+        markers.push(Marker {
+            index: 21,
+            label: "change".into(),
+            kind: MarkerKind::ChangePoint,
+        });
+        markers.push(Marker {
+            index: 30,
+            label: "best guess 5e5e5e5?".into(),
+            kind: MarkerKind::Guess,
+        });
+        let boxes = ["before", "after 911abcd", "before", "after 5e5e5e5?"]
+            .iter()
+            .enumerate()
+            .map(|(i, l)| BoxGroup {
+                label: l.to_string(),
+                sub: "911abcd..5e5e5e5".into(),
+                values: vec![100.0 + i as f64, 101.0 + i as f64, 102.0],
+                highlight: i % 2 == 1,
+            })
+            .collect();
+        Chart {
+            title: "value: crowded".into(),
+            subtitle: String::new(),
+            unit: "MB/s".into(),
+            commits: commits(40),
+            markers,
+            stake: None,
+            boxes,
+            boxes_title: "runs before / after".into(),
+            style: Style::Band,
+            width: 1000,
+            height: 520,
+        }
+    }
+
+    #[test]
+    fn crowded_markers_get_one_label_each_place_and_guesses_say_so() {
+        let chart = crowded();
+        let out = svg(&chart).unwrap();
+        if let Some(dir) = std::env::var_os("PERFBISECT_PLOT_DUMP") {
+            std::fs::write(
+                std::path::Path::new(&dir).join("crowded.png"),
+                png(&chart).unwrap(),
+            )
+            .unwrap();
+        }
+        // Twelve culprits at one commit: one label, with how many more.
+        assert_eq!(out.matches("(merged here)").count(), 1, "{out}");
+        assert!(out.contains("+11 more"), "{out}");
+        // The guess is labelled as one, and the legend says what a dashed red line is.
+        assert!(out.contains("best guess 5e5e5e5?"));
+        assert!(out.contains("not confirmed (a best guess)"));
+        // Box names are said shorter, never cut.
+        assert!(!out.contains("after 911…"), "{out}");
+        assert!(!out.contains('…'), "no text is cut: {out}");
+    }
 }

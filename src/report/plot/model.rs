@@ -19,6 +19,9 @@ pub enum MarkerKind {
     Culprit,
     /// A change point `detect` found (dashed orange).
     ChangePoint,
+    /// A commit `find` could not confirm: the best guess of an inconclusive search, or a
+    /// culprit its interleaved re-runs did not confirm (dashed red, its label says so).
+    Guess,
 }
 
 /// A vertical marker before the commit at `index` (the first commit of a new level).

@@ -274,6 +274,7 @@ pub(super) fn legend<DB: DrawingBackend>(
         Median,
         Stake,
         Culprit,
+        Guess,
         Change,
         Failed,
         Box,
@@ -315,6 +316,9 @@ pub(super) fn legend<DB: DrawingBackend>(
     }
     if c.markers.iter().any(|m| m.kind == MarkerKind::Culprit) {
         items.push((Swatch::Culprit, "culprit".into()));
+    }
+    if c.markers.iter().any(|m| m.kind == MarkerKind::Guess) {
+        items.push((Swatch::Guess, "not confirmed (a best guess)".into()));
     }
     if c.markers.iter().any(|m| m.kind == MarkerKind::ChangePoint) {
         items.push((Swatch::Change, "change point".into()));
@@ -369,6 +373,13 @@ pub(super) fn legend<DB: DrawingBackend>(
                 (x + 8, cy - 6),
                 (x + 8, cy + 6),
                 colour::CHANGE.stroke_width(2),
+                3,
+            )?,
+            Swatch::Guess => dashed(
+                root,
+                (x + 8, cy - 6),
+                (x + 8, cy + 6),
+                colour::CULPRIT.stroke_width(2),
                 3,
             )?,
             Swatch::Failed => {
@@ -577,38 +588,74 @@ pub(super) fn main_panel<DB: DrawingBackend>(
     }
 
     let off_top = c.style == Style::Band && points.iter().any(|p| p.3 > ymap.hi);
-    // Markers, labels stacked in rows so none overlaps another.
+    // Markers: one label per line position (markers at the same commit share it), placed on
+    // the side of its line where it crosses no other marker's line, stacked in rows so none
+    // overlaps another; at most MAX_ROWS rows, the rest counted in one note. Lines are drawn
+    // after the labels, so a label's backing never hides a line.
+    const MAX_ROWS: usize = 3;
     let mut markers: Vec<&Marker> = c.markers.iter().filter(|m| m.index < n).collect();
-    markers.sort_by_key(|m| (m.index, m.kind == MarkerKind::Culprit));
-    let mut rows: Vec<i32> = Vec::new(); // right end of the last label in each row
+    markers.sort_by_key(|m| (m.index, m.kind != MarkerKind::Culprit));
+    let mut groups: Vec<(i32, Vec<&Marker>)> = Vec::new();
     for m in markers {
         let x = boundary(m.index);
-        let (col, width) = match m.kind {
-            MarkerKind::Culprit => (colour::CULPRIT, 2),
-            MarkerKind::ChangePoint => (colour::CHANGE, 2),
+        match groups.last_mut() {
+            Some((gx, g)) if *gx == x => g.push(m),
+            _ => groups.push((x, vec![m])),
+        }
+    }
+    let lines: Vec<i32> = groups.iter().map(|(x, _)| *x).collect();
+    let mut rows: Vec<i32> = Vec::new(); // right end of the last label in each row
+    let mut left_out = 0usize;
+    for (x, g) in &groups {
+        let x = *x;
+        // The strongest kind names the group's colour: a culprit, then a guess, then a
+        // change point.
+        let lead = g
+            .iter()
+            .copied()
+            .min_by_key(|m| match m.kind {
+                MarkerKind::Culprit => 0,
+                MarkerKind::Guess => 1,
+                MarkerKind::ChangePoint => 2,
+            })
+            .expect("a group has a marker");
+        let col = match lead.kind {
+            MarkerKind::Culprit | MarkerKind::Guess => colour::CULPRIT,
+            MarkerKind::ChangePoint => colour::CHANGE,
         };
-        match m.kind {
-            MarkerKind::Culprit => {
-                root.draw(&PathElement::new(
-                    vec![(x, r.top), (x, r.bottom)],
-                    col.stroke_width(width),
-                ))?;
-            }
-            MarkerKind::ChangePoint => {
-                dashed(root, (x, r.top), (x, r.bottom), col.stroke_width(width), 5)?
+        // A change point and a culprit at one commit carry one hash: said once.
+        let mut distinct: Vec<&str> = Vec::new();
+        for m in g {
+            if !distinct.contains(&m.label.as_str()) {
+                distinct.push(&m.label);
             }
         }
-        let tw = text_width(root, &m.label, small);
-        // Right of the line, or left of it near the right edge.
-        let (lx, hpos, span) = if x + 4 + tw <= r.right {
-            (x + 4, HPos::Left, (x + 2, x + 6 + tw))
+        let text = if distinct.len() == 1 {
+            lead.label.clone()
         } else {
-            (x - 4, HPos::Right, (x - 6 - tw, x - 2))
+            format!("{} +{} more", lead.label, distinct.len() - 1)
+        };
+        let tw = text_width(root, &text, small);
+        let right = (x + 2, x + 6 + tw);
+        let left = (x - 6 - tw, x - 2);
+        let crosses =
+            |span: (i32, i32)| lines.iter().any(|&l| l != x && l >= span.0 && l <= span.1);
+        let fits_right = right.1 <= r.right;
+        let fits_left = left.0 >= r.left;
+        let (lx, hpos, span) = match (fits_right && !crosses(right), fits_left && !crosses(left)) {
+            (true, _) => (x + 4, HPos::Left, right),
+            (false, true) => (x - 4, HPos::Right, left),
+            _ if fits_right => (x + 4, HPos::Left, right),
+            _ => (x - 4, HPos::Right, left),
         };
         let row = rows
             .iter()
             .position(|&end| end < span.0)
             .unwrap_or(rows.len());
+        if row >= MAX_ROWS {
+            left_out += g.len();
+            continue;
+        }
         if row == rows.len() {
             rows.push(span.1);
         } else {
@@ -621,7 +668,63 @@ pub(super) fn main_panel<DB: DrawingBackend>(
             [(span.0, ly - 1), (span.1, ly + small as i32 + 3)],
             WHITE.mix(0.85).filled(),
         ))?;
-        label(root, &m.label, (lx, ly), small, &col, hpos, VPos::Top)?;
+        label(root, &text, (lx, ly), small, &col, hpos, VPos::Top)?;
+    }
+    if left_out > 0 {
+        let note = format!(
+            "{left_out} more marker{} not labelled (too close together)",
+            if left_out == 1 { "" } else { "s" }
+        );
+        let ly = r.top + if off_top { 11 } else { 3 } + MAX_ROWS as i32 * (small as i32 + 5);
+        let tw = text_width(root, &note, small - 1.0);
+        root.draw(&Rectangle::new(
+            [
+                (r.right - tw - 6, ly - 1),
+                (r.right - 2, ly + small as i32 + 2),
+            ],
+            WHITE.mix(0.85).filled(),
+        ))?;
+        label(
+            root,
+            &note,
+            (r.right - 4, ly),
+            small - 1.0,
+            &colour::MUTED,
+            HPos::Right,
+            VPos::Top,
+        )?;
+    }
+    for (x, g) in &groups {
+        let x = *x;
+        for kind in [
+            MarkerKind::ChangePoint,
+            MarkerKind::Guess,
+            MarkerKind::Culprit,
+        ] {
+            if !g.iter().any(|m| m.kind == kind) {
+                continue;
+            }
+            match kind {
+                MarkerKind::Culprit => root.draw(&PathElement::new(
+                    vec![(x, r.top), (x, r.bottom)],
+                    colour::CULPRIT.stroke_width(2),
+                ))?,
+                MarkerKind::Guess => dashed(
+                    root,
+                    (x, r.top),
+                    (x, r.bottom),
+                    colour::CULPRIT.stroke_width(2),
+                    5,
+                )?,
+                MarkerKind::ChangePoint => dashed(
+                    root,
+                    (x, r.top),
+                    (x, r.bottom),
+                    colour::CHANGE.stroke_width(2),
+                    5,
+                )?,
+            }
+        }
     }
     Ok(())
 }
@@ -769,14 +872,18 @@ pub(super) fn box_panel<DB: DrawingBackend>(
                 continue;
             }
             let size = if li == 0 { small } else { small - 1.0 };
-            // A box's name that does not fit ("after 6df1c9db1e") keeps its commit, not its
-            // first word cut short ("after 6df1…").
-            let shown = match t.rsplit_once(' ') {
-                Some((_, last)) if li == 0 && text_width(root, t, size) > text_max => {
-                    fit(root, last, size, text_max)
-                }
-                _ => fit(root, t, size, text_max),
+            // What does not fit is said shorter, not cut: the name without its commit (the
+            // line below starts with it: "after"), the span by its first commit ("6df1c9d.."),
+            // the median without its count.
+            let shorter = match li {
+                0 => t.split_whitespace().next().map(str::to_string),
+                1 => t.split_once("..").map(|(a, _)| format!("{a}..")),
+                _ => t.split_once(" (n ").map(|(m, _)| m.to_string()),
             };
+            let shown = std::iter::once(t.clone())
+                .chain(shorter)
+                .find(|s| text_width(root, s, size) <= text_max)
+                .unwrap_or_else(|| fit(root, t, size, text_max));
             label(
                 root,
                 &shown,
