@@ -6,6 +6,7 @@ use crate::report::find::judge_with_article;
 use crate::stats;
 
 use super::text::{count, fmt_num};
+use super::units::quantity;
 
 /// `2 %` or `12 units`.
 fn threshold_text(test: &crate::config::Test) -> String {
@@ -41,49 +42,49 @@ pub fn text(c: &Comparison, test: &crate::config::Test) -> String {
         c.runs,
         if c.runs == 1 { "" } else { "s" }
     );
+    // Each cell in the unit's prefixes, as `find` writes numbers ("166.0 M it/s"); the range
+    // repeats the unit only once when both ends share it.
+    let cell = |s: Option<stats::Summary>, u: &str| match s {
+        Some(s) => {
+            let (lo, hi) = (quantity(s.min, u), quantity(s.max, u));
+            let lo = match (lo.split_once(' '), hi.split_once(' ')) {
+                (Some((n, a)), Some((_, b))) if a == b => n.to_string(),
+                _ => lo,
+            };
+            format!("{} [{lo} .. {hi}]", quantity(s.median, u))
+        }
+        None => "-".into(),
+    };
+    let rows: [(&str, Option<stats::Summary>, Option<stats::Summary>, &str); 5] = [
+        (&c.test, c.a.metric, c.b.metric, &c.unit),
+        ("wall", c.a.wall, c.b.wall, "s"),
+        ("user", c.a.user, c.b.user, "s"),
+        ("sys", c.a.sys, c.b.sys, "s"),
+        ("max-rss", c.a.max_rss, c.b.max_rss, "bytes"),
+    ];
+    let cells: Vec<(String, String)> = rows
+        .iter()
+        .map(|(_, a, b, u)| (cell(*a, u), cell(*b, u)))
+        .collect();
+    let width = cells
+        .iter()
+        .flat_map(|(a, b)| [a.chars().count(), b.chars().count()])
+        .chain([21])
+        .max()
+        .unwrap_or(21);
     let _ = writeln!(
         o,
-        "{:<8} {:>34} {:>34} {:>9}",
+        "{:<8} {:>width$} {:>width$} {:>9}",
         "", "A median [min .. max]", "B median [min .. max]", "B/A"
     );
-    let unit = |u: &str| {
-        if u.is_empty() {
-            String::new()
-        } else {
-            format!(" {u}")
-        }
-    };
-    let rows: [(&str, Option<stats::Summary>, Option<stats::Summary>, String); 5] = [
-        (&c.test, c.a.metric, c.b.metric, unit(&c.unit)),
-        ("wall", c.a.wall, c.b.wall, " s".into()),
-        ("user", c.a.user, c.b.user, " s".into()),
-        ("sys", c.a.sys, c.b.sys, " s".into()),
-        ("max-rss", c.a.max_rss, c.b.max_rss, " B".into()),
-    ];
-    for (name, a, b, u) in rows {
-        let cell = |s: Option<stats::Summary>| match s {
-            Some(s) => format!(
-                "{}{u} [{} .. {}]",
-                fmt_num(s.median),
-                fmt_num(s.min),
-                fmt_num(s.max)
-            ),
-            None => "-".into(),
-        };
+    for ((name, a, b, _), (ca, cb)) in rows.into_iter().zip(cells) {
         let ratio = match (a, b) {
             (Some(a), Some(b)) if a.median != 0.0 => {
                 format!("{:.1} %", b.median / a.median * 100.0)
             }
             _ => "-".into(),
         };
-        let _ = writeln!(
-            o,
-            "{:<8} {:>34} {:>34} {:>9}",
-            name,
-            cell(a),
-            cell(b),
-            ratio
-        );
+        let _ = writeln!(o, "{:<8} {:>width$} {:>width$} {:>9}", name, ca, cb, ratio);
     }
     if c.a.failed + c.b.failed > 0 {
         let _ = writeln!(o, "failed runs: A {}, B {}", c.a.failed, c.b.failed);
@@ -176,4 +177,62 @@ pub fn text(c: &Comparison, test: &crate::config::Test) -> String {
         }
     }
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::comparison::Side;
+
+    fn side(commit: &str, vals: &[f64]) -> Side {
+        Side {
+            commit: commit.repeat(40),
+            subject: "s".into(),
+            n: vals.len(),
+            failed: 0,
+            metric: stats::summarize(vals),
+            wall: stats::summarize(&[0.0123, 0.0125]),
+            user: stats::summarize(&[0.01]),
+            sys: stats::summarize(&[0.001]),
+            max_rss: stats::summarize(&[13_300_000.0]),
+            times_of_failed_runs: false,
+            first_failure: None,
+            stopped_after: None,
+        }
+    }
+
+    #[test]
+    fn cells_use_the_units_prefixes_as_find_does() {
+        let cfg = crate::config::parse(
+            "[build]\ncommand = \"true\"\n[tests.speed]\ncommand = \"./app\"\nunit = \"it/s\"\ndirection = \"higher\"\nrepeats = 1\n",
+            std::path::Path::new("/tmp/perfbisect.toml"),
+        )
+        .unwrap();
+        let test = cfg.test("speed").unwrap();
+        let c = Comparison {
+            test: "speed".into(),
+            unit: "it/s".into(),
+            direction: "higher",
+            runs: 1,
+            a: side("a", &[165_969_758.0]),
+            b: side("b", &[160_000_000.0, 170_200_000.0]),
+            ratio: None,
+            ratio_ci: None,
+            p_value: None,
+            rel_change: None,
+            deterministic: false,
+            differs: false,
+            min_detectable: None,
+            could_see_threshold: None,
+            adaptive: false,
+            why: None,
+        };
+        let t = text(&c, test);
+        assert!(t.contains("1 interleaved run each"), "{t}");
+        assert!(t.contains("166.0 M it/s [166.0 .. 166.0 M it/s]"), "{t}");
+        assert!(t.contains("165.1 M it/s [160.0 .. 170.2 M it/s]"), "{t}");
+        assert!(!t.contains("165969758"), "{t}");
+        assert!(t.contains("12.40 ms"), "{t}");
+        assert!(t.contains("13.30 MB"), "{t}");
+    }
 }

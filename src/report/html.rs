@@ -14,7 +14,7 @@ use super::charts;
 use super::plot;
 use super::show::{summarize, CommitRow, RangeSummary, Status};
 use super::text::fmt_num;
-use super::units::{quantity, signed_quantity};
+use super::units::{quantity, quantity_pair, signed_quantity};
 use crate::config::{Build, Test};
 use crate::stats::{self, ChangePoint};
 
@@ -445,8 +445,8 @@ fn change_point_table(o: &mut String, p: &Page<'_>) {
             "<tr><td class=\"l\"><a class=\"hash\" href=\"#c-{}\">{}</a></td><td class=\"l wrap\">{} → {}</td><td>{:+.2} %</td><td class=\"l subject wide\">{}</td></tr>",
             r.commit.short(),
             r.commit.short(),
-            esc(&quantity(cp.before, &p.test.unit())),
-            esc(&quantity(cp.after, &p.test.unit())),
+            esc(&quantity_pair(cp.before, cp.after, &p.test.unit()).0),
+            esc(&quantity_pair(cp.before, cp.after, &p.test.unit()).1),
             cp.rel_change * 100.0,
             esc(&r.commit.subject)
         );

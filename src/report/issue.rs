@@ -12,7 +12,7 @@ use super::find::{judge, md_escape, reproduce, FindReport};
 use super::md;
 use super::show::{CommitRow, Status};
 use super::text::{count, date};
-use super::units::quantity;
+use super::units::{quantity, quantity_pair};
 use crate::bisect::{Culprit, Outcome};
 use crate::stats::{self, ChangePoint};
 
@@ -60,12 +60,11 @@ impl Issue<'_> {
     /// "value: +8.08 % (1000 units → 1081 units), p = 6.0e-20", as Markdown text (the test's
     /// name and unit are the user's, the unit perhaps a harness's).
     fn effect(&self, c: &Culprit) -> String {
+        let (before, after) = quantity_pair(c.before, c.after, &self.unit());
         md_escape(&format!(
-            "{}: {:+.2} % ({} → {}), {}",
+            "{}: {:+.2} % ({before} → {after}), {}",
             self.find.test.name,
             c.rel_change * 100.0,
-            quantity(c.before, &self.unit()),
-            quantity(c.after, &self.unit()),
             self.find.evidence(c.p_value, true)
         ))
     }
@@ -149,12 +148,13 @@ pub fn markdown(x: &Issue<'_>) -> String {
                 md::code(&t.name),
                 md::code(r.range)
             );
+            let (b, a) = quantity_pair(*before, *after, &x.unit());
             let _ = writeln!(
                 o,
                 "**{}: {} → {} between the ends, {}**; {}.\n",
                 md_escape(&t.name),
-                x.quantity(*before),
-                x.quantity(*after),
+                md_escape(&b),
+                md_escape(&a),
                 r.evidence(*p_value, false),
                 if r.deterministic {
                     "any change of at least the threshold would have been seen".to_string()
