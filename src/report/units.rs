@@ -189,12 +189,23 @@ fn grouped(v: f64) -> String {
 
 /// A before and an after as [`quantity`] writes them, unless their difference would be lost
 /// in the rounding: whole numbers (a size in bytes, a count) that differ by less than ten
-/// steps of the shown digits are written exactly, "101,634 bytes → 101,534 bytes" rather
+/// steps of the shown digits, which round them, are written exactly, "101,634 bytes →
+/// 101,534 bytes" rather
 /// than "101.6 kB → 101.5 kB".
 pub fn quantity_pair(before: f64, after: f64, unit: &str) -> (String, String) {
     let whole = |v: f64| v.is_finite() && v.fract() == 0.0 && v.abs() < 1e15;
     let step = shown_step(before, unit).max(shown_step(after, unit));
-    if whole(before) && whole(after) && before != after && (after - before).abs() < 10.0 * step {
+    // The shown digits lose something (101,634 is not 101.6 k; 13,300,000 is 13.30 M).
+    let lossy = |v: f64| {
+        let s = shown_step(v, unit);
+        s > 0.0 && ((v / s).round() * s - v).abs() > 1e-9 * v.abs().max(1.0)
+    };
+    if whole(before)
+        && whole(after)
+        && before != after
+        && (after - before).abs() < 10.0 * step
+        && (lossy(before) || lossy(after))
+    {
         let u = if unit.is_empty() {
             String::new()
         } else {
@@ -287,6 +298,11 @@ mod tests {
         assert_eq!(
             quantity_pair(0.01234, 0.01235, "s"),
             (quantity(0.01234, "s"), quantity(0.01235, "s"))
+        );
+        // Round numbers the digits show exactly stay short.
+        assert_eq!(
+            quantity_pair(13_300_000.0, 13_310_000.0, "bytes"),
+            ("13.30 MB".to_string(), "13.31 MB".to_string())
         );
         // Small integers are exact already.
         assert_eq!(
