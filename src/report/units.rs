@@ -189,9 +189,8 @@ fn grouped(v: f64) -> String {
 
 /// A before and an after as [`quantity`] writes them, unless their difference would be lost
 /// in the rounding: whole numbers (a size in bytes, a count) that differ by less than ten
-/// steps of the shown digits, which round them, are written exactly, "101,634 bytes →
-/// 101,534 bytes" rather
-/// than "101.6 kB → 101.5 kB".
+/// steps of the shown digits, which round them, are written exactly: "101,634 bytes →
+/// 101,534 bytes" rather than "101.6 kB → 101.5 kB".
 pub fn quantity_pair(before: f64, after: f64, unit: &str) -> (String, String) {
     let whole = |v: f64| v.is_finite() && v.fract() == 0.0 && v.abs() < 1e15;
     let step = shown_step(before, unit).max(shown_step(after, unit));
