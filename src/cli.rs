@@ -290,6 +290,10 @@ pub struct RunArgs {
     /// starting with the I-th, so N machines split the range without overlap.
     #[arg(long, value_name = "I/N")]
     pub shard: Option<String>,
+    /// Build what the commits need and measure nothing: a CI runner that builds for the
+    /// machine that measures (`merge` brings the builds there, `run --gaps` measures them).
+    #[arg(long, conflicts_with = "again")]
+    pub build_only: bool,
     /// Output format.
     #[arg(long, value_parser = formats(&[Format::Text, Format::Json]), default_value = "text")]
     pub format: Format,

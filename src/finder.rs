@@ -773,13 +773,13 @@ fn imported_gap(
         let vals: Vec<f64> = recs.iter().filter_map(|s| s.value).collect();
         let mut rounds: Vec<String> = recs
             .iter()
-            .filter_map(|s| s.import.as_ref()?.round.clone())
+            .filter_map(|s| s.import.as_ref()?.round.as_deref().map(str::to_string))
             .collect();
         rounds.sort();
         rounds.dedup();
         let mut machines: Vec<String> = recs
             .iter()
-            .filter_map(|s| s.import.as_ref()?.machine.clone())
+            .filter_map(|s| s.import.as_ref()?.machine.as_deref().map(str::to_string))
             .collect();
         machines.sort();
         machines.dedup();

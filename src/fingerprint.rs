@@ -131,6 +131,28 @@ impl Fingerprint {
     }
 }
 
+/// The lines of a fingerprint's text that say how runs were made rather than where: the build
+/// recipe and the test's setup (its instructions counter, pinned CPUs, ASLR off). Samples of a
+/// test whose numbers do not depend on the machine compare when these agree, whatever the
+/// CPU, kernel or `[fingerprint]` commands.
+pub fn setup_part(text: &str) -> String {
+    text.lines()
+        .filter(|l| {
+            ["recipe: ", "counter: ", "cpus: ", "aslr: "]
+                .iter()
+                .any(|p| l.starts_with(p))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// [`setup_part`] of fingerprint `id`'s kept text; `None` when it is not kept here.
+pub fn setup_part_of(cache_root: &Path, id: u64) -> Option<String> {
+    std::fs::read_to_string(path_of(cache_root, id))
+        .ok()
+        .map(|t| setup_part(&t))
+}
+
 /// The id of a fingerprint's text.
 pub fn id_of(text: &str) -> u64 {
     let h = blake3::hash(text.as_bytes());

@@ -265,7 +265,85 @@ impl Workspace {
 
     /// Load the stored samples of `test`, keeping only those of the current definitions.
     pub fn samples(&self, test: &Test) -> anyhow::Result<Samples> {
-        let loaded = self.cache.store().load(&test.name)?;
+        self.samples_for(test, None)
+    }
+
+    /// [`Workspace::samples`] of the commits `scope` names (and of the commits whose builds
+    /// are byte-identical to theirs), read through the store's index: a command about a few
+    /// commits reads their records, not all of history. `None`: every commit.
+    pub fn samples_for(&self, test: &Test, scope: Option<&[ObjectId]>) -> anyhow::Result<Samples> {
+        let store = self.cache.store();
+        let th = test.definition_hash();
+        let rh = self.config.build.recipe_hash();
+        let here_fp = self.test_fingerprint(test);
+        let here = here_fp.id();
+        // A test whose numbers do not depend on the machine uses the samples of every machine
+        // that ran it the same way (the runners of a CI matrix).
+        let anywhere = crate::shards::dependence(test)
+            .independent()
+            .then(|| crate::fingerprint::setup_part(&here_fp.text()));
+        let mut same_setup: HashMap<u64, bool> = HashMap::new();
+        let set_aside = build::stale::set_aside_until(&self.cache, rh);
+        let mut out = Samples::default();
+        // Each sample is judged as it is read: only those used are kept, in their commit's
+        // list, never all of a large store at once besides.
+        let mut admit = |out: &mut Samples, s: Sample| {
+            // Imported rows were measured by someone else's build and test command: a change
+            // of this config does not make them stale.
+            if s.import.is_none() && (s.test_hash != th || s.recipe_hash != rh) {
+                out.stale += 1;
+                return;
+            }
+            // Measured on an incremental build that is (or may be) stale.
+            if s.import.is_none() && set_aside.get(&s.commit).is_some_and(|&t| s.time <= t) {
+                out.set_aside += 1;
+                return;
+            }
+            // 0: measured before fingerprints were recorded, on this machine as far as
+            // anyone knows.
+            let foreign = s.import.is_none()
+                && s.fingerprint != 0
+                && s.fingerprint != here
+                && !anywhere.as_ref().is_some_and(|setup| {
+                    *same_setup.entry(s.fingerprint).or_insert_with(|| {
+                        crate::fingerprint::setup_part_of(&self.cache.root, s.fingerprint)
+                            .is_some_and(|other| other == *setup)
+                    })
+                });
+            if foreign {
+                *out.other_fingerprints.entry(s.fingerprint).or_default() += 1;
+                if !self.any_fingerprint {
+                    return;
+                }
+            }
+            out.by_commit.entry(s.commit).or_default().push(s);
+        };
+        let loaded = match scope {
+            None => store.visit(&test.name, &mut |v| match v {
+                crate::store::Visit::Sample(s) => admit(&mut out, s),
+                crate::store::Visit::Restart => out = Samples::default(),
+            })?,
+            Some(ids) => {
+                let mut wanted: std::collections::HashSet<[u8; 20]> =
+                    ids.iter().map(commit_key).collect();
+                if test.shares_identical_builds() {
+                    let mut groups: HashMap<String, Vec<[u8; 20]>> = HashMap::new();
+                    for (commit, digest) in build::stale::trusted_digests(&self.cache, rh) {
+                        groups.entry(digest).or_default().push(commit);
+                    }
+                    for g in groups.values() {
+                        if g.iter().any(|c| wanted.contains(c)) {
+                            wanted.extend(g.iter().copied());
+                        }
+                    }
+                }
+                let mut l = store.load_commits(&test.name, &wanted)?;
+                for s in std::mem::take(&mut l.samples) {
+                    admit(&mut out, s);
+                }
+                l
+            }
+        };
         if self.verbosity.verbose > 0 {
             for w in &loaded.warnings {
                 self.warn(w);
@@ -282,34 +360,6 @@ impl Workspace {
                 };
                 self.warn(&format!("{first}{more}"));
             }
-        }
-        let th = test.definition_hash();
-        let rh = self.config.build.recipe_hash();
-        let here = self.test_fingerprint(test).id();
-        let set_aside = build::stale::set_aside_until(&self.cache, rh);
-        let mut out = Samples::default();
-        for s in loaded.samples {
-            // Imported rows were measured by someone else's build and test command: a change
-            // of this config does not make them stale.
-            if s.import.is_none() && (s.test_hash != th || s.recipe_hash != rh) {
-                out.stale += 1;
-                continue;
-            }
-            // Measured on an incremental build that is (or may be) stale.
-            if s.import.is_none() && set_aside.get(&s.commit).is_some_and(|&t| s.time <= t) {
-                out.set_aside += 1;
-                continue;
-            }
-            // 0: measured before fingerprints were recorded, on this machine as far as
-            // anyone knows.
-            let foreign = s.import.is_none() && s.fingerprint != 0 && s.fingerprint != here;
-            if foreign {
-                *out.other_fingerprints.entry(s.fingerprint).or_default() += 1;
-                if !self.any_fingerprint {
-                    continue;
-                }
-            }
-            out.by_commit.entry(s.commit).or_default().push(s);
         }
         if test.shares_identical_builds() {
             self.find_twins(&mut out);

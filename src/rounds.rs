@@ -23,6 +23,9 @@ pub struct Options<'a> {
     pub again: bool,
     pub gaps: bool,
     pub retry_failed: bool,
+    /// `--build-only`: build for the machine that measures, measure nothing (the workspace
+    /// then counts a commit measured by any machine as measured).
+    pub build_only: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -37,6 +40,9 @@ pub struct Summary {
     runs_saved: usize,
     /// Commits (of this invocation) whose samples come from an identical build, with it.
     identical_builds: Vec<Shared>,
+    /// With `--build-only`: nothing was measured, by request.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    build_only: bool,
     /// `I/N` with `--shard`, and how many commits of the range that shard holds.
     #[serde(skip_serializing_if = "Option::is_none")]
     shard: Option<String>,
@@ -84,8 +90,9 @@ pub fn run_pass(
 ) -> anyhow::Result<bool> {
     let shard = args.shard;
     let tests = ws.config.select(args.tests)?;
-    for t in &tests {
-        // Before anything is built: a test that cannot be counted here says so now.
+    for t in tests.iter().filter(|_| !args.build_only) {
+        // Before anything is built: a test that cannot be counted here says so now (a
+        // runner that only builds counts nothing).
         ws.counter_note(t)?;
         if let Some(w) = crate::calibration::threshold_warning(&ws.cache, t) {
             ws.warn(&w);
@@ -118,9 +125,10 @@ pub fn run_pass(
 
     // What each (commit, test) still needs, as far as is known before building: a commit not
     // built yet may turn out to be byte-identical to a measured one.
+    let ids: Vec<gix::ObjectId> = commits.iter().map(|c| c.id).collect();
     let mut samples = Vec::new();
     for test in &tests {
-        let s = ws.samples(test)?;
+        let s = ws.samples_for(test, Some(&ids))?;
         if !ws.verbosity.quiet {
             if let Some(note) = ws.cache.store().stale_note(&test.name, s.stale) {
                 ws.note(&note);
@@ -143,6 +151,7 @@ pub fn run_pass(
         failed_runs: 0,
         runs_saved: 0,
         identical_builds: Vec::new(),
+        build_only: args.build_only,
         shard: shard.map(|(i, n)| format!("{i}/{n}")),
         commits: commits.len(),
         failed_reasons: Vec::new(),
@@ -181,7 +190,7 @@ pub fn run_pass(
         }
         samples.clear();
         for test in &tests {
-            samples.push(ws.samples(test)?);
+            samples.push(ws.samples_for(test, Some(&ids))?);
         }
     }
     if crate::interrupt::requested() {
@@ -192,9 +201,24 @@ pub fn run_pass(
 
     // The builds just made have manifests: commits now known to be byte-identical to
     // measured ones share their samples instead of running again.
+    if args.build_only {
+        // The builds are the product: the commits that did not build are listed, and the
+        // steps are checked where they are measured.
+        for c in &commits {
+            if let State::Failed(tail) = ws.build_state(&c.id) {
+                summary.failed_builds.push(c.id.to_string());
+                summary
+                    .failed_reasons
+                    .push(tail.lines().next().unwrap_or("").trim().to_string());
+            }
+        }
+        report(&summary, started.elapsed())?;
+        return Ok(false);
+    }
+    // (Read again: an identical build outside the commits read has samples to share.)
     for (s, t) in samples.iter_mut().zip(&tests) {
         if t.shares_identical_builds() {
-            ws.find_twins(s);
+            *s = ws.samples_for(t, Some(&ids))?;
         }
     }
     let total: usize = (0..commits.len())
@@ -563,6 +587,11 @@ pub fn print_summary(
                 s.failed_runs,
                 crate::build::fmt_secs(elapsed.as_secs_f64())
             );
+            if s.build_only {
+                println!(
+                    "  built only (--build-only): nothing measured; `merge` brings the builds to the machine that measures"
+                );
+            }
             if s.runs_saved > 0 {
                 let mut commits: Vec<&str> = s
                     .identical_builds
@@ -677,8 +706,9 @@ fn step_evidence(
     commits: &[crate::git::CommitInfo],
 ) -> anyhow::Result<Vec<gix::ObjectId>> {
     let mut out = Vec::new();
+    let ids: Vec<gix::ObjectId> = commits.iter().map(|c| c.id).collect();
     for t in tests {
-        let samples = ws.samples(t)?;
+        let samples = ws.samples_for(t, Some(&ids))?;
         let rows = crate::history::rows(ws, &samples, commits.to_vec());
         for cp in crate::history::change_points(t, &rows) {
             let before = rows[..cp.index].iter().rev().find(|r| !r.values.is_empty());

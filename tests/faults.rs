@@ -1638,3 +1638,97 @@ repeats = 1
     let (_, err) = show(&f, &cache, "value", &["-v"]);
     assert!(!err.contains("warning"), "{err}");
 }
+
+/// `kill -9` during an import of a large file, at random moments: the store holds every row of
+/// an import or none of it, whatever `show` and the next import read; the import run again
+/// completes it, and again adds nothing.
+#[test]
+fn sigkill_during_an_import_leaves_all_or_nothing() {
+    // Two tests, so the kill may fall between their batches' commits too.
+    let f = fixture(
+        4,
+        &[],
+        &with_build(
+            r#"
+[tests.value]
+command = "./app"
+metric = { regex = "^value: ([0-9.]+)" }
+
+[tests.other]
+command = "./app"
+metric = { regex = "^value: ([0-9.]+)" }
+"#,
+        ),
+    );
+    let rows_per_test = 30_000usize;
+    let mut csv = String::from("commit,test,value,timestamp,round,machine\n");
+    for i in 0..rows_per_test {
+        for t in ["value", "other"] {
+            let c = &f.ids[1 + i % 3];
+            csv.push_str(&format!(
+                "{c},{t},{}.5,{},R{},cron\n",
+                1000 + i % 7,
+                1_700_000_000 + i,
+                i / 3
+            ));
+        }
+    }
+    let file = f.dir.path().join("rounds.csv");
+    std::fs::write(&file, &csv).unwrap();
+    let import = |cache: &Path| {
+        let mut c = bin(&f, cache);
+        c.arg("import").arg(&file);
+        c
+    };
+    let mut rng = Rng(0x1337_d00d);
+    let mut outcomes = [0usize; 3];
+    for episode in 0..4 {
+        let cache = f.dir.path().join(format!("import-{episode}"));
+        let mut child = import(&cache)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        if episode % 2 == 0 {
+            // Somewhere in the reading, while the first batch grows.
+            let grown = 1 + rng.below(1_500_000);
+            wait_until(Duration::from_secs(60), || {
+                std::fs::metadata(store_file(&cache, "value")).is_ok_and(|m| m.len() >= grown)
+                    || child.try_wait().unwrap().is_some()
+            });
+            std::thread::sleep(Duration::from_micros(rng.below(20_000)));
+        } else {
+            // At the end: one test's batch committed, the other's maybe not.
+            wait_until(Duration::from_secs(60), || {
+                stored(&cache, "value") > 0 || child.try_wait().unwrap().is_some()
+            });
+            std::thread::sleep(Duration::from_micros(rng.below(2_000)));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        for t in ["value", "other"] {
+            let n = stored(&cache, t);
+            assert!(
+                n == 0 || n == rows_per_test,
+                "episode {episode}: {n} samples of `{t}` after a kill, not 0 or {rows_per_test}"
+            );
+            outcomes[usize::from(n > 0)] += 1;
+        }
+        // What the binary reads agrees, and the import run again completes it.
+        let o = output(import(&cache));
+        no_panic(&o);
+        assert_eq!(o.code, 0, "{}", o.stderr);
+        for t in ["value", "other"] {
+            assert_eq!(stored(&cache, t), rows_per_test, "episode {episode}, `{t}`");
+        }
+        let o = output(import(&cache));
+        assert!(
+            o.stdout
+                .contains(&format!("{} already in the store", 2 * rows_per_test)),
+            "{}",
+            o.stdout
+        );
+        outcomes[2] += 1;
+    }
+    eprintln!("tests found empty / complete after a kill: {outcomes:?}");
+}

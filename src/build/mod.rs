@@ -5,6 +5,7 @@
 //! ([`cas`]): identical files across commits take their space once.
 
 pub mod cargo;
+pub mod carry;
 pub mod cas;
 pub mod guard;
 pub mod stale;

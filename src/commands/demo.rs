@@ -142,6 +142,7 @@ pub fn demo(g: &Global, args: crate::cli::DemoArgs) -> anyhow::Result<()> {
             retry_failed: false,
             jobs: 2,
             shard: None,
+            build_only: false,
             format: Format::Text,
         },
     )?;

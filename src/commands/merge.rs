@@ -6,7 +6,11 @@
 //! atomic rewrite, and only once every source store has been read: one that cannot be read
 //! (or holds no store) stops the merge before anything is written. The fingerprints, build manifests and failed-build records that come with
 //! the samples are copied when this cache lacks them, so reports can name the machines, share
-//! samples between identical builds and mark the commits that do not build.
+//! samples between identical builds and mark the commits that do not build. Builds come too
+//! (a runner's `run --build-only`): each one this cache lacks is put together from the
+//! source's content-addressed objects ([`crate::build::carry`]), so `run` here measures
+//! without building. A test whose numbers depend on the machine ([`crate::shards`]) and whose
+//! samples now come from several fingerprints is warned about.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -54,6 +58,7 @@ pub fn merge(g: &Global, args: MergeArgs) -> anyhow::Result<()> {
     tests.sort();
     tests.dedup();
     let mut plan: Vec<(&String, Vec<crate::store::Sample>, usize)> = Vec::new();
+    let mut mixed = Vec::new();
     for test in &tests {
         let mut have: HashMap<[u8; 32], usize> = HashMap::new();
         let here = dest.load(test).with_context(|| {
@@ -100,13 +105,33 @@ pub fn merge(g: &Global, args: MergeArgs) -> anyhow::Result<()> {
                 }
             }
         }
+        if let Some(t) = ws.config.tests.get(test.as_str()) {
+            let dep = crate::shards::dependence(t);
+            let fps = crate::shards::fingerprints(
+                here.samples.iter().chain(&new),
+                t.definition_hash(),
+                ws.config.build.recipe_hash(),
+            );
+            if !dep.independent() && fps.len() > 1 {
+                mixed.push((test.clone(), dep, fps));
+            }
+        }
         plan.push((test, new, present));
     }
     let mut copies = Vec::new();
+    let mut carried: Vec<crate::build::carry::Carried> = Vec::new();
     for (root, _) in &sources {
-        for dir in ["fingerprints", "manifests", "failed"] {
+        for dir in ["fingerprints", "manifests", "failed", "logs"] {
             copies.extend(missing(&root.join(dir), &ws.cache.root.join(dir))?);
         }
+        let taken: Vec<String> = carried.iter().map(|c| c.name.clone()).collect();
+        carried.extend(crate::build::carry::plan(root, &ws.cache, &taken)?);
+    }
+
+    // Builds first: samples whose build is here are measured-and-built, never the reverse.
+    for c in &carried {
+        crate::build::carry::put(&ws.cache, c)
+            .with_context(|| format!("cannot bring the build {}", c.name))?;
     }
 
     let mut added_total = 0usize;
@@ -128,8 +153,19 @@ pub fn merge(g: &Global, args: MergeArgs) -> anyhow::Result<()> {
     for (dest, bytes) in copies {
         write_new(&dest, &bytes)?;
     }
+    let builds = if carried.is_empty() {
+        String::new()
+    } else {
+        let bytes: u64 = carried.iter().map(|c| c.bytes()).sum();
+        format!(
+            "; brought {} build{} ({})",
+            carried.len(),
+            if carried.len() == 1 { "" } else { "s" },
+            bytesize::ByteSize::b(bytes)
+        )
+    };
     println!(
-        "merged {} cache{}: added {added_total} sample{}, {present_total} already here{}",
+        "merged {} cache{}: added {added_total} sample{}, {present_total} already here{builds}{}",
         sources.len(),
         if sources.len() == 1 { "" } else { "s" },
         if added_total == 1 { "" } else { "s" },
@@ -139,6 +175,21 @@ pub fn merge(g: &Global, args: MergeArgs) -> anyhow::Result<()> {
             String::new()
         }
     );
+    for (test, dep, fps) in mixed {
+        let list: Vec<String> = fps
+            .iter()
+            .map(|id| format!("  {}", crate::fingerprint::describe(&ws.cache.root, *id)))
+            .collect();
+        ws.warn(&format!(
+            "the samples of `{test}` come from {} fingerprints, and its numbers depend on the \
+             machine ({}): reports use one fingerprint's samples at a time (`--any-fingerprint` \
+             mixes machines). Measure it on one machine: `run {test} RANGE --gaps` there, after \
+             merging the builds.\n{}",
+            fps.len(),
+            dep.why(),
+            list.join("\n")
+        ));
+    }
     Ok(())
 }
 

@@ -22,8 +22,19 @@ pub fn show(g: &Global, args: ShowArgs) -> anyhow::Result<()> {
         return otava(&ws, &args);
     }
     let test = ws.config.test(&args.test)?;
-    let samples = ws.samples(test)?;
-    let commits = ws.commits(args.range.as_deref(), &samples)?;
+    // With a range, only its commits' records are read (through the store's index).
+    let (samples, commits) = match args.range.as_deref() {
+        Some(r) => {
+            let commits = ws.commits(Some(r), &Samples::default())?;
+            let ids: Vec<_> = commits.iter().map(|c| c.id).collect();
+            (ws.samples_for(test, Some(&ids))?, commits)
+        }
+        None => {
+            let samples = ws.samples(test)?;
+            let commits = ws.commits(None, &samples)?;
+            (samples, commits)
+        }
+    };
     let rows = crate::history::rows(&ws, &samples, commits);
     if let Some(path) = &args.plot {
         // Refuse a bad file name before anything is drawn.
@@ -96,13 +107,18 @@ fn otava(ws: &Workspace, args: &ShowArgs) -> anyhow::Result<()> {
     if tests.is_empty() {
         crate::usage!("no test named in `{}`", args.test);
     }
+    let in_range = match &args.range {
+        Some(r) => Some(ws.commits(Some(r), &Samples::default())?),
+        None => None,
+    };
+    let ids: Option<Vec<_>> = in_range.as_ref().map(|c| c.iter().map(|c| c.id).collect());
     let samples: Vec<Samples> = tests
         .iter()
-        .map(|t| ws.samples(t))
+        .map(|t| ws.samples_for(t, ids.as_deref()))
         .collect::<anyhow::Result<_>>()?;
     // Without a range: every commit with results of any of the tests, in `show`'s order.
-    let commits = match &args.range {
-        Some(r) => ws.commits(Some(r), &Samples::default())?,
+    let commits = match in_range {
+        Some(c) => c,
         None => {
             let mut union = Samples::default();
             for s in &samples {

@@ -3,18 +3,32 @@
 //! with a warning; corrupt records elsewhere are reported with file and offset and skipped,
 //! keeping every intact record.
 
+mod append;
 pub mod cache;
+mod index;
+mod read;
+mod record;
 
-use std::fs::{File, OpenOptions};
+pub use append::Appender;
+pub use index::IndexState;
+pub use read::Visit;
+pub use record::intern;
+use record::{borrowed_text, frame_at, interned_text};
+pub use record::{
+    decode_file, decode_record, encode_frame, encode_frame_into, marker_frame, Marker, SampleV1,
+    SampleV2, MARKER_VERSION,
+};
+
+use std::fs::File;
 use std::io::{Read, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
 /// File header: magic then the format version (u32, little endian).
-const MAGIC: &[u8; 8] = b"PBSTORE\0";
+pub(crate) const MAGIC: &[u8; 8] = b"PBSTORE\0";
 /// The file format this build writes and reads.
 pub const FORMAT_VERSION: u32 = 1;
 /// The record layout this build writes; newer records are skipped with a warning. Versions 1
@@ -26,8 +40,8 @@ pub const RECORD_VERSION: u8 = 3;
 /// of one commit (back-to-back runs), so old records never look as if they were taken side by
 /// side with another commit's.
 pub const LEGACY_WINDOW: u64 = 1 << 63;
-const HEADER_LEN: usize = 12;
-const FRAME_HEAD: usize = 8;
+pub(crate) const HEADER_LEN: usize = 12;
+pub(crate) const FRAME_HEAD: usize = 8;
 /// No record is this large; a longer length field is corruption (so [`encode_frame`] refuses
 /// to write one: it could never be read back).
 pub const MAX_RECORD: usize = 1 << 20;
@@ -72,119 +86,11 @@ pub struct Sample {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 pub struct Import {
     /// The round as the file names it (`R31`, `31`), if it does.
-    #[serde(deserialize_with = "borrowed_text")]
-    pub round: Option<String>,
+    #[serde(deserialize_with = "interned_text")]
+    pub round: Option<Arc<str>>,
     /// The machine that measured it, if the file says.
-    #[serde(deserialize_with = "borrowed_text")]
-    pub machine: Option<String>,
-}
-
-/// The record layout of version 1 (perfbisect before fingerprints and imports): read and
-/// turned into a [`Sample`] without a fingerprint, never written again.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SampleV1 {
-    pub commit: [u8; 20],
-    pub test_hash: u64,
-    pub recipe_hash: u64,
-    pub time: u64,
-    pub round: u32,
-    pub wall: f64,
-    pub user: f64,
-    pub sys: f64,
-    pub max_rss: u64,
-    pub value: Option<f64>,
-    #[serde(deserialize_with = "borrowed_text")]
-    pub error: Option<String>,
-}
-
-impl From<SampleV1> for Sample {
-    fn from(s: SampleV1) -> Sample {
-        Sample {
-            commit: s.commit,
-            test_hash: s.test_hash,
-            recipe_hash: s.recipe_hash,
-            time: s.time,
-            round: s.round,
-            wall: s.wall,
-            user: s.user,
-            sys: s.sys,
-            max_rss: s.max_rss,
-            value: s.value,
-            error: s.error,
-            fingerprint: 0,
-            import: None,
-            window: 0,
-            moment: 0,
-        }
-    }
-}
-
-/// The record layout of version 2 (fingerprints and imports, before windows and moments):
-/// read and turned into a [`Sample`] whose window is made up on load, never written again.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SampleV2 {
-    pub commit: [u8; 20],
-    pub test_hash: u64,
-    pub recipe_hash: u64,
-    pub time: u64,
-    pub round: u32,
-    pub wall: f64,
-    pub user: f64,
-    pub sys: f64,
-    pub max_rss: u64,
-    pub value: Option<f64>,
-    #[serde(deserialize_with = "borrowed_text")]
-    pub error: Option<String>,
-    pub fingerprint: u64,
-    pub import: Option<Import>,
-}
-
-impl From<SampleV2> for Sample {
-    fn from(s: SampleV2) -> Sample {
-        Sample {
-            commit: s.commit,
-            test_hash: s.test_hash,
-            recipe_hash: s.recipe_hash,
-            time: s.time,
-            round: s.round,
-            wall: s.wall,
-            user: s.user,
-            sys: s.sys,
-            max_rss: s.max_rss,
-            value: s.value,
-            error: s.error,
-            fingerprint: s.fingerprint,
-            import: s.import,
-            window: 0,
-            moment: 0,
-        }
-    }
-}
-
-/// Decode the payload of a record of layout `version` (at most [`RECORD_VERSION`]).
-pub fn decode_record(version: u8, payload: &[u8]) -> Result<Sample, String> {
-    let config = bincode::config::standard();
-    match version {
-        1 => bincode::serde::borrow_decode_from_slice::<SampleV1, _>(payload, config)
-            .map(|(s, _)| s.into())
-            .map_err(|e| e.to_string()),
-        2 => bincode::serde::borrow_decode_from_slice::<SampleV2, _>(payload, config)
-            .map(|(s, _)| s.into())
-            .map_err(|e| e.to_string()),
-        3 => bincode::serde::borrow_decode_from_slice::<Sample, _>(payload, config)
-            .map(|(s, _)| s)
-            .map_err(|e| e.to_string()),
-        v => Err(format!("record version {v} is not known")),
-    }
-}
-
-/// Reads text by borrowing it from the record being decoded: its length is then checked
-/// against the bytes that are there before anything is allocated (a corrupt length cannot ask
-/// for gigabytes), and without bincode's per-field limit accounting, which would slow the load
-/// of a million samples by half.
-fn borrowed_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    let s: Option<&'de str> = Deserialize::deserialize(d)?;
-    Ok(s.map(str::to_owned))
+    #[serde(deserialize_with = "interned_text")]
+    pub machine: Option<Arc<str>>,
 }
 
 impl Sample {
@@ -216,20 +122,29 @@ impl Sample {
 /// treat their inputs as independent (change points, p-values over commits) take these, not
 /// every run: five runs one after the other are one look at the machine, not five.
 pub fn moment_values<'s>(records: impl IntoIterator<Item = &'s Sample>) -> Vec<f64> {
-    let mut groups: Vec<((u64, u64), Vec<f64>)> = Vec::new();
+    // Most moments hold one run (interleaved rounds, cron rows): found by a map, not a scan
+    // of the groups so far (a commit of a few thousand cron rows would cost millions).
+    let mut at: std::collections::HashMap<(u64, u64), usize> = std::collections::HashMap::new();
+    let mut groups: Vec<Vec<f64>> = Vec::new();
     for s in records {
         let Some(v) = s.value.filter(|v| v.is_finite()) else {
             continue;
         };
         let k = s.moment_key();
-        match groups.iter_mut().find(|(g, _)| *g == k) {
-            Some((_, vs)) => vs.push(v),
-            None => groups.push((k, vec![v])),
+        match at.get(&k) {
+            Some(&i) => groups[i].push(v),
+            None => {
+                at.insert(k, groups.len());
+                groups.push(vec![v]);
+            }
         }
     }
     groups
         .into_iter()
-        .filter_map(|(_, vs)| crate::stats::median(&vs))
+        .filter_map(|vs| match vs.as_slice() {
+            [one] => Some(*one),
+            _ => crate::stats::median(&vs),
+        })
         .collect()
 }
 
@@ -276,14 +191,8 @@ pub struct Loaded {
 /// link: results are read and written only inside the cache, so a link at a store file's
 /// name (a build's, say) is refused rather than followed.
 fn read_own(path: &Path) -> anyhow::Result<Option<Vec<u8>>> {
-    let mut f = match OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path)
-    {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(open_error(e, path)),
+    let Some(mut f) = read::open_own(path)? else {
+        return Ok(None);
     };
     let mut bytes = Vec::new();
     f.read_to_end(&mut bytes)
@@ -292,7 +201,7 @@ fn read_own(path: &Path) -> anyhow::Result<Option<Vec<u8>>> {
 }
 
 /// What a failure to open a store file says; a link (`O_NOFOLLOW` gives ELOOP) is named as such.
-fn open_error(e: std::io::Error, path: &Path) -> anyhow::Error {
+pub(crate) fn open_error(e: std::io::Error, path: &Path) -> anyhow::Error {
     if e.raw_os_error() == Some(libc::ELOOP) {
         anyhow::anyhow!(
             "{} is a symbolic link; perfbisect does not follow links in its store: remove it, or move the file it points to in its place",
@@ -321,7 +230,7 @@ pub enum StoreError {
 }
 
 /// ", the longest text being `machine` (1100000 bytes)": which field made a record too large.
-fn largest_text(s: &Sample) -> String {
+pub(crate) fn largest_text(s: &Sample) -> String {
     let import = s.import.as_ref();
     [
         ("error", s.error.as_deref()),
@@ -349,67 +258,6 @@ impl Store {
     /// The file holding one test's samples.
     pub fn path(&self, test: &str) -> PathBuf {
         self.dir.join(format!("{test}.pbs"))
-    }
-
-    /// Every sample stored for `test` (none if the file does not exist).
-    pub fn load(&self, test: &str) -> anyhow::Result<Loaded> {
-        let path = self.path(test);
-        match read_own(&path)? {
-            Some(bytes) => Ok(decode_file(&path, &bytes)?),
-            None => Ok(Loaded::default()),
-        }
-    }
-
-    /// Open a test's file for appending, creating it, and cutting off a torn tail.
-    pub fn appender(&self, test: &str) -> anyhow::Result<Appender> {
-        std::fs::create_dir_all(&self.dir)
-            .with_context(|| format!("cannot create {}", self.dir.display()))?;
-        let path = self.path(test);
-        let mut warnings = Vec::new();
-        let exists = path.exists();
-        let mut file = OpenOptions::new()
-            .read(true)
-            .append(true)
-            .create(true)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&path)
-            .map_err(|e| open_error(e, &path))?;
-        let mut bytes = Vec::new();
-        file.read_to_end(&mut bytes)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        let mut len = bytes.len() as u64;
-        if !bytes.is_empty() {
-            let loaded = decode_file(&path, &bytes)?;
-            warnings.extend(loaded.warnings);
-            if loaded.torn_tail {
-                file.set_len(loaded.valid_end)
-                    .and_then(|()| file.sync_all())
-                    .with_context(|| format!("cannot cut the torn tail of {}", path.display()))?;
-                len = loaded.valid_end;
-            }
-        }
-        if len == 0 {
-            // A new file, or one whose header a crash or a full disk cut short: (re)write the
-            // header, or records appended now would follow no header.
-            let mut header = Vec::with_capacity(HEADER_LEN);
-            header.extend_from_slice(MAGIC);
-            header.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
-            if let Err(e) = file.write_all(&header).and_then(|()| file.sync_all()) {
-                let _ = file.set_len(0);
-                return Err(e).with_context(|| format!("cannot write {}", path.display()));
-            }
-            if !exists {
-                // The new file's name must be durable too, or a crash loses every record.
-                try_sync_dir(&self.dir)?;
-            }
-            len = HEADER_LEN as u64;
-        }
-        Ok(Appender {
-            end: len,
-            file,
-            path,
-            warnings,
-        })
     }
 }
 
@@ -538,61 +386,6 @@ impl Store {
         Ok(p)
     }
 
-    /// Add `samples` to `test`'s file all at once: the intact records already there and the
-    /// new ones are written to a temp file beside it, which is synced and renamed over the
-    /// file, so a crash or a full disk leaves the old file or the new one, never some of the
-    /// new records (an append of many frames could be cut after any of them). Records of a
-    /// newer layout are kept as they are; a torn tail and corrupt bytes are left out (no load
-    /// could read them). The caller holds the cache lock.
-    pub fn add_atomically(&self, test: &str, samples: &[Sample]) -> anyhow::Result<()> {
-        if samples.is_empty() {
-            return Ok(());
-        }
-        std::fs::create_dir_all(&self.dir)
-            .with_context(|| format!("cannot create {}", self.dir.display()))?;
-        let path = self.path(test);
-        let old = read_own(&path)?.unwrap_or_default();
-        let mut out = Vec::with_capacity(old.len() + samples.len() * 100);
-        out.extend_from_slice(MAGIC);
-        out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
-        if !old.is_empty() {
-            // Refuses files that are not stores or are of a newer format.
-            decode_file(&path, &old)?;
-            let mut off = HEADER_LEN.min(old.len());
-            while off < old.len() {
-                match frame_at(&old, off) {
-                    Some((end, _, _)) => {
-                        out.extend_from_slice(&old[off..end]);
-                        off = end;
-                    }
-                    None => {
-                        off = (off + 1..old.len().saturating_sub(FRAME_HEAD - 1))
-                            .find(|&o| frame_at(&old, o).is_some())
-                            .unwrap_or(old.len());
-                    }
-                }
-            }
-        }
-        for s in samples {
-            out.extend_from_slice(&encode_frame(s)?);
-        }
-        let mut tmp = temp_file(&self.dir, &format!(".{test}.pbs."))?;
-        // An existing store keeps its mode; a new one has the mode any new file gets (0644
-        // under the usual umask), as those `run` creates do.
-        let mode = std::fs::metadata(&path).map(|m| m.permissions());
-        tmp.write_all(&out)
-            .and_then(|()| match mode {
-                Ok(m) => tmp.as_file().set_permissions(m),
-                Err(_) => Ok(()),
-            })
-            .and_then(|()| tmp.as_file().sync_all())
-            .with_context(|| format!("cannot write a temp file in {}", self.dir.display()))?;
-        tmp.persist(&path)
-            .with_context(|| format!("cannot replace {}", path.display()))?;
-        try_sync_dir(&self.dir)?;
-        Ok(())
-    }
-
     /// Remove the temp files a rewrite killed midway (`kill -9` during an `import`, a `merge`
     /// or a `cache prune`) left beside the stores; the number removed. Only for the holder of
     /// the cache lock: every writer holds it while its temp file exists.
@@ -647,187 +440,10 @@ pub fn temp_file(dir: &Path, prefix: &str) -> anyhow::Result<tempfile::NamedTemp
 }
 
 /// Whether `name` is one of [`temp_file`]'s names in the store directory: `.<test>.pbs.XXXXXX`
-/// or `.<test>.unit.XXXXXX`.
+/// `.<test>.unit.XXXXXX` or `.<test>.idx.XXXXXX`.
 pub fn is_temp_name(name: &str) -> bool {
-    name.starts_with('.') && (name.contains(".pbs.") || name.contains(".unit."))
-}
-
-/// Appends samples to one test's file, durably.
-pub struct Appender {
-    file: File,
-    path: PathBuf,
-    /// Length of the file: where the next record goes (only the lock holder appends).
-    end: u64,
-    /// Problems found when the file was opened.
-    pub warnings: Vec<String>,
-}
-
-impl Appender {
-    /// Append one sample and wait until it is on disk. On an error (a full disk) the file is
-    /// cut back to where it was, so no half record stays behind.
-    pub fn append(&mut self, sample: &Sample) -> anyhow::Result<()> {
-        let frame = encode_frame(sample)?;
-        let before = self.end;
-        // One write of the whole frame: a crash leaves either nothing or a torn tail.
-        let written = self
-            .file
-            .write_all(&frame)
-            .and_then(|()| self.file.sync_data());
-        if let Err(e) = written {
-            let _ = self
-                .file
-                .set_len(before)
-                .and_then(|()| self.file.sync_data());
-            return Err(e).with_context(|| format!("cannot append to {}", self.path.display()));
-        }
-        self.end += frame.len() as u64;
-        Ok(())
-    }
-}
-
-/// Frame one sample: length, CRC32 of (version + payload), version, payload. A sample whose
-/// record would be longer than [`MAX_RECORD`] is refused ([`StoreError::RecordTooLarge`]):
-/// every load would take it for corruption.
-pub fn encode_frame(sample: &Sample) -> anyhow::Result<Vec<u8>> {
-    let payload = bincode::serde::encode_to_vec(sample, bincode::config::standard())
-        .context("cannot encode sample")?;
-    if payload.len() + 1 > MAX_RECORD {
-        return Err(StoreError::RecordTooLarge {
-            len: payload.len() + 1,
-            longest: largest_text(sample),
-        }
-        .into());
-    }
-    let len = (payload.len() + 1) as u32;
-    let mut crc = crc32fast::Hasher::new();
-    crc.update(&[RECORD_VERSION]);
-    crc.update(&payload);
-    let mut frame = Vec::with_capacity(FRAME_HEAD + len as usize);
-    frame.extend_from_slice(&len.to_le_bytes());
-    frame.extend_from_slice(&crc.finalize().to_le_bytes());
-    frame.push(RECORD_VERSION);
-    frame.extend_from_slice(&payload);
-    Ok(frame)
-}
-
-/// A frame at `off`: Ok(Some((end, version, payload))) when its length and CRC check out.
-fn frame_at(bytes: &[u8], off: usize) -> Option<(usize, u8, &[u8])> {
-    let head = bytes.get(off..off + FRAME_HEAD)?;
-    let len = u32::from_le_bytes(head[0..4].try_into().ok()?) as usize;
-    let crc = u32::from_le_bytes(head[4..8].try_into().ok()?);
-    if len == 0 || len > MAX_RECORD {
-        return None;
-    }
-    let body = bytes.get(off + FRAME_HEAD..off + FRAME_HEAD + len)?;
-    if crc32fast::hash(body) != crc {
-        return None;
-    }
-    Some((off + FRAME_HEAD + len, body[0], &body[1..]))
-}
-
-/// Decode a whole file; never panics on any input.
-pub fn decode_file(path: &Path, bytes: &[u8]) -> Result<Loaded, StoreError> {
-    let file = path.to_path_buf();
-    if bytes.len() < HEADER_LEN || &bytes[..8] != MAGIC {
-        if bytes.len() < HEADER_LEN && MAGIC.starts_with(&bytes[..bytes.len().min(8)]) {
-            // A crash while the header was being written: nothing was stored yet.
-            return Ok(Loaded {
-                torn_tail: !bytes.is_empty(),
-                warnings: if bytes.is_empty() {
-                    vec![]
-                } else {
-                    vec![format!("{}: incomplete header dropped", path.display())]
-                },
-                ..Loaded::default()
-            });
-        }
-        return Err(StoreError::NotAStore { file });
-    }
-    let version = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
-    if version > FORMAT_VERSION {
-        return Err(StoreError::NewerFormat {
-            file,
-            found: version,
-        });
-    }
-    let mut out = Loaded {
-        samples: Vec::with_capacity(bytes.len() / 96),
-        ..Loaded::default()
-    };
-    let mut off = HEADER_LEN;
-    let mut valid_end = off;
-    // The made-up window of the run of legacy records being read: (commit, window).
-    let mut legacy: Option<([u8; 20], u64)> = None;
-    while off < bytes.len() {
-        match frame_at(bytes, off) {
-            Some((end, ver, payload)) => {
-                if ver < 3 {
-                    if let Ok(mut s) = decode_record(ver, payload) {
-                        if s.import.is_none() {
-                            let w = match legacy {
-                                Some((c, w)) if c == s.commit => w,
-                                _ => LEGACY_WINDOW | off as u64,
-                            };
-                            legacy = Some((s.commit, w));
-                            s.window = w;
-                        } else {
-                            legacy = None;
-                        }
-                        out.samples.push(s);
-                        off = end;
-                        valid_end = end;
-                        continue;
-                    }
-                } else {
-                    legacy = None;
-                }
-                if ver > RECORD_VERSION {
-                    out.warnings.push(format!(
-                        "{}: record at offset {off} has version {ver}, newer than this perfbisect reads ({RECORD_VERSION}); skipped",
-                        path.display()
-                    ));
-                } else {
-                    // Decoding borrows from the record (see `borrowed_text`), so a bogus
-                    // length inside a record with a valid checksum is checked against the
-                    // record's bytes instead of allocating gigabytes (or aborting).
-                    match decode_record(ver, payload) {
-                        Ok(s) => out.samples.push(s),
-                        Err(e) => out.warnings.push(format!(
-                            "{}: record at offset {off} cannot be decoded ({e}); skipped",
-                            path.display()
-                        )),
-                    }
-                }
-                off = end;
-                valid_end = end;
-            }
-            None => {
-                // Look for the next intact frame; if there is none, this is a torn tail.
-                let next = (off + 1..bytes.len().saturating_sub(FRAME_HEAD - 1))
-                    .find(|&o| frame_at(bytes, o).is_some());
-                match next {
-                    Some(n) => {
-                        out.warnings.push(format!(
-                            "{}: bytes {off}..{n} are corrupt (checksum or length mismatch); skipped, later records kept",
-                            path.display()
-                        ));
-                        off = n;
-                    }
-                    None => {
-                        out.warnings.push(format!(
-                            "{}: incomplete record at offset {off} ({} bytes, from an interrupted write) dropped",
-                            path.display(),
-                            bytes.len() - off
-                        ));
-                        out.torn_tail = true;
-                        break;
-                    }
-                }
-            }
-        }
-    }
-    out.valid_end = valid_end as u64;
-    Ok(out)
+    name.starts_with('.')
+        && (name.contains(".pbs.") || name.contains(".unit.") || name.contains(".idx."))
 }
 
 /// Make a rename or a new file in `dir` durable. A filesystem that cannot sync a directory at
@@ -853,6 +469,7 @@ pub fn sync_dir(dir: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs::OpenOptions;
 
     fn sample(i: u64) -> Sample {
         Sample {
@@ -869,7 +486,7 @@ mod tests {
             error: None,
             fingerprint: 7,
             import: i.is_multiple_of(3).then(|| Import {
-                round: Some(format!("R{i}")),
+                round: Some(format!("R{i}").into()),
                 machine: None,
             }),
             window: if i.is_multiple_of(3) { 0 } else { 1 + i / 2 },
@@ -961,7 +578,13 @@ mod tests {
         let times: Vec<u64> = l.samples.iter().map(|s| s.time).collect();
         assert_eq!(times, [0, 1, 10, 11]);
         assert!(l.warnings.is_empty(), "{:?}", l.warnings);
-        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 1);
+        // No temp file stays behind; the index beside the store is all there is besides.
+        let mut names: Vec<String> = std::fs::read_dir(d.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["t.idx", "t.pbs"]);
         store.add_atomically("new", &[sample(1)]).unwrap();
         assert_eq!(store.load("new").unwrap().samples, vec![sample(1)]);
         // Not a store: refused, and left as it is.
@@ -980,7 +603,7 @@ mod tests {
         let mut big = sample(3);
         big.import = Some(Import {
             round: None,
-            machine: Some("m".repeat(MAX_RECORD + 100)),
+            machine: Some("m".repeat(MAX_RECORD + 100).into()),
         });
         let e = encode_frame(&big).unwrap_err();
         assert!(format!("{e:#}").contains("`machine`"), "{e:#}");

@@ -1,0 +1,313 @@
+//! Reading a store file: whole, or only the records of some commits through its index.
+
+use std::collections::HashSet;
+use std::fs::{File, OpenOptions};
+use std::io::Read;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::Path;
+
+use anyhow::Context;
+
+use super::index::{self, Index, IndexState};
+use super::record::{self, decode_record};
+use super::{decode_file, frame_at, open_error, Loaded, Store, FRAME_HEAD, RECORD_VERSION};
+
+/// What [`Store::visit`] hands over.
+pub enum Visit {
+    Sample(super::Sample),
+    /// Forget the samples given so far: the whole file follows.
+    Restart,
+}
+
+/// Records closer together than this are read in one go.
+const BLOCK: u64 = 256 << 10;
+/// Bytes read past a block's last record start: most records are about 120 bytes.
+const READ_AHEAD: u64 = 4096;
+
+impl Store {
+    /// Every sample stored for `test` (none if the file does not exist).
+    pub fn load(&self, test: &str) -> anyhow::Result<Loaded> {
+        let path = self.path(test);
+        match open_own(&path)? {
+            Some(mut f) => {
+                let mut bytes = Vec::new();
+                f.read_to_end(&mut bytes)
+                    .with_context(|| format!("cannot read {}", path.display()))?;
+                Ok(decode_file(&path, &bytes)?)
+            }
+            None => Ok(Loaded::default()),
+        }
+    }
+
+    /// The samples of `test` whose commit is in `wanted`, read through the file's index (made
+    /// or brought up to date first): the cost follows those commits' records, not the file's
+    /// size. A file that cannot be indexed is read whole and filtered.
+    pub fn load_commits(&self, test: &str, wanted: &HashSet<[u8; 20]>) -> anyhow::Result<Loaded> {
+        let path = self.path(test);
+        let Some(file) = open_own(&path)? else {
+            return Ok(Loaded::default());
+        };
+        if let Some(idx) = index::refresh(&path, &file) {
+            match read_indexed(&path, &file, &idx, wanted)? {
+                Some(l) => return Ok(l),
+                // The index does not match the file after all: never trust it again.
+                None => {
+                    let _ = std::fs::remove_file(index::path_of(&path));
+                }
+            }
+        }
+        let bytes =
+            bytes_from(&file, 0).with_context(|| format!("cannot read {}", path.display()))?;
+        Ok(record::decode_file_where(&path, &bytes, &mut |c| {
+            wanted.contains(c)
+        })?)
+    }
+
+    /// The commits `test` has records of, in no particular order (through the index when the
+    /// file can be indexed).
+    pub fn commits(&self, test: &str) -> anyhow::Result<HashSet<[u8; 20]>> {
+        let path = self.path(test);
+        let Some(file) = open_own(&path)? else {
+            return Ok(HashSet::new());
+        };
+        if let Some(idx) = index::refresh(&path, &file) {
+            let mut out: HashSet<[u8; 20]> = idx.commits().copied().collect();
+            let tail = bytes_from(&file, idx.covered_end)?;
+            let mut l = Loaded::default();
+            record::decode_records(
+                &path,
+                &tail,
+                0,
+                idx.covered_end as usize,
+                &mut l,
+                &mut |c| {
+                    out.insert(*c);
+                    false
+                },
+            );
+            return Ok(out);
+        }
+        Ok(self.load(test)?.samples.iter().map(|s| s.commit).collect())
+    }
+
+    /// Every sample of `test`, one at a time, in file order, with memory bounded whatever the
+    /// file's size (through the index's end in chunks, then the tail); a file that cannot be
+    /// indexed is read whole. Problems (corrupt bytes) are stepped over as [`Store::load`]
+    /// does, and returned as its warnings are (the returned [`Loaded`] holds no samples).
+    /// Should the index turn out not to match the file halfway, `f` is told
+    /// [`Visit::Restart`] (drop what it was given) and then given the whole file.
+    pub fn visit(&self, test: &str, f: &mut dyn FnMut(Visit)) -> anyhow::Result<Loaded> {
+        let path = self.path(test);
+        let Some(file) = open_own(&path)? else {
+            return Ok(Loaded::default());
+        };
+        if let Some(idx) = index::refresh(&path, &file) {
+            let mut bad = None;
+            let frames = index::for_frames(
+                &file,
+                super::HEADER_LEN as u64,
+                idx.covered_end,
+                &mut |ver, payload| {
+                    if ver == RECORD_VERSION {
+                        match decode_record(ver, payload) {
+                            Ok(s) => f(Visit::Sample(s)),
+                            Err(e) => bad = Some(e),
+                        }
+                    }
+                },
+            );
+            match (frames, bad) {
+                (Ok(()), None) => {
+                    let tail = bytes_from(&file, idx.covered_end)
+                        .with_context(|| format!("cannot read {}", path.display()))?;
+                    let mut l = Loaded::default();
+                    record::decode_records(
+                        &path,
+                        &tail,
+                        0,
+                        idx.covered_end as usize,
+                        &mut l,
+                        &mut |_| true,
+                    );
+                    for s in std::mem::take(&mut l.samples) {
+                        f(Visit::Sample(s));
+                    }
+                    return Ok(l);
+                }
+                _ => {
+                    // A record the index vouched for is not one: read the whole file instead.
+                    let _ = std::fs::remove_file(index::path_of(&path));
+                    f(Visit::Restart);
+                }
+            }
+        }
+        let mut l = self.load(test)?;
+        for s in std::mem::take(&mut l.samples) {
+            f(Visit::Sample(s));
+        }
+        Ok(l)
+    }
+
+    /// Every sample of `test` ([`Store::visit`]), by reference; warnings are dropped.
+    pub fn for_each(&self, test: &str, f: &mut dyn FnMut(&super::Sample)) -> anyhow::Result<()> {
+        // A restart cannot take back what `f` saw: callers that keep samples use `visit`.
+        let mut restarted = false;
+        self.visit(test, &mut |v| match v {
+            Visit::Sample(s) if !restarted => f(&s),
+            Visit::Sample(_) => {}
+            Visit::Restart => restarted = true,
+        })?;
+        anyhow::ensure!(
+            !restarted,
+            "the index of test `{test}`'s results did not match its file; it was removed: run the command again"
+        );
+        Ok(())
+    }
+
+    /// Remove `test`'s file (and its index) if it holds no record: what an import that was
+    /// refused leaves of a store it created.
+    pub fn remove_empty(&self, test: &str) {
+        let path = self.path(test);
+        if std::fs::metadata(&path).is_ok_and(|m| m.len() <= super::HEADER_LEN as u64) {
+            let _ = std::fs::remove_file(index::path_of(&path));
+            let _ = std::fs::remove_file(&path);
+        }
+    }
+
+    /// Bring `test`'s index up to date now (after a large batch), so the next command does
+    /// not pay for it. Best effort: an index is a cache.
+    pub fn refresh_index(&self, test: &str) {
+        let path = self.path(test);
+        if let Ok(Some(file)) = open_own(&path) {
+            index::refresh(&path, &file);
+        }
+    }
+
+    /// What `test`'s index covers (made or brought up to date first).
+    pub fn index_state(&self, test: &str) -> anyhow::Result<IndexState> {
+        let path = self.path(test);
+        let Some(file) = open_own(&path)? else {
+            return Ok(IndexState::Missing);
+        };
+        Ok(index::refresh(&path, &file).map_or(IndexState::Unindexable, |i| i.state()))
+    }
+}
+
+/// A store file opened for reading without following a symbolic link (`None` when there is
+/// none): results are read and written only inside the cache, so a link at a store file's
+/// name (a build's, say) is refused rather than followed.
+pub(crate) fn open_own(path: &Path) -> anyhow::Result<Option<File>> {
+    match OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+    {
+        Ok(f) => Ok(Some(f)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(open_error(e, path)),
+    }
+}
+
+/// The file's bytes from `from` to its end (as far as it goes now: another process may be
+/// appending).
+pub(crate) fn bytes_from(file: &File, from: u64) -> std::io::Result<Vec<u8>> {
+    let len = file.metadata()?.len();
+    let mut out = vec![0u8; len.saturating_sub(from) as usize];
+    let mut got = 0;
+    while got < out.len() {
+        match file.read_at(&mut out[got..], from + got as u64) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    out.truncate(got);
+    Ok(out)
+}
+
+/// The wanted commits' records through `idx`, then those of the tail past it; `None` when an
+/// offset of the index holds no record of the current layout (the index is wrong).
+fn read_indexed(
+    path: &Path,
+    file: &File,
+    idx: &Index,
+    wanted: &HashSet<[u8; 20]>,
+) -> anyhow::Result<Option<Loaded>> {
+    let mut offsets = Vec::new();
+    for c in wanted {
+        offsets.extend(
+            idx.offsets(c)
+                .with_context(|| format!("cannot read the index of {}", path.display()))?,
+        );
+    }
+    offsets.sort_unstable();
+    let mut out = Loaded {
+        samples: Vec::with_capacity(offsets.len()),
+        ..Loaded::default()
+    };
+    let mut buf = Vec::new();
+    let mut i = 0;
+    while i < offsets.len() {
+        let first = offsets[i];
+        let mut j = i + 1;
+        while j < offsets.len() && offsets[j] - first < BLOCK {
+            j += 1;
+        }
+        let end = (offsets[j - 1] + READ_AHEAD).min(idx.covered_end);
+        if end <= first {
+            return Ok(None);
+        }
+        buf.resize((end - first) as usize, 0);
+        file.read_exact_at(&mut buf, first)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        for &o in &offsets[i..j] {
+            let local = (o - first) as usize;
+            let single;
+            let (ver, payload) = match frame_at(&buf, local) {
+                Some((_, v, p)) => (v, p),
+                None => {
+                    // A record longer than the read-ahead: read it alone.
+                    let mut head = [0u8; FRAME_HEAD];
+                    if file.read_exact_at(&mut head, o).is_err() {
+                        return Ok(None);
+                    }
+                    let len = u32::from_le_bytes(head[..4].try_into().expect("4 bytes")) as u64;
+                    if o + FRAME_HEAD as u64 + len > idx.covered_end {
+                        return Ok(None);
+                    }
+                    let mut whole = vec![0u8; FRAME_HEAD + len as usize];
+                    file.read_exact_at(&mut whole, o)
+                        .with_context(|| format!("cannot read {}", path.display()))?;
+                    single = whole;
+                    match frame_at(&single, 0) {
+                        Some((_, v, p)) => (v, p),
+                        None => return Ok(None),
+                    }
+                }
+            };
+            if ver != RECORD_VERSION {
+                return Ok(None);
+            }
+            match decode_record(ver, payload) {
+                Ok(s) => out.samples.push(s),
+                Err(e) => out.warnings.push(format!(
+                    "{}: record at offset {o} cannot be decoded ({e}); skipped",
+                    path.display()
+                )),
+            }
+        }
+        i = j;
+    }
+    let tail = bytes_from(file, idx.covered_end)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    record::decode_records(
+        path,
+        &tail,
+        0,
+        idx.covered_end as usize,
+        &mut out,
+        &mut |c| wanted.contains(c),
+    );
+    Ok(Some(out))
+}
