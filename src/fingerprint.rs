@@ -113,7 +113,16 @@ impl Fingerprint {
         }
         let dir = path.parent().expect("fingerprints have a parent");
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        let mut tmp = crate::store::temp_file(dir, ".fingerprint.")?;
+        // Its own temp file, not the store's helper: the store reads fingerprint ids, so this
+        // module stays below it.
+        let mut tmp = {
+            use std::os::unix::fs::PermissionsExt;
+            tempfile::Builder::new()
+                .prefix(".fingerprint.")
+                .permissions(std::fs::Permissions::from_mode(0o666))
+                .tempfile_in(dir)
+                .with_context(|| format!("cannot create a temp file in {}", dir.display()))?
+        };
         std::io::Write::write_all(&mut tmp, self.text().as_bytes())?;
         tmp.as_file().sync_all()?;
         tmp.persist(&path)

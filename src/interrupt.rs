@@ -1,12 +1,81 @@
-//! Ctrl-C handling: the first SIGINT asks perfbisect to stop after the run in flight; a
-//! second one ends the process at once, killing the process groups of the commands it runs
-//! (they are in groups of their own, so the terminal's Ctrl-C does not reach them).
+//! Ctrl-C handling: the first SIGINT asks perfbisect to stop (after the run in flight, or
+//! now for builds in flight, whose finished siblings are kept); a second one ends the process
+//! at once, killing the process groups of the commands it runs (they are in groups of their
+//! own, so the terminal's Ctrl-C does not reach them). What was kept (builds cached, runs
+//! stored) is counted here, so the message at the end can say it.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 /// Raised by the first SIGINT.
 pub static REQUESTED: AtomicBool = AtomicBool::new(false);
+
+/// What perfbisect is doing now, for the first Ctrl-C's message.
+static ACTIVITY: AtomicU8 = AtomicU8::new(Activity::Other as u8);
+/// Builds cached and runs stored by this process.
+static KEPT_BUILDS: AtomicUsize = AtomicUsize::new(0);
+static KEPT_RUNS: AtomicUsize = AtomicUsize::new(0);
+
+/// What is under way when Ctrl-C comes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Activity {
+    /// Neither building nor running a test (reading the store, git, a report).
+    Other = 0,
+    /// Builds are running (they are stopped at once; finished ones are kept).
+    Building = 1,
+    /// A test's runs are under way (the run in flight is finished and stored).
+    Measuring = 2,
+}
+
+/// Marks what is under way until dropped (then what was before is restored).
+pub struct Doing(u8);
+
+impl Drop for Doing {
+    fn drop(&mut self) {
+        ACTIVITY.store(self.0, Ordering::SeqCst);
+    }
+}
+
+/// `a` is under way until the returned guard is dropped.
+pub fn doing(a: Activity) -> Doing {
+    Doing(ACTIVITY.swap(a as u8, Ordering::SeqCst))
+}
+
+/// A build was cached.
+pub fn kept_build() {
+    KEPT_BUILDS.fetch_add(1, Ordering::SeqCst);
+}
+
+/// A run was stored.
+pub fn kept_run() {
+    KEPT_RUNS.fetch_add(1, Ordering::SeqCst);
+}
+
+/// What this process kept: "3 builds cached and 12 runs stored".
+pub fn kept() -> String {
+    let (b, r) = (
+        KEPT_BUILDS.load(Ordering::SeqCst),
+        KEPT_RUNS.load(Ordering::SeqCst),
+    );
+    format!(
+        "{b} build{} cached and {r} run{} stored",
+        if b == 1 { "" } else { "s" },
+        if r == 1 { "" } else { "s" }
+    )
+}
+
+/// The line the first Ctrl-C prints while `activity` is under way.
+fn first_message(activity: u8) -> &'static str {
+    match activity {
+        a if a == Activity::Building as u8 => {
+            "\nperfbisect: interrupt received, stopping the builds in flight (finished builds are kept; Ctrl-C again to stop now)"
+        }
+        a if a == Activity::Measuring as u8 => {
+            "\nperfbisect: interrupt received, stopping after the run in flight (Ctrl-C again to stop now)"
+        }
+        _ => "\nperfbisect: interrupt received, stopping (Ctrl-C again to stop now)",
+    }
+}
 
 /// Process groups of the commands running now (builds, tests, hooks).
 static GROUPS: Mutex<Vec<i32>> = Mutex::new(Vec::new());
@@ -34,7 +103,7 @@ fn try_install() -> Result<(), ctrlc::Error> {
             kill_groups();
             std::process::exit(130);
         }
-        eprintln!("\nperfbisect: interrupt received, stopping after the run in flight (Ctrl-C again to stop now)");
+        eprintln!("{}", first_message(ACTIVITY.load(Ordering::SeqCst)));
     })
 }
 
@@ -78,9 +147,13 @@ fn kill_groups() {
     }
 }
 
-/// The run was stopped by Ctrl-C after storing what was measured: exit code 130.
+/// The run was stopped by Ctrl-C after storing what was measured: exit code 130. Its message
+/// says what this process kept.
 #[derive(Debug, thiserror::Error)]
-#[error("interrupted; everything measured so far is stored: run the same command again to resume")]
+#[error(
+    "interrupted; {}, everything measured so far is stored: run the same command again to resume",
+    kept()
+)]
 pub struct Interrupted;
 
 #[cfg(test)]

@@ -109,6 +109,13 @@ fn values<'s>(samples: impl IntoIterator<Item = &'s crate::store::Sample>) -> Ve
 }
 
 impl WorkspaceLab<'_> {
+    /// Whether each step and each probe's result gets a line on stderr: with `-v`, or when no
+    /// progress bar is drawn (a CI log, `--no-progress`) unless `--quiet`, so a long search
+    /// is never silent.
+    fn step_lines(&self) -> bool {
+        self.ws.verbosity.verbose > 0 || (!self.ws.progress.visible() && !self.ws.verbosity.quiet)
+    }
+
     /// Once per position without samples of its own: the samples of a commit whose build
     /// (from its manifest) is byte-identical, stored before or measured in this search.
     fn identical_build_samples(&mut self, pos: usize) -> Option<(gix::ObjectId, Vec<f64>)> {
@@ -188,7 +195,7 @@ impl Lab for WorkspaceLab<'_> {
             self.stood_in += vals.len();
             self.shared.push((pos, twin));
             if self.ws.verbosity.verbose > 0 {
-                self.bar.println(format!(
+                self.ws.progress.println(&format!(
                     "{} {}: same build as {} (byte-identical artifacts): its {} samples are used",
                     self.commits[pos].short(),
                     self.commits[pos].subject,
@@ -223,14 +230,14 @@ impl Lab for WorkspaceLab<'_> {
             .entry(crate::store::commit_key(&c.id))
             .or_default()
             .extend(&vals);
-        if self.ws.verbosity.verbose > 0 {
+        if self.step_lines() {
             let fin: Vec<f64> = vals.iter().copied().filter(|v| v.is_finite()).collect();
             let med = crate::stats::median(&fin).unwrap_or(f64::NAN);
-            self.bar.println(format!(
-                "probed {} {}: {} runs, median {}",
+            self.ws.progress.println(&format!(
+                "perfbisect: probed {} {}: {}, median {}",
                 c.short(),
                 c.subject,
-                vals.len(),
+                crate::report::text::count(vals.len(), "run"),
                 crate::report::fmt_num(med)
             ));
         }
@@ -293,7 +300,7 @@ impl Lab for WorkspaceLab<'_> {
         }
         self.windows += 1;
         self.window_runs += done.runs;
-        if self.ws.verbosity.verbose > 0 {
+        if self.step_lines() {
             let meds: Vec<String> = positions
                 .iter()
                 .zip(&values_out)
@@ -306,8 +313,9 @@ impl Lab for WorkspaceLab<'_> {
                     )
                 })
                 .collect();
-            self.bar.println(format!(
-                "side by side, {runs} interleaved runs each: medians {}",
+            self.ws.progress.println(&format!(
+                "perfbisect: side by side, {} each: medians {}",
+                crate::report::text::count(runs, "interleaved run"),
                 meds.join(", ")
             ));
         }
@@ -323,9 +331,10 @@ impl Lab for WorkspaceLab<'_> {
         crate::interrupt::requested()
     }
 
-    /// With `-v`, a line per step of the search (what is built, measured side by side).
+    /// With `-v`, or without a progress bar, a line per step of the search (what is built,
+    /// measured side by side).
     fn status(&mut self, what: Doing<'_>) {
-        if self.ws.verbosity.verbose == 0 {
+        if !self.step_lines() {
             return;
         }
         let name = |p: usize| self.commits[p].short();

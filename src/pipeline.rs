@@ -13,6 +13,8 @@ use crate::config::{Config, Test};
 use crate::fingerprint::Fingerprint;
 use crate::git::{self, CommitInfo, Repo};
 use crate::measure;
+/// Kept here for the commands that still name them through the pipeline.
+pub use crate::paths::{display_path, indent};
 use crate::progress::Progress;
 use crate::store::cache::{Cache, CacheLock};
 use crate::store::{commit_key, Appender, Sample};
@@ -718,6 +720,7 @@ impl Workspace {
             &runs,
             &mut |i, s| {
                 appenders[i].append(&s)?;
+                crate::interrupt::kept_run();
                 if let Some(e) = &s.error {
                     if self.verbosity.verbose > 0 || !warned[i] {
                         warned[i] = true;
@@ -759,6 +762,7 @@ impl Workspace {
             a.runs.min(b.runs),
             &mut |side, s| {
                 appender.append(&s)?;
+                crate::interrupt::kept_run();
                 each(&s);
                 if side {
                     got.1.push(s);
@@ -807,6 +811,7 @@ impl Workspace {
             first_moment,
             &mut |u, _, s| {
                 appender.append(&s)?;
+                crate::interrupt::kept_run();
                 if let Some(e) = &s.error {
                     streak[u] += 1;
                     if self.verbosity.verbose > 0 || !warned {
@@ -872,6 +877,7 @@ impl Workspace {
             &mut |u, i, s| {
                 let t = visits[u].tests[i];
                 appenders[t].append(&s)?;
+                crate::interrupt::kept_run();
                 if let Some(e) = &s.error {
                     if self.verbosity.verbose > 0 || !warned[t] {
                         warned[t] = true;
@@ -914,6 +920,7 @@ impl Workspace {
             batch.runs,
             &mut |s| {
                 appender.append(&s)?;
+                crate::interrupt::kept_run();
                 if let Some(e) = &s.error {
                     if self.verbosity.verbose > 0 || got.is_empty() {
                         self.warn(&format!(
@@ -954,18 +961,4 @@ pub struct Batch<'a> {
     pub artifacts: &'a Path,
     pub runs: usize,
     pub round: u32,
-}
-
-/// A path as messages print it: absolute, without `.` or `..` (`repo/../cache` is printed as
-/// `cache`), so that it can be pasted from any directory.
-pub fn display_path(p: &Path) -> String {
-    crate::store::cache::normalize(p).display().to_string()
-}
-
-/// Indent every line by four spaces.
-pub fn indent(s: &str) -> String {
-    s.lines()
-        .map(|l| format!("    {l}"))
-        .collect::<Vec<_>>()
-        .join("\n")
 }

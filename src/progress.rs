@@ -41,6 +41,12 @@ impl Progress {
         bar
     }
 
+    /// Whether bars are drawn (stderr is a terminal and progress was not turned off). Without
+    /// them, long commands print a line per step instead, so a CI log shows they are alive.
+    pub fn visible(&self) -> bool {
+        self.visible
+    }
+
     /// Print a line above the bars (or plainly to stderr when there are none).
     pub fn println(&self, msg: &str) {
         if self.visible {

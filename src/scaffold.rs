@@ -37,6 +37,8 @@ pub struct Found {
     /// cargo: the bin targets; others: the program's path relative to the worktree after the
     /// build (`build/app`), when it could be told.
     pub programs: Vec<String>,
+    /// Why the first of `programs` was taken (a Makefile's goals), when it was guessed.
+    pub guess: Option<String>,
     /// cargo: bench targets (for the commented harness example).
     pub benches: Vec<String>,
     /// cargo: criterion is among the dev-dependencies (of the package with the benches).
@@ -59,6 +61,7 @@ pub fn detect(dir: &Path) -> Vec<Found> {
             system: System::CMake,
             evidence: "CMakeLists.txt".into(),
             programs: program_in(dir, "CMakeLists.txt", cmake_program, "build"),
+            guess: None,
             benches: Vec::new(),
             criterion: false,
             bench_package: None,
@@ -69,6 +72,7 @@ pub fn detect(dir: &Path) -> Vec<Found> {
             system: System::Meson,
             evidence: "meson.build".into(),
             programs: program_in(dir, "meson.build", meson_program, "build"),
+            guess: None,
             benches: Vec::new(),
             criterion: false,
             bench_package: None,
@@ -82,6 +86,7 @@ pub fn detect(dir: &Path) -> Vec<Found> {
             system: System::Autotools,
             evidence: f.into(),
             programs: program_in(dir, "Makefile.am", automake_program, ""),
+            guess: None,
             benches: Vec::new(),
             criterion: false,
             bench_package: None,
@@ -92,10 +97,12 @@ pub fn detect(dir: &Path) -> Vec<Found> {
         .find(|f| has(f))
     {
         let text = std::fs::read_to_string(dir.join(f)).unwrap_or_default();
+        let guess = make_guess(&text);
         out.push(Found {
             system: System::Make,
             evidence: f.into(),
-            programs: make_program(&text).into_iter().collect(),
+            programs: guess.iter().map(|g| g.0.clone()).collect(),
+            guess: guess.map(|g| g.1),
             benches: Vec::new(),
             criterion: false,
             bench_package: None,
@@ -185,51 +192,194 @@ fn automake_program(text: &str) -> Option<String> {
         .find(|n| plain_program(n))
 }
 
-/// The program of a plain Makefile: the first prerequisite of `all`, else the first rule's
-/// target that is not a conventional phony one, an object file or a pattern.
+/// The program of a plain Makefile, as [`make_guess`] finds it.
+#[cfg(test)]
 fn make_program(text: &str) -> Option<String> {
-    let rule = regex::Regex::new(r"(?m)^([A-Za-z0-9_./+-]+)\s*:([^=].*)?$").expect("valid regex");
-    let phony = [
-        "all",
-        "clean",
-        "install",
-        "uninstall",
-        "test",
-        "tests",
-        "check",
-        "dist",
-        "distclean",
-        "bench",
-        "benchmark",
-        "format",
-        "lint",
-        "doc",
-        "docs",
-        "help",
-        "run",
-    ];
+    make_guess(text).map(|(p, _)| p)
+}
+
+/// Targets that are conventionally phony: never the program a test runs.
+const PHONY: [&str; 18] = [
+    "all",
+    "clean",
+    "install",
+    "uninstall",
+    "test",
+    "tests",
+    "check",
+    "dist",
+    "distclean",
+    "bench",
+    "benchmark",
+    "format",
+    "lint",
+    "doc",
+    "docs",
+    "help",
+    "run",
+    "default",
+];
+
+/// A library target (`lib`, `libxxhash`, `libfoo.a`, `shared`, `static`, `*.so`): a program
+/// may link it, but a test cannot run it.
+fn library_target(n: &str) -> bool {
+    let l = n.to_ascii_lowercase();
+    l == "lib"
+        || l == "libs"
+        || l.starts_with("lib")
+        || matches!(l.as_str(), "shared" | "static" | "dylib")
+        || [".a", ".so", ".dylib", ".dll", ".lib", ".pc"]
+            .iter()
+            .any(|e| l.ends_with(e))
+        || l.contains(".so.")
+}
+
+/// The program a plain Makefile builds, and why that one: walking the prerequisites of the
+/// default goal (the first rule), then of `all`, depth first through phony and aggregate
+/// targets, the first target whose rule links an executable (`-o` without `-c`); library
+/// targets (`lib`, `libfoo.a`) are passed over and said so. Without such a rule, the first
+/// prerequisite that is not a library, an object file or a phony name.
+fn make_guess(text: &str) -> Option<(String, String)> {
+    let rule = regex::Regex::new(r"^([A-Za-z0-9_./+-]+)\s*:(.*)$").expect("valid regex");
+    // target -> (prerequisites, recipe lines), in file order; target-specific variables
+    // (`default: CFLAGS=-O3`) are not rules.
+    let mut rules: Vec<(String, Vec<String>, Vec<String>)> = Vec::new();
+    let mut phony: Vec<String> = Vec::new();
+    let mut current: Option<usize> = None;
+    for line in text.lines() {
+        if line.starts_with('\t') {
+            if let Some(i) = current {
+                rules[i].2.push(line.trim().to_string());
+            }
+            continue;
+        }
+        current = None;
+        let Some(c) = rule.captures(line) else {
+            continue;
+        };
+        let (target, deps) = (c[1].to_string(), c[2].to_string());
+        if deps.starts_with('=') || deps.contains('=') && !deps.contains(';') {
+            continue;
+        }
+        let deps: Vec<String> = deps
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .split_whitespace()
+            .map(str::to_string)
+            .collect();
+        if target == ".PHONY" {
+            phony.extend(deps);
+            continue;
+        }
+        match rules.iter().position(|r| r.0 == target) {
+            Some(i) => {
+                rules[i].1.extend(deps);
+                current = Some(i);
+            }
+            None => {
+                rules.push((target, deps, Vec::new()));
+                current = Some(rules.len() - 1);
+            }
+        }
+    }
+    let object = |n: &str| {
+        [".o", ".c", ".h", ".cc", ".cpp", ".d"]
+            .iter()
+            .any(|ext| n.ends_with(ext))
+    };
     let usable = |n: &str| {
         plain_program(n)
             && !n.starts_with('.')
-            && !phony.contains(&n)
-            && ![".o", ".c", ".h", ".a", ".so", ".cc", ".cpp", ".d"]
-                .iter()
-                .any(|ext| n.ends_with(ext))
+            && !n.contains('%')
+            && !n.contains('$')
+            && !PHONY.contains(&n)
+            && !phony.iter().any(|p| p == n)
+            && !library_target(n)
+            && !object(n)
     };
-    let mut first = None;
-    for c in rule.captures_iter(text) {
-        let target = &c[1];
-        let deps = c.get(2).map(|m| m.as_str()).unwrap_or("");
-        if target == "all" {
-            if let Some(d) = deps.split_whitespace().find(|d| usable(d)) {
-                return Some(d.to_string());
+    let links = |n: &str| {
+        rules.iter().any(|(t, _, recipe)| {
+            t == n
+                && recipe.iter().any(|l| {
+                    let w: Vec<&str> = l.split_whitespace().collect();
+                    w.iter().any(|x| x.starts_with("-o")) && !w.contains(&"-c")
+                })
+        })
+    };
+    let mut roots: Vec<String> = rules.first().map(|r| r.0.clone()).into_iter().collect();
+    if !roots.iter().any(|r| r == "all") && rules.iter().any(|r| r.0 == "all") {
+        roots.push("all".into());
+    }
+    let mut passed: Vec<String> = Vec::new();
+    let mut fallback: Option<(String, String)> = None;
+    for root in &roots {
+        let mut stack: Vec<(String, String)> = vec![(root.clone(), root.clone())];
+        let mut seen: Vec<String> = Vec::new();
+        while let Some((t, via)) = stack.pop() {
+            if seen.contains(&t) || seen.len() > 200 {
+                continue;
+            }
+            seen.push(t.clone());
+            if library_target(&t) {
+                if !passed.contains(&t) {
+                    passed.push(t.clone());
+                }
+                continue;
+            }
+            if t != *root && usable(&t) && links(&t) {
+                let skipped = if passed.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        "; passed over {} (a library, not a program)",
+                        passed
+                            .iter()
+                            .map(|p| format!("`{p}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                };
+                let path = if via == *root {
+                    format!("`{root}`")
+                } else {
+                    format!("`{root}` through `{via}`")
+                };
+                return Some((
+                    t.clone(),
+                    format!("the first program the Makefile's {path} builds (its rule links it with -o){skipped}"),
+                ));
+            }
+            if t != *root && fallback.is_none() && usable(&t) {
+                fallback = Some((
+                    t.clone(),
+                    format!("the first target of `{root}` that is not a library, object or phony name (no rule that links a program was found)"),
+                ));
+            }
+            if let Some((_, deps, _)) = rules.iter().find(|r| r.0 == t) {
+                let next = if t == *root { root.clone() } else { t.clone() };
+                for d in deps.iter().rev() {
+                    stack.push((d.clone(), next.clone()));
+                }
             }
         }
-        if first.is_none() && usable(target) {
-            first = Some(target.to_string());
+    }
+    if fallback.is_none() {
+        // No goal leads to one: the first rule that links an executable, else the first usable.
+        if let Some((t, _, _)) = rules.iter().find(|(t, _, _)| usable(t) && links(t)) {
+            return Some((
+                t.clone(),
+                "the first rule of the Makefile that links a program (-o)".into(),
+            ));
+        }
+        if let Some((t, _, _)) = rules.iter().find(|(t, _, _)| usable(t)) {
+            fallback = Some((
+                t.clone(),
+                "the first rule's target that is not a library, object or phony name".into(),
+            ));
         }
     }
-    first
+    fallback
 }
 
 /// cargo: bins and benches from `cargo metadata --no-deps` (it reads manifests only), else
@@ -354,6 +504,7 @@ fn cargo(dir: &Path) -> Found {
         system: System::Cargo,
         evidence: "Cargo.toml".into(),
         programs,
+        guess: None,
         benches,
         criterion,
         bench_package,
@@ -442,6 +593,35 @@ fn test_stem(program: &str) -> String {
     }
 }
 
+/// `text` as `# ` comment lines of at most 92 columns.
+fn wrap_comment(text: &str) -> String {
+    let mut out = String::new();
+    let mut line = String::from("#");
+    for w in text.split_whitespace() {
+        if line.len() + 1 + w.len() > 92 && line.len() > 1 {
+            out += &line;
+            out += "\n";
+            line = String::from("#");
+        }
+        line += " ";
+        line += w;
+    }
+    out += &line;
+    out += "\n";
+    out
+}
+
+/// What `config init` says on stderr about the program its tests run: which one, and why
+/// that one when it was a guess.
+pub fn program_note(found: &[Found]) -> Option<String> {
+    let f = found.first()?;
+    let p = f.programs.first()?;
+    Some(match &f.guess {
+        Some(why) => format!("the tests run ./{p}: {why}"),
+        None => format!("the tests run {p}"),
+    })
+}
+
 /// The commented config for the repository in `dir`, whose build systems `found` lists.
 pub fn render(dir: &Path, found: &[Found]) -> String {
     let repo_name = dir
@@ -492,6 +672,13 @@ pub fn render(dir: &Path, found: &[Found]) -> String {
         (_, None) => ("./app".into(), true),
     };
     let artifact = run.trim_start_matches("./").to_string();
+    if let Some(why) = first.and_then(|f| f.guess.as_deref()) {
+        o += &wrap_comment(&format!(
+            "The tests run {run}, a guess: {why}. If another program is the one to measure, \
+             put its path in the tests' commands and in `artifacts`."
+        ));
+        o += "\n";
+    }
     o += "[build]\n";
     match system {
         Some(System::Cargo) => {
@@ -622,6 +809,23 @@ mod tests {
             make_program("x.o: x.c\n\tcc -c x.c\nprog: x.o\n\tcc -o prog x.o\n"),
             Some("prog".into())
         );
+        // xxHash's Makefile: the default goal builds the library first, then the program
+        // through an aggregate target; the program wins, and the library is said passed over.
+        let xxhash = ".PHONY: default\ndefault: DEBUGFLAGS=\ndefault: lib xxhsum_and_links\n\
+            .PHONY: all\nall: lib xxhsum xxhsum_inlinedXXH\n\
+            xxhsum: xxhash.o xxhsum.o\n\t$(CC) $(FLAGS) $^ -o $@$(EXT)\n\
+            .PHONY: xxhsum_and_links\nxxhsum_and_links: xxhsum xxh32sum\n\
+            xxh32sum: xxhsum\n\tln -sf $< $@\n\
+            .PHONY: lib\nlib: libxxhash.a libxxhash\n";
+        let (program, why) = make_guess(xxhash).unwrap();
+        assert_eq!(program, "xxhsum");
+        assert!(why.contains("passed over `lib`"), "{why}");
+        assert!(why.contains("`xxhsum_and_links`"), "{why}");
+        // Only libraries: nothing is taken for a program.
+        assert_eq!(
+            make_program("all: libfoo.a\nlibfoo.a: foo.o\n\tar rcs $@ $^\n"),
+            None
+        );
     }
 
     #[test]
@@ -639,6 +843,7 @@ mod tests {
                 system,
                 evidence: "x".into(),
                 programs,
+                guess: None,
                 benches: vec!["speed".into()],
                 criterion: true,
                 bench_package: None,

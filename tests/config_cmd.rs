@@ -416,3 +416,87 @@ fn init_offers_a_members_criterion_bench_when_nothing_else_builds_a_program() {
     let out = check(&path);
     assert!(out.status.success(), "{}", text(&out.stderr));
 }
+
+/// A Makefile whose default goal builds a library first (`default: lib prog_and_links`, as
+/// xxHash's does): init's tests run the program, not `./lib`, and init says what it guessed
+/// and why; the config it printed builds and runs the program.
+#[test]
+fn init_on_a_makefile_picks_the_program_over_the_library_and_says_why() {
+    let d = tempfile::tempdir().unwrap();
+    let repo = d.path().join("hashlib");
+    let makefile = "CFLAGS ?= -O2\n\
+        .PHONY: default\n\
+        default: CFLAGS += -DNDEBUG\n\
+        default: lib prog_and_links\n\n\
+        .PHONY: all\n\
+        all: lib prog\n\n\
+        libhash.a: hash.o\n\tar rcs $@ $^\n\n\
+        .PHONY: lib\n\
+        lib: libhash.a\n\n\
+        hash.o: hash.c\n\t$(CC) $(CFLAGS) -c hash.c -o hash.o\n\n\
+        prog: main.c libhash.a\n\t$(CC) $(CFLAGS) main.c libhash.a -o $@\n\n\
+        .PHONY: prog_and_links\n\
+        prog_and_links: prog\n\tln -sf prog prog2\n\n\
+        clean:\n\trm -f *.o *.a prog prog2\n";
+    files_repo(
+        &repo,
+        &[(
+            "a hash library and its program",
+            vec![
+                ("Makefile", makefile.to_string()),
+                ("hash.c", "int hash(int x) { return x * 31; }\n".to_string()),
+                (
+                    "main.c",
+                    "int hash(int);\nint main(void) { return hash(1) == 31 ? 0 : 1; }\n"
+                        .to_string(),
+                ),
+            ],
+        )],
+    );
+    let (config, err) = init(&repo);
+    assert!(config.contains("command = \"./prog\""), "{config}");
+    assert!(config.contains("artifacts = [\"prog\"]"), "{config}");
+    assert!(!config.contains("./lib"), "{config}");
+    // What was guessed and why, in the config and on stderr.
+    let said = config.replace("\n# ", " ");
+    assert!(said.contains("The tests run ./prog, a guess:"), "{config}");
+    assert!(
+        said.contains("passed over `lib` (a library, not a program)"),
+        "{config}"
+    );
+    assert!(
+        err.contains("the tests run ./prog: the first program the Makefile's `default`"),
+        "{err}"
+    );
+    let path = d.path().join("perfbisect.toml");
+    std::fs::write(&path, &config).unwrap();
+    let out = check(&path);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    if have_tool("make", "make, to build with the config init wrote")
+        && have_tool("cc", "a C compiler, to build the Makefile's program")
+    {
+        let cache = d.path().join("cache");
+        let out = perfbisect(&[
+            "--repo",
+            repo.to_str().unwrap(),
+            "--config",
+            path.to_str().unwrap(),
+            "--cache",
+            cache.to_str().unwrap(),
+            "run",
+            "all",
+            "HEAD",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(
+            (s["builds"].as_u64(), s["failed_runs"].as_u64()),
+            (Some(1), Some(0)),
+            "{s}"
+        );
+    }
+}

@@ -1272,6 +1272,12 @@ fn sigint_stops_after_the_run_in_flight_and_resumes() {
         "{}",
         o.stderr
     );
+    assert!(
+        o.stderr.contains("stopping after the run in flight"),
+        "{}",
+        o.stderr
+    );
+    assert!(o.stderr.contains("and 2 runs stored"), "{}", o.stderr);
     let l = raw(&cache, "value");
     assert!(l.warnings.is_empty() && !l.torn_tail, "{:?}", l.warnings);
     // The run in flight was finished and stored, and nothing after it started.
@@ -1327,6 +1333,20 @@ repeats = 2
         "{}",
         o.stderr
     );
+    // No run was in flight: the message says the builds are stopped, and what was kept.
+    assert!(
+        o.stderr.contains("stopping the builds in flight"),
+        "{}",
+        o.stderr
+    );
+    assert!(!o.stderr.contains("run in flight"), "{}", o.stderr);
+    assert!(
+        o.stderr.contains("0 builds cached and 0 runs stored"),
+        "{}",
+        o.stderr
+    );
+    // The summary of the pass is printed before exit 130.
+    assert!(o.stdout.contains("0 built, 0 cached"), "{}", o.stdout);
     assert_no_survivors(&marker);
     assert!(dir_names(&cache.join("artifacts")).is_empty());
     assert!(dir_names(&cache.join("failed")).is_empty());

@@ -636,3 +636,52 @@ fn log_and_run_say_what_a_first_parent_walk_leaves_out() {
         );
     }
 }
+
+/// Without a terminal (a CI log) `find` draws no progress bar: each step of the search and
+/// each probe's result get a line on stderr, so a long search is never silent; `--quiet`
+/// keeps stderr to what matters.
+#[test]
+fn find_without_a_terminal_prints_a_line_per_probe() {
+    let f = noisy(17, |i, c| {
+        c.noise_pct = 0.0;
+        c.outlier_rate = 0.0;
+        c.metric = if i >= 9 { 3072.0 } else { 3064.0 };
+    });
+    let out = f
+        .cmd()
+        .args(["find", "size", &f.range(), "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let probed: Vec<&str> = j["probed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap())
+        .collect();
+    assert!(probed.len() >= 3, "{j}");
+    for p in &probed {
+        let short = &p[..7.min(p.len())];
+        assert!(
+            err.lines()
+                .any(|l| l.starts_with("perfbisect: probed ") && l.contains(short))
+                || err
+                    .lines()
+                    .any(|l| l.starts_with("perfbisect: side by side") && l.contains(short)),
+            "no line for probe {p}:\n{err}"
+        );
+    }
+    assert!(err.contains("perfbisect: build "), "{err}");
+    assert!(err.contains("perfbisect: measure "), "{err}");
+    // --quiet: no step lines.
+    let quiet = f
+        .cmd()
+        .args(["--quiet", "find", "size", &f.range(), "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(quiet.status.success());
+    let err = String::from_utf8_lossy(&quiet.stderr);
+    assert!(!err.contains("perfbisect: probed"), "{err}");
+}

@@ -1,7 +1,7 @@
 //! Classification of a probe against the old and new levels, for the search and for
 //! `perfbisect step`: two-sample comparisons, the grey zone, equivalence.
 
-use super::*;
+use super::types::*;
 
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Cmp {

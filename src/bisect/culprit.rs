@@ -1,6 +1,8 @@
 //! Culprit assembly: the evidence of one step, and the verdict of a whole search.
 
-use super::*;
+use super::classify::*;
+use super::state::*;
+use super::types::*;
 
 impl Search {
     pub(super) fn finish_hunt(&mut self) -> Flow {

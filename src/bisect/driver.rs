@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::{Action, Outcome, Stored};
+use super::types::{Action, Outcome, Stored};
 use crate::interrupt::Interrupted;
 
 /// The answer to a window of runs: its id, the moment its first round got, how many rounds
@@ -68,7 +68,7 @@ pub enum Doing<'a> {
     },
 }
 
-/// The search side of the loop: [`super::Search`] for `find`, [`super::StepSearch`] for `step`.
+/// The search side of the loop: `Search` for `find`, `StepSearch` for `step`.
 pub trait Policy {
     /// The next thing to do; [`Action::Done`] ends the loop.
     fn next_action(&mut self) -> Action;

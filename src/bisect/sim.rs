@@ -1,6 +1,7 @@
 //! The simulated world of the tests: a level per position, Gaussian noise of a given CV, rare
 //! ×1.3 outliers, unbuildable commits; a [`Lab`] whose builds count rounds as real ones would.
 
+use super::types::*;
 use super::*;
 
 /// SplitMix64: a tiny seeded PRNG so the oracle is reproducible without the rand crate.

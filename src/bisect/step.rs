@@ -6,7 +6,9 @@
 //! same driver as `find`.
 
 use super::classify::finite;
-use super::*;
+use super::classify::*;
+use super::driver::*;
+use super::types::*;
 
 /// Positions of a step search.
 pub const OLD: usize = 0;

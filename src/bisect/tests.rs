@@ -1,6 +1,7 @@
 //! Unit and property tests of the bisection policy, on the simulated world of `sim`.
 
 use super::sim::{Rng, World};
+use super::types::*;
 use super::*;
 use proptest::prelude::*;
 use proptest::test_runner::{Config as ProptestConfig, RngSeed};

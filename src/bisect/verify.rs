@@ -1,7 +1,9 @@
 //! Verification before a culprit is reported: the direct parent/culprit check and the
 //! interleaved re-runs, each further look at a halved α.
 
-use super::*;
+use super::classify::*;
+use super::state::*;
+use super::types::*;
 
 impl Search {
     /// Fresh interleaved samples of a [`Action::Verify`], taken in `window`; ignored when no

@@ -5,22 +5,9 @@
 
 use std::collections::BTreeMap;
 
-use super::*;
-
-/// One window of time: a measuring session in which some positions were run side by side
-/// (interleaved rounds), or one position's runs back to back.
-#[derive(Debug, Clone, Default)]
-pub(super) struct Win {
-    pub(super) id: u64,
-    /// Every run (NaN for a failed one) of each position in this window.
-    pub(super) runs: BTreeMap<usize, Vec<f64>>,
-    /// Rounds so far: a further pass over the window numbers its rounds from here.
-    pub(super) moments: u32,
-    /// Opened by this search (so it may be extended now), not found in the store.
-    pub(super) fresh: bool,
-    /// Positions measured in it themselves (not only through a byte-identical build's runs).
-    pub(super) own: std::collections::BTreeSet<usize>,
-}
+use super::classify::*;
+use super::state::*;
+use super::types::*;
 
 /// The samples that may be compared for a set of positions: per window holding runs of every
 /// one of them (a stratum), the finite samples of each, in the order asked.

@@ -3,7 +3,7 @@
 //! files that differ only in mode never share an inode) and hard-linked into the build's entry
 //! `cache/artifacts/<commit>-<recipe>/`, where tests run. Identical files across commits (an
 //! unchanged library, every file of a build that only documentation changed) take their space
-//! once. Objects are read-only, and [`super::guard`] checks every run, since a test that
+//! once. Objects are read-only, and `guard` checks every run, since a test that
 //! rewrote an artifact in place would change it for every commit sharing it.
 //!
 //! Each entry's manifest (`cache/manifests/<commit>-<recipe>.json`) lists its files with their

@@ -68,6 +68,7 @@ pub fn build_all(
     done: &(dyn Fn(&Outcome) + Sync),
 ) -> anyhow::Result<Vec<Outcome>> {
     let pristine = stale::pristine_required(cache, build.incremental, build.recipe_hash());
+    let _doing = crate::interrupt::doing(crate::interrupt::Activity::Building);
     let jobs = jobs.clamp(1, commits.len().max(1));
     let chunk = commits.len().div_ceil(jobs).max(1);
     let pool = rayon::ThreadPoolBuilder::new()
@@ -91,6 +92,9 @@ pub fn build_all(
                         break;
                     }
                     let o = build_one(&repo, cache, build, &wt, c, pristine)?;
+                    if o.result.is_ok() {
+                        crate::interrupt::kept_build();
+                    }
                     done(&o);
                     let stop = o.interrupted;
                     out.push(o);

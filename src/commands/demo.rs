@@ -7,7 +7,7 @@ use anyhow::Context as _;
 
 use crate::cli::{DetectArgs, FindArgs, Format, Global, RunArgs, ShowArgs};
 use crate::demo::{create_repo, CommitSpec, CONFIG};
-use crate::pipeline::display_path;
+use crate::paths::display_path;
 
 /// Commits in the demo repository.
 const COMMITS: usize = 24;

@@ -11,7 +11,7 @@ use crate::pipeline::Workspace;
 use crate::report::fmt_num;
 use crate::stats::{self, changepoint};
 
-use super::{check_format, locations, verbosity};
+use super::common::{check_format, locations, verbosity};
 
 #[derive(Serialize)]
 struct Point {
@@ -91,7 +91,7 @@ pub fn detect(g: &Global, args: DetectArgs) -> anyhow::Result<()> {
             let commits = ws.commits(args.range.as_deref(), &samples)?;
             // Each real run once, one value per independent moment (runs taken back to back
             // are one look at the machine): see `show::change_points`.
-            let rows = super::rows(&ws, &samples, commits.clone());
+            let rows = crate::history::rows(&ws, &samples, commits.clone());
             // A deterministic test: every change of at least the threshold is a change point at
             // its commit, with the values on either side. Runs of one commit that differ
             // disprove the declaration; the series is then analysed as noisy, as `find` does.

@@ -22,7 +22,7 @@ use crate::error::UsageError;
 use crate::pipeline::Workspace;
 use crate::store::{encode_frame, Store};
 
-use super::{locations, verbosity};
+use super::common::{locations, verbosity};
 
 pub fn merge(g: &Global, args: MergeArgs) -> anyhow::Result<()> {
     let ws = Workspace::open(&locations(g), verbosity(g), true)?;

@@ -2,6 +2,7 @@
 
 mod cache;
 pub mod calibrate;
+mod common;
 mod compare;
 mod config;
 mod demo;
@@ -16,10 +17,11 @@ mod run;
 mod show;
 mod step;
 
-use crate::cli::{Cli, Command, FindArgs, Format, Global};
-use crate::pipeline::{Locations, Verbosity, Workspace};
+use crate::cli::{Cli, Command, FindArgs, Global};
+// For import.rs, until it names `common` itself.
+use common::{locations, verbosity};
 
-pub use crate::interrupt::Interrupted;
+use crate::interrupt::Interrupted;
 
 /// Parse `args`, run the command and return the exit code.
 pub fn dispatch<I, T>(args: I) -> i32
@@ -168,183 +170,6 @@ fn is_configured_test(g: &Global, name: &str) -> bool {
     crate::config::locate(g.config.as_deref(), repo.as_deref())
         .and_then(|p| crate::config::load(&p))
         .is_ok_and(|c| c.tests.contains_key(name))
-}
-
-fn locations(g: &Global) -> Locations {
-    Locations {
-        repo: g.repo.clone(),
-        config: g.config.clone(),
-        cache: g.cache.clone(),
-    }
-}
-
-fn verbosity(g: &Global) -> Verbosity {
-    Verbosity {
-        quiet: g.quiet,
-        verbose: g.verbose,
-        progress: !g.quiet && !g.no_progress,
-    }
-}
-
-/// The bisection knobs of a test. Only `deterministic = true` makes a metric deterministic; a
-/// declared one whose stored runs of some commit differ is treated as noisy, with a warning.
-fn search_params(
-    test: &crate::config::Test,
-    stored: &crate::pipeline::Samples,
-    warn: &dyn Fn(&str),
-) -> crate::bisect::Params {
-    let mut deterministic = test.deterministic;
-    if deterministic {
-        let mut spread: Vec<_> = stored
-            .by_commit
-            .iter()
-            .filter(|(_, recs)| {
-                let vals: Vec<f64> = recs.iter().filter_map(|s| s.value).collect();
-                vals.iter().any(|&v| v != vals[0])
-            })
-            .collect();
-        spread.sort_by_key(|(k, _)| **k);
-        if let Some((_, recs)) = spread.first() {
-            let vals: Vec<f64> = recs.iter().filter_map(|s| s.value).collect();
-            let lo = vals.iter().copied().fold(f64::INFINITY, f64::min);
-            let hi = vals.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-            warn(&format!(
-                "test `{}` is declared deterministic, but runs of commit {} differ ({} to {}); \
-                 treating it as noisy",
-                test.name,
-                crate::git::short(&recs[0].commit_id()),
-                crate::report::fmt_num(lo),
-                crate::report::fmt_num(hi)
-            ));
-            deterministic = false;
-        }
-    }
-    crate::bisect::Params {
-        alpha: test.alpha,
-        threshold: test.threshold,
-        repeats: test.repeats,
-        max_repeats: test.max_repeats,
-        deterministic,
-        interleave: test.interleave,
-        counted: matches!(test.metric, crate::config::Metric::Instructions),
-        tolerance: 0.0,
-    }
-}
-
-/// The global options that pick the repository, config and cache, as they must be repeated in
-/// a command printed for the user to paste (absolute paths, shell-quoted, trailing space);
-/// empty when all are the defaults.
-/// The global options reproduce commands repeat: those given, and `--config` whenever the
-/// config in use is not the repository's own `perfbisect.toml` (found in the current folder,
-/// say), so that the commands work as pasted in the repository.
-fn invocation(g: &Global, ws: &Workspace) -> String {
-    let mut out = String::new();
-    let own = ws.repo.dir().join("perfbisect.toml");
-    let same = |a: &std::path::Path, b: &std::path::Path| {
-        crate::store::cache::normalize(a) == crate::store::cache::normalize(b)
-    };
-    let config = g
-        .config
-        .clone()
-        .or_else(|| (!same(&ws.config.path, &own)).then(|| ws.config.path.clone()));
-    for (flag, p) in [
-        ("--repo", &g.repo),
-        ("--config", &config),
-        ("--cache", &g.cache),
-    ] {
-        if let Some(p) = p {
-            let abs = crate::pipeline::display_path(p);
-            out += &format!("{flag} {} ", shell_quote(&abs));
-        }
-    }
-    out
-}
-
-/// `s` as one word for `sh`.
-fn shell_quote(s: &str) -> String {
-    if !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "/._-+,:=@%".contains(c))
-    {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
-    }
-}
-
-/// Per-commit rows of `test` for `commits`: the values and records stored, and whether a
-/// commit without values failed to build, failed every run, or was never measured.
-fn rows(
-    ws: &Workspace,
-    samples: &crate::pipeline::Samples,
-    commits: Vec<crate::git::CommitInfo>,
-) -> Vec<crate::report::show::CommitRow> {
-    use crate::build::State;
-    use crate::report::show::{CommitRow, Status};
-    let mut previous: Option<[u8; 20]> = None;
-    commits
-        .into_iter()
-        .map(|c| {
-            let key = crate::store::commit_key(&c.id);
-            let joins_previous =
-                previous.is_some_and(|p| samples.twins.get(&key).is_some_and(|t| t.contains(&p)));
-            previous = Some(key);
-            let own = samples.own(&c.id).len();
-            let records: Vec<_> = samples.records(&c.id).into_iter().cloned().collect();
-            let values: Vec<f64> = records.iter().filter_map(|s| s.value).collect();
-            let status = if !values.is_empty() {
-                Status::Ok
-            } else if matches!(ws.build_state(&c.id), State::Failed(_)) {
-                Status::BuildFailed
-            } else if !records.is_empty() {
-                Status::RunFailed
-            } else {
-                Status::Missing
-            };
-            CommitRow {
-                same_build_as: samples.shared_from(&c.id).first().copied(),
-                own,
-                joins_previous,
-                commit: c,
-                values,
-                records,
-                status,
-            }
-        })
-        .collect()
-}
-
-/// `detect`'s change points over `rows` with the test's threshold (a declared deterministic
-/// test: every change of at least the threshold, at its exact commit).
-fn change_points(
-    test: &crate::config::Test,
-    rows: &[crate::report::show::CommitRow],
-) -> Vec<crate::stats::ChangePoint> {
-    use crate::stats::changepoint;
-    let opts = changepoint::Options {
-        threshold: test.threshold,
-        deterministic: test.deterministic,
-        ..changepoint::Options::default()
-    };
-    // One value per independent measurement (runs back to back are one look at the machine),
-    // each real run once (where it was made, not again on commits of identical builds).
-    crate::report::show::change_points(rows, &opts)
-}
-
-/// Refuse formats a command does not offer.
-fn check_format(format: Format, allowed: &[Format], command: &str) -> anyhow::Result<()> {
-    if !allowed.contains(&format) {
-        let names: Vec<String> = allowed
-            .iter()
-            .map(|f| format!("{f:?}").to_lowercase())
-            .collect();
-        crate::usage!(
-            "`{command}` cannot print --format {}; use one of: {}",
-            format!("{format:?}").to_lowercase(),
-            names.join(", ")
-        );
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use crate::pipeline::{Samples, Workspace};
 use crate::report::show as view;
 use crate::report::{charts, export, plot};
 
-use super::{change_points, check_format, locations, rows, verbosity};
+use super::common::{check_format, locations, verbosity};
 
 pub fn show(g: &Global, args: ShowArgs) -> anyhow::Result<()> {
     check_format(
@@ -35,11 +35,11 @@ pub fn show(g: &Global, args: ShowArgs) -> anyhow::Result<()> {
             (samples, commits)
         }
     };
-    let rows = rows(&ws, &samples, commits);
+    let rows = crate::history::rows(&ws, &samples, commits);
     if let Some(path) = &args.plot {
         // Refuse a bad file name before anything is drawn.
         plot::ImageFormat::of(path)?;
-        let cps = change_points(test, &rows);
+        let cps = crate::history::change_points(test, &rows);
         let scope = args
             .range
             .clone()
@@ -55,8 +55,8 @@ pub fn show(g: &Global, args: ShowArgs) -> anyhow::Result<()> {
         ws.note(&format!("plot written to {}", path.display()));
     }
     let out = match args.format {
-        Format::Json => view::json(test, &rows)?,
-        Format::Csv => view::csv(test, &rows)?,
+        Format::Json => export::json(test, &rows)?,
+        Format::Csv => export::csv(test, &rows)?,
         _ => {
             let n = rows.len();
             let s = if n == 1 { "" } else { "s" };

@@ -9,7 +9,7 @@ use crate::lab::WorkspaceLab;
 use crate::pipeline::Workspace;
 use crate::report::fmt_num;
 
-use super::{locations, verbosity};
+use super::common::{locations, verbosity};
 
 /// Exit code that makes `git bisect run` stop.
 const FATAL: i32 = 128;
@@ -40,7 +40,7 @@ fn run(g: &Global, args: &StepArgs) -> anyhow::Result<i32> {
         crate::usage!("--jobs must be at least 1");
     }
     let stored = ws.samples(&test)?;
-    let params = super::search_params(&test, &stored, &|w| ws.warn(w));
+    let params = crate::finder::search_params(&test, &stored, &|w| ws.warn(w));
     let mut commits = vec![ws.repo.info(old)?, ws.repo.info(head)?];
     if let Some(n) = new {
         commits.push(ws.repo.info(n)?);
@@ -62,7 +62,7 @@ fn run(g: &Global, args: &StepArgs) -> anyhow::Result<i32> {
     let tail = |pos: usize| {
         last_error
             .get(&pos)
-            .map(|e| format!("\n{}", crate::pipeline::indent(e.trim_end())))
+            .map(|e| format!("\n{}", crate::paths::indent(e.trim_end())))
             .unwrap_or_default()
     };
     match policy.verdict().cloned() {
@@ -74,17 +74,21 @@ fn run(g: &Global, args: &StepArgs) -> anyhow::Result<i32> {
             };
             let (probe, old_s) = (policy.samples(PROBE), policy.samples(OLD));
             eprintln!(
-                "perfbisect step: {} {}: {} median {} ({} runs) vs old {} ({} runs){}: {word} ({})",
+                "perfbisect step: {} {}: {} median {} ({}) vs old {} ({}){}: {word} ({})",
                 info.short(),
                 info.subject,
                 test.name,
                 med(probe),
-                probe.len(),
+                crate::report::text::count(probe.len(), "run"),
                 med(old_s),
-                old_s.len(),
+                crate::report::text::count(old_s.len(), "run"),
                 if new.is_some() {
                     let n = policy.samples(NEW);
-                    format!(", new {} ({} runs)", med(n), n.len())
+                    format!(
+                        ", new {} ({})",
+                        med(n),
+                        crate::report::text::count(n.len(), "run")
+                    )
                 } else {
                     String::new()
                 },

@@ -123,7 +123,7 @@ impl Repo {
                     .unwrap_or_default();
                 format!(
                     "no branch, tag or commit of that name in {}{}",
-                    crate::pipeline::display_path(self.dir()),
+                    crate::paths::display_path(self.dir()),
                     crate::error::did_you_mean(base, refs.iter().map(String::as_str))
                 )
             };

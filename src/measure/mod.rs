@@ -17,23 +17,10 @@ use gix::ObjectId;
 use crate::config::{Metric, Test};
 use crate::store::{commit_key, Sample};
 use process::{Output, Spec, Status};
+pub use reaper::run_id;
 
 /// Largest stdout read whole for a JSON metric.
 const JSON_STDOUT_LIMIT: usize = 16 * 1024 * 1024;
-
-/// This perfbisect process's id for the commands it runs (`PERFBISECT_RUN`): its pid and
-/// start time, `<pid>-<nanoseconds, hex>`, so that hooks of two perfbisect processes at once
-/// (two caches, two terminals) can keep their servers and state apart.
-pub fn run_id() -> &'static str {
-    static ID: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    ID.get_or_init(|| {
-        let nanos = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0);
-        format!("{}-{nanos:x}", std::process::id())
-    })
-}
 
 /// What a run is measured with.
 pub struct Context<'a> {
@@ -367,6 +354,7 @@ pub fn profile_once(
     dir: &Path,
     slower: u32,
 ) -> anyhow::Result<Result<(), String>> {
+    let _doing = crate::interrupt::doing(crate::interrupt::Activity::Measuring);
     if let Err(why) = ctx.setup()? {
         let _ = ctx.teardown();
         return Ok(Err(why));
@@ -429,6 +417,7 @@ pub fn shared_batch(
     sink: &mut dyn FnMut(usize, Sample) -> anyhow::Result<()>,
     warn: &dyn Fn(&str),
 ) -> anyhow::Result<usize> {
+    let _doing = crate::interrupt::doing(crate::interrupt::Activity::Measuring);
     let most = runs.iter().copied().max().unwrap_or(0);
     if most == 0 || ctxs.is_empty() {
         return Ok(0);
@@ -497,6 +486,7 @@ pub fn batch(
     sink: &mut dyn FnMut(Sample) -> anyhow::Result<()>,
     warn: &dyn Fn(&str),
 ) -> anyhow::Result<usize> {
+    let _doing = crate::interrupt::doing(crate::interrupt::Activity::Measuring);
     if runs == 0 {
         return Ok(0);
     }
@@ -559,6 +549,7 @@ pub fn interleaved_while(
     sink: &mut dyn FnMut(bool, Sample) -> anyhow::Result<bool>,
     warn: &dyn Fn(&str),
 ) -> anyhow::Result<usize> {
+    let _doing = crate::interrupt::doing(crate::interrupt::Activity::Measuring);
     let units = [Unit::one(a, runs), Unit::one(b, runs)];
     let done = rounds(&units, a.window, 0, &mut |u, _, s| sink(u == 1, s), warn)?;
     Ok(done.rounds)
@@ -611,6 +602,7 @@ pub fn rounds(
     sink: &mut dyn FnMut(usize, usize, Sample) -> anyhow::Result<bool>,
     warn: &dyn Fn(&str),
 ) -> anyhow::Result<RoundsDone> {
+    let _doing = crate::interrupt::doing(crate::interrupt::Activity::Measuring);
     let mut done = RoundsDone::default();
     let mut left: Vec<Vec<usize>> = units.iter().map(|u| u.runs.clone()).collect();
     let mut going: Vec<bool> = units
@@ -802,7 +794,7 @@ mod tests {
     use proptest::prelude::*;
 
     proptest! {
-        #![proptest_config(crate::stats::proptest_config(200))]
+        #![proptest_config(crate::stats::testing::proptest_config(200))]
 
         /// The interleaved schedule: every round holds each commit exactly once, so every
         /// commit gets one run per round (drift falls on all alike), and where a commit's run

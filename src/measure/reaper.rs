@@ -13,7 +13,7 @@
 //!
 //! Adopted orphans have to be reaped here, or they stay zombies (and a teardown that waits
 //! for `kill -0 $server` to fail waits forever). Only orphans are: the commands
-//! [`super::process`] spawns are registered ([`spawn`]) and reaped by their runner, and the
+//! `process` spawns are registered ([`spawn`]) and reaped by their runner, and the
 //! children std's `Command` spawns elsewhere (git, gh) stay in perfbisect's own process
 //! group, which no orphan is in.
 
@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 /// The environment variable that names the command a process descends from.
 pub const MARK_VAR: &str = "PERFBISECT_COMMAND_ID";
 
-/// The commands [`super::process`] has spawned and not yet reaped. The lock is held across
+/// The commands `process` has spawned and not yet reaped. The lock is held across
 /// the spawn, so that an orphan sweep never mistakes a fresh command for an orphan.
 static SPAWNED: Mutex<Vec<libc::pid_t>> = Mutex::new(Vec::new());
 
@@ -43,14 +43,24 @@ pub fn adopt_orphans() {
     });
 }
 
+/// This perfbisect process's id for the commands it runs (`PERFBISECT_RUN`): its pid and
+/// start time, `<pid>-<nanoseconds, hex>`, so that hooks of two perfbisect processes at once
+/// (two caches, two terminals) can keep their servers and state apart.
+pub fn run_id() -> &'static str {
+    static ID: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    ID.get_or_init(|| {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        format!("{}-{nanos:x}", std::process::id())
+    })
+}
+
 /// A new id for one command, for [`MARK_VAR`].
 pub fn new_mark() -> String {
     static NEXT: AtomicU64 = AtomicU64::new(1);
-    format!(
-        "{}.{}",
-        super::run_id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    )
+    format!("{}.{}", run_id(), NEXT.fetch_add(1, Ordering::Relaxed))
 }
 
 /// Spawn `cmd` and register it as perfbisect's own child until [`forget`].

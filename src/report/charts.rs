@@ -6,6 +6,9 @@ use super::show::{CommitRow, Status};
 use crate::config::Test;
 use crate::stats::ChangePoint;
 
+/// Commits in the "most recent" chart and table of a test's HTML page.
+pub const RECENT: usize = 100;
+
 /// Size of the pictures of `--plot` (and of the wide charts of the HTML pages).
 pub const WIDE: (u32, u32) = (1000, 520);
 /// Size of the HTML pages' charts for narrow screens (phones).
@@ -153,7 +156,16 @@ fn before_after(rows: &[CommitRow], markers: &[Marker], pairs: usize) -> (Vec<Bo
             highlight: false,
         });
         boxes.push(BoxGroup {
-            label: format!("after {}", m.label),
+            // The commit alone ("best guess 6df1c9d?" is "6df1c9d?", "(merged here)" left out).
+            label: format!(
+                "after {}",
+                m.label
+                    .strip_prefix("best guess ")
+                    .unwrap_or(&m.label)
+                    .split_whitespace()
+                    .next()
+                    .unwrap_or("")
+            ),
             sub: span(m.index, next),
             values: values(m.index, next),
             highlight: true,
@@ -214,7 +226,7 @@ pub fn distribution_chart(
     // it; a long range is split into older and the most recent commits instead.
     let no_levels = edges.len() == 2;
     if no_levels {
-        let recent = rows.len().saturating_sub(super::html::RECENT);
+        let recent = rows.len().saturating_sub(RECENT);
         edges = if recent > 0 {
             vec![0, recent, rows.len()]
         } else {

@@ -4,10 +4,11 @@
 
 use serde::Serialize;
 
-use super::find::iso8601;
-use super::show::CommitRow;
-use crate::config::Test;
+use super::show::{summarize, CommitRow, RangeSummary, Status};
+use super::text::iso8601;
+use crate::config::{Direction, Test};
 use crate::git::CommitInfo;
+use crate::stats;
 use crate::store::Sample;
 
 /// One stored run, as exported.
@@ -112,7 +113,7 @@ pub fn otava(
             }
             continue;
         };
-        let (y, mo, d, h, mi, s) = super::find::civil(c.time);
+        let (y, mo, d, h, mi, s) = super::text::civil(c.time);
         let mut rec = vec![
             format!("{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02} +0000"),
             c.id.to_string(),
@@ -129,6 +130,119 @@ pub fn otava(
         rows,
         incomplete,
     })
+}
+
+#[derive(Serialize)]
+struct JsonCommit<'a> {
+    commit: String,
+    subject: &'a str,
+    n: usize,
+    min: Option<f64>,
+    median: Option<f64>,
+    max: Option<f64>,
+    status: Status,
+    /// The values of the commit's own successful runs, in stored order (what `import` reads
+    /// back); runs of an identical build are listed under the commit that made them.
+    values: Vec<f64>,
+    /// How many of them were imported rather than measured here.
+    imported: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    same_build_as: Option<String>,
+}
+
+#[derive(Serialize)]
+struct JsonShow<'a> {
+    test: &'a str,
+    unit: String,
+    direction: Direction,
+    commits: Vec<JsonCommit<'a>>,
+    summary: Option<RangeSummary>,
+    /// Every stored run of these commits, failed ones included.
+    samples: Vec<SampleRow>,
+}
+
+/// `--format json`, one object.
+pub fn json(test: &Test, rows: &[CommitRow]) -> anyhow::Result<String> {
+    Ok(super::text::json_pretty(&json_value(test, rows)?)?)
+}
+
+/// The object `--format json` prints, for reports that add to it.
+pub fn json_value(test: &Test, rows: &[CommitRow]) -> anyhow::Result<serde_json::Value> {
+    let commits = rows
+        .iter()
+        .map(|r| {
+            let s = stats::summarize(&r.values);
+            JsonCommit {
+                commit: r.commit.id.to_string(),
+                subject: &r.commit.subject,
+                n: r.values.len(),
+                min: s.map(|s| s.min),
+                median: s.map(|s| s.median),
+                max: s.map(|s| s.max),
+                status: r.status,
+                values: r.own_values(),
+                imported: r.imported(),
+                same_build_as: r.same_build_as.map(|t| t.to_string()),
+            }
+        })
+        .collect();
+    let out = JsonShow {
+        test: &test.name,
+        unit: test.unit(),
+        direction: test.direction,
+        commits,
+        summary: summarize(test, rows),
+        samples: samples(test, rows),
+    };
+    Ok(serde_json::to_value(&out)?)
+}
+
+/// `--format csv`: one row per sample, failed runs included with their whole error text.
+/// Written with the `csv` crate, so quotes, commas and line breaks in an error round-trip.
+/// `time` is seconds since the epoch, `timestamp` the same in ISO 8601; the columns after
+/// `error` were added later and stay at the end, so readers by position keep working.
+pub fn csv(test: &Test, rows: &[CommitRow]) -> anyhow::Result<String> {
+    let mut w = ::csv::Writer::from_writer(Vec::new());
+    w.write_record([
+        "commit",
+        "round",
+        "time",
+        "value",
+        "wall",
+        "user",
+        "sys",
+        "max_rss",
+        "error",
+        "test",
+        "unit",
+        "timestamp",
+        "fingerprint",
+        "window",
+        "moment",
+    ])?;
+    for s in samples(test, rows) {
+        w.write_record([
+            s.commit,
+            s.round.to_string(),
+            s.time.to_string(),
+            s.value.map(|v| v.to_string()).unwrap_or_default(),
+            s.wall.to_string(),
+            s.user.to_string(),
+            s.sys.to_string(),
+            s.max_rss.to_string(),
+            s.error.unwrap_or_default(),
+            s.test,
+            s.unit,
+            s.timestamp,
+            s.fingerprint.unwrap_or_default(),
+            s.window.unwrap_or_default(),
+            s.moment.to_string(),
+        ])?;
+    }
+    let bytes = w
+        .into_inner()
+        .map_err(|e| anyhow::anyhow!("cannot write CSV: {e}"))?;
+    Ok(String::from_utf8(bytes)?)
 }
 
 #[cfg(test)]
@@ -168,5 +282,101 @@ mod tests {
             )
         );
         assert_eq!((out.rows, out.incomplete), (1, 1));
+    }
+
+    fn test_def() -> Test {
+        let cfg = crate::config::parse(
+            "[build]\ncommand = \"true\"\n[tests.t]\ncommand = \"./app\"\n",
+            std::path::Path::new("/tmp/perfbisect.toml"),
+        )
+        .unwrap();
+        cfg.test("t").unwrap().clone()
+    }
+
+    fn sample(value: Option<f64>, error: Option<&str>) -> Sample {
+        Sample {
+            commit: [7; 20],
+            test_hash: 1,
+            recipe_hash: 2,
+            time: 1_700_000_000,
+            round: 1,
+            wall: 0.5,
+            user: 0.25,
+            sys: 0.125,
+            max_rss: 4096,
+            value,
+            error: error.map(str::to_string),
+            fingerprint: 0,
+            import: None,
+            window: 1,
+            moment: 0,
+        }
+    }
+
+    #[test]
+    fn csv_round_trips_quotes_commas_and_multi_line_errors() {
+        let error = "test command exited with 3\nerror: \"bad\", said the test,\r\nthen \"\"more\"\"\nlast line, with a comma";
+        let row = CommitRow {
+            same_build_as: None,
+            own: 2,
+            joins_previous: false,
+            commit: CommitInfo {
+                id: gix::ObjectId::from_bytes_or_panic(&[7; 20]),
+                subject: "A \"quoted\", subject".into(),
+                author: "x".into(),
+                time: 0,
+            },
+            values: vec![3064.5],
+            records: vec![sample(Some(3064.5), None), sample(None, Some(error))],
+            status: Status::Ok,
+        };
+        let text = csv(&test_def(), &[row]).unwrap();
+        let mut r = ::csv::Reader::from_reader(text.as_bytes());
+        assert_eq!(
+            r.headers().unwrap(),
+            vec![
+                "commit",
+                "round",
+                "time",
+                "value",
+                "wall",
+                "user",
+                "sys",
+                "max_rss",
+                "error",
+                "test",
+                "unit",
+                "timestamp",
+                "fingerprint",
+                "window",
+                "moment"
+            ]
+        );
+        let recs: Vec<::csv::StringRecord> = r.records().map(Result::unwrap).collect();
+        assert_eq!(recs.len(), 2, "{text}");
+        let id = "07".repeat(20);
+        assert_eq!(
+            recs[0].iter().collect::<Vec<_>>(),
+            vec![
+                id.as_str(),
+                "1",
+                "1700000000",
+                "3064.5",
+                "0.5",
+                "0.25",
+                "0.125",
+                "4096",
+                "",
+                "t",
+                "s",
+                "2023-11-14T22:13:20Z",
+                "",
+                "0000000000000001",
+                "0"
+            ]
+        );
+        assert_eq!(&recs[1][0], id);
+        assert_eq!(&recs[1][3], "", "a failed run has no value");
+        assert_eq!(&recs[1][8], error, "the whole error text comes back");
     }
 }

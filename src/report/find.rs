@@ -8,7 +8,8 @@ use crate::bisect::{Culprit, Outcome};
 use crate::config::{Direction, Test};
 use crate::git::CommitInfo;
 
-use super::{fmt_num, md};
+use super::md;
+use super::text::{count, date, fmt_num};
 
 /// Everything a `find` report shows.
 pub struct FindReport<'a> {
@@ -181,36 +182,6 @@ pub fn judge_with_article(direction: Direction, rel_change: f64) -> &'static str
         "regression" => "a regression",
         _ => "an improvement",
     }
-}
-
-/// A commit time as `YYYY-MM-DD HH:MM UTC`.
-pub fn date(secs: i64) -> String {
-    let (year, month, day, h, m, _) = civil(secs);
-    format!("{year:04}-{month:02}-{day:02} {h:02}:{m:02} UTC")
-}
-
-/// A time as ISO 8601 in UTC, to the second: `2023-11-14T22:29:00Z`.
-pub fn iso8601(secs: i64) -> String {
-    let (year, month, day, h, m, s) = civil(secs);
-    format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}Z")
-}
-
-/// Seconds since the epoch as (year, month, day, hour, minute, second) in UTC.
-pub fn civil(secs: i64) -> (i128, i64, i64, i64, i64, i64) {
-    // Any i64 that a commit object can hold, years past 9999 and before 1970 included:
-    // days to a civil date by Howard Hinnant's algorithm, in i64 so nothing overflows.
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = i128::from(yoe) + i128::from(era) * 400 + i128::from(month <= 2);
-    (year, month, day, rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
 #[derive(Serialize)]
@@ -414,7 +385,7 @@ impl FindReport<'_> {
         let _ = writeln!(o, "  author {}, {}", at.author, date(at.time));
         let _ = writeln!(
             o,
-            "  {}: {}{} -> {}{} ({:+.2} %, {}), {}, medians of {} vs {} runs{}",
+            "  {}: {}{} -> {}{} ({:+.2} %, {}), {}, medians of {} vs {} run{}{}",
             self.test.name,
             fmt_num(c.before),
             self.unit(),
@@ -425,6 +396,11 @@ impl FindReport<'_> {
             self.evidence(c.p_value, true),
             c.n_before,
             c.n_after,
+            if c.n_before == 1 && c.n_after == 1 {
+                ""
+            } else {
+                "s"
+            },
             if c.verified {
                 ", confirmed by interleaved re-runs"
             } else {
@@ -583,7 +559,7 @@ pub fn text(r: &FindReport<'_>) -> String {
 
 /// `--format json`: one object, README.md's "JSON output" shape (`culprits`, the evidence).
 pub fn json(r: &FindReport<'_>) -> anyhow::Result<String> {
-    Ok(super::json_pretty(&json_value(r)?)?)
+    Ok(super::text::json_pretty(&json_value(r)?)?)
 }
 
 /// The object `--format json` prints, for reports that carry it.
@@ -924,39 +900,11 @@ pub(crate) fn md_image(alt: &str, path: &str) -> String {
     format!("![{}]({target})", md_escape(alt))
 }
 
-/// `1 commit`, `3 commits`.
-pub(crate) fn count(n: usize, what: &str) -> String {
-    if n == 1 {
-        format!("1 {what}")
-    } else {
-        format!("{n} {what}s")
-    }
-}
-
 /// Untrusted text for a Markdown table cell or line: it renders as the text it is
 /// ([`md::text`]: no HTML, links, images, mentions or cross-references; pipes escaped, line
 /// breaks as spaces).
 pub(crate) fn md_escape(s: &str) -> String {
     md::text(s)
-}
-
-#[cfg(test)]
-mod date_tests {
-    use super::date;
-
-    #[test]
-    fn dates_of_any_commit_format_without_panicking() {
-        assert_eq!(date(0), "1970-01-01 00:00 UTC");
-        assert_eq!(date(1_700_000_940), "2023-11-14 22:29 UTC");
-        assert_eq!(date(951_782_400), "2000-02-29 00:00 UTC");
-        assert_eq!(date(-86_400), "1969-12-31 00:00 UTC");
-        // Year 10000 and beyond, and the extremes a commit object can hold.
-        assert_eq!(date(253_402_300_800), "10000-01-01 00:00 UTC");
-        assert_eq!(super::iso8601(1_700_000_945), "2023-11-14T22:29:05Z");
-        for s in [i64::MAX, i64::MIN, i64::MAX - 1, i64::MIN + 1] {
-            assert!(date(s).ends_with(" UTC"));
-        }
-    }
 }
 
 #[cfg(test)]
@@ -1034,7 +982,7 @@ mod tests {
         let o = Outcome::Culprits(vec![culprit(3072.0, 3064.0, 0.0)]);
         let (text, md, json) = render(&t, &o, true);
         assert!(
-            text.contains("size: 3072 bytes -> 3064 bytes (-0.26 %, an improvement), deterministic, medians of 1 vs 1 runs"),
+            text.contains("size: 3072 bytes -> 3064 bytes (-0.26 %, an improvement), deterministic, medians of 1 vs 1 run"),
             "{text}"
         );
         assert!(!text.contains("p = "), "{text}");

@@ -11,15 +11,14 @@
 use std::fmt::Write as _;
 
 use super::charts;
-use super::fmt_num;
 use super::plot;
 use super::show::{summarize, CommitRow, RangeSummary, Status};
-use super::units::{quantity, signed_quantity};
+use super::text::fmt_num;
+use super::units::{quantity, quantity_pair, signed_quantity};
 use crate::config::{Build, Test};
 use crate::stats::{self, ChangePoint};
 
-/// Commits in the "most recent" chart and table.
-pub const RECENT: usize = 100;
+use super::charts::RECENT;
 /// Points of the full-range chart (curl's page uses 20).
 pub const FULL_RANGE_POINTS: usize = 20;
 
@@ -315,7 +314,13 @@ pub fn page(p: &Page<'_>, site: &Site<'_>) -> anyhow::Result<Vec<File>> {
         site,
         &summary
             .as_ref()
-            .map(|s| format!(" from {} runs of {} commits", s.samples, s.commits_measured))
+            .map(|s| {
+                format!(
+                    " from {} of {}",
+                    super::text::count(s.samples, "run"),
+                    super::text::count(s.commits_measured, "commit")
+                )
+            })
             .unwrap_or_default(),
     );
     files.push((format!("{}.html", t.name), o.into_bytes()));
@@ -440,8 +445,8 @@ fn change_point_table(o: &mut String, p: &Page<'_>) {
             "<tr><td class=\"l\"><a class=\"hash\" href=\"#c-{}\">{}</a></td><td class=\"l wrap\">{} → {}</td><td>{:+.2} %</td><td class=\"l subject wide\">{}</td></tr>",
             r.commit.short(),
             r.commit.short(),
-            esc(&quantity(cp.before, &p.test.unit())),
-            esc(&quantity(cp.after, &p.test.unit())),
+            esc(&quantity_pair(cp.before, cp.after, &p.test.unit()).0),
+            esc(&quantity_pair(cp.before, cp.after, &p.test.unit()).1),
             cp.rel_change * 100.0,
             esc(&r.commit.subject)
         );

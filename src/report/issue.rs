@@ -8,10 +8,11 @@ use std::ops::Range;
 
 use serde::Serialize;
 
-use super::find::{count, date, judge, md_escape, reproduce, FindReport};
+use super::find::{judge, md_escape, reproduce, FindReport};
 use super::md;
 use super::show::{CommitRow, Status};
-use super::units::quantity;
+use super::text::{count, date};
+use super::units::{quantity, quantity_pair};
 use crate::bisect::{Culprit, Outcome};
 use crate::stats::{self, ChangePoint};
 
@@ -59,12 +60,11 @@ impl Issue<'_> {
     /// "value: +8.08 % (1000 units → 1081 units), p = 6.0e-20", as Markdown text (the test's
     /// name and unit are the user's, the unit perhaps a harness's).
     fn effect(&self, c: &Culprit) -> String {
+        let (before, after) = quantity_pair(c.before, c.after, &self.unit());
         md_escape(&format!(
-            "{}: {:+.2} % ({} → {}), {}",
+            "{}: {:+.2} % ({before} → {after}), {}",
             self.find.test.name,
             c.rel_change * 100.0,
-            quantity(c.before, &self.unit()),
-            quantity(c.after, &self.unit()),
             self.find.evidence(c.p_value, true)
         ))
     }
@@ -148,12 +148,13 @@ pub fn markdown(x: &Issue<'_>) -> String {
                 md::code(&t.name),
                 md::code(r.range)
             );
+            let (b, a) = quantity_pair(*before, *after, &x.unit());
             let _ = writeln!(
                 o,
                 "**{}: {} → {} between the ends, {}**; {}.\n",
                 md_escape(&t.name),
-                x.quantity(*before),
-                x.quantity(*after),
+                md_escape(&b),
+                md_escape(&a),
                 r.evidence(*p_value, false),
                 if r.deterministic {
                     "any change of at least the threshold would have been seen".to_string()
@@ -443,8 +444,8 @@ fn measured(o: &mut String, x: &Issue<'_>) {
             "deterministic: one run per commit, values compared exactly".to_string()
         } else {
             format!(
-                "{} runs per commit{}, up to {} when in doubt; threshold {}, α {}",
-                m.repeats,
+                "{} per commit{}, up to {} when in doubt; threshold {}, α {}",
+                count(m.repeats, "run"),
                 if m.warmup > 0 {
                     format!(" after {} warm-up", m.warmup)
                 } else {
@@ -491,7 +492,7 @@ fn measured(o: &mut String, x: &Issue<'_>) {
 pub fn json(x: &Issue<'_>, find_json: serde_json::Value) -> anyhow::Result<String> {
     let r = x.find;
     let chain = &x.rows[..=r.searched.min(x.rows.len().saturating_sub(1))];
-    let mut v = super::show::json_value(r.test, chain)?;
+    let mut v = super::export::json_value(r.test, chain)?;
     let cps: Vec<serde_json::Value> = x
         .change_points
         .iter()

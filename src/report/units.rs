@@ -138,7 +138,7 @@ pub fn quantity(v: f64, unit: &str) -> String {
     }
     let s = scale_for(v, unit);
     if s.factor == 1.0 {
-        return format!("{}{}", super::fmt_num(v), unit_after("", unit));
+        return format!("{}{}", super::text::fmt_num(v), unit_after("", unit));
     }
     let x = v / s.factor;
     let digits = x.abs().log10().floor() as i32 + 1;
@@ -154,6 +154,68 @@ pub fn signed_quantity(v: f64, unit: &str) -> String {
     } else {
         q
     }
+}
+
+/// The rounding step of [`quantity`]'s text of `v`, in `unit` (1 where it prints exactly).
+fn shown_step(v: f64, unit: &str) -> f64 {
+    let (b, base_unit) = base(v, unit);
+    let s = scale_for(b, base_unit);
+    if !b.is_finite() || s.factor == 1.0 || b == 0.0 {
+        return 0.0;
+    }
+    let x = b / s.factor;
+    let digits = x.abs().log10().floor() as i32 + 1;
+    let decimals = (4 - digits).clamp(0, 3);
+    // Back in the value's own unit.
+    10f64.powi(-decimals) * s.factor * (v / b)
+}
+
+/// An integer with thousands separators: `101,634`.
+fn grouped(v: f64) -> String {
+    let digits = format!("{}", v.abs() as u64);
+    let mut out = String::new();
+    for (i, ch) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    if v < 0.0 {
+        format!("-{out}")
+    } else {
+        out
+    }
+}
+
+/// A before and an after as [`quantity`] writes them, unless their difference would be lost
+/// in the rounding: whole numbers (a size in bytes, a count) that differ by less than ten
+/// steps of the shown digits, which round them, are written exactly: "101,634 bytes →
+/// 101,534 bytes" rather than "101.6 kB → 101.5 kB".
+pub fn quantity_pair(before: f64, after: f64, unit: &str) -> (String, String) {
+    let whole = |v: f64| v.is_finite() && v.fract() == 0.0 && v.abs() < 1e15;
+    let step = shown_step(before, unit).max(shown_step(after, unit));
+    // The shown digits lose something (101,634 is not 101.6 k; 13,300,000 is 13.30 M).
+    let lossy = |v: f64| {
+        let s = shown_step(v, unit);
+        s > 0.0 && ((v / s).round() * s - v).abs() > 1e-9 * v.abs().max(1.0)
+    };
+    if whole(before)
+        && whole(after)
+        && before != after
+        && (after - before).abs() < 10.0 * step
+        && (lossy(before) || lossy(after))
+    {
+        let u = if unit.is_empty() {
+            String::new()
+        } else {
+            format!(" {unit}")
+        };
+        return (
+            format!("{}{u}", grouped(before)),
+            format!("{}{u}", grouped(after)),
+        );
+    }
+    (quantity(before, unit), quantity(after, unit))
 }
 
 /// Labels for axis ticks `ticks` (evenly spaced) in one shared scale, with just enough
@@ -220,6 +282,37 @@ pub fn nice_ticks(lo: f64, hi: f64, target: usize) -> Vec<f64> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn byte_exact_sizes_close_together_are_written_exactly() {
+        // 100 bytes apart at 101.6 kB: four digits would hide the change.
+        assert_eq!(
+            quantity_pair(101_634.0, 101_534.0, "bytes"),
+            ("101,634 bytes".to_string(), "101,534 bytes".to_string())
+        );
+        // Far apart, or not whole numbers: as quantity writes them.
+        assert_eq!(
+            quantity_pair(13_300_000.0, 13_740_000.0, "bytes"),
+            ("13.30 MB".to_string(), "13.74 MB".to_string())
+        );
+        assert_eq!(
+            quantity_pair(0.01234, 0.01235, "s"),
+            (quantity(0.01234, "s"), quantity(0.01235, "s"))
+        );
+        // Round numbers the digits show exactly stay short.
+        assert_eq!(
+            quantity_pair(13_300_000.0, 13_310_000.0, "bytes"),
+            ("13.30 MB".to_string(), "13.31 MB".to_string())
+        );
+        // Small integers are exact already.
+        assert_eq!(
+            quantity_pair(3064.0, 3072.0, "bytes"),
+            ("3064 bytes".to_string(), "3072 bytes".to_string())
+        );
+        // A harness's prefixed unit is read in its base first: 19,750 MB/s is 19.75 GB/s.
+        assert_eq!(quantity(19_750.0, "MB/s"), "19.75 GB/s");
+        assert_eq!(quantity(165_969_758.0, "it/s"), "166.0 M it/s");
+    }
+
     use super::*;
 
     #[test]

@@ -38,7 +38,7 @@
 
 use super::compare::mann_whitney_u;
 use super::summary::median_in_place;
-use super::{rel_change, Threshold};
+use super::threshold::{rel_change, Threshold};
 
 /// Commits on each side of a boundary whose runs give the levels a change point reports.
 const LEVEL_SPAN: usize = 10;
@@ -87,7 +87,7 @@ pub struct ChangePoint {
     pub before: f64,
     /// Median level of the segment after (near the boundary, drift removed).
     pub after: f64,
-    /// Relative change of the levels, [`super::rel_change`]: `(after - before) / |before|`.
+    /// Relative change of the levels, [`super::threshold::rel_change`]: `(after - before) / |before|`.
     pub rel_change: f64,
     /// Two-sided Mann-Whitney p-value of the neighbouring segments' raw samples (per-commit
     /// levels when build-to-build jitter dominates), as computed: not yet multiplied by the
@@ -1494,7 +1494,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(crate::stats::proptest_config(64))]
+        #![proptest_config(crate::stats::testing::proptest_config(64))]
         #[test]
         fn clean_step_found_exactly(n in 20usize..400, frac in 0.2f64..0.8, reps in 1usize..6,
                                     up in proptest::bool::ANY, seed in 0u64..1_000_000) {

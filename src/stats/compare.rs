@@ -2,7 +2,7 @@
 //! the "do these two samples differ" rule, and power/sample-size estimates.
 
 use super::summary::median_in_place;
-use super::{rel_change, Threshold};
+use super::threshold::{rel_change, Threshold};
 use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
 
 /// A test statistic and its two-sided p-value.
@@ -277,7 +277,7 @@ pub struct Difference {
     pub before: f64,
     /// Median of the second sample.
     pub after: f64,
-    /// Relative change of the medians, [`super::rel_change`]: `(after - before) / |before|`.
+    /// Relative change of the medians, [`super::threshold::rel_change`]: `(after - before) / |before|`.
     pub rel_change: f64,
     /// Two-sided p-value (Mann-Whitney U; 0 or 1 for zero-spread samples).
     pub p_value: f64,
@@ -709,7 +709,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(crate::stats::proptest_config(256))]
+        #![proptest_config(crate::stats::testing::proptest_config(256))]
         #[test]
         fn mwu_in_range(a in proptest::collection::vec(-100f64..100.0, 1..30),
                         b in proptest::collection::vec(-100f64..100.0, 1..30)) {

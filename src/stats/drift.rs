@@ -1,7 +1,7 @@
 //! How much a machine's speed moved while it measured: the same builds at different times.
 
 use super::compare::mann_whitney_u;
-use super::median;
+use super::summary::median;
 
 /// The move of the machine between rounds of interleaved runs.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]

@@ -218,7 +218,7 @@ mod tests {
     }
 
     proptest::proptest! {
-        #![proptest_config(crate::stats::proptest_config(256))]
+        #![proptest_config(crate::stats::testing::proptest_config(256))]
         #[test]
         fn never_panics(text in "[-0-9a-z,.\n\r \"]{0,200}") {
             let _ = read_series_csv(text.as_bytes());

@@ -95,7 +95,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(crate::stats::proptest_config(256))]
+        #![proptest_config(crate::stats::testing::proptest_config(256))]
         #[test]
         fn sizes_and_order(ys in proptest::collection::vec(-1e3f64..1e3, 0..300), t in 0usize..50) {
             let p: Vec<(f64, f64)> = ys.iter().enumerate().map(|(i, &y)| (i as f64, y)).collect();

@@ -186,7 +186,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(crate::stats::proptest_config(256))]
+        #![proptest_config(crate::stats::testing::proptest_config(256))]
         #[test]
         fn ordered(xs in proptest::collection::vec(-1e6f64..1e6, 1..60)) {
             let s = summarize(&xs).unwrap();

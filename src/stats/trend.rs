@@ -321,7 +321,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(crate::stats::proptest_config(256))]
+        #![proptest_config(crate::stats::testing::proptest_config(256))]
         #[test]
         fn s_matches_brute_force(x in proptest::collection::vec(0u8..6, 2..40)) {
             let x: Vec<f64> = x.into_iter().map(f64::from).collect();

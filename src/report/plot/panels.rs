@@ -1,431 +1,16 @@
-//! Plots of one test over commits, drawn with plotters into SVG or PNG: per commit the
-//! min–max band and the median, change points and culprits as labelled vertical markers, the
-//! stake as a horizontal line, unbuildable commits marked, and a second panel of box plots
-//! (before/after each marker) on the same y scale.
-//!
-//! Text is drawn from DejaVu Sans shipped inside the crate (`fonts/`), never a system font, so
-//! a PNG has the same labels on a machine without fonts. Layout is computed here in pixels
-//! (plotters draws), so the same data gives the same bytes.
+//! The layout of a plot: the title, the main panel (band, medians, stake, markers and their
+//! labels, axes), the legend, and the box-plot panel on the same y scale.
 
-use std::path::Path;
-
-use plotters::coord::Shift;
 use plotters::prelude::*;
-use plotters::style::text_anchor::{HPos, Pos, VPos};
+use plotters::style::text_anchor::{HPos, VPos};
 
-use super::units::{nice_ticks, quantity, tick_labels};
+use super::model::*;
+use super::primitives::*;
+use super::primitives::{Area, DrawResult, Rect};
+use crate::report::units::{nice_ticks, quantity, tick_labels};
 use crate::stats;
 
-/// The font every plot's text is drawn with (DejaVu Sans 2.37, licence beside it).
-static FONT: &[u8] = include_bytes!("fonts/DejaVuSans.ttf");
-/// The family name the font is registered under; SVG text names it, so a browser uses its own
-/// sans-serif font when it shows an SVG.
-const FAMILY: &str = "sans-serif";
-
-/// One commit on the x axis.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PlotCommit {
-    /// Short hash.
-    pub label: String,
-    /// Metric values of its successful runs (none: not measured, or it failed).
-    pub values: Vec<f64>,
-    /// It does not build, or its runs all failed: marked with a cross.
-    pub failed: bool,
-}
-
-/// What a vertical marker stands for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MarkerKind {
-    /// A commit `find` named (solid red).
-    Culprit,
-    /// A change point `detect` found (dashed orange).
-    ChangePoint,
-}
-
-/// A vertical marker before the commit at `index` (the first commit of a new level).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Marker {
-    pub index: usize,
-    /// Short hash, written beside the marker.
-    pub label: String,
-    pub kind: MarkerKind,
-}
-
-/// One box of the box-plot panel.
-#[derive(Debug, Clone, PartialEq)]
-pub struct BoxGroup {
-    /// First line under the box ("before", "after").
-    pub label: String,
-    /// Second line (a short hash or a commit span).
-    pub sub: String,
-    pub values: Vec<f64>,
-    /// Drawn in the culprit's colour (an "after" box).
-    pub highlight: bool,
-}
-
-/// How the commits are drawn.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Style {
-    /// Min–max band and median line; long ranges down-sampled to what the width can show.
-    Band,
-    /// Only the medians, down-sampled with LTTB to this many points, as dots on a line
-    /// (curl's "full range, 20 data points").
-    Line { points: usize },
-}
-
-/// Everything one picture shows.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Chart {
-    pub title: String,
-    pub subtitle: String,
-    /// The test's unit (axis labels carry it, with SI prefixes).
-    pub unit: String,
-    pub commits: Vec<PlotCommit>,
-    pub markers: Vec<Marker>,
-    pub stake: Option<f64>,
-    /// The second panel; empty for none. Without commits the boxes fill the picture.
-    pub boxes: Vec<BoxGroup>,
-    /// Heading of a picture of boxes alone (beside a commit chart the labels under the boxes
-    /// say what they are).
-    pub boxes_title: String,
-    pub style: Style,
-    pub width: u32,
-    pub height: u32,
-}
-
-/// Picture formats, by file extension.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ImageFormat {
-    Png,
-    Svg,
-}
-
-impl ImageFormat {
-    /// The format a path asks for by its extension; a usage error (exit 2) naming the path
-    /// for anything but `.png` and `.svg`.
-    pub fn of(path: &Path) -> anyhow::Result<ImageFormat> {
-        let ext = path
-            .extension()
-            .and_then(|e| e.to_str())
-            .map(str::to_ascii_lowercase);
-        match ext.as_deref() {
-            Some("png") => Ok(ImageFormat::Png),
-            Some("svg") => Ok(ImageFormat::Svg),
-            _ => Err(crate::error::UsageError::err(format!(
-                "--plot {}: the file name must end in .png or .svg",
-                path.display()
-            ))),
-        }
-    }
-}
-
-/// Colours, chosen to stay apart for colour-blind readers (blue against orange and red).
-mod colour {
-    use plotters::style::RGBColor;
-    pub const TEXT: RGBColor = RGBColor(33, 37, 41);
-    pub const MUTED: RGBColor = RGBColor(99, 106, 114);
-    pub const GRID: RGBColor = RGBColor(228, 231, 235);
-    pub const AXIS: RGBColor = RGBColor(150, 155, 160);
-    pub const BAND: RGBColor = RGBColor(66, 133, 244);
-    pub const MEDIAN: RGBColor = RGBColor(20, 70, 160);
-    pub const STAKE: RGBColor = RGBColor(30, 130, 60);
-    pub const CULPRIT: RGBColor = RGBColor(200, 30, 30);
-    pub const CHANGE: RGBColor = RGBColor(215, 110, 0);
-    pub const BOX: RGBColor = RGBColor(66, 133, 244);
-    pub const BOX_AFTER: RGBColor = RGBColor(220, 80, 60);
-}
-
-/// Register the shipped font with plotters, once per process.
-fn register_font() -> anyhow::Result<()> {
-    static ONCE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    let ok = *ONCE
-        .get_or_init(|| plotters::style::register_font(FAMILY, FontStyle::Normal, FONT).is_ok());
-    if ok {
-        Ok(())
-    } else {
-        anyhow::bail!("the font shipped with perfbisect cannot be read (a corrupt build?)")
-    }
-}
-
-fn font(size: f64) -> TextStyle<'static> {
-    (FAMILY, size).into_font().color(&colour::TEXT)
-}
-
-/// The chart as an SVG document.
-pub fn svg(chart: &Chart) -> anyhow::Result<String> {
-    register_font()?;
-    let mut out = String::new();
-    {
-        let root =
-            SVGBackend::with_string(&mut out, (chart.width, chart.height)).into_drawing_area();
-        draw(&root, chart).map_err(|e| anyhow::anyhow!("cannot draw the plot: {e}"))?;
-        root.present()
-            .map_err(|e| anyhow::anyhow!("cannot draw the plot: {e}"))?;
-    }
-    Ok(out)
-}
-
-/// The chart as PNG bytes (8-bit RGB).
-pub fn png(chart: &Chart) -> anyhow::Result<Vec<u8>> {
-    register_font()?;
-    let (w, h) = (chart.width, chart.height);
-    let mut rgb = vec![0u8; w as usize * h as usize * 3];
-    {
-        let root = BitMapBackend::with_buffer(&mut rgb, (w, h)).into_drawing_area();
-        draw(&root, chart).map_err(|e| anyhow::anyhow!("cannot draw the plot: {e}"))?;
-        root.present()
-            .map_err(|e| anyhow::anyhow!("cannot draw the plot: {e}"))?;
-    }
-    let mut out = Vec::new();
-    {
-        let mut enc = png::Encoder::new(&mut out, w, h);
-        enc.set_color(png::ColorType::Rgb);
-        enc.set_depth(png::BitDepth::Eight);
-        let mut writer = enc.write_header()?;
-        writer.write_image_data(&rgb)?;
-        writer.finish()?;
-    }
-    Ok(out)
-}
-
-/// Render `chart` in the format `path`'s extension names and write it there (through a temp
-/// file and a rename, so a reader never sees half a picture).
-pub fn write(chart: &Chart, path: &Path) -> anyhow::Result<()> {
-    let bytes = match ImageFormat::of(path)? {
-        ImageFormat::Png => png(chart)?,
-        ImageFormat::Svg => svg(chart)?.into_bytes(),
-    };
-    write_file(path, &bytes)
-}
-
-/// Write `bytes` to `path` through a temp file beside it and a rename.
-pub fn write_file(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    use anyhow::Context as _;
-    use std::io::Write as _;
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => std::path::PathBuf::from("."),
-    };
-    if !dir.is_dir() {
-        std::fs::create_dir_all(&dir).with_context(|| {
-            format!(
-                "cannot write {}: cannot create {}",
-                path.display(),
-                dir.display()
-            )
-        })?;
-    }
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".perfbisect-")
-        .tempfile_in(&dir)
-        .map_err(|e| {
-            anyhow::anyhow!(
-                "cannot write {}: {}",
-                path.display(),
-                std::io::Error::from(e.kind())
-            )
-        })?;
-    tmp.write_all(bytes)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    // Readable like any file the user makes (the temp file is 0600).
-    let _ = tmp
-        .as_file()
-        .set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644));
-    tmp.persist(path)
-        .map_err(|e| anyhow::anyhow!("cannot write {}: {}", path.display(), e.error))?;
-    Ok(())
-}
-
-/// A commit's min, median and max, when it has values.
-fn levels(values: &[f64]) -> Option<(f64, f64, f64)> {
-    // An infinite value (a metric that overflowed) cannot be placed on an axis.
-    let finite: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
-    stats::summarize(&finite).map(|s| (s.min, s.median, s.max))
-}
-
-/// Pixel rectangle of a panel.
-#[derive(Debug, Clone, Copy)]
-struct Rect {
-    left: i32,
-    top: i32,
-    right: i32,
-    bottom: i32,
-}
-
-impl Rect {
-    fn width(&self) -> i32 {
-        self.right - self.left
-    }
-}
-
-/// Maps values to pixel rows.
-#[derive(Debug, Clone, Copy)]
-struct YMap {
-    lo: f64,
-    hi: f64,
-    top: i32,
-    bottom: i32,
-}
-
-impl YMap {
-    fn px(&self, v: f64) -> i32 {
-        let t = (v - self.lo) / (self.hi - self.lo);
-        let y = self.bottom as f64 - t * (self.bottom - self.top) as f64;
-        y.round().clamp(-10_000.0, 10_000.0) as i32
-    }
-}
-
-impl YMap {
-    /// [`YMap::px`] held inside the plot: values beyond the range sit on its edge.
-    fn px_in(&self, v: f64) -> i32 {
-        self.px(v)
-            .clamp(self.top.min(self.bottom), self.bottom.max(self.top))
-    }
-}
-
-type Area<DB> = DrawingArea<DB, Shift>;
-type DrawResult<DB> = Result<(), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
-
-fn text_width<DB: DrawingBackend>(area: &Area<DB>, s: &str, size: f64) -> i32 {
-    area.estimate_text_size(s, &font(size))
-        .map(|(w, _)| w as i32)
-        .unwrap_or((s.chars().count() as f64 * size * 0.6) as i32)
-}
-
-/// `s` cut to fit `max` pixels, with an ellipsis when cut.
-fn fit<DB: DrawingBackend>(area: &Area<DB>, s: &str, size: f64, max: i32) -> String {
-    if text_width(area, s, size) <= max {
-        return s.to_string();
-    }
-    let mut chars: Vec<char> = s.chars().collect();
-    while !chars.is_empty() {
-        chars.pop();
-        let t: String = chars.iter().collect::<String>() + "…";
-        if text_width(area, &t, size) <= max {
-            return t;
-        }
-    }
-    String::new()
-}
-
-fn label<DB: DrawingBackend>(
-    area: &Area<DB>,
-    s: &str,
-    at: (i32, i32),
-    size: f64,
-    colour: &RGBColor,
-    h: HPos,
-    v: VPos,
-) -> DrawResult<DB> {
-    let style = font(size).color(colour).pos(Pos::new(h, v));
-    area.draw(&Text::new(s.to_string(), at, style))
-}
-
-/// A small filled triangle pointing up (`up`) or down with its tip at `tip`: a run beyond
-/// the edge of the scale.
-fn triangle<DB: DrawingBackend>(
-    area: &Area<DB>,
-    tip: (i32, i32),
-    up: bool,
-    colour: RGBColor,
-) -> DrawResult<DB> {
-    let d = if up { 7 } else { -7 };
-    area.draw(&Polygon::new(
-        vec![tip, (tip.0 - 4, tip.1 + d), (tip.0 + 4, tip.1 + d)],
-        colour.filled(),
-    ))
-}
-
-/// A dashed straight line.
-fn dashed<DB: DrawingBackend>(
-    area: &Area<DB>,
-    from: (i32, i32),
-    to: (i32, i32),
-    style: ShapeStyle,
-    dash: i32,
-) -> DrawResult<DB> {
-    let (dx, dy) = ((to.0 - from.0) as f64, (to.1 - from.1) as f64);
-    let len = (dx * dx + dy * dy).sqrt();
-    if len < 1.0 {
-        return Ok(());
-    }
-    let mut t = 0.0;
-    while t < len {
-        let e = (t + dash as f64).min(len);
-        let p = |s: f64| {
-            (
-                from.0 + (dx * s / len).round() as i32,
-                from.1 + (dy * s / len).round() as i32,
-            )
-        };
-        area.draw(&PathElement::new(vec![p(t), p(e)], style))?;
-        t += 2.0 * dash as f64;
-    }
-    Ok(())
-}
-
-/// The points to draw for the commits: every measured commit, or, when more than
-/// `capacity`, the medians down-sampled with LTTB; each drawn point carries the min and max
-/// of the commits it stands for, so no extreme is hidden by the down-sampling.
-/// Returns (commit index, min, median, max, down-sampled).
-fn drawn_points(commits: &[PlotCommit], capacity: usize) -> (Vec<(usize, f64, f64, f64)>, bool) {
-    let all: Vec<(usize, f64, f64, f64)> = commits
-        .iter()
-        .enumerate()
-        .filter_map(|(i, c)| levels(&c.values).map(|(lo, m, hi)| (i, lo, m, hi)))
-        .collect();
-    if all.len() <= capacity.max(3) {
-        return (all, false);
-    }
-    let pts: Vec<(f64, f64)> = all.iter().map(|p| (p.0 as f64, p.2)).collect();
-    let kept = stats::lttb(&pts, capacity.max(3));
-    let kept_idx: Vec<usize> = kept.iter().map(|p| p.0 as usize).collect();
-    // Each kept point stands for the commits nearer to it than to its neighbours.
-    let mut out = Vec::with_capacity(kept_idx.len());
-    let mut j = 0;
-    for (k, &i) in kept_idx.iter().enumerate() {
-        let upto = match kept_idx.get(k + 1) {
-            Some(&next) => (i + next) / 2,
-            None => usize::MAX,
-        };
-        let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
-        let mut median = f64::NAN;
-        while j < all.len() && all[j].0 <= upto {
-            lo = lo.min(all[j].1);
-            hi = hi.max(all[j].3);
-            if all[j].0 == i {
-                median = all[j].2;
-            }
-            j += 1;
-        }
-        out.push((i, lo, median, hi));
-    }
-    (out, true)
-}
-
-/// Tukey box: (whisker low, P25, median, P75, whisker high, outliers).
-fn tukey(values: &[f64]) -> Option<(f64, f64, f64, f64, f64, Vec<f64>)> {
-    let finite: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
-    let s = stats::summarize(&finite)?;
-    let iqr = s.p75 - s.p25;
-    let (fence_lo, fence_hi) = (s.p25 - 1.5 * iqr, s.p75 + 1.5 * iqr);
-    let inside = values
-        .iter()
-        .copied()
-        .filter(|v| v.is_finite() && *v >= fence_lo && *v <= fence_hi);
-    let lo = inside.clone().fold(f64::INFINITY, f64::min);
-    let hi = inside.fold(f64::NEG_INFINITY, f64::max);
-    let mut out: Vec<f64> = values
-        .iter()
-        .copied()
-        .filter(|v| v.is_finite() && (*v < fence_lo || *v > fence_hi))
-        .collect();
-    out.sort_by(f64::total_cmp);
-    out.dedup();
-    Some((lo.min(s.p25), s.p25, s.median, s.p75, hi.max(s.p75), out))
-}
-
-fn draw<DB: DrawingBackend>(root: &Area<DB>, c: &Chart) -> DrawResult<DB> {
+pub(super) fn draw<DB: DrawingBackend>(root: &Area<DB>, c: &Chart) -> DrawResult<DB> {
     root.fill(&WHITE)?;
     let (w, h) = (c.width as i32, c.height as i32);
     let narrow = w < 600;
@@ -664,18 +249,18 @@ fn draw<DB: DrawingBackend>(root: &Area<DB>, c: &Chart) -> DrawResult<DB> {
 /// Draw the legend from `at`, wrapping before `right`; returns the y below it.
 /// What the legend needs to explain besides the chart's own parts.
 #[derive(Debug, Clone, Copy)]
-struct Seen {
+pub(super) struct Seen {
     /// Some commit has no result (crosses).
-    failed: bool,
+    pub(super) failed: bool,
     /// The commits were down-sampled.
-    downsampled: bool,
+    pub(super) downsampled: bool,
     /// Some runs lie beyond the y range (triangles at the edge).
-    off_scale: bool,
+    pub(super) off_scale: bool,
     /// The median line crosses commits without values (dotted there).
-    gaps: bool,
+    pub(super) gaps: bool,
 }
 
-fn legend<DB: DrawingBackend>(
+pub(super) fn legend<DB: DrawingBackend>(
     root: &Area<DB>,
     c: &Chart,
     at: (i32, i32),
@@ -689,6 +274,7 @@ fn legend<DB: DrawingBackend>(
         Median,
         Stake,
         Culprit,
+        Guess,
         Change,
         Failed,
         Box,
@@ -730,6 +316,9 @@ fn legend<DB: DrawingBackend>(
     }
     if c.markers.iter().any(|m| m.kind == MarkerKind::Culprit) {
         items.push((Swatch::Culprit, "culprit".into()));
+    }
+    if c.markers.iter().any(|m| m.kind == MarkerKind::Guess) {
+        items.push((Swatch::Guess, "not confirmed (a best guess)".into()));
     }
     if c.markers.iter().any(|m| m.kind == MarkerKind::ChangePoint) {
         items.push((Swatch::Change, "change point".into()));
@@ -786,6 +375,13 @@ fn legend<DB: DrawingBackend>(
                 colour::CHANGE.stroke_width(2),
                 3,
             )?,
+            Swatch::Guess => dashed(
+                root,
+                (x + 8, cy - 6),
+                (x + 8, cy + 6),
+                colour::CULPRIT.stroke_width(2),
+                3,
+            )?,
             Swatch::Failed => {
                 root.draw(&Cross::new((x + 8, cy), 4, colour::CULPRIT.stroke_width(2)))?;
             }
@@ -811,7 +407,7 @@ fn legend<DB: DrawingBackend>(
     Ok(y + line_h)
 }
 
-fn main_panel<DB: DrawingBackend>(
+pub(super) fn main_panel<DB: DrawingBackend>(
     root: &Area<DB>,
     c: &Chart,
     r: Rect,
@@ -992,38 +588,74 @@ fn main_panel<DB: DrawingBackend>(
     }
 
     let off_top = c.style == Style::Band && points.iter().any(|p| p.3 > ymap.hi);
-    // Markers, labels stacked in rows so none overlaps another.
+    // Markers: one label per line position (markers at the same commit share it), placed on
+    // the side of its line where it crosses no other marker's line, stacked in rows so none
+    // overlaps another; at most MAX_ROWS rows, the rest counted in one note. Lines are drawn
+    // after the labels, so a label's backing never hides a line.
+    const MAX_ROWS: usize = 3;
     let mut markers: Vec<&Marker> = c.markers.iter().filter(|m| m.index < n).collect();
-    markers.sort_by_key(|m| (m.index, m.kind == MarkerKind::Culprit));
-    let mut rows: Vec<i32> = Vec::new(); // right end of the last label in each row
+    markers.sort_by_key(|m| (m.index, m.kind != MarkerKind::Culprit));
+    let mut groups: Vec<(i32, Vec<&Marker>)> = Vec::new();
     for m in markers {
         let x = boundary(m.index);
-        let (col, width) = match m.kind {
-            MarkerKind::Culprit => (colour::CULPRIT, 2),
-            MarkerKind::ChangePoint => (colour::CHANGE, 2),
+        match groups.last_mut() {
+            Some((gx, g)) if *gx == x => g.push(m),
+            _ => groups.push((x, vec![m])),
+        }
+    }
+    let lines: Vec<i32> = groups.iter().map(|(x, _)| *x).collect();
+    let mut rows: Vec<i32> = Vec::new(); // right end of the last label in each row
+    let mut left_out = 0usize;
+    for (x, g) in &groups {
+        let x = *x;
+        // The strongest kind names the group's colour: a culprit, then a guess, then a
+        // change point.
+        let lead = g
+            .iter()
+            .copied()
+            .min_by_key(|m| match m.kind {
+                MarkerKind::Culprit => 0,
+                MarkerKind::Guess => 1,
+                MarkerKind::ChangePoint => 2,
+            })
+            .expect("a group has a marker");
+        let col = match lead.kind {
+            MarkerKind::Culprit | MarkerKind::Guess => colour::CULPRIT,
+            MarkerKind::ChangePoint => colour::CHANGE,
         };
-        match m.kind {
-            MarkerKind::Culprit => {
-                root.draw(&PathElement::new(
-                    vec![(x, r.top), (x, r.bottom)],
-                    col.stroke_width(width),
-                ))?;
-            }
-            MarkerKind::ChangePoint => {
-                dashed(root, (x, r.top), (x, r.bottom), col.stroke_width(width), 5)?
+        // A change point and a culprit at one commit carry one hash: said once.
+        let mut distinct: Vec<&str> = Vec::new();
+        for m in g {
+            if !distinct.contains(&m.label.as_str()) {
+                distinct.push(&m.label);
             }
         }
-        let tw = text_width(root, &m.label, small);
-        // Right of the line, or left of it near the right edge.
-        let (lx, hpos, span) = if x + 4 + tw <= r.right {
-            (x + 4, HPos::Left, (x + 2, x + 6 + tw))
+        let text = if distinct.len() == 1 {
+            lead.label.clone()
         } else {
-            (x - 4, HPos::Right, (x - 6 - tw, x - 2))
+            format!("{} +{} more", lead.label, distinct.len() - 1)
+        };
+        let tw = text_width(root, &text, small);
+        let right = (x + 2, x + 6 + tw);
+        let left = (x - 6 - tw, x - 2);
+        let crosses =
+            |span: (i32, i32)| lines.iter().any(|&l| l != x && l >= span.0 && l <= span.1);
+        let fits_right = right.1 <= r.right;
+        let fits_left = left.0 >= r.left;
+        let (lx, hpos, span) = match (fits_right && !crosses(right), fits_left && !crosses(left)) {
+            (true, _) => (x + 4, HPos::Left, right),
+            (false, true) => (x - 4, HPos::Right, left),
+            _ if fits_right => (x + 4, HPos::Left, right),
+            _ => (x - 4, HPos::Right, left),
         };
         let row = rows
             .iter()
             .position(|&end| end < span.0)
             .unwrap_or(rows.len());
+        if row >= MAX_ROWS {
+            left_out += g.len();
+            continue;
+        }
         if row == rows.len() {
             rows.push(span.1);
         } else {
@@ -1036,23 +668,79 @@ fn main_panel<DB: DrawingBackend>(
             [(span.0, ly - 1), (span.1, ly + small as i32 + 3)],
             WHITE.mix(0.85).filled(),
         ))?;
-        label(root, &m.label, (lx, ly), small, &col, hpos, VPos::Top)?;
+        label(root, &text, (lx, ly), small, &col, hpos, VPos::Top)?;
+    }
+    if left_out > 0 {
+        let note = format!(
+            "{left_out} more marker{} not labelled (too close together)",
+            if left_out == 1 { "" } else { "s" }
+        );
+        let ly = r.top + if off_top { 11 } else { 3 } + MAX_ROWS as i32 * (small as i32 + 5);
+        let tw = text_width(root, &note, small - 1.0);
+        root.draw(&Rectangle::new(
+            [
+                (r.right - tw - 6, ly - 1),
+                (r.right - 2, ly + small as i32 + 2),
+            ],
+            WHITE.mix(0.85).filled(),
+        ))?;
+        label(
+            root,
+            &note,
+            (r.right - 4, ly),
+            small - 1.0,
+            &colour::MUTED,
+            HPos::Right,
+            VPos::Top,
+        )?;
+    }
+    for (x, g) in &groups {
+        let x = *x;
+        for kind in [
+            MarkerKind::ChangePoint,
+            MarkerKind::Guess,
+            MarkerKind::Culprit,
+        ] {
+            if !g.iter().any(|m| m.kind == kind) {
+                continue;
+            }
+            match kind {
+                MarkerKind::Culprit => root.draw(&PathElement::new(
+                    vec![(x, r.top), (x, r.bottom)],
+                    colour::CULPRIT.stroke_width(2),
+                ))?,
+                MarkerKind::Guess => dashed(
+                    root,
+                    (x, r.top),
+                    (x, r.bottom),
+                    colour::CULPRIT.stroke_width(2),
+                    5,
+                )?,
+                MarkerKind::ChangePoint => dashed(
+                    root,
+                    (x, r.top),
+                    (x, r.bottom),
+                    colour::CHANGE.stroke_width(2),
+                    5,
+                )?,
+            }
+        }
     }
     Ok(())
 }
 
 /// Where the stake goes.
 #[derive(Debug, Clone, Copy)]
-struct Stake {
-    value: f64,
+pub(super) struct Stake {
+    pub(super) value: f64,
     /// Inside the y range: a dashed line; otherwise a label at the edge it lies beyond.
-    in_view: bool,
-    above: bool,
+    pub(super) in_view: bool,
+    pub(super) above: bool,
 }
 
 /// The stake as a dashed line with its value, or, when far from the data, its value with an
 /// arrow at the top or bottom edge.
-fn draw_stake<DB: DrawingBackend>(
+pub(super) fn draw_stake<DB: DrawingBackend>(
     root: &Area<DB>,
     c: &Chart,
     r: Rect,
@@ -1096,7 +784,7 @@ fn draw_stake<DB: DrawingBackend>(
     )
 }
 
-fn box_panel<DB: DrawingBackend>(
+pub(super) fn box_panel<DB: DrawingBackend>(
     root: &Area<DB>,
     c: &Chart,
     r: Rect,
@@ -1184,14 +872,18 @@ fn box_panel<DB: DrawingBackend>(
                 continue;
             }
             let size = if li == 0 { small } else { small - 1.0 };
-            // A box's name that does not fit ("after 6df1c9db1e") keeps its commit, not its
-            // first word cut short ("after 6df1…").
-            let shown = match t.rsplit_once(' ') {
-                Some((_, last)) if li == 0 && text_width(root, t, size) > text_max => {
-                    fit(root, last, size, text_max)
-                }
-                _ => fit(root, t, size, text_max),
+            // What does not fit is said shorter, not cut: the name without its commit (the
+            // line below starts with it: "after"), the span by its first commit ("6df1c9d.."),
+            // the median without its count.
+            let shorter = match li {
+                0 => t.split_whitespace().next().map(str::to_string),
+                1 => t.split_once("..").map(|(a, _)| format!("{a}..")),
+                _ => t.split_once(" (n ").map(|(m, _)| m.to_string()),
             };
+            let shown = std::iter::once(t.clone())
+                .chain(shorter)
+                .find(|s| text_width(root, s, size) <= text_max)
+                .unwrap_or_else(|| fit(root, t, size, text_max));
             label(
                 root,
                 &shown,
@@ -1209,98 +901,4 @@ fn box_panel<DB: DrawingBackend>(
         }
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn commits(n: usize) -> Vec<PlotCommit> {
-        (0..n)
-            .map(|i| PlotCommit {
-                label: format!("{:07x}", i * 7919),
-                values: vec![100.0 + (i >= n / 2) as u8 as f64 * 5.0, 101.0, 99.5],
-                failed: false,
-            })
-            .collect()
-    }
-
-    #[test]
-    fn down_sampling_keeps_every_extreme_in_the_band() {
-        let mut cs = commits(1000);
-        cs[417].values = vec![100.0, 180.0, 101.0];
-        let (pts, down) = drawn_points(&cs, 100);
-        assert!(down);
-        assert!(pts.len() <= 100, "{}", pts.len());
-        let hi = pts.iter().map(|p| p.3).fold(f64::MIN, f64::max);
-        assert_eq!(hi, 180.0);
-        let (pts, down) = drawn_points(&cs[..50], 100);
-        assert!(!down);
-        assert_eq!(pts.len(), 50);
-    }
-
-    #[test]
-    fn image_format_comes_from_the_extension() {
-        assert_eq!(
-            ImageFormat::of(Path::new("a/b.PNG")).unwrap(),
-            ImageFormat::Png
-        );
-        assert_eq!(
-            ImageFormat::of(Path::new("b.svg")).unwrap(),
-            ImageFormat::Svg
-        );
-        let e = ImageFormat::of(Path::new("b.jpg")).unwrap_err();
-        assert!(crate::error::is_usage(&e));
-        assert!(format!("{e}").contains("b.jpg"), "{e}");
-    }
-
-    #[test]
-    fn odd_values_never_panic() {
-        let mut cs = commits(10);
-        cs[2].values = vec![f64::INFINITY, 100.0];
-        cs[3].values = vec![f64::NAN];
-        cs[4].values = vec![f64::NEG_INFINITY];
-        let chart = Chart {
-            title: String::new(),
-            subtitle: String::new(),
-            unit: String::new(),
-            commits: cs,
-            markers: vec![Marker {
-                index: 99,
-                label: "far".into(),
-                kind: MarkerKind::Culprit,
-            }],
-            stake: Some(f64::NAN),
-            boxes: vec![BoxGroup {
-                label: "x".into(),
-                sub: String::new(),
-                values: vec![f64::INFINITY],
-                highlight: true,
-            }],
-            boxes_title: String::new(),
-            style: Style::Band,
-            width: 600,
-            height: 400,
-        };
-        assert!(svg(&chart).is_ok());
-        assert!(png(&chart).is_ok());
-        for (width, height) in [(1, 1), (120, 80), (2000, 30)] {
-            let tiny = Chart {
-                width,
-                height,
-                ..chart.clone()
-            };
-            assert!(svg(&tiny).is_ok() && png(&tiny).is_ok(), "{width}x{height}");
-        }
-    }
-
-    #[test]
-    fn tukey_boxes_put_far_values_outside_the_whiskers() {
-        let mut v: Vec<f64> = (0..20).map(|i| 100.0 + i as f64 * 0.1).collect();
-        v.push(150.0);
-        let (lo, q1, med, q3, hi, out) = tukey(&v).unwrap();
-        assert!(lo <= q1 && q1 <= med && med <= q3 && q3 <= hi);
-        assert!(hi < 150.0);
-        assert_eq!(out, vec![150.0]);
-    }
 }

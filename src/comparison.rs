@@ -1,0 +1,325 @@
+//! `compare`'s before/after of two revisions: both built, their runs interleaved in one window
+//! (doubled while the sides are not told apart, unless the runs are given), a side whose test
+//! keeps failing stepped around, the verdict by the test's alpha and threshold, and the
+//! profile of what changed when they differ.
+
+use serde::Serialize;
+
+use crate::measure;
+use crate::pipeline::Workspace;
+use crate::stats;
+use crate::store::Sample;
+
+/// What `compare` was asked for.
+pub struct Request<'a> {
+    pub rev_a: &'a str,
+    pub rev_b: &'a str,
+    /// Runs per side; `None`: the test's repeats (at least 5), doubled while needed.
+    pub runs: Option<usize>,
+    /// `--why` and `--no-why`.
+    pub why: bool,
+    pub no_why: bool,
+}
+
+#[derive(Serialize)]
+pub struct Side {
+    pub commit: String,
+    pub subject: String,
+    pub n: usize,
+    pub failed: usize,
+    pub metric: Option<stats::Summary>,
+    pub wall: Option<stats::Summary>,
+    pub user: Option<stats::Summary>,
+    pub sys: Option<stats::Summary>,
+    pub max_rss: Option<stats::Summary>,
+    /// No run gave the metric: `wall`, `user`, `sys` and `max_rss` are those of the failed
+    /// runs (the ones that ran: a failed `setup` measures nothing).
+    pub times_of_failed_runs: bool,
+    /// Why the first failed run failed (the first line of its record).
+    pub first_failure: Option<String>,
+    /// The side got no more runs after its test failed this many runs in a row.
+    pub stopped_after: Option<usize>,
+}
+
+#[derive(Serialize)]
+pub struct Comparison {
+    pub test: String,
+    pub unit: String,
+    pub direction: &'static str,
+    pub runs: usize,
+    pub a: Side,
+    pub b: Side,
+    /// median(B) / median(A)
+    pub ratio: Option<f64>,
+    /// 95 % bootstrap interval of the ratio of medians.
+    pub ratio_ci: Option<(f64, f64)>,
+    pub p_value: Option<f64>,
+    /// Relative change of the medians, `(B - A) / |A|`.
+    pub rel_change: Option<f64>,
+    /// Both sides have zero spread: compared exactly, `p_value` (0 or 1) is no test's result.
+    pub deterministic: bool,
+    /// Mann-Whitney at the test's alpha and the threshold both say the sides differ.
+    pub differs: bool,
+    /// Smallest relative change these runs could have seen (80 % power at alpha); 0 for a
+    /// deterministic comparison, `null` when too few runs could see any.
+    pub min_detectable: Option<f64>,
+    /// Whether they could have seen a change of the threshold: a "no difference" means
+    /// something only then.
+    pub could_see_threshold: Option<bool>,
+    /// Runs were doubled while the sides were not told apart (no `--runs`).
+    pub adaptive: bool,
+    /// When the sides differ: the functions whose cost changed from A to B (or
+    /// `{"unavailable": why}`), when profiled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<serde_json::Value>,
+}
+
+/// Robust noise of the two sides (the mean of their robust CVs).
+fn noise_of(a: &[f64], b: &[f64]) -> f64 {
+    let cvs: Vec<f64> = [a, b]
+        .iter()
+        .filter_map(|x| stats::robust_cv(x))
+        .filter(|c| c.is_finite())
+        .collect();
+    if cvs.is_empty() {
+        0.0
+    } else {
+        cvs.iter().sum::<f64>() / cvs.len() as f64
+    }
+}
+
+/// The test's threshold as a relative change from `level`.
+fn relative_threshold(test: &crate::config::Test, level: f64) -> f64 {
+    match test.threshold {
+        stats::Threshold::Relative(r) => r.abs(),
+        stats::Threshold::Absolute(a) if level != 0.0 => a.abs() / level.abs(),
+        stats::Threshold::Absolute(_) => 0.0,
+    }
+}
+
+fn side(commit: &crate::git::CommitInfo, samples: &[Sample], stopped_after: Option<usize>) -> Side {
+    let ok: Vec<&Sample> = samples.iter().filter(|s| s.value.is_some()).collect();
+    // Without a single metric, the times and memory of the runs that did run still say
+    // something (a crash at once, a hang until the timeout).
+    let ran: Vec<&Sample> = samples
+        .iter()
+        .filter(|s| s.wall > 0.0 || s.max_rss > 0)
+        .collect();
+    let timed = if ok.is_empty() { &ran } else { &ok };
+    let col = |from: &[&Sample], f: fn(&Sample) -> f64| {
+        stats::summarize(&from.iter().map(|s| f(s)).collect::<Vec<_>>())
+    };
+    Side {
+        commit: commit.id.to_string(),
+        subject: commit.subject.clone(),
+        n: ok.len(),
+        failed: samples.len() - ok.len(),
+        metric: col(&ok, |s| s.value.unwrap_or(f64::NAN)),
+        wall: col(timed, |s| s.wall),
+        user: col(timed, |s| s.user),
+        sys: col(timed, |s| s.sys),
+        max_rss: col(timed, |s| s.max_rss as f64),
+        times_of_failed_runs: ok.is_empty() && !ran.is_empty(),
+        first_failure: samples
+            .iter()
+            .find_map(|s| s.error.as_deref())
+            .map(|e| e.lines().next().unwrap_or("").trim().to_string()),
+        stopped_after,
+    }
+}
+
+/// What a failed run of one side is reported as: the side, its revision and commit, why, and
+/// the tail of the run's output, indented.
+fn failure_message(
+    test: &str,
+    name: &str,
+    rev: &str,
+    c: &crate::git::CommitInfo,
+    error: &str,
+) -> String {
+    let mut lines = error.trim_end().lines();
+    let why = lines.next().unwrap_or("failed").trim();
+    let tail: Vec<&str> = lines.collect();
+    format!(
+        "run of `{test}` on {name} (`{rev}`, {}) failed: {why}{}",
+        c.short(),
+        if tail.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; its output ends with:\n{}",
+                crate::paths::indent(&tail.join("\n"))
+            )
+        }
+    )
+}
+
+/// Build both revisions of `req` and compare `test` on them; the comparison, and the profile of
+/// what changed when the sides differ and profiling is on (or was asked for).
+pub fn compare(
+    ws: &Workspace,
+    test: &crate::config::Test,
+    req: &Request<'_>,
+) -> anyhow::Result<(Comparison, Option<Result<crate::profile::Why, String>>)> {
+    ws.counter_note(test)?;
+    let a = ws.repo.info(ws.repo.resolve(req.rev_a)?)?;
+    let b = ws.repo.info(ws.repo.resolve(req.rev_b)?)?;
+    let runs = req.runs.unwrap_or(test.repeats.max(5));
+    let mut arts = Vec::new();
+    for (rev, c) in [(req.rev_a, &a), (req.rev_b, &b)] {
+        let (art, _) = ws.ensure_built(&c.id)?;
+        match art {
+            Some(p) => arts.push(p),
+            None => anyhow::bail!(
+                "`{rev}` ({}) does not build; see `perfbisect cache ls` and its build log in {}",
+                c.short(),
+                ws.cache.log(&c.id, ws.config.build.recipe_hash()).display()
+            ),
+        }
+    }
+    let mut appender = ws.appender(test)?;
+    let bar = ws.progress.bar(2 * runs as u64, "compare");
+    let window = crate::store::new_window();
+    let context = |commit, artifacts| measure::Context {
+        test,
+        config_dir: &ws.config.dir,
+        artifacts,
+        commit,
+        recipe_hash: ws.config.build.recipe_hash(),
+        round: 0,
+        fingerprint: ws.test_fingerprint(test).id(),
+        window,
+    };
+    let (ca, cb) = (context(a.id, &arts[0]), context(b.id, &arts[1]));
+    // A side whose test fails `repeats` runs in a row gets no more runs (as `find` steps
+    // around such a commit); the first failure of each side is said at once.
+    let limit = test.repeats.max(1);
+    let mut got: [Vec<Sample>; 2] = Default::default();
+    let mut streak = [0usize; 2];
+    let mut stopped = [None; 2];
+    let names = [("A", req.rev_a, &a), ("B", req.rev_b, &b)];
+    // Without --runs: double the runs (one window, interleaved) while the sides are not told
+    // apart and these runs could not have seen a change of the threshold, up to max_repeats.
+    let adaptive = req.runs.is_none();
+    let most = if adaptive {
+        test.max_repeats.max(runs)
+    } else {
+        runs
+    };
+    let mut asked = runs;
+    let mut moment = 0u32;
+    let mut done_runs = 0usize;
+    loop {
+        let more = asked - done_runs;
+        let units = [
+            measure::Unit::one(&ca, if stopped[0].is_some() { 0 } else { more }),
+            measure::Unit::one(&cb, if stopped[1].is_some() { 0 } else { more }),
+        ];
+        let r = measure::rounds(
+            &units,
+            window ^ u64::from(moment),
+            moment,
+            &mut |u, _, s| {
+                let (name, rev, c) = names[u];
+                appender.append(&s)?;
+                crate::interrupt::kept_run();
+                bar.inc(1);
+                match &s.error {
+                    Some(e) => {
+                        let first = got[u].iter().all(|x| x.error.is_none());
+                        if first || ws.verbosity.verbose > 0 {
+                            ws.warn(&failure_message(&test.name, name, rev, c, e));
+                        }
+                        streak[u] += 1;
+                    }
+                    None => streak[u] = 0,
+                }
+                got[u].push(s);
+                if streak[u] >= limit && got[u].len() < asked {
+                    ws.warn(&format!(
+                        "{name} (`{rev}`, {}): the test failed {limit} run{} in a row; no more runs of {name}",
+                        c.short(),
+                        if limit == 1 { "" } else { "s" }
+                    ));
+                    stopped[u] = Some(limit);
+                    bar.inc((asked - got[u].len()) as u64);
+                    return Ok(false);
+                }
+                Ok(true)
+            },
+            &|w| ws.warn(w),
+        )?;
+        moment += r.rounds as u32;
+        done_runs = asked;
+        if crate::interrupt::requested() || !adaptive || asked >= most {
+            break;
+        }
+        let va: Vec<f64> = got[0].iter().filter_map(|s| s.value).collect();
+        let vb: Vec<f64> = got[1].iter().filter_map(|s| s.value).collect();
+        let Some(d) = stats::differ(&va, &vb, test.alpha, test.threshold) else {
+            break;
+        };
+        if d.differs || d.deterministic || stopped.iter().any(Option::is_some) {
+            break;
+        }
+        let cv = noise_of(&va, &vb);
+        let mdc = stats::min_detectable_change(cv, va.len(), vb.len(), test.alpha);
+        let promising = d.p_value < 0.25 || test.threshold.reached(d.before, d.after);
+        if !promising && mdc <= relative_threshold(test, d.before) {
+            break;
+        }
+        asked = (2 * asked).min(most);
+        bar.inc_length(2 * (asked - done_runs) as u64);
+    }
+    bar.finish_and_clear();
+    if crate::interrupt::requested() {
+        return Err(crate::interrupt::Interrupted.into());
+    }
+    let [sa, sb] = got;
+    let va: Vec<f64> = sa.iter().filter_map(|s| s.value).collect();
+    let vb: Vec<f64> = sb.iter().filter_map(|s| s.value).collect();
+    let diff = stats::differ(&va, &vb, test.alpha, test.threshold);
+    let min_detectable = if diff.is_some_and(|d| d.deterministic) {
+        Some(0.0)
+    } else {
+        let m = stats::min_detectable_change(noise_of(&va, &vb), va.len(), vb.len(), test.alpha);
+        m.is_finite().then_some(m)
+    };
+    let threshold = diff.map(|d| relative_threshold(test, d.before));
+    let cmp = Comparison {
+        test: test.name.clone(),
+        unit: test.unit(),
+        direction: test.direction.as_str(),
+        runs: asked,
+        a: side(&a, &sa, stopped[0]),
+        b: side(&b, &sb, stopped[1]),
+        ratio: diff.map(|d| d.after / d.before).filter(|r| r.is_finite()),
+        ratio_ci: stats::bootstrap_median_ratio(&va, &vb, 0.95, 2000, 1),
+        p_value: diff.map(|d| d.p_value),
+        rel_change: diff.map(|d| d.rel_change),
+        deterministic: diff.is_some_and(|d| d.deterministic),
+        differs: diff.is_some_and(|d| d.differs),
+        min_detectable,
+        could_see_threshold: match (min_detectable, threshold) {
+            (Some(m), Some(t)) => Some(m <= t),
+            _ => None,
+        },
+        adaptive,
+        why: None,
+    };
+    let valgrind =
+        crate::measure::counter::select(crate::measure::counter::Choice::Cachegrind).is_ok();
+    let profile = cmp.differs
+        && !req.no_why
+        && (req.why || (valgrind && crate::profile::worth_profiling(test)));
+    let why = if profile {
+        Some(crate::profile::why(ws, test, a.id, b.id)?)
+    } else {
+        None
+    };
+    let cmp = Comparison {
+        why: why.as_ref().map(crate::report::why::json),
+        ..cmp
+    };
+    Ok((cmp, why))
+}

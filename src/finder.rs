@@ -1,0 +1,852 @@
+//! The search `find` and `report` share: the noisy bisection of a range on the real lab
+//! ([`crate::lab::WorkspaceLab`] through [`bisect::drive`]), narrowed first to the gap between
+//! imported rounds that shows the step, descending into the branches merges brought in, and
+//! the profile of the first culprit (`--why`). Its result, a [`FindRun`], is what both render.
+
+use std::time::Instant;
+
+use crate::bisect::{self, Culprit, Driven, Outcome, Params, Search};
+use crate::build::State;
+use crate::config::Test;
+use crate::git::CommitInfo;
+use crate::lab::WorkspaceLab;
+use crate::pipeline::{Samples, Workspace};
+use crate::report::charts;
+use crate::report::find::{
+    self as view, DriftFact, FindReport, GapEnd, ImportedGap, SearchFacts, Skip,
+};
+use crate::report::plot::{Marker, MarkerKind};
+use crate::store::Appender;
+
+/// What this invocation spent, over every search it ran.
+#[derive(Debug, Default)]
+struct Tally {
+    builds: usize,
+    runs: usize,
+    reused: usize,
+    build_rounds: usize,
+    most_parallel: usize,
+    building: std::time::Duration,
+    measuring: std::time::Duration,
+    /// Runs not made because identical builds' samples stood in, and what was said about it.
+    runs_saved: usize,
+    shared_notes: Vec<String>,
+    /// How the runs were taken (windows, drift, ...), over every search.
+    facts: SearchFacts,
+}
+
+impl Tally {
+    fn add(&mut self, d: &Driven) {
+        self.builds += d.builds;
+        self.runs += d.runs;
+        self.reused += d.reused;
+        self.build_rounds += d.build_rounds;
+        self.most_parallel = self.most_parallel.max(d.most_parallel);
+        self.building += d.building;
+        self.measuring += d.measuring;
+    }
+}
+
+/// One search's answer, with positions into the commits it was given.
+struct Searched {
+    outcome: Outcome,
+    probed: Vec<usize>,
+    notes: Vec<String>,
+    skips: Vec<Skip>,
+    deterministic: bool,
+    min_detectable: Option<f64>,
+}
+
+/// Deepest chain of merges `find` descends through (a merge of a merge of ...).
+const MAX_DESCENT: usize = 8;
+
+/// Share of a merge's step that the culprits found on its branch may leave unaccounted for
+/// (medians of noisy runs do not add up exactly) before the rest is said to show at the merge.
+const UNEXPLAINED: f64 = 0.2;
+
+/// A finished `find`: the searched chain and the merged branches it descended into, what it
+/// concluded, and what it spent. `report` renders the same.
+pub struct FindRun {
+    pub test: Test,
+    /// What the user typed.
+    pub spec: String,
+    /// Commits of the searched range (the chain is `commits[..=searched]`).
+    pub searched: usize,
+    /// Position 0 the old end, 1..=searched the range, then merged branches searched.
+    pub commits: Vec<CommitInfo>,
+    /// Position ranges of `commits` that are one first-parent chain each: the range, then each
+    /// merged branch (so "the commits around a culprit" stay on its own chain).
+    pub blocks: Vec<std::ops::Range<usize>>,
+    pub outcome: Outcome,
+    pub probed: Vec<usize>,
+    pub notes: Vec<String>,
+    pub skips: Vec<Skip>,
+    pub merges: Vec<(usize, usize)>,
+    tally: Tally,
+    pub deterministic: bool,
+    pub seconds: f64,
+    /// The imported rounds that narrowed the search, when they did.
+    pub imported: Option<ImportedGap>,
+}
+
+impl FindRun {
+    /// The report of this run; `invocation` are the global options to repeat in reproduce
+    /// commands.
+    pub fn report<'a>(&'a self, invocation: &'a str) -> FindReport<'a> {
+        FindReport {
+            test: &self.test,
+            range: &self.spec,
+            searched: self.searched,
+            invocation,
+            commits: &self.commits,
+            outcome: &self.outcome,
+            probed: &self.probed,
+            notes: &self.notes,
+            builds: self.tally.builds,
+            runs: self.tally.runs,
+            reused: self.tally.reused,
+            time: view::TimeSpent {
+                building: self.tally.building.as_secs_f64(),
+                measuring: self.tally.measuring.as_secs_f64(),
+                build_rounds: self.tally.build_rounds,
+                most_parallel: self.tally.most_parallel,
+            },
+            skipped: &self.skips,
+            merges: &self.merges,
+            deterministic: self.deterministic,
+            seconds: self.seconds,
+            sparkline: None,
+            plot: None,
+            imported: self.imported.as_ref(),
+            facts: &self.tally.facts,
+            why: None,
+        }
+    }
+
+    /// A plot's title that says the finding: "value: +8.08 % regression at edf5fc6 in a..b".
+    pub fn chart_title(&self) -> String {
+        let what = match &self.outcome {
+            Outcome::Culprits(cs) => {
+                let c = &cs[0];
+                format!(
+                    "{:+.2} % {} at {}{}",
+                    c.rel_change * 100.0,
+                    view::judge(self.test.direction, c.rel_change),
+                    self.commits[c.pos].id.to_hex_with_len(7),
+                    if cs.len() > 1 {
+                        format!(" (and {} more)", cs.len() - 1)
+                    } else {
+                        String::new()
+                    }
+                )
+            }
+            Outcome::NoChange { .. } => "no change".to_string(),
+            Outcome::Inconclusive { .. } => "inconclusive".to_string(),
+        };
+        format!(
+            "{}: {what} in {}",
+            self.test.name,
+            charts::abbreviate_hashes(&self.spec)
+        )
+    }
+
+    /// The commits whose builds are the evidence for the verdict: each culprit and the last
+    /// commit measured at the old level before it; without a culprit, the two ends.
+    pub fn evidence(&self) -> Vec<gix::ObjectId> {
+        let positions: Vec<usize> = match &self.outcome {
+            Outcome::Culprits(cs) => cs.iter().flat_map(|c| [c.parent, c.pos]).collect(),
+            _ => self
+                .blocks
+                .first()
+                .map(|b| vec![b.start, b.end.saturating_sub(1)])
+                .unwrap_or_default(),
+        };
+        let mut out = Vec::new();
+        for p in positions {
+            if let Some(c) = self.commits.get(p) {
+                if !out.contains(&c.id) {
+                    out.push(c.id);
+                }
+            }
+        }
+        out
+    }
+
+    /// The old end and the range's commits: the first-parent chain that was searched.
+    pub fn chain(&self) -> &[CommitInfo] {
+        &self.commits[..=self.searched]
+    }
+
+    /// The culprits as plot markers on the chain; one found inside a merged branch is drawn at
+    /// the merge that brought it in, labelled with its own hash.
+    pub fn markers(&self) -> Vec<Marker> {
+        let culprits: Vec<(&Culprit, bool)> = match &self.outcome {
+            Outcome::Culprits(cs) => cs.iter().map(|c| (c, c.verified)).collect(),
+            Outcome::Inconclusive {
+                best_guess: Some(c),
+                ..
+            } => vec![(c, false)],
+            _ => Vec::new(),
+        };
+        let best_guess = matches!(self.outcome, Outcome::Inconclusive { .. });
+        culprits
+            .into_iter()
+            .map(|(c, confirmed)| {
+                let mut at = c.pos;
+                while let Some(&(_, m)) = self.merges.iter().find(|(p, _)| *p == at) {
+                    at = m;
+                }
+                let hash = self.commits[c.pos].id.to_hex_with_len(7).to_string();
+                let mut label = if at == c.pos {
+                    hash
+                } else {
+                    format!("{hash} (merged here)")
+                };
+                // Not a finding: the label says so, and the line is dashed.
+                if best_guess {
+                    label = format!("best guess {label}?");
+                } else if !confirmed {
+                    label = format!("{label} (not confirmed)");
+                }
+                Marker {
+                    index: at,
+                    label,
+                    kind: if confirmed {
+                        MarkerKind::Culprit
+                    } else {
+                        MarkerKind::Guess
+                    },
+                }
+            })
+            .filter(|m| m.index <= self.searched)
+            .collect()
+    }
+}
+
+/// The functions whose cost changed from the first culprit's parent to it (see
+/// [`crate::profile`]): with `--why`, or by default for tests of a time or a count where
+/// Valgrind is installed; `None` when not profiled.
+pub fn why(
+    ws: &Workspace,
+    run: &FindRun,
+    asked: bool,
+    refused: bool,
+) -> anyhow::Result<Option<Result<crate::profile::Why, String>>> {
+    let Outcome::Culprits(cs) = &run.outcome else {
+        return Ok(None);
+    };
+    let Some(c) = cs.first() else {
+        return Ok(None);
+    };
+    let valgrind =
+        crate::measure::counter::select(crate::measure::counter::Choice::Cachegrind).is_ok();
+    if refused || !(asked || (valgrind && crate::profile::worth_profiling(&run.test))) {
+        return Ok(None);
+    }
+    let (parent, culprit) = (&run.commits[c.parent], &run.commits[c.pos]);
+    Ok(Some(crate::profile::why(
+        ws, &run.test, parent.id, culprit.id,
+    )?))
+}
+
+/// Run `find`'s search of `test` over `range_spec` (descending into merges unless
+/// `no_descend`), building up to `jobs` commits at once.
+pub fn search(
+    ws: &Workspace,
+    test: Test,
+    range_spec: &str,
+    jobs: usize,
+    no_descend: bool,
+) -> anyhow::Result<FindRun> {
+    ws.counter_note(&test)?;
+    if let Some(w) = crate::calibration::threshold_warning(&ws.cache, &test) {
+        ws.warn(&w);
+    }
+    let range = ws.repo.range(range_spec)?;
+    let Some(base) = range.base.clone() else {
+        crate::usage!(
+            "range `{}` has no old end to compare with (a root commit); use `OLD..NEW`",
+            range_spec
+        );
+    };
+    let mut commits: Vec<CommitInfo> = vec![base];
+    commits.extend(range.commits.iter().cloned());
+    let mut blocks: Vec<std::ops::Range<usize>> = Vec::new();
+    blocks.push(0..commits.len());
+    let started = Instant::now();
+
+    let stored = ws.samples(&test)?;
+    if let Some(n) = ws.fingerprint_note(&test, &stored) {
+        ws.note(&n);
+    }
+    let params = search_params(&test, &stored, &|w| ws.warn(w));
+    let mut appender = ws.appender(&test)?;
+    let mut tally = Tally::default();
+    if jobs == 0 {
+        crate::usage!("--jobs must be at least 1");
+    }
+    let mut searched = range.commits.len();
+    // Imported rounds first: when they show a step, only the gap between the two rounds
+    // around it is searched (and built).
+    let mut gap = imported_gap(&test, &stored, &commits, params);
+    let mut gap_notes = Vec::new();
+    let mut first = None;
+    if let Some((lo, hi, g)) = &mut gap {
+        let sub: Vec<CommitInfo> = commits[*lo..=*hi].to_vec();
+        ws.note(&format!(
+            "perfbisect: imported rounds show the step between {} and {} ({} commit{} between); searching only there{}",
+            sub[0].short(),
+            sub[sub.len() - 1].short(),
+            g.inside,
+            if g.inside == 1 { "" } else { "s" },
+            if g.trusted_ends {
+                ""
+            } else {
+                ", after measuring both ends here"
+            }
+        ));
+        let r = drive(
+            ws,
+            &test,
+            &mut appender,
+            &stored,
+            params,
+            &sub,
+            jobs,
+            &mut tally,
+        )?;
+        let describe = |e: &GapEnd, c: &CommitInfo| {
+            format!(
+                "{} {} (median {} of {} imported sample{}{}{})",
+                c.short(),
+                c.subject,
+                crate::report::fmt_num(e.median),
+                e.n,
+                if e.n == 1 { "" } else { "s" },
+                if e.rounds.is_empty() {
+                    String::new()
+                } else {
+                    format!(", round {}", e.rounds.join(", "))
+                },
+                if e.machines.is_empty() {
+                    String::new()
+                } else {
+                    format!(", from {}", e.machines.join(", "))
+                }
+            )
+        };
+        let ends = format!(
+            "{} and {}",
+            describe(&g.old, &sub[0]),
+            describe(&g.new, &sub[sub.len() - 1])
+        );
+        if matches!(r.outcome, Outcome::NoChange { .. }) {
+            // The step of the imported numbers does not show here: search the whole range
+            // on this machine's numbers instead.
+            g.fell_back = true;
+            gap_notes.push(format!(
+                "imported rounds put a step between {ends}, but measured here the two do not differ; searched the whole range instead"
+            ));
+        } else {
+            gap_notes.push(format!(
+                "imported numbers: {ends}; {}; only the {} commit{} between them {} searched",
+                if g.trusted_ends {
+                    "used as they are (deterministic test)"
+                } else {
+                    "both measured again here before their levels were trusted (the import may come from another machine)"
+                },
+                g.inside,
+                if g.inside == 1 { "" } else { "s" },
+                if g.inside == 1 { "was" } else { "were" }
+            ));
+            searched = sub.len() - 1;
+            blocks.clear();
+            blocks.push(0..sub.len());
+            commits = sub;
+            first = Some(r);
+        }
+    }
+    let first = match first {
+        Some(r) => r,
+        None => drive(
+            ws,
+            &test,
+            &mut appender,
+            &stored,
+            params,
+            &commits,
+            jobs,
+            &mut tally,
+        )?,
+    };
+    if tally.reused > 0 {
+        ws.note(&format!(
+            "used {} stored samples of `{}` in this range",
+            tally.reused, test.name
+        ));
+    }
+    tally.facts.min_detectable = first.min_detectable;
+    if matches!(test.metric, crate::config::Metric::Instructions) {
+        tally.facts.counter = crate::measure::counter::select(test.counter)
+            .ok()
+            .map(|s| format!("{}: {}", s.counter.describe(), s.why));
+    }
+    let mut outcome = first.outcome;
+    let mut probed = first.probed;
+    let mut notes = gap_notes;
+    notes.extend(first.notes);
+    let mut skips = first.skips;
+    let deterministic = first.deterministic;
+    // (culprit inside a merged branch, the merge that brought it in)
+    let mut merges: Vec<(usize, usize)> = Vec::new();
+    if !no_descend {
+        if let Outcome::Culprits(cs) = &mut outcome {
+            let mut todo: Vec<(Culprit, usize)> = cs.drain(..).map(|c| (c, 0)).collect();
+            // With the depth each was found at.
+            let mut done: Vec<(Culprit, usize)> = Vec::new();
+            while let Some((c, depth)) = todo.pop() {
+                let merge = commits[c.pos].id;
+                let side = if depth < MAX_DESCENT && c.candidates.len() == 1 {
+                    ws.repo.merged_side(merge)?
+                } else {
+                    None
+                };
+                let Some((fork, ids)) = side else {
+                    done.push((c, depth));
+                    continue;
+                };
+                let mut inner: Vec<CommitInfo> = vec![ws.repo.info(fork)?];
+                for id in ids {
+                    inner.push(ws.repo.info(id)?);
+                }
+                let m = &commits[c.pos];
+                ws.note(&format!(
+                    "{} {} is a merge: searching the {} the branch it merged",
+                    m.short(),
+                    m.subject,
+                    plural(inner.len() - 1, "commit of", "commits of"),
+                ));
+                let r = drive(
+                    ws,
+                    &test,
+                    &mut appender,
+                    &stored,
+                    params,
+                    &inner,
+                    jobs,
+                    &mut tally,
+                )?;
+                let off = commits.len();
+                let side_span = format!("{}..{}", inner[0].short(), inner[inner.len() - 1].short());
+                blocks.push(off..off + inner.len());
+                commits.extend(inner);
+                // The fork point may already be on the chain searched before: list it once.
+                for p in r.probed.iter().map(|p| p + off) {
+                    if !probed.iter().any(|&q| commits[q].id == commits[p].id) {
+                        probed.push(p);
+                    }
+                }
+                notes.extend(r.notes);
+                skips.extend(r.skips.into_iter().map(|s| Skip {
+                    pos: s.pos + off,
+                    reason: s.reason,
+                }));
+                let m = commits[c.pos].clone();
+                match r.outcome {
+                    Outcome::Culprits(inner_cs) => {
+                        // The branch's steps should add up to the merge's; what they leave
+                        // out happened at the merge (an evil merge, branches that combine
+                        // differently than each alone), and what they add beyond it was
+                        // already on the first parent (a branch that merged it in).
+                        let step = c.after - c.before;
+                        let found: f64 = inner_cs.iter().map(|ic| ic.after - ic.before).sum();
+                        let rest = step - found;
+                        if rest.abs() > UNEXPLAINED * step.abs()
+                            && params.threshold.reached(c.before + found, c.after)
+                        {
+                            let unit = test.unit();
+                            notes.push(format!(
+                                "{} {} moves `{}` by {} {unit}, but the culprits found in the \
+                                 branch it merged ({side_span}) add up to {} {unit}: {} {unit} \
+                                 of the step shows at the merge {}",
+                                m.short(),
+                                m.subject,
+                                test.name,
+                                signed(step),
+                                signed(found),
+                                signed(rest),
+                                if rest * step > 0.0 {
+                                    "itself (its own changes, or how the branches combine)"
+                                } else {
+                                    "as less than its branch moved (the branch brought in \
+                                     changes its first parent already had)"
+                                }
+                            ));
+                        }
+                        for mut ic in inner_cs {
+                            shift(&mut ic, off);
+                            merges.push((ic.pos, c.pos));
+                            todo.push((ic, depth + 1));
+                        }
+                    }
+                    Outcome::NoChange { .. } => {
+                        notes.push(format!(
+                            "{} {} is the culprit itself: the branch it merged ({side_span}) does \
+                             not move `{}`",
+                            m.short(),
+                            m.subject,
+                            test.name
+                        ));
+                        done.push((c, depth));
+                    }
+                    Outcome::Inconclusive { reason, .. } => {
+                        notes.push(format!(
+                            "inside the branch merged by {} ({side_span}) no commit could be \
+                             named: {reason}",
+                            m.short()
+                        ));
+                        done.push((c, depth));
+                    }
+                }
+            }
+            // A commit reached twice (on the chain and again through a branch that merged
+            // it in, or through two merges) is one culprit: the one found highest up stays.
+            done.sort_by_key(|(_, depth)| *depth);
+            let mut seen: Vec<gix::ObjectId> = Vec::new();
+            let mut dropped = Vec::new();
+            done.retain(|(c, _)| {
+                let id = commits[c.pos].id;
+                if seen.contains(&id) {
+                    dropped.push(c.pos);
+                    false
+                } else {
+                    seen.push(id);
+                    true
+                }
+            });
+            for pos in dropped {
+                if let Some(&(_, via)) = merges.iter().find(|(p, _)| *p == pos) {
+                    notes.push(format!(
+                        "{} {} was found again inside the branch merged by {} {}: listed once",
+                        commits[pos].short(),
+                        commits[pos].subject,
+                        commits[via].short(),
+                        commits[via].subject
+                    ));
+                }
+                merges.retain(|(p, _)| *p != pos);
+            }
+            let mut done: Vec<Culprit> = done.into_iter().map(|(c, _)| c).collect();
+            done.sort_by(|a, b| {
+                b.rel_change
+                    .abs()
+                    .total_cmp(&a.rel_change.abs())
+                    .then(a.pos.cmp(&b.pos))
+            });
+            *cs = done;
+        }
+    }
+    skips.sort_by_key(|s| s.pos);
+    // One line for all of them: on a project whose commits often leave the binary as it was,
+    // a line per commit would bury the verdict.
+    if !tally.shared_notes.is_empty() {
+        notes.push(format!(
+            "byte-identical builds stood in for runs ({}); {} run{} saved",
+            tally.shared_notes.join(", "),
+            tally.runs_saved,
+            if tally.runs_saved == 1 { "" } else { "s" }
+        ));
+    }
+    Ok(FindRun {
+        test,
+        spec: range.spec.clone(),
+        searched,
+        commits,
+        blocks,
+        outcome,
+        probed,
+        notes,
+        skips,
+        merges,
+        tally,
+        deterministic,
+        seconds: started.elapsed().as_secs_f64(),
+        imported: gap.map(|(_, _, g)| g),
+    })
+}
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {many}")
+    }
+}
+
+/// Move a culprit's positions from a search's own list into the report's.
+/// A change with its sign: `+4184`, `-12.5`.
+fn signed(v: f64) -> String {
+    let n = crate::report::fmt_num(v);
+    if v > 0.0 {
+        format!("+{n}")
+    } else {
+        n
+    }
+}
+
+fn shift(c: &mut Culprit, off: usize) {
+    c.pos += off;
+    c.parent += off;
+    for p in &mut c.candidates {
+        *p += off;
+    }
+}
+
+/// Run one search over `commits` (position 0 the old end) through the driver loop, on the
+/// real lab: builds up to `jobs` at once, every sample stored before the next run starts.
+#[allow(clippy::too_many_arguments)]
+fn drive(
+    ws: &Workspace,
+    test: &Test,
+    appender: &mut Appender,
+    stored: &Samples,
+    params: Params,
+    commits: &[CommitInfo],
+    jobs: usize,
+    tally: &mut Tally,
+) -> anyhow::Result<Searched> {
+    let mut search = Search::new(commits.len(), params);
+    search.set_labels(
+        commits
+            .iter()
+            .map(|c| format!("{} ({})", c.short(), c.subject))
+            .collect(),
+    );
+    let mut lab = WorkspaceLab::new(ws, test, commits, appender, stored, "find");
+    // Another machine's numbers set no level for a noisy test: it measures here.
+    lab.trust_imported(params.deterministic);
+    let driven = bisect::drive(&mut search, &mut lab, commits.len(), jobs);
+    lab.finish();
+    let (outcome, d) = driven?;
+    tally.add(&d);
+    let (windows, window_runs, beside) = search.interleaving();
+    tally.facts.windows += windows;
+    tally.facts.window_runs += window_runs;
+    tally.facts.beside_runs += beside;
+    if let Some(dr) = search.drift() {
+        if tally.facts.drift.as_ref().is_none_or(|f| dr.rel > f.rel) {
+            tally.facts.drift = Some(DriftFact {
+                rel: dr.rel,
+                commit: commits[dr.pos].id.to_string(),
+                windows: dr.windows,
+                p_value: dr.p_value,
+                significant: dr.p_value < 0.01,
+            });
+        }
+    }
+    tally.runs_saved += lab.runs_saved;
+    // Each real run once: values of identical builds the search was handed are not runs.
+    tally.runs = tally.runs.saturating_sub(lab.stood_in);
+    for (pos, twin) in &lab.shared {
+        tally.shared_notes.push(format!(
+            "{} same build as {}",
+            commits[*pos].short(),
+            crate::git::short(twin)
+        ));
+    }
+    // Besides the commits the search tried and could not build, the unbuildable commits that
+    // make a culprit ambiguous (known from earlier runs, so never tried now).
+    let in_doubt: Vec<usize> = match &outcome {
+        Outcome::Culprits(cs) => cs.iter().flat_map(|c| c.candidates.clone()).collect(),
+        Outcome::Inconclusive {
+            best_guess: Some(c),
+            ..
+        } => c.candidates.clone(),
+        _ => Vec::new(),
+    };
+    let mut skips: Vec<Skip> = Vec::new();
+    let probed_or_doubt = search.probed().iter().copied().chain(in_doubt);
+    for pos in probed_or_doubt {
+        if skips.iter().any(|s| s.pos == pos) {
+            continue;
+        }
+        if let State::Failed(tail) = ws.build_state(&commits[pos].id) {
+            skips.push(Skip {
+                pos,
+                reason: format!("does not build\n{}", tail.trim_end()),
+            });
+        }
+    }
+    for pos in search.failing() {
+        if skips.iter().any(|s| s.pos == pos) {
+            continue;
+        }
+        let tail = lab.last_error.get(&pos).map(|e| e.trim_end()).unwrap_or("");
+        skips.push(Skip {
+            pos,
+            reason: format!(
+                "its test failed {} runs in a row\n{tail}",
+                test.repeats.max(2)
+            ),
+        });
+    }
+    skips.sort_by_key(|s| s.pos);
+    Ok(Searched {
+        outcome,
+        probed: search.probed().to_vec(),
+        notes: search.notes().to_vec(),
+        skips,
+        deterministic: search.is_deterministic(),
+        min_detectable: search.min_detectable(),
+    })
+}
+
+/// Imported points on either side of a boundary compared by a noisy test: enough for a rank
+/// test to reach α = 0.01 with one sample per round (5 vs 5).
+const STEP_WINDOW: usize = 5;
+
+/// The index of the first imported point of a new level: among the boundaries where the
+/// points before and after (up to [`STEP_WINDOW`] on each side for a noisy test, the two
+/// neighbours for a deterministic one) differ by the test's rule (significant and at least the
+/// threshold), the one with the largest change. Cron series are short and sparse, too short
+/// for change-point detection's minimum segments, and only one gap is needed.
+fn imported_step(series: &[Vec<f64>], test: &Test, deterministic: bool) -> Option<usize> {
+    let w = if deterministic { 1 } else { STEP_WINDOW };
+    let mut best: Option<(usize, f64)> = None;
+    for k in 1..series.len() {
+        let left: Vec<f64> = series[k.saturating_sub(w)..k].concat();
+        let right: Vec<f64> = series[k..(k + w).min(series.len())].concat();
+        // The nearest neighbours must differ too, or a window would place the step early.
+        let near = crate::stats::differ(&series[k - 1], &series[k], 1.0, test.threshold);
+        let Some(d) = crate::stats::differ(&left, &right, test.alpha, test.threshold) else {
+            continue;
+        };
+        if d.differs
+            && near.is_some_and(|n| n.rel_change.signum() == d.rel_change.signum())
+            && test.threshold.reached(
+                crate::stats::median(&series[k - 1]).unwrap_or(0.0),
+                crate::stats::median(&series[k]).unwrap_or(0.0),
+            )
+            && best.is_none_or(|(_, r)| d.rel_change.abs() > r)
+        {
+            best = Some((k, d.rel_change.abs()));
+        }
+    }
+    best.map(|(k, _)| k)
+}
+
+/// The gap between two imported rounds (positions `lo < hi` of `commits`) across which the
+/// imported numbers of `test` step, when they do: the change point of the imported series
+/// (per commit, in range order) with the largest effect. `None` when fewer than two commits
+/// of the range have imported samples or the imported numbers show no step.
+fn imported_gap(
+    test: &Test,
+    stored: &Samples,
+    commits: &[CommitInfo],
+    params: Params,
+) -> Option<(usize, usize, ImportedGap)> {
+    let mut at = Vec::new();
+    let mut series = Vec::new();
+    for (pos, c) in commits.iter().enumerate() {
+        let v: Vec<f64> = stored
+            .own(&c.id)
+            .iter()
+            .filter(|s| s.import.is_some())
+            .filter_map(|s| s.value)
+            .collect();
+        if !v.is_empty() {
+            at.push(pos);
+            series.push(v);
+        }
+    }
+    if at.len() < 2 {
+        return None;
+    }
+    let k = imported_step(&series, test, params.deterministic)?;
+    let (lo, hi) = (at[k - 1], at[k]);
+    let end = |pos: usize| {
+        let recs: Vec<&crate::store::Sample> = stored
+            .own(&commits[pos].id)
+            .iter()
+            .filter(|s| s.import.is_some() && s.value.is_some())
+            .collect();
+        let vals: Vec<f64> = recs.iter().filter_map(|s| s.value).collect();
+        let mut rounds: Vec<String> = recs
+            .iter()
+            .filter_map(|s| s.import.as_ref()?.round.as_deref().map(str::to_string))
+            .collect();
+        rounds.sort();
+        rounds.dedup();
+        let mut machines: Vec<String> = recs
+            .iter()
+            .filter_map(|s| s.import.as_ref()?.machine.as_deref().map(str::to_string))
+            .collect();
+        machines.sort();
+        machines.dedup();
+        GapEnd {
+            commit: commits[pos].id.to_string(),
+            median: crate::stats::median(&vals).unwrap_or(f64::NAN),
+            n: vals.len(),
+            rounds,
+            machines,
+        }
+    };
+    Some((
+        lo,
+        hi,
+        ImportedGap {
+            samples: series.iter().map(Vec::len).sum(),
+            commits: at.len(),
+            old: end(lo),
+            new: end(hi),
+            inside: hi - lo - 1,
+            trusted_ends: params.deterministic,
+            fell_back: false,
+        },
+    ))
+}
+
+/// The bisection knobs of a test. Only `deterministic = true` makes a metric deterministic; a
+/// declared one whose stored runs of some commit differ is treated as noisy, with a warning.
+pub fn search_params(
+    test: &crate::config::Test,
+    stored: &crate::pipeline::Samples,
+    warn: &dyn Fn(&str),
+) -> crate::bisect::Params {
+    let mut deterministic = test.deterministic;
+    if deterministic {
+        let mut spread: Vec<_> = stored
+            .by_commit
+            .iter()
+            .filter(|(_, recs)| {
+                let vals: Vec<f64> = recs.iter().filter_map(|s| s.value).collect();
+                vals.iter().any(|&v| v != vals[0])
+            })
+            .collect();
+        spread.sort_by_key(|(k, _)| **k);
+        if let Some((_, recs)) = spread.first() {
+            let vals: Vec<f64> = recs.iter().filter_map(|s| s.value).collect();
+            let lo = vals.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = vals.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            warn(&format!(
+                "test `{}` is declared deterministic, but runs of commit {} differ ({} to {}); \
+                 treating it as noisy",
+                test.name,
+                crate::git::short(&recs[0].commit_id()),
+                crate::report::fmt_num(lo),
+                crate::report::fmt_num(hi)
+            ));
+            deterministic = false;
+        }
+    }
+    crate::bisect::Params {
+        alpha: test.alpha,
+        threshold: test.threshold,
+        repeats: test.repeats,
+        max_repeats: test.max_repeats,
+        deterministic,
+        interleave: test.interleave,
+        counted: matches!(test.metric, crate::config::Metric::Instructions),
+        tolerance: 0.0,
+    }
+}

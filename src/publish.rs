@@ -1,0 +1,300 @@
+//! Where reports go: a Markdown or JSON report saved with its plot (into `--out` or a new
+//! folder under `CACHE/reports/`), posted to an issue with `gh`, and the static HTML site of
+//! the stored results. The report modules render; this writes what they render.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+
+use crate::attach::Target;
+use crate::config::Test;
+use crate::pipeline::Workspace;
+use rayon::prelude::*;
+
+use crate::history::{change_points, rows};
+use crate::report::html::{self, IndexEntry, Page, Site};
+use crate::report::issue::Measured;
+use crate::report::plot::{self, Chart};
+
+/// What the "How it was measured" section says.
+pub fn measured(ws: &Workspace, t: &Test) -> Measured {
+    Measured {
+        test_command: t.command.clone(),
+        metric: t.metric.describe(),
+        repeats: t.repeats,
+        warmup: t.warmup,
+        max_repeats: t.max_repeats,
+        threshold: match t.threshold {
+            crate::stats::Threshold::Relative(r) => {
+                format!("{} %", crate::report::fmt_num(r * 100.0))
+            }
+            crate::stats::Threshold::Absolute(a) => crate::report::units::quantity(a, &t.unit()),
+        },
+        alpha: t.alpha,
+        deterministic: t.deterministic,
+        build_command: ws.config.build.command.clone().or_else(|| {
+            ws.config.build.cargo.as_ref().map(|c| {
+                let mut parts = Vec::new();
+                if !c.bins.is_empty() {
+                    parts.push(format!("bins {}", c.bins.join(", ")));
+                }
+                if !c.benches.is_empty() {
+                    parts.push(format!("benches {}", c.benches.join(", ")));
+                }
+                if parts.is_empty() {
+                    parts.push("every bin".into());
+                }
+                format!(
+                    "cargo ({}; profile {})",
+                    parts.join("; "),
+                    c.profile
+                        .as_deref()
+                        .unwrap_or(if c.bins.is_empty() && !c.benches.is_empty() {
+                            "bench"
+                        } else {
+                            "release"
+                        })
+                )
+            })
+        }),
+        artifacts: ws.config.build.artifacts.clone(),
+        machine: crate::fingerprint::machine(),
+        perfbisect: env!("CARGO_PKG_VERSION").to_string(),
+        runs: runs_setup(t),
+    }
+}
+
+/// How `t`'s runs are taken, for "How it was measured": side by side or back to back, the
+/// quiet-run settings, the instructions counter.
+pub fn runs_setup(t: &Test) -> String {
+    let mut parts = vec![if t.deterministic {
+        "one run per commit (deterministic)".to_string()
+    } else if t.interleave {
+        "commits compared are measured side by side, in interleaved rounds".to_string()
+    } else {
+        "each commit's runs back to back (`[measure] interleave = false`)".to_string()
+    }];
+    if let Some(c) = &t.cpus {
+        parts.push(format!("pinned to CPUs {}", crate::config::cpu_list(c)));
+    }
+    if !t.aslr {
+        parts.push("address-space randomisation off".into());
+    }
+    if matches!(t.metric, crate::config::Metric::Instructions) {
+        match crate::measure::counter::select(t.counter) {
+            Ok(s) => parts.push(format!(
+                "user-space instructions of the whole process tree, counted by {}: {}",
+                s.counter.describe(),
+                s.why
+            )),
+            Err(e) => parts.push(format!("instructions, but no counter here: {e}")),
+        }
+    }
+    parts.join("; ")
+}
+
+/// Write a report as `name` into `out` (default: a new folder `CACHE/reports/TIME-TEST/`),
+/// with the plot (when `plot` names one) beside it under that file name and referenced by
+/// it; `render` makes the report from the plot's relative path. Returns the report's path.
+pub fn save_markdown(
+    ws: &Workspace,
+    out: Option<&Path>,
+    test: &str,
+    name: &str,
+    plot: Option<&Path>,
+    chart: &Chart,
+    render: &dyn Fn(Option<String>) -> anyhow::Result<String>,
+) -> anyhow::Result<PathBuf> {
+    let dir = match out {
+        Some(d) => d.to_path_buf(),
+        None => {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0);
+            let (y, mo, d, h, mi, s) = crate::report::text::civil(now as i64);
+            ws.cache
+                .root
+                .join("reports")
+                .join(format!("{y:04}{mo:02}{d:02}-{h:02}{mi:02}{s:02}-{test}"))
+        }
+    };
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let plot_ref = match plot {
+        Some(p) => {
+            let file = p
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+                .unwrap_or_else(|| format!("{test}.png"));
+            plot::write(chart, &dir.join(&file))?;
+            Some(file)
+        }
+        None => None,
+    };
+    let path = dir.join(name);
+    plot::write_file(&path, render(plot_ref)?.as_bytes())?;
+    Ok(path)
+}
+
+/// Post the Markdown file `saved` to `target` and print the comment's URL; on failure the
+/// error names gh's message and where the Markdown is.
+pub fn post(ws: &Workspace, target: &Target, saved: &Path) -> anyhow::Result<()> {
+    match crate::attach::post(target, saved) {
+        Ok(url) => {
+            println!("{url}");
+            ws.note(&format!(
+                "posted to {target}; the report is also saved as {}",
+                crate::paths::display_path(saved)
+            ));
+            Ok(())
+        }
+        Err(e) => Err(e.context(format!(
+            "cannot post the report to {target}; it is saved as {}",
+            crate::paths::display_path(saved)
+        ))),
+    }
+}
+
+/// Marker file of a folder `report --format html` wrote.
+const SITE_MARKER: &str = ".perfbisect-site";
+
+/// Write the HTML site of the stored results into `out`: a page for test `which` (or for each
+/// test measured here when `which` is `all`) over `range` (or every commit with results), and
+/// the index of every test.
+pub fn site(ws: &Workspace, out: &Path, which: &str, range: Option<&str>) -> anyhow::Result<()> {
+    check_site_dir(out)?;
+    let selected: Vec<&Test> = if which == "all" {
+        ws.config.tests.values().collect()
+    } else {
+        vec![ws.config.test(which)?]
+    };
+    // Every test's rows (the index shows all tests); pages for the selected ones.
+    let range_commits = match &range {
+        Some(r) => Some(ws.repo.range(r)?.commits),
+        None => None,
+    };
+    let mut loaded = Vec::new();
+    for t in ws.config.tests.values() {
+        let samples = ws.samples(t)?;
+        let commits = match &range_commits {
+            Some(c) => c.clone(),
+            None => ws.commits(None, &samples)?,
+        };
+        let scope = match &range {
+            Some(r) => format!("{} commits of {r}, oldest first", commits.len()),
+            None => format!("all {} commits with results, oldest first", commits.len()),
+        };
+        loaded.push((t, scope, rows(ws, &samples, commits)));
+    }
+    let site = Site {
+        name: ws
+            .repo
+            .dir()
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "perfbisect".into()),
+        build: &ws.config.build,
+        perfbisect: env!("CARGO_PKG_VERSION").to_string(),
+    };
+    std::fs::create_dir_all(out.join("img"))
+        .with_context(|| format!("cannot create {}", out.join("img").display()))?;
+    std::fs::write(
+        out.join(SITE_MARKER),
+        "written by `perfbisect report --format html`; it rewrites only its own files here\n",
+    )
+    .with_context(|| format!("cannot write into {}", out.display()))?;
+    let (root, recipe) = (ws.cache.root.clone(), ws.config.build.recipe_hash());
+    // Tests are independent: detect and render them on every core.
+    let done: Vec<anyhow::Result<(usize, usize)>> = loaded
+        .par_iter()
+        .map(|(t, scope, rows)| {
+            let cps = change_points(t, rows);
+            let n_cps = cps.len();
+            // `all` leaves out tests never measured here (the index lists them unlinked); a
+            // test asked for by name gets its page, empty or not.
+            let measured = rows.iter().any(|r| !r.values.is_empty());
+            if !selected.iter().any(|s| s.name == t.name) || (which == "all" && !measured) {
+                return Ok((n_cps, 0));
+            }
+            // Change points whose culprit was profiled (by `find`, `report`): why they moved.
+            let why = cps
+                .iter()
+                .filter_map(|cp| {
+                    let before: Vec<gix::ObjectId> = rows[..cp.index]
+                        .iter()
+                        .rev()
+                        .take(64)
+                        .map(|r| r.commit.id)
+                        .collect();
+                    crate::profile::cached(&root, recipe, t, &before, rows[cp.index].commit.id)
+                        .map(|w| (cp.index, w))
+                })
+                .collect();
+            let page = Page {
+                test: t,
+                scope: scope.clone(),
+                rows,
+                change_points: cps,
+                why,
+            };
+            let files = html::page(&page, &site)?;
+            for (rel, bytes) in &files {
+                plot::write_file(&out.join(rel), bytes)?;
+            }
+            Ok((n_cps, files.len()))
+        })
+        .collect();
+    let mut written = 0;
+    let mut cps_per_test = Vec::new();
+    for d in done {
+        let (n_cps, files) = d?;
+        written += files;
+        cps_per_test.push(n_cps);
+    }
+    let entries: Vec<IndexEntry> = loaded
+        .iter()
+        .zip(cps_per_test)
+        .map(|((t, _, rows), n_cps)| {
+            IndexEntry::new(
+                t,
+                rows,
+                n_cps,
+                out.join(format!("{}.html", t.name)).exists(),
+            )
+        })
+        .collect();
+    plot::write_file(
+        &out.join("index.html"),
+        html::index(&entries, &site).as_bytes(),
+    )?;
+    ws.note(&format!(
+        "wrote {} file{} into {}; open {}",
+        written + 1,
+        if written == 0 { "" } else { "s" },
+        crate::paths::display_path(out),
+        crate::paths::display_path(&out.join("index.html"))
+    ));
+    Ok(())
+}
+
+/// The site's folder must be new, empty, or one this command wrote before (it holds the
+/// marker): a user's folder is never written into.
+fn check_site_dir(out: &Path) -> anyhow::Result<()> {
+    match std::fs::read_dir(out) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {
+            crate::usage!("--out {}: is a file, not a folder", out.display())
+        }
+        Err(e) => Err(e).with_context(|| format!("cannot read {}", out.display())),
+        Ok(mut entries) => {
+            if entries.next().is_none() || out.join(SITE_MARKER).exists() {
+                Ok(())
+            } else {
+                crate::usage!(
+                    "--out {}: the folder is not empty and no perfbisect site was written there before; give a new or empty folder",
+                    out.display()
+                )
+            }
+        }
+    }
+}

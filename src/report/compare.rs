@@ -1,0 +1,238 @@
+//! What `compare` prints: the two sides' medians and ranges per metric, failed runs, and the
+//! verdict with its evidence.
+
+use crate::comparison::Comparison;
+use crate::report::find::judge_with_article;
+use crate::stats;
+
+use super::text::{count, fmt_num};
+use super::units::quantity;
+
+/// `2 %` or `12 units`.
+fn threshold_text(test: &crate::config::Test) -> String {
+    match test.threshold {
+        stats::Threshold::Relative(r) => format!("{} %", fmt_num(r * 100.0)),
+        stats::Threshold::Absolute(a) => {
+            let u = test.unit();
+            format!(
+                "{}{}",
+                fmt_num(a),
+                if u.is_empty() {
+                    String::new()
+                } else {
+                    format!(" {u}")
+                }
+            )
+        }
+    }
+}
+
+/// The text `compare` prints.
+pub fn text(c: &Comparison, test: &crate::config::Test) -> String {
+    use std::fmt::Write as _;
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "{}: A = {} {}, B = {} {}; {} interleaved run{} each",
+        c.test,
+        &c.a.commit[..10],
+        c.a.subject,
+        &c.b.commit[..10],
+        c.b.subject,
+        c.runs,
+        if c.runs == 1 { "" } else { "s" }
+    );
+    // Each cell in the unit's prefixes, as `find` writes numbers ("166.0 M it/s"); the range
+    // repeats the unit only once when both ends share it.
+    let cell = |s: Option<stats::Summary>, u: &str| match s {
+        Some(s) => {
+            let (lo, hi) = (quantity(s.min, u), quantity(s.max, u));
+            let lo = match (lo.split_once(' '), hi.split_once(' ')) {
+                (Some((n, a)), Some((_, b))) if a == b => n.to_string(),
+                _ => lo,
+            };
+            format!("{} [{lo} .. {hi}]", quantity(s.median, u))
+        }
+        None => "-".into(),
+    };
+    let rows: [(&str, Option<stats::Summary>, Option<stats::Summary>, &str); 5] = [
+        (&c.test, c.a.metric, c.b.metric, &c.unit),
+        ("wall", c.a.wall, c.b.wall, "s"),
+        ("user", c.a.user, c.b.user, "s"),
+        ("sys", c.a.sys, c.b.sys, "s"),
+        ("max-rss", c.a.max_rss, c.b.max_rss, "bytes"),
+    ];
+    let cells: Vec<(String, String)> = rows
+        .iter()
+        .map(|(_, a, b, u)| (cell(*a, u), cell(*b, u)))
+        .collect();
+    let width = cells
+        .iter()
+        .flat_map(|(a, b)| [a.chars().count(), b.chars().count()])
+        .chain([21])
+        .max()
+        .unwrap_or(21);
+    let _ = writeln!(
+        o,
+        "{:<8} {:>width$} {:>width$} {:>9}",
+        "", "A median [min .. max]", "B median [min .. max]", "B/A"
+    );
+    for ((name, a, b, _), (ca, cb)) in rows.into_iter().zip(cells) {
+        let ratio = match (a, b) {
+            (Some(a), Some(b)) if a.median != 0.0 => {
+                format!("{:.1} %", b.median / a.median * 100.0)
+            }
+            _ => "-".into(),
+        };
+        let _ = writeln!(o, "{:<8} {:>width$} {:>width$} {:>9}", name, ca, cb, ratio);
+    }
+    if c.a.failed + c.b.failed > 0 {
+        let _ = writeln!(o, "failed runs: A {}, B {}", c.a.failed, c.b.failed);
+        for (name, s) in [("A", &c.a), ("B", &c.b)] {
+            let Some(why) = &s.first_failure else {
+                continue;
+            };
+            let mut notes = Vec::new();
+            if let Some(k) = s.stopped_after {
+                notes.push(format!(
+                    "stopped after {k} failed run{} in a row",
+                    if k == 1 { "" } else { "s" }
+                ));
+            }
+            if s.times_of_failed_runs {
+                notes.push("wall, user, sys and max-rss are of its failed runs".to_string());
+            }
+            let notes = if notes.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", notes.join("; "))
+            };
+            let _ = writeln!(o, "  {name}: {why}{notes}");
+        }
+    }
+    match (c.ratio, c.p_value) {
+        (Some(r), Some(p)) => {
+            let ci = c
+                .ratio_ci
+                .map(|(lo, hi)| format!(" (95 % CI {:.1} .. {:.1} %)", lo * 100.0, hi * 100.0))
+                .unwrap_or_default();
+            let verdict = if c.differs {
+                format!(
+                    "B differs from A: {} ({} is better)",
+                    judge_with_article(test.direction, c.rel_change.unwrap_or(r - 1.0)),
+                    c.direction
+                )
+            } else if c.could_see_threshold == Some(false) || c.min_detectable.is_none() {
+                let seen = match c.min_detectable {
+                    Some(m) => format!(
+                        "{} each could only have seen a change of {} % or more, and the threshold is {}",
+                        count(c.runs, "run"),
+                        fmt_num(m * 100.0),
+                        threshold_text(test)
+                    ),
+                    None => format!(
+                        "{} each {} too few for a rank test to reach alpha {}",
+                        count(c.runs, "run"),
+                        if c.runs == 1 { "is" } else { "are" },
+                        test.alpha
+                    ),
+                };
+                format!(
+                    "not told apart: {seen}{}",
+                    if c.adaptive {
+                        " (max_repeats reached; the noise is too large here)"
+                    } else {
+                        " (give more --runs, or none to let them grow)"
+                    }
+                )
+            } else {
+                "no difference that passes the test's threshold and alpha".into()
+            };
+            let evidence = if c.deterministic {
+                "deterministic (no spread on either side)".to_string()
+            } else {
+                format!("p = {p:.2e}")
+            };
+            let _ = writeln!(
+                o,
+                "B is at {:.1} % of A{ci}, {evidence}: {verdict}",
+                r * 100.0
+            );
+        }
+        _ => {
+            let none: Vec<&str> = [("A", &c.a), ("B", &c.b)]
+                .iter()
+                .filter(|(_, s)| s.n == 0)
+                .map(|(n, _)| *n)
+                .collect();
+            let _ = writeln!(
+                o,
+                "no comparison: {}",
+                match none.as_slice() {
+                    [one] => format!("{one} has no successful run"),
+                    [] => "too few successful runs to compare".to_string(),
+                    _ => "neither side has a successful run".to_string(),
+                }
+            );
+        }
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::comparison::Side;
+
+    fn side(commit: &str, vals: &[f64]) -> Side {
+        Side {
+            commit: commit.repeat(40),
+            subject: "s".into(),
+            n: vals.len(),
+            failed: 0,
+            metric: stats::summarize(vals),
+            wall: stats::summarize(&[0.0123, 0.0125]),
+            user: stats::summarize(&[0.01]),
+            sys: stats::summarize(&[0.001]),
+            max_rss: stats::summarize(&[13_300_000.0]),
+            times_of_failed_runs: false,
+            first_failure: None,
+            stopped_after: None,
+        }
+    }
+
+    #[test]
+    fn cells_use_the_units_prefixes_as_find_does() {
+        let cfg = crate::config::parse(
+            "[build]\ncommand = \"true\"\n[tests.speed]\ncommand = \"./app\"\nunit = \"it/s\"\ndirection = \"higher\"\nrepeats = 1\n",
+            std::path::Path::new("/tmp/perfbisect.toml"),
+        )
+        .unwrap();
+        let test = cfg.test("speed").unwrap();
+        let c = Comparison {
+            test: "speed".into(),
+            unit: "it/s".into(),
+            direction: "higher",
+            runs: 1,
+            a: side("a", &[165_969_758.0]),
+            b: side("b", &[160_000_000.0, 170_200_000.0]),
+            ratio: None,
+            ratio_ci: None,
+            p_value: None,
+            rel_change: None,
+            deterministic: false,
+            differs: false,
+            min_detectable: None,
+            could_see_threshold: None,
+            adaptive: false,
+            why: None,
+        };
+        let t = text(&c, test);
+        assert!(t.contains("1 interleaved run each"), "{t}");
+        assert!(t.contains("166.0 M it/s [166.0 .. 166.0 M it/s]"), "{t}");
+        assert!(t.contains("165.1 M it/s [160.0 .. 170.2 M it/s]"), "{t}");
+        assert!(!t.contains("165969758"), "{t}");
+        assert!(t.contains("12.40 ms"), "{t}");
+        assert!(t.contains("13.30 MB"), "{t}");
+    }
+}

@@ -1,0 +1,133 @@
+//! The small pieces every report is made of: numbers with five significant digits, commit
+//! dates, and JSON with its schema version first. Below every other report module.
+
+/// The version of every JSON object perfbisect prints (its `"schema"` field, first). It
+/// changes when a field is removed or changes meaning; new fields may appear without it.
+pub const JSON_SCHEMA: u32 = 1;
+
+/// `body`'s fields after `"schema": JSON_SCHEMA`.
+#[derive(serde::Serialize)]
+struct Versioned<'a, T: serde::Serialize> {
+    schema: u32,
+    #[serde(flatten)]
+    body: &'a T,
+}
+
+/// `value` (a struct or map) as pretty JSON with `"schema"` first, and a newline.
+pub fn json_pretty<T: serde::Serialize>(value: &T) -> serde_json::Result<String> {
+    Ok(serde_json::to_string_pretty(&Versioned {
+        schema: JSON_SCHEMA,
+        body: value,
+    })? + "\n")
+}
+
+/// `value` as one line of JSON with `"schema"` first (no newline).
+pub fn json_line<T: serde::Serialize>(value: &T) -> serde_json::Result<String> {
+    serde_json::to_string(&Versioned {
+        schema: JSON_SCHEMA,
+        body: value,
+    })
+}
+
+/// A number with up to five significant digits, trailing zeros dropped; integers stay integers.
+pub fn fmt_num(v: f64) -> String {
+    if !v.is_finite() {
+        return v.to_string();
+    }
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        return format!("{}", v as i64);
+    }
+    let mag = if v == 0.0 {
+        0
+    } else {
+        v.abs().log10().floor() as i32
+    };
+    let decimals = (4 - mag).clamp(0, 12) as usize;
+    let s = format!("{v:.decimals$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+/// [`fmt_num`] with an explicit sign.
+pub fn fmt_signed(v: f64) -> String {
+    if v > 0.0 {
+        format!("+{}", fmt_num(v))
+    } else {
+        fmt_num(v)
+    }
+}
+
+/// A commit time as `YYYY-MM-DD HH:MM UTC`.
+pub fn date(secs: i64) -> String {
+    let (year, month, day, h, m, _) = civil(secs);
+    format!("{year:04}-{month:02}-{day:02} {h:02}:{m:02} UTC")
+}
+
+/// A time as ISO 8601 in UTC, to the second: `2023-11-14T22:29:00Z`.
+pub fn iso8601(secs: i64) -> String {
+    let (year, month, day, h, m, s) = civil(secs);
+    format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}Z")
+}
+
+/// Seconds since the epoch as (year, month, day, hour, minute, second) in UTC.
+pub fn civil(secs: i64) -> (i128, i64, i64, i64, i64, i64) {
+    // Any i64 that a commit object can hold, years past 9999 and before 1970 included:
+    // days to a civil date by Howard Hinnant's algorithm, in i64 so nothing overflows.
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = i128::from(yoe) + i128::from(era) * 400 + i128::from(month <= 2);
+    (year, month, day, rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+/// `1 commit`, `3 commits`.
+pub fn count(n: usize, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fmt_num;
+
+    #[test]
+    fn numbers_read_well() {
+        assert_eq!(fmt_num(3064.0), "3064");
+        assert_eq!(fmt_num(1.234567), "1.2346");
+        assert_eq!(fmt_num(0.0012345), "0.0012345");
+        assert_eq!(fmt_num(12345.678), "12346");
+        assert_eq!(fmt_num(3002.5), "3002.5");
+    }
+}
+
+#[cfg(test)]
+mod date_tests {
+    use super::{date, iso8601};
+
+    #[test]
+    fn dates_of_any_commit_format_without_panicking() {
+        assert_eq!(date(0), "1970-01-01 00:00 UTC");
+        assert_eq!(date(1_700_000_940), "2023-11-14 22:29 UTC");
+        assert_eq!(date(951_782_400), "2000-02-29 00:00 UTC");
+        assert_eq!(date(-86_400), "1969-12-31 00:00 UTC");
+        // Year 10000 and beyond, and the extremes a commit object can hold.
+        assert_eq!(date(253_402_300_800), "10000-01-01 00:00 UTC");
+        assert_eq!(iso8601(1_700_000_945), "2023-11-14T22:29:05Z");
+        for s in [i64::MAX, i64::MIN, i64::MAX - 1, i64::MIN + 1] {
+            assert!(date(s).ends_with(" UTC"));
+        }
+    }
+}

@@ -1,0 +1,723 @@
+//! What `run` does over a range: what each commit still needs of each test, the builds that
+//! makes missing, the runs (interleaved round by round across the commits, or each commit's
+//! back to back), byte-identical builds standing in for runs, the pristine check of the builds
+//! each step stands on, and the summary of what was built and stored.
+
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::build::State;
+use crate::git;
+use crate::interrupt::Interrupted;
+use crate::pipeline::{Batch, Workspace};
+
+/// What `run` was asked for, parsed.
+pub struct Options<'a> {
+    /// The tests, as `--tests` names them (`all`, or names separated by commas).
+    pub tests: &'a str,
+    pub range: &'a str,
+    pub jobs: usize,
+    /// `(I, N)`: measure only every Nth commit from the Ith.
+    pub shard: Option<(usize, usize)>,
+    pub again: bool,
+    pub gaps: bool,
+    pub retry_failed: bool,
+    /// `--build-only`: build for the machine that measures, measure nothing (the workspace
+    /// then counts a commit measured by any machine as measured).
+    pub build_only: bool,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Summary {
+    builds: usize,
+    cache_hits: usize,
+    runs: usize,
+    failed_builds: Vec<String>,
+    failed_runs: usize,
+    /// Runs not made because a commit's build is byte-identical to that of a commit whose
+    /// samples it shares.
+    runs_saved: usize,
+    /// Commits (of this invocation) whose samples come from an identical build, with it.
+    identical_builds: Vec<Shared>,
+    /// With `--build-only`: nothing was measured, by request.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    build_only: bool,
+    /// `I/N` with `--shard`, and how many commits of the range that shard holds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    shard: Option<String>,
+    commits: usize,
+    /// Why each of `failed_builds` failed (the first line of its record), for the text output.
+    #[serde(skip)]
+    failed_reasons: Vec<String>,
+    /// How the runs were taken: interleaved rounds across the commits, what that cost, and
+    /// how much the machine's speed moved between rounds. `null` when nothing was measured
+    /// or `[measure] interleave = false`.
+    interleaved: Option<Interleaved>,
+}
+
+/// `run`'s interleaved rounds.
+#[derive(Debug, Default, Serialize)]
+struct Interleaved {
+    /// The most rounds of any test (group) measured.
+    rounds: usize,
+    /// Setups and warm-up runs made beyond one per commit and test: what measuring round by
+    /// round cost against running each commit's runs back to back.
+    extra_setups: usize,
+    extra_warmups: usize,
+    /// The largest move of the machine between rounds, over the tests.
+    drift: Option<crate::stats::drift::RoundDrift>,
+}
+
+/// A commit whose build is byte-identical to another's, so it uses that one's samples.
+#[derive(Debug, Serialize)]
+struct Shared {
+    commit: String,
+    same_as: String,
+    test: String,
+    runs_saved: usize,
+}
+
+/// One pass of `run` over `ws`. With `check_steps`, the builds on either side of each step
+/// the new numbers show are compared with pristine builds first; `true`: one was stale, and
+/// the summary is left to the pass that follows. `report` prints the summary (also when
+/// Ctrl-C stopped the pass: what was built and stored is said before exit 130).
+pub fn run_pass(
+    ws: &Workspace,
+    args: &Options<'_>,
+    check_steps: bool,
+    report: &dyn Fn(&Summary, Duration) -> anyhow::Result<()>,
+) -> anyhow::Result<bool> {
+    let shard = args.shard;
+    let tests = ws.config.select(args.tests)?;
+    for t in tests.iter().filter(|_| !args.build_only) {
+        // Before anything is built: a test that cannot be counted here says so now (a
+        // runner that only builds counts nothing).
+        ws.counter_note(t)?;
+        if let Some(w) = crate::calibration::threshold_warning(&ws.cache, t) {
+            ws.warn(&w);
+        }
+    }
+    let range = ws.repo.range(args.range)?;
+    let walked: Vec<_> = range.commits.iter().map(|c| c.id).collect();
+    if let Some(note) =
+        ws.repo
+            .off_chain_note(&range.spec, range.base.as_ref().map(|b| b.id), &walked)?
+    {
+        ws.note(&format!("perfbisect: {note}"));
+    }
+    let commits: Vec<_> = range
+        .commits
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| shard.is_none_or(|(k, n)| i % n == k - 1))
+        .map(|(_, c)| c.clone())
+        .collect();
+    if let Some((i, n)) = shard {
+        ws.note(&format!(
+            "perfbisect: shard {i}/{n}: {} of the {} commits of {} (every {n}th, from the {i}th)",
+            commits.len(),
+            range.commits.len(),
+            range.spec
+        ));
+    }
+    let started = Instant::now();
+
+    // What each (commit, test) still needs, as far as is known before building: a commit not
+    // built yet may turn out to be byte-identical to a measured one.
+    let ids: Vec<gix::ObjectId> = commits.iter().map(|c| c.id).collect();
+    let mut samples = Vec::new();
+    for test in &tests {
+        let s = ws.samples_for(test, Some(&ids))?;
+        if !ws.verbosity.quiet {
+            if let Some(note) = ws.cache.store().stale_note(&test.name, s.stale) {
+                ws.note(&note);
+            }
+        }
+        samples.push(s);
+    }
+    let needs = |samples: &[crate::pipeline::Samples], ci: usize| -> Vec<(usize, u32, usize)> {
+        tests
+            .iter()
+            .zip(samples)
+            .map(|(test, samples)| need(test, samples, &commits[ci].id, args.again, args.gaps))
+            .collect()
+    };
+    let mut summary = Summary {
+        builds: 0,
+        cache_hits: 0,
+        runs: 0,
+        failed_builds: Vec::new(),
+        failed_runs: 0,
+        runs_saved: 0,
+        identical_builds: Vec::new(),
+        build_only: args.build_only,
+        shard: shard.map(|(i, n)| format!("{i}/{n}")),
+        commits: commits.len(),
+        failed_reasons: Vec::new(),
+        interleaved: None,
+    };
+    let incremental = !crate::build::stale::pristine_required(
+        &ws.cache,
+        ws.config.build.incremental,
+        ws.config.build.recipe_hash(),
+    );
+    for attempt in 0..2 {
+        let plan: Vec<Vec<(usize, u32, usize)>> =
+            (0..commits.len()).map(|ci| needs(&samples, ci)).collect();
+        let mut to_build = Vec::new();
+        summary.cache_hits = 0;
+        for (ci, c) in commits.iter().enumerate() {
+            let needed = plan[ci].iter().any(|(n, _, _)| *n > 0);
+            match ws.build_state(&c.id) {
+                State::Cached(_) => summary.cache_hits += 1,
+                State::Failed(_) if !args.retry_failed => {}
+                _ if needed => to_build.push(c.id),
+                _ => {}
+            }
+        }
+        let outcomes = ws.build_missing(&to_build, args.jobs, args.retry_failed)?;
+        // Failed builds are listed in `failed_builds`, not counted here.
+        summary.builds += outcomes.iter().filter(|o| o.result.is_ok()).count();
+        if attempt > 0 || !incremental || crate::interrupt::requested() {
+            break;
+        }
+        // The newest build of each worktree stands for the builds before it there: one that
+        // is stale means the project's dependency tracking misses something, and every
+        // incremental build (of this run and of runs before) is set aside and made again.
+        if !check_steps || !ws.check_builds(&newest_per_slot(&outcomes, &to_build, args.jobs))? {
+            break;
+        }
+        samples.clear();
+        for test in &tests {
+            samples.push(ws.samples_for(test, Some(&ids))?);
+        }
+    }
+    if crate::interrupt::requested() {
+        // Stopped while building: say what was built before exit 130.
+        report(&summary, started.elapsed())?;
+        return Err(Interrupted.into());
+    }
+
+    // The builds just made have manifests: commits now known to be byte-identical to
+    // measured ones share their samples instead of running again.
+    if args.build_only {
+        // The builds are the product: the commits that did not build are listed, and the
+        // steps are checked where they are measured.
+        for c in &commits {
+            if let State::Failed(tail) = ws.build_state(&c.id) {
+                summary.failed_builds.push(c.id.to_string());
+                summary
+                    .failed_reasons
+                    .push(tail.lines().next().unwrap_or("").trim().to_string());
+            }
+        }
+        report(&summary, started.elapsed())?;
+        return Ok(false);
+    }
+    // (Read again: an identical build outside the commits read has samples to share.)
+    for (s, t) in samples.iter_mut().zip(&tests) {
+        if t.shares_identical_builds() {
+            *s = ws.samples_for(t, Some(&ids))?;
+        }
+    }
+    let total: usize = (0..commits.len())
+        .flat_map(|ci| needs(&samples, ci))
+        .map(|(n, _, _)| n)
+        .sum();
+    let bar = ws.progress.bar(total as u64, "run");
+    let mut appenders = Vec::new();
+    for t in &tests {
+        appenders.push(ws.appender(t)?);
+    }
+    let interleave = tests.iter().all(|t| t.interleave);
+    if interleave {
+        measure_rounds(
+            ws,
+            &tests,
+            &commits,
+            &mut samples,
+            &mut appenders,
+            &mut summary,
+            &bar,
+            &|samples: &[crate::pipeline::Samples], ci: usize| needs(samples, ci),
+        )?;
+    } else {
+        'commits: for (ci, c) in commits.iter().enumerate() {
+            let artifacts = match ws.build_state(&c.id) {
+                State::Cached(p) => p,
+                State::Failed(tail) => {
+                    summary.failed_builds.push(c.id.to_string());
+                    summary
+                        .failed_reasons
+                        .push(tail.lines().next().unwrap_or("").trim().to_string());
+                    let skipped: u64 = needs(&samples, ci).iter().map(|n| n.0 as u64).sum();
+                    bar.inc(skipped);
+                    continue;
+                }
+                State::Missing => {
+                    let skipped: u64 = needs(&samples, ci).iter().map(|n| n.0 as u64).sum();
+                    bar.inc(skipped);
+                    continue;
+                }
+            };
+            let now = needs(&samples, ci);
+            for (ti, test) in tests.iter().enumerate() {
+                let saved = now[ti].2;
+                if saved == 0 {
+                    continue;
+                }
+                let from = samples[ti].shared_from(&c.id);
+                let same_as = from.first().map(|f| f.to_string()).unwrap_or_default();
+                note_shared(ws, &mut summary, c, test, same_as, saved);
+            }
+            let plan_c: Vec<(usize, u32)> = now.iter().map(|&(n, r, _)| (n, r)).collect();
+            for group in share_groups(&tests, &plan_c) {
+                let names: Vec<&str> = group.iter().map(|&ti| tests[ti].name.as_str()).collect();
+                bar.set_message(format!("{} {} {}", c.short(), names.join(","), c.subject));
+                let batches: Vec<Batch<'_>> = group
+                    .iter()
+                    .map(|&ti| Batch {
+                        test: tests[ti],
+                        commit: c.id,
+                        artifacts: &artifacts,
+                        runs: plan_c[ti].0,
+                        round: plan_c[ti].1,
+                    })
+                    .collect();
+                // What was measured now, for later commits whose build turns out identical.
+                let mut fresh: Vec<(usize, crate::store::Sample)> = Vec::new();
+                if let [_] = group.as_slice() {
+                    let batch = batches.into_iter().next().expect("one batch");
+                    let got = ws.measure(&mut appenders[group[0]], batch, &mut |_| bar.inc(1))?;
+                    summary.runs += got.len();
+                    summary.failed_runs += got.iter().filter(|s| s.value.is_none()).count();
+                    fresh.extend(got.into_iter().map(|s| (group[0], s)));
+                } else {
+                    // One execution per repeat feeds every test of the group.
+                    let mut mine: Vec<&mut crate::store::Appender> = appenders
+                        .iter_mut()
+                        .enumerate()
+                        .filter(|(ti, _)| group.contains(ti))
+                        .map(|(_, a)| a)
+                        .collect();
+                    ws.measure_shared(&mut mine, &batches, &mut |i, s| {
+                        bar.inc(1);
+                        summary.runs += 1;
+                        summary.failed_runs += usize::from(s.value.is_none());
+                        fresh.push((group[i], s.clone()));
+                    })?;
+                }
+                for (ti, s) in fresh {
+                    samples[ti].push(s);
+                }
+                if crate::interrupt::requested() {
+                    break 'commits;
+                }
+            }
+        }
+    }
+    bar.finish_and_clear();
+    if crate::interrupt::requested() {
+        report(&summary, started.elapsed())?;
+        return Err(Interrupted.into());
+    }
+    // Every step in the numbers now stands on two builds: those must be what the commits
+    // build, whatever the project's dependency tracking missed (a header no rule lists).
+    // Only when this pass built something: builds made before were checked by the run that
+    // made them, and reading every test's store again is not free on a run of 500 repeats.
+    if check_steps
+        && incremental
+        && summary.builds > 0
+        && ws.check_builds(&step_evidence(ws, &tests, &range.commits)?)?
+    {
+        ws.note("perfbisect: measuring again, with pristine builds");
+        return Ok(true);
+    }
+    report(&summary, started.elapsed())?;
+    // Nothing could be built: that is a failure (exit 1), with why the first build failed.
+    if !commits.is_empty() && summary.failed_builds.len() == commits.len() {
+        let first = &commits[0];
+        let tail = match ws.build_state(&first.id) {
+            State::Failed(tail) => tail,
+            _ => String::new(),
+        };
+        let log = ws.cache.log(&first.id, ws.config.build.recipe_hash());
+        anyhow::bail!(
+            "no commit of `{}` could be built ({} build{} failed); the first, {} {}, ended with:\n{}{}",
+            args.range,
+            commits.len(),
+            if commits.len() == 1 { "" } else { "s" },
+            first.short(),
+            first.subject,
+            crate::paths::indent(tail.trim_end()),
+            if log.is_file() {
+                format!("\nits full log: {}", crate::paths::display_path(&log))
+            } else {
+                String::new()
+            }
+        );
+    }
+    Ok(false)
+}
+
+/// A commit whose build is byte-identical to `same_as` (full hash), whose samples of `test`
+/// stand in for `saved` of its runs: counted in the summary (and said with `-v`).
+fn note_shared(
+    ws: &Workspace,
+    summary: &mut Summary,
+    c: &crate::git::CommitInfo,
+    test: &crate::config::Test,
+    same_as: String,
+    saved: usize,
+) {
+    if ws.verbosity.verbose > 0 {
+        ws.note(&format!(
+            "{} {}: same build as {} (byte-identical artifacts): its samples of `{}` are used, {saved} run{} saved",
+            c.short(),
+            c.subject,
+            same_as.get(..10).unwrap_or(""),
+            test.name,
+            if saved == 1 { "" } else { "s" }
+        ));
+    }
+    summary.runs_saved += saved;
+    summary.identical_builds.push(Shared {
+        commit: c.id.to_string(),
+        same_as,
+        test: test.name.clone(),
+        runs_saved: saved,
+    });
+}
+
+/// What each test still needs on the `ci`th commit: (runs, round, runs saved by twins).
+type Needs<'a> = dyn Fn(&[crate::pipeline::Samples], usize) -> Vec<(usize, u32, usize)> + 'a;
+
+/// Measure what every commit needs in interleaved rounds, one session per share group of
+/// tests (tests that read one execution's output; the others alone): in each round every
+/// commit that still needs runs gets one, in an order that changes every round, with its
+/// setup, warm-ups and teardown around it. Drift of the machine then falls on every commit
+/// alike and becomes noise, not a step. Commits whose build is byte-identical to one measured
+/// in the same session are not measured again.
+#[allow(clippy::too_many_arguments)]
+fn measure_rounds(
+    ws: &Workspace,
+    tests: &[&crate::config::Test],
+    commits: &[crate::git::CommitInfo],
+    samples: &mut [crate::pipeline::Samples],
+    appenders: &mut [crate::store::Appender],
+    summary: &mut Summary,
+    bar: &indicatif::ProgressBar,
+    needs: &Needs<'_>,
+) -> anyhow::Result<()> {
+    let mut arts: Vec<Option<std::path::PathBuf>> = Vec::with_capacity(commits.len());
+    let now: Vec<Vec<(usize, u32, usize)>> =
+        (0..commits.len()).map(|ci| needs(samples, ci)).collect();
+    for (ci, c) in commits.iter().enumerate() {
+        match ws.build_state(&c.id) {
+            State::Cached(p) => arts.push(Some(p)),
+            other => {
+                if let State::Failed(tail) = other {
+                    summary.failed_builds.push(c.id.to_string());
+                    summary
+                        .failed_reasons
+                        .push(tail.lines().next().unwrap_or("").trim().to_string());
+                }
+                bar.inc(now[ci].iter().map(|n| n.0 as u64).sum());
+                arts.push(None);
+            }
+        }
+    }
+    // Identical builds: samples already stored for a twin stand in (`need` counted them), and
+    // of twins measured now only the first one is.
+    let mut planned: Vec<std::collections::HashSet<[u8; 20]>> =
+        vec![Default::default(); tests.len()];
+    let mut want: Vec<Vec<usize>> = vec![vec![0; tests.len()]; commits.len()];
+    for (ci, c) in commits.iter().enumerate() {
+        if arts[ci].is_none() {
+            continue;
+        }
+        let key = crate::store::commit_key(&c.id);
+        for (ti, test) in tests.iter().enumerate() {
+            let (n, _, saved_stored) = now[ci][ti];
+            let twin_planned = samples[ti]
+                .twins
+                .get(&key)
+                .is_some_and(|ts| ts.iter().any(|t| planned[ti].contains(t)));
+            let (n, saved) = if twin_planned && n > 0 {
+                (0, n)
+            } else {
+                (n, saved_stored)
+            };
+            if saved > 0 {
+                let from = samples[ti].shared_from(&c.id);
+                let same_as = match from.first() {
+                    Some(f) => f.to_string(),
+                    None => samples[ti]
+                        .twins
+                        .get(&key)
+                        .and_then(|ts| ts.iter().find(|t| planned[ti].contains(*t)))
+                        .map(|t| gix::ObjectId::from_bytes_or_panic(t).to_string())
+                        .unwrap_or_default(),
+                };
+                note_shared(ws, summary, c, test, same_as, saved);
+                if twin_planned {
+                    bar.inc(saved as u64);
+                }
+            }
+            if n > 0 {
+                planned[ti].insert(key);
+                want[ci][ti] = n;
+            }
+        }
+    }
+    let mut inter = Interleaved::default();
+    for group in share_groups(tests, &vec![(1, 0); tests.len()]) {
+        let mut visits: Vec<crate::pipeline::Visit<'_>> = Vec::new();
+        for (ci, c) in commits.iter().enumerate() {
+            let Some(art) = &arts[ci] else { continue };
+            let mut v = crate::pipeline::Visit {
+                batches: Vec::new(),
+                tests: Vec::new(),
+            };
+            for (gi, &ti) in group.iter().enumerate() {
+                if want[ci][ti] > 0 {
+                    v.batches.push(Batch {
+                        test: tests[ti],
+                        commit: c.id,
+                        artifacts: art,
+                        runs: want[ci][ti],
+                        round: now[ci][ti].1,
+                    });
+                    v.tests.push(gi);
+                }
+            }
+            if !v.batches.is_empty() {
+                visits.push(v);
+            }
+        }
+        if visits.is_empty() {
+            continue;
+        }
+        let names: Vec<&str> = group.iter().map(|&ti| tests[ti].name.as_str()).collect();
+        bar.set_message(format!(
+            "{} on {} commits, round by round",
+            names.join(","),
+            visits.len()
+        ));
+        let mut mine: Vec<&mut crate::store::Appender> = appenders
+            .iter_mut()
+            .enumerate()
+            .filter(|(ti, _)| group.contains(ti))
+            .map(|(_, a)| a)
+            .collect();
+        let (done, got) = ws.measure_session(&mut mine, &visits, &mut |_, _| bar.inc(1))?;
+        let first = tests[group[0]];
+        let with_setup = if first.setup.is_some() {
+            visits.len()
+        } else {
+            0
+        };
+        inter.rounds = inter.rounds.max(done.rounds);
+        inter.extra_setups += done.setups.saturating_sub(with_setup);
+        inter.extra_warmups += done.warmups.saturating_sub(first.warmup * visits.len());
+        for gi in 0..group.len() {
+            let runs: Vec<(usize, u32, f64)> = got
+                .iter()
+                .filter(|(_, t, _)| *t == gi)
+                .filter_map(|(u, _, s)| s.value.map(|v| (*u, s.moment, v)))
+                .collect();
+            if let Some(d) = crate::stats::drift::between_rounds(&runs) {
+                if inter.drift.is_none_or(|o| d.rel > o.rel) {
+                    inter.drift = Some(d);
+                }
+            }
+        }
+        for (_, gi, s) in got {
+            summary.runs += 1;
+            summary.failed_runs += usize::from(s.value.is_none());
+            samples[group[gi]].push(s);
+        }
+        if crate::interrupt::requested() {
+            break;
+        }
+    }
+    if inter.rounds > 0 {
+        summary.interleaved = Some(inter);
+    }
+    Ok(())
+}
+
+/// The tests that still need runs on a commit, grouped so that tests with the same command,
+/// setup, teardown, timeout and warm-ups share their runs (in the order of `tests`, each
+/// group's indices ascending, so appenders are matched by index).
+fn share_groups(tests: &[&crate::config::Test], plan: &[(usize, u32)]) -> Vec<Vec<usize>> {
+    let mut groups: Vec<(Option<_>, Vec<usize>)> = Vec::new();
+    for (ti, t) in tests.iter().enumerate() {
+        if plan[ti].0 == 0 {
+            continue;
+        }
+        let key = t.share_key();
+        match groups.iter_mut().find(|(k, _)| key.is_some() && *k == key) {
+            Some((_, g)) => g.push(ti),
+            None => groups.push((key, vec![ti])),
+        }
+    }
+    groups.into_iter().map(|(_, g)| g).collect()
+}
+
+/// The summary of a pass as `run` prints it: one JSON line, or the text.
+pub fn print_summary(
+    ws: &Workspace,
+    s: &Summary,
+    json: bool,
+    elapsed: Duration,
+) -> anyhow::Result<()> {
+    match json {
+        true => println!("{}", crate::report::json_line(s)?),
+        false => {
+            println!(
+                "{} built, {} cached, {} build{} failed, {} run{} ({} failed) in {}",
+                s.builds,
+                s.cache_hits,
+                s.failed_builds.len(),
+                if s.failed_builds.len() == 1 { "" } else { "s" },
+                s.runs,
+                if s.runs == 1 { "" } else { "s" },
+                s.failed_runs,
+                crate::build::fmt_secs(elapsed.as_secs_f64())
+            );
+            if s.build_only {
+                println!(
+                    "  built only (--build-only): nothing measured; `merge` brings the builds to the machine that measures"
+                );
+            }
+            if s.runs_saved > 0 {
+                let mut commits: Vec<&str> = s
+                    .identical_builds
+                    .iter()
+                    .map(|b| b.commit.as_str())
+                    .collect();
+                commits.sort();
+                commits.dedup();
+                println!(
+                    "  {} commit{} built byte-identical artifacts to measured ones and reused their samples: {} run{} saved",
+                    commits.len(),
+                    if commits.len() == 1 { "" } else { "s" },
+                    s.runs_saved,
+                    if s.runs_saved == 1 { "" } else { "s" }
+                );
+            }
+            if let Some(i) = &s.interleaved {
+                let mut extra = Vec::new();
+                if i.extra_setups > 0 {
+                    extra.push(format!("{} more setups", i.extra_setups));
+                }
+                if i.extra_warmups > 0 {
+                    extra.push(format!("{} more warm-up runs", i.extra_warmups));
+                }
+                println!(
+                    "  measured round by round: {} interleaved round{} across the commits{}",
+                    i.rounds,
+                    if i.rounds == 1 { "" } else { "s" },
+                    if extra.is_empty() {
+                        String::new()
+                    } else {
+                        format!(
+                            " (interleaving cost {} than running each commit's runs back to back)",
+                            extra.join(" and ")
+                        )
+                    }
+                );
+                if let Some(d) = i.drift.filter(|d| d.p_value < 0.01) {
+                    println!(
+                        "  this machine's speed moved {} % between rounds (p = {:.1e}); measured round by round, the drift fell on every commit alike",
+                        crate::report::fmt_num(d.rel * 100.0),
+                        d.p_value
+                    );
+                }
+            }
+            for (f, why) in s.failed_builds.iter().zip(&s.failed_reasons) {
+                let id = gix::ObjectId::from_hex(f.as_bytes())?;
+                let subject = ws.repo.info(id).map(|i| i.subject).unwrap_or_default();
+                println!("  build failed: {} {subject} ({why})", git::short(&id));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What `test` still needs on commit `id`: (runs, the round they belong to, runs saved because
+/// an identical build's samples stand in for the commit's own).
+fn need(
+    test: &crate::config::Test,
+    samples: &crate::pipeline::Samples,
+    id: &gix::ObjectId,
+    again: bool,
+    gaps: bool,
+) -> (usize, u32, usize) {
+    let own = samples.own(id).len();
+    let recs = samples.records(id);
+    let have = recs.len();
+    let next_round = recs.iter().map(|s| s.round + 1).max().unwrap_or(0);
+    if again {
+        return (test.repeats, next_round, 0);
+    }
+    let want = |n: usize| {
+        if gaps {
+            if n == 0 {
+                test.repeats
+            } else {
+                0
+            }
+        } else {
+            test.repeats.saturating_sub(n)
+        }
+    };
+    let need = want(have);
+    (need, next_round.saturating_sub(1), want(own) - need)
+}
+
+/// The last commit built successfully in each worktree slot: [`crate::build::build_all`] hands
+/// each of `jobs` slots a contiguous run of `to_build`.
+fn newest_per_slot(
+    outcomes: &[crate::build::Outcome],
+    to_build: &[gix::ObjectId],
+    jobs: usize,
+) -> Vec<gix::ObjectId> {
+    let jobs = jobs.clamp(1, to_build.len().max(1));
+    let chunk = to_build.len().div_ceil(jobs).max(1);
+    to_build
+        .chunks(chunk)
+        .filter_map(|part| {
+            part.iter()
+                .rev()
+                .copied()
+                .find(|id| outcomes.iter().any(|o| o.commit == *id && o.result.is_ok()))
+        })
+        .collect()
+}
+
+/// The builds each step of `tests` over `commits` stands on: the first commit of each new
+/// level and the last commit with a value before it.
+fn step_evidence(
+    ws: &Workspace,
+    tests: &[&crate::config::Test],
+    commits: &[crate::git::CommitInfo],
+) -> anyhow::Result<Vec<gix::ObjectId>> {
+    let mut out = Vec::new();
+    let ids: Vec<gix::ObjectId> = commits.iter().map(|c| c.id).collect();
+    for t in tests {
+        let samples = ws.samples_for(t, Some(&ids))?;
+        let rows = crate::history::rows(ws, &samples, commits.to_vec());
+        for cp in crate::history::change_points(t, &rows) {
+            let before = rows[..cp.index].iter().rev().find(|r| !r.values.is_empty());
+            for r in before.into_iter().chain(rows.get(cp.index)) {
+                if !out.contains(&r.commit.id) {
+                    out.push(r.commit.id);
+                }
+            }
+        }
+    }
+    Ok(out)
+}
