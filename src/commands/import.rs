@@ -6,7 +6,7 @@ use crate::cli::{Global, ImportArgs, ImportFormat};
 use crate::import::{Format, Outcome, LISTED};
 use crate::pipeline::Workspace;
 
-use super::{locations, verbosity};
+use super::common::{locations, verbosity};
 
 pub fn import(g: &Global, args: ImportArgs) -> anyhow::Result<()> {
     let ws = Workspace::open(&locations(g), verbosity(g), true)?;

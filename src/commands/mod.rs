@@ -19,7 +19,6 @@ mod step;
 
 use crate::cli::{Cli, Command, FindArgs, Global};
 // For import.rs, until it names `common` itself.
-use common::{locations, verbosity};
 
 use crate::interrupt::Interrupted;
 

@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, thiserror::Error)]
 #[error(
     "cannot check out {}: its {what} {object}{} is not in the repository (a partial or damaged clone; `git fsck` lists what is missing)",
-    crate::git::short(commit),
+    commit.to_hex_with_len(10),
     path.as_ref().map(|p| format!(" (`{p}`)")).unwrap_or_default()
 )]
 pub struct MissingObject {

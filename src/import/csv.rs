@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 use std::io::Read;
 use std::rc::Rc;
 
-use super::{column, opt, ExportedRun, Field, Row, Rows, COLUMNS};
+use super::row::{column, opt, ExportedRun, Field, Row, Rows, COLUMNS};
 
 /// Read a CSV file's rows one at a time into `sink`: a cron's columns or those of `show
 /// --format csv`, in any order, named by the header.

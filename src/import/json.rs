@@ -1,7 +1,7 @@
 //! JSON files for `import`: an array of row objects (`commit`, `test`, `value`, ...), or the
 //! output of `show --format json`, read whole (exports are a few commits' worth).
 
-use super::{ExportedRun, Field, Row, Rows};
+use super::row::{ExportedRun, Field, Row, Rows};
 use crate::error::UsageError;
 
 /// One object of a JSON file: a row, or a commit of `show --format json`.

@@ -17,8 +17,8 @@
 mod csv;
 mod json;
 mod keys;
+mod row;
 
-use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
@@ -31,6 +31,7 @@ use crate::pipeline::Workspace;
 use crate::store::{commit_key, Appender, Import, Sample};
 
 use keys::StoredKeys;
+use row::{Field, Row, Rows};
 
 /// A map for names read once per row: foldhash, not SipHash (the names are the file's, and a
 /// file that collides them only slows its own import).
@@ -47,44 +48,6 @@ const MAX_TEXT: usize = 4096;
 /// was measured at; in milliseconds or nanoseconds, say, it would be stored as a date
 /// centuries away.
 const MAX_TIME: f64 = 253_402_300_799.0;
-
-/// One row as read, before it is checked.
-#[derive(Debug, Default)]
-pub(crate) struct Row<'a> {
-    line: usize,
-    commit: Cow<'a, str>,
-    test: Cow<'a, str>,
-    value: Field<'a>,
-    timestamp: Option<Field<'a>>,
-    /// The column (or key) the timestamp was read from, for messages.
-    time_column: &'static str,
-    round: Option<Cow<'a, str>>,
-    machine: Option<Cow<'a, str>>,
-    /// A run listed by an export (`show --format json|csv`), with its window and moment.
-    run: Option<ExportedRun>,
-    /// Wall, user and sys seconds and the max RSS, when the file gives them (exports do).
-    wall: Option<f64>,
-    user: Option<f64>,
-    sys: Option<f64>,
-    max_rss: Option<u64>,
-}
-
-/// What an export says about one run besides its value: the window it was measured in (`None`
-/// for a sample that was itself imported) and its back-to-back group there.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct ExportedRun {
-    window: Option<u64>,
-    moment: u32,
-}
-
-/// A cell that may hold a number or text (CSV cells are text; JSON may give either).
-#[derive(Debug, Clone, Default)]
-pub(crate) enum Field<'a> {
-    #[default]
-    Missing,
-    Text(Cow<'a, str>),
-    Number(f64),
-}
 
 /// Why rows were skipped, for the counts at the end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -288,16 +251,6 @@ struct Sink<'w> {
     /// Tests whose store this import created (removed again when it is refused).
     created: HashSet<String>,
     out: Outcome,
-}
-
-/// Where a reader of a file format puts what it reads.
-pub(crate) trait Rows {
-    /// A row (`export`: a run of `show`'s export, compared as a run).
-    fn row(&mut self, row: Row<'_>, export: bool) -> anyhow::Result<()>;
-    /// A record that is no row at all.
-    fn unparsable(&mut self, line: usize, why: String);
-    /// A failed run of an export (no value): there is no number to import.
-    fn failed_run(&mut self);
 }
 
 impl Rows for Sink<'_> {
@@ -653,56 +606,4 @@ fn parse_time(t: &str, col: &str) -> Result<u64, Refusal> {
                 "{col} `{t}` is neither seconds since 1970 nor a date like 2026-08-14T13:51:24Z"
             ))
         })
-}
-
-/// Empty cells are absent.
-pub(crate) fn opt(s: &str) -> Option<&str> {
-    let s = s.trim();
-    (!s.is_empty()).then_some(s)
-}
-
-/// The columns a CSV may have: a cron's (the first six) and those `show --format csv` adds.
-pub(crate) const COLUMNS: [&str; 16] = [
-    "commit",
-    "test",
-    "value",
-    "timestamp",
-    "round",
-    "machine",
-    "time",
-    "window",
-    "moment",
-    "wall",
-    "user",
-    "sys",
-    "max_rss",
-    "error",
-    "unit",
-    "fingerprint",
-];
-
-/// Position of a column in [`COLUMNS`].
-pub(crate) fn column(name: &str) -> usize {
-    // A match, not a search of the list: this runs for every cell of every row.
-    let i = match name {
-        "commit" => 0,
-        "test" => 1,
-        "value" => 2,
-        "timestamp" => 3,
-        "round" => 4,
-        "machine" => 5,
-        "time" => 6,
-        "window" => 7,
-        "moment" => 8,
-        "wall" => 9,
-        "user" => 10,
-        "sys" => 11,
-        "max_rss" => 12,
-        _ => COLUMNS
-            .iter()
-            .position(|c| *c == name)
-            .expect("a known column"),
-    };
-    debug_assert_eq!(COLUMNS[i], name);
-    i
 }

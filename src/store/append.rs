@@ -8,11 +8,12 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 
+use super::files::Store;
+use super::fs::{bytes_from, open_error, try_sync_dir};
+use super::index;
 use super::record::{self, marker_frame, Marker};
-use super::{
-    decode_file, encode_frame, index, open_error, try_sync_dir, Loaded, Sample, Store,
-    FORMAT_VERSION, HEADER_LEN, MAGIC,
-};
+use super::record::{decode_file, encode_frame};
+use super::sample::{Loaded, Sample, FORMAT_VERSION, HEADER_LEN, MAGIC};
 
 /// Bytes of a batch gathered before they are written.
 const BATCH_BUFFER: usize = 1 << 20;
@@ -48,7 +49,7 @@ impl Store {
         let loaded = match index::refresh(&path, &file) {
             Some(idx) => {
                 let mut l = Loaded::default();
-                let tail = super::read::bytes_from(&file, idx.covered_end)
+                let tail = bytes_from(&file, idx.covered_end)
                     .with_context(|| format!("cannot read {}", path.display()))?;
                 record::decode_records(
                     &path,

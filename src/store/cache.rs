@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use gix::ObjectId;
 
-use super::Store;
+use super::files::Store;
 
 /// The cache directory and what lives in it.
 #[derive(Debug, Clone)]
@@ -99,46 +99,8 @@ impl Cache {
     }
 }
 
-/// `p` as an absolute path without `.` or `..` (`repo/../cache` is `cache`), for messages and
-/// for paths handed to commands. A path with `..` has the part that exists resolved by the
-/// filesystem (a `..` after a symlink goes where the kernel would go) and the rest cleaned
-/// lexically; a path without is only made absolute.
-pub fn normalize(p: &Path) -> PathBuf {
-    use std::path::Component;
-    let abs = std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
-    let comps: Vec<Component> = abs.components().collect();
-    if !comps.contains(&Component::ParentDir) {
-        // Already clean (`absolute` drops `.`): printed as given, symlinks and all.
-        return abs;
-    }
-    // The longest prefix that exists, canonicalized, then the remaining components.
-    let mut base = None;
-    let mut rest_from = comps.len();
-    for end in (1..=comps.len()).rev() {
-        let prefix: PathBuf = comps[..end].iter().collect();
-        if let Ok(c) = std::fs::canonicalize(&prefix) {
-            base = Some(c);
-            rest_from = end;
-            break;
-        }
-    }
-    let (mut out, rest) = match base {
-        Some(b) => (b, &comps[rest_from..]),
-        None => (PathBuf::new(), &comps[..]),
-    };
-    for c in rest {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                if !out.pop() {
-                    out.push(c);
-                }
-            }
-            other => out.push(other),
-        }
-    }
-    out
-}
+/// Paths are normalized as everywhere else ([`crate::paths::normalize`]).
+pub use crate::paths::normalize;
 
 fn entry_name(commit: &ObjectId, recipe: u64) -> String {
     format!("{commit}-{recipe:016x}")
@@ -147,34 +109,4 @@ fn entry_name(commit: &ObjectId, recipe: u64) -> String {
 /// Held while a process writes to the cache; released on drop (or when the process dies).
 pub struct CacheLock {
     _file: File,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn normalize_cleans_dot_dot_and_resolves_what_exists() {
-        let d = tempfile::tempdir().unwrap();
-        let root = std::fs::canonicalize(d.path()).unwrap();
-        std::fs::create_dir(root.join("repo")).unwrap();
-        assert_eq!(normalize(&root.join("repo/../cache")), root.join("cache"));
-        assert_eq!(
-            normalize(&root.join("new/./x/../y/../../repo")),
-            root.join("repo")
-        );
-        // Through a symlink, `..` goes where the filesystem goes.
-        std::fs::create_dir_all(root.join("a/b")).unwrap();
-        std::os::unix::fs::symlink(root.join("a/b"), root.join("link")).unwrap();
-        assert_eq!(normalize(&root.join("link/../c")), root.join("a/c"));
-        // A clean path is kept as it is, even through a symlink.
-        assert_eq!(normalize(&root.join("link/c")), root.join("link/c"));
-        let rel = normalize(Path::new("some/../rel"));
-        assert!(
-            rel.is_absolute() && rel.ends_with("rel"),
-            "{}",
-            rel.display()
-        );
-        assert!(!rel.to_string_lossy().contains(".."));
-    }
 }

@@ -16,8 +16,10 @@ use std::io::{BufWriter, Write};
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
+use super::fs::temp_file;
+use super::record::frame_at;
 use super::record::{record_commit, Marker, MARKER_VERSION};
-use super::{frame_at, FRAME_HEAD, HEADER_LEN, MAGIC, MAX_RECORD};
+use super::sample::{FORMAT_VERSION, FRAME_HEAD, HEADER_LEN, MAGIC, MAX_RECORD};
 
 const INDEX_MAGIC: &[u8; 8] = b"PBSINDX\0";
 const INDEX_VERSION: u32 = 1;
@@ -30,7 +32,7 @@ pub const TAIL_LIMIT: u64 = if cfg!(test) { 4096 } else { 4 << 20 };
 const OFFSET_BITS: u32 = 43;
 const CHUNK: usize = 4 << 20;
 
-/// What [`Store::index_state`](super::Store::index_state) found, for the benchmark and tests.
+/// What [`Store::index_state`](super::files::Store::index_state) found, for the benchmark and tests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IndexState {
     /// No store file.
@@ -322,7 +324,7 @@ pub(crate) fn refresh(path: &Path, store: &File) -> Option<Index> {
     // read says what is wrong with it.
     let mut head = [0u8; HEADER_LEN];
     store.read_exact_at(&mut head, 0).ok()?;
-    if &head[..8] != MAGIC || u32_at(&head, 8) > super::FORMAT_VERSION {
+    if &head[..8] != MAGIC || u32_at(&head, 8) > FORMAT_VERSION {
         return None;
     }
     let old = Index::open(&idx, store);
@@ -413,7 +415,7 @@ fn write(idx: &Path, store: &File, old: Option<&Index>, new: Scanned) -> anyhow:
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let tmp = super::temp_file(dir, &format!(".{name}."))?;
+    let tmp = temp_file(dir, &format!(".{name}."))?;
     let stamp = stamp_of(store, end, last_off)
         .ok_or_else(|| anyhow::anyhow!("the store changed while it was indexed"))?;
     let mut head = [0u8; INDEX_HEADER];
@@ -473,7 +475,9 @@ mod tests {
 
     use proptest::prelude::*;
 
-    use super::super::{encode_frame, marker_frame, Marker, Sample, Store};
+    use super::super::files::Store;
+    use super::super::record::{encode_frame, marker_frame, Marker};
+    use super::super::sample::Sample;
     use super::*;
 
     fn sample(commit: u8, i: u64) -> Sample {
@@ -673,7 +677,7 @@ mod tests {
         drop(store.appender("t").unwrap());
         let path = store.path("t");
         let mut bytes = std::fs::read(&path).unwrap();
-        let v1 = crate::store::SampleV1 {
+        let v1 = super::super::record::SampleV1 {
             commit: [5; 20],
             test_hash: 1,
             recipe_hash: 2,

@@ -1,20 +1,23 @@
 //! Reading a store file: whole, or only the records of some commits through its index.
 
 use std::collections::HashSet;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::Read;
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use anyhow::Context;
 
+use super::files::Store;
+use super::fs::{bytes_from, open_own};
 use super::index::{self, Index, IndexState};
 use super::record::{self, decode_record};
-use super::{decode_file, frame_at, open_error, Loaded, Store, FRAME_HEAD, RECORD_VERSION};
+use super::record::{decode_file, frame_at};
+use super::sample::{Loaded, Sample, FRAME_HEAD, HEADER_LEN, RECORD_VERSION};
 
 /// What [`Store::visit`] hands over.
 pub enum Visit {
-    Sample(super::Sample),
+    Sample(Sample),
     /// Forget the samples given so far: the whole file follows.
     Restart,
 }
@@ -105,7 +108,7 @@ impl Store {
             let mut bad = None;
             let frames = index::for_frames(
                 &file,
-                super::HEADER_LEN as u64,
+                HEADER_LEN as u64,
                 idx.covered_end,
                 &mut |ver, payload| {
                     if ver == RECORD_VERSION {
@@ -149,7 +152,7 @@ impl Store {
     }
 
     /// Every sample of `test` ([`Store::visit`]), by reference; warnings are dropped.
-    pub fn for_each(&self, test: &str, f: &mut dyn FnMut(&super::Sample)) -> anyhow::Result<()> {
+    pub fn for_each(&self, test: &str, f: &mut dyn FnMut(&Sample)) -> anyhow::Result<()> {
         // A restart cannot take back what `f` saw: callers that keep samples use `visit`.
         let mut restarted = false;
         self.visit(test, &mut |v| match v {
@@ -168,7 +171,7 @@ impl Store {
     /// refused leaves of a store it created.
     pub fn remove_empty(&self, test: &str) {
         let path = self.path(test);
-        if std::fs::metadata(&path).is_ok_and(|m| m.len() <= super::HEADER_LEN as u64) {
+        if std::fs::metadata(&path).is_ok_and(|m| m.len() <= HEADER_LEN as u64) {
             let _ = std::fs::remove_file(index::path_of(&path));
             let _ = std::fs::remove_file(&path);
         }
@@ -203,39 +206,6 @@ impl Store {
         };
         Ok(index::refresh(&path, &file).map_or(IndexState::Unindexable, |i| i.state()))
     }
-}
-
-/// A store file opened for reading without following a symbolic link (`None` when there is
-/// none): results are read and written only inside the cache, so a link at a store file's
-/// name (a build's, say) is refused rather than followed.
-pub(crate) fn open_own(path: &Path) -> anyhow::Result<Option<File>> {
-    match OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path)
-    {
-        Ok(f) => Ok(Some(f)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(open_error(e, path)),
-    }
-}
-
-/// The file's bytes from `from` to its end (as far as it goes now: another process may be
-/// appending).
-pub(crate) fn bytes_from(file: &File, from: u64) -> std::io::Result<Vec<u8>> {
-    let len = file.metadata()?.len();
-    let mut out = vec![0u8; len.saturating_sub(from) as usize];
-    let mut got = 0;
-    while got < out.len() {
-        match file.read_at(&mut out[got..], from + got as u64) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    out.truncate(got);
-    Ok(out)
 }
 
 /// The wanted commits' records through `idx`, then those of the tail past it; `None` when an

@@ -6,9 +6,9 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::{
-    largest_text, Import, Loaded, Sample, StoreError, FORMAT_VERSION, FRAME_HEAD, HEADER_LEN,
-    LEGACY_WINDOW, MAGIC, MAX_RECORD, RECORD_VERSION,
+use super::sample::{
+    borrowed_text, largest_text, Import, Loaded, Sample, StoreError, FORMAT_VERSION, FRAME_HEAD,
+    HEADER_LEN, LEGACY_WINDOW, MAGIC, MAX_RECORD, RECORD_VERSION,
 };
 
 /// The version byte of a marker frame (not a sample): [`Marker::Begin`] opens a batch of
@@ -176,50 +176,6 @@ pub fn decode_record(version: u8, payload: &[u8]) -> Result<Sample, String> {
             .map_err(|e| e.to_string()),
         v => Err(format!("record version {v} is not known")),
     }
-}
-
-/// [`borrowed_text`], interned ([`intern`]).
-pub(crate) fn interned_text<'de, D: serde::Deserializer<'de>>(
-    d: D,
-) -> Result<Option<std::sync::Arc<str>>, D::Error> {
-    let s: Option<&'de str> = Deserialize::deserialize(d)?;
-    Ok(s.map(intern))
-}
-
-/// One shared copy of each text read (a round's or a machine's name): a store of millions of
-/// imported rows names a few thousand rounds and a machine or two, so the samples hold
-/// pointers, not millions of copies. Bounded: past a few thousand texts it starts over.
-pub fn intern(text: &str) -> std::sync::Arc<str> {
-    use std::cell::RefCell;
-    use std::collections::HashSet;
-    use std::sync::Arc;
-    thread_local! {
-        static TEXTS: RefCell<HashSet<Arc<str>, foldhash::fast::FixedState>> =
-            RefCell::new(HashSet::default());
-    }
-    TEXTS.with(|t| {
-        let mut t = t.borrow_mut();
-        if let Some(a) = t.get(text) {
-            return a.clone();
-        }
-        if t.len() >= 8192 {
-            t.clear();
-        }
-        let a: Arc<str> = Arc::from(text);
-        t.insert(a.clone());
-        a
-    })
-}
-
-/// Reads text by borrowing it from the record being decoded: its length is then checked
-/// against the bytes that are there before anything is allocated (a corrupt length cannot ask
-/// for gigabytes), and without bincode's per-field limit accounting, which would slow the load
-/// of a million samples by half.
-pub(crate) fn borrowed_text<'de, D: serde::Deserializer<'de>>(
-    d: D,
-) -> Result<Option<String>, D::Error> {
-    let s: Option<&'de str> = Deserialize::deserialize(d)?;
-    Ok(s.map(str::to_owned))
 }
 
 /// Frame one sample: length, CRC32 of (version + payload), version, payload. A sample whose
