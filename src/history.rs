@@ -11,18 +11,86 @@ pub fn rows(
     samples: &crate::pipeline::Samples,
     commits: Vec<crate::git::CommitInfo>,
 ) -> Vec<crate::report::show::CommitRow> {
+    let known = Known::of(samples, &commits);
+    let records = commits
+        .iter()
+        .map(|c| samples.records(&c.id).into_iter().cloned().collect())
+        .collect();
+    build(ws, samples, commits, records, known)
+}
+
+/// [`rows`], moving each commit's own records out of `samples` instead of copying them (a
+/// store of millions of samples is not held twice): afterwards `samples` keeps its counts,
+/// fingerprints and identical builds, and no records of these commits.
+pub fn take_rows(
+    ws: &Workspace,
+    samples: &mut crate::pipeline::Samples,
+    commits: Vec<crate::git::CommitInfo>,
+) -> Vec<crate::report::show::CommitRow> {
+    let known = Known::of(samples, &commits);
+    // The runs of identical builds a row shows are copies, taken before any list is moved.
+    let shared: Vec<Vec<crate::store::Sample>> = commits
+        .iter()
+        .map(|c| {
+            let mut all = samples.records(&c.id);
+            all.drain(..samples.own(&c.id).len().min(all.len()));
+            all.into_iter().cloned().collect()
+        })
+        .collect();
+    let rows_of: Vec<Vec<crate::store::Sample>> = commits
+        .iter()
+        .zip(shared)
+        .map(|(c, shared)| {
+            let mut own = samples
+                .by_commit
+                .get_mut(&crate::store::commit_key(&c.id))
+                .map(std::mem::take)
+                .unwrap_or_default();
+            own.extend(shared);
+            own
+        })
+        .collect();
+    build(ws, samples, commits, rows_of, known)
+}
+
+/// What a row says about its commit's samples that moving them would lose: how many are its
+/// own, and the identical build whose samples it shows.
+struct Known {
+    own: Vec<usize>,
+    same: Vec<Option<gix::ObjectId>>,
+}
+
+impl Known {
+    fn of(samples: &crate::pipeline::Samples, commits: &[crate::git::CommitInfo]) -> Known {
+        Known {
+            own: commits.iter().map(|c| samples.own(&c.id).len()).collect(),
+            same: commits
+                .iter()
+                .map(|c| samples.shared_from(&c.id).first().copied())
+                .collect(),
+        }
+    }
+}
+
+fn build(
+    ws: &Workspace,
+    samples: &crate::pipeline::Samples,
+    commits: Vec<crate::git::CommitInfo>,
+    records: Vec<Vec<crate::store::Sample>>,
+    known: Known,
+) -> Vec<crate::report::show::CommitRow> {
     use crate::build::State;
     use crate::report::show::{CommitRow, Status};
     let mut previous: Option<[u8; 20]> = None;
     commits
         .into_iter()
-        .map(|c| {
+        .zip(records)
+        .zip(known.own.into_iter().zip(known.same))
+        .map(|((c, records), (own, same_build_as))| {
             let key = crate::store::commit_key(&c.id);
             let joins_previous =
                 previous.is_some_and(|p| samples.twins.get(&key).is_some_and(|t| t.contains(&p)));
             previous = Some(key);
-            let own = samples.own(&c.id).len();
-            let records: Vec<_> = samples.records(&c.id).into_iter().cloned().collect();
             let values: Vec<f64> = records.iter().filter_map(|s| s.value).collect();
             let status = if !values.is_empty() {
                 Status::Ok
@@ -34,7 +102,7 @@ pub fn rows(
                 Status::Missing
             };
             CommitRow {
-                same_build_as: samples.shared_from(&c.id).first().copied(),
+                same_build_as,
                 own,
                 joins_previous,
                 commit: c,

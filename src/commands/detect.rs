@@ -84,14 +84,25 @@ pub fn detect(g: &Global, args: DetectArgs) -> anyhow::Result<()> {
             ws.any_fingerprint = args.any_fingerprint;
             let ws = ws;
             let test = ws.config.test(name)?;
-            let samples = ws.samples(test)?;
+            // With a range, only its commits' records are read (through the store's index).
+            let (mut samples, commits) = match args.range.as_deref() {
+                Some(r) => {
+                    let commits = ws.commits(Some(r), &crate::pipeline::Samples::default())?;
+                    let ids: Vec<_> = commits.iter().map(|c| c.id).collect();
+                    (ws.samples_for(test, Some(&ids))?, commits)
+                }
+                None => {
+                    let samples = ws.samples(test)?;
+                    let commits = ws.commits(None, &samples)?;
+                    (samples, commits)
+                }
+            };
             if let Some(n) = ws.fingerprint_note(test, &samples) {
                 ws.note(&n);
             }
-            let commits = ws.commits(args.range.as_deref(), &samples)?;
             // Each real run once, one value per independent moment (runs taken back to back
             // are one look at the machine): see `show::change_points`.
-            let rows = crate::history::rows(&ws, &samples, commits.clone());
+            let rows = crate::history::take_rows(&ws, &mut samples, commits.clone());
             // A deterministic test: every change of at least the threshold is a change point at
             // its commit, with the values on either side. Runs of one commit that differ
             // disprove the declaration; the series is then analysed as noisy, as `find` does.

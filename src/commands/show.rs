@@ -23,7 +23,7 @@ pub fn show(g: &Global, args: ShowArgs) -> anyhow::Result<()> {
     }
     let test = ws.config.test(&args.test)?;
     // With a range, only its commits' records are read (through the store's index).
-    let (samples, commits) = match args.range.as_deref() {
+    let (mut samples, commits) = match args.range.as_deref() {
         Some(r) => {
             let commits = ws.commits(Some(r), &Samples::default())?;
             let ids: Vec<_> = commits.iter().map(|c| c.id).collect();
@@ -35,7 +35,7 @@ pub fn show(g: &Global, args: ShowArgs) -> anyhow::Result<()> {
             (samples, commits)
         }
     };
-    let rows = crate::history::rows(&ws, &samples, commits);
+    let rows = crate::history::take_rows(&ws, &mut samples, commits);
     if let Some(path) = &args.plot {
         // Refuse a bad file name before anything is drawn.
         plot::ImageFormat::of(path)?;
