@@ -53,7 +53,8 @@ pub struct Locations {
 /// imported ones.
 #[derive(Debug, Default)]
 pub struct Samples {
-    pub by_commit: HashMap<[u8; 20], Vec<Sample>>,
+    /// (foldhash: the keys are commit ids, and millions of samples are filed by them.)
+    pub by_commit: HashMap<[u8; 20], Vec<Sample>, foldhash::fast::RandomState>,
     /// Samples ignored because the test or build definition changed since.
     pub stale: usize,
     /// Samples set aside because they were measured on an incremental build that was found

@@ -282,13 +282,13 @@ fn scan(store: &File, start: u64, prev_last: u64) -> Option<Scanned> {
     Some(out)
 }
 
-/// Every frame of `store` in `[start, end)` (which the index vouches for), read in chunks of
-/// bounded size: its version and payload.
-pub(crate) fn for_frames(
+/// The frames of `store` in `[start, end)` (which the index vouches for), read in chunks of
+/// bounded size: `f` gets each chunk's frames, as (version, payload), in file order.
+pub(crate) fn for_chunks(
     store: &File,
     start: u64,
     end: u64,
-    f: &mut dyn FnMut(u8, &[u8]),
+    f: &mut dyn FnMut(&[(u8, &[u8])]),
 ) -> std::io::Result<()> {
     let bad = || std::io::Error::new(std::io::ErrorKind::InvalidData, "index out of date");
     let mut buf = Vec::with_capacity(CHUNK);
@@ -297,17 +297,19 @@ pub(crate) fn for_frames(
         let want = (end - pos).min(CHUNK as u64) as usize;
         buf.resize(want, 0);
         store.read_exact_at(&mut buf, pos)?;
+        let mut frames = Vec::with_capacity(want / 100);
         let mut off = 0usize;
         while off < buf.len() {
             match frame_at(&buf, off) {
                 Some((next, ver, payload)) => {
-                    f(ver, payload);
+                    frames.push((ver, payload));
                     off = next;
                 }
                 None if off > 0 => break, // goes on in the next chunk
                 None => return Err(bad()),
             }
         }
+        f(&frames);
         pos += off as u64;
     }
     Ok(())

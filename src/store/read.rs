@@ -106,19 +106,23 @@ impl Store {
         };
         if let Some(idx) = index::refresh(&path, &file) {
             let mut bad = None;
-            let frames = index::for_frames(
-                &file,
-                HEADER_LEN as u64,
-                idx.covered_end,
-                &mut |ver, payload| {
-                    if ver == RECORD_VERSION {
-                        match decode_record(ver, payload) {
+            // Records are decoded a chunk at a time on every core, then handed over in order.
+            let frames =
+                index::for_chunks(&file, HEADER_LEN as u64, idx.covered_end, &mut |chunk| {
+                    use rayon::prelude::*;
+                    let decoded: Vec<Option<Result<Sample, String>>> = chunk
+                        .par_iter()
+                        .map(|&(ver, payload)| {
+                            (ver == RECORD_VERSION).then(|| decode_record(ver, payload))
+                        })
+                        .collect();
+                    for d in decoded.into_iter().flatten() {
+                        match d {
                             Ok(s) => f(Visit::Sample(s)),
                             Err(e) => bad = Some(e),
                         }
                     }
-                },
-            );
+                });
             match (frames, bad) {
                 (Ok(()), None) => {
                     let tail = bytes_from(&file, idx.covered_end)

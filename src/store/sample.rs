@@ -108,7 +108,8 @@ impl Sample {
 pub fn moment_values<'s>(records: impl IntoIterator<Item = &'s Sample>) -> Vec<f64> {
     // Most moments hold one run (interleaved rounds, cron rows): found by a map, not a scan
     // of the groups so far (a commit of a few thousand cron rows would cost millions).
-    let mut at: std::collections::HashMap<(u64, u64), usize> = std::collections::HashMap::new();
+    let mut at: std::collections::HashMap<(u64, u64), usize, foldhash::fast::RandomState> =
+        Default::default();
     let mut groups: Vec<Vec<f64>> = Vec::new();
     for s in records {
         let Some(v) = s.value.filter(|v| v.is_finite()) else {
