@@ -282,13 +282,16 @@ fn scan(store: &File, start: u64, prev_last: u64) -> Option<Scanned> {
     Some(out)
 }
 
+/// A frame's version and payload.
+pub(crate) type Frame<'a> = (u8, &'a [u8]);
+
 /// The frames of `store` in `[start, end)` (which the index vouches for), read in chunks of
 /// bounded size: `f` gets each chunk's frames, as (version, payload), in file order.
 pub(crate) fn for_chunks(
     store: &File,
     start: u64,
     end: u64,
-    f: &mut dyn FnMut(&[(u8, &[u8])]),
+    f: &mut dyn FnMut(&[Frame<'_>]),
 ) -> std::io::Result<()> {
     let bad = || std::io::Error::new(std::io::ErrorKind::InvalidData, "index out of date");
     let mut buf = Vec::with_capacity(CHUNK);
