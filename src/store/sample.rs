@@ -106,29 +106,49 @@ impl Sample {
 /// treat their inputs as independent (change points, p-values over commits) take these, not
 /// every run: five runs one after the other are one look at the machine, not five.
 pub fn moment_values<'s>(records: impl IntoIterator<Item = &'s Sample>) -> Vec<f64> {
-    // Most moments hold one run (interleaved rounds, cron rows): found by a map, not a scan
-    // of the groups so far (a commit of a few thousand cron rows would cost millions).
+    // Most moments hold one run (interleaved rounds, cron rows): each found by a map, not a
+    // scan of the groups so far (a commit of thousands of cron rows would cost millions), and
+    // no list per group unless a group has several runs.
+    let records = records.into_iter();
+    let hint = records.size_hint().0;
     let mut at: std::collections::HashMap<(u64, u64), usize, foldhash::fast::RandomState> =
-        Default::default();
-    let mut groups: Vec<Vec<f64>> = Vec::new();
+        std::collections::HashMap::with_capacity_and_hasher(hint, Default::default());
+    let mut counts: Vec<usize> = Vec::with_capacity(hint);
+    let mut vals: Vec<(usize, f64)> = Vec::with_capacity(hint);
     for s in records {
         let Some(v) = s.value.filter(|v| v.is_finite()) else {
             continue;
         };
-        let k = s.moment_key();
-        match at.get(&k) {
-            Some(&i) => groups[i].push(v),
-            None => {
-                at.insert(k, groups.len());
-                groups.push(vec![v]);
-            }
+        let next = counts.len();
+        let g = *at.entry(s.moment_key()).or_insert(next);
+        if g == next {
+            counts.push(0);
         }
+        counts[g] += 1;
+        vals.push((g, v));
     }
-    groups
-        .into_iter()
-        .filter_map(|vs| match vs.as_slice() {
+    if vals.len() == counts.len() {
+        // One run per moment: the groups are the values, in the order they came.
+        return vals.into_iter().map(|(_, v)| v).collect();
+    }
+    let mut start = Vec::with_capacity(counts.len());
+    let mut sum = 0;
+    for &c in &counts {
+        start.push(sum);
+        sum += c;
+    }
+    let mut flat = vec![0.0; vals.len()];
+    let mut fill = start.clone();
+    for (g, v) in vals {
+        flat[fill[g]] = v;
+        fill[g] += 1;
+    }
+    start
+        .iter()
+        .zip(&counts)
+        .filter_map(|(&a, &n)| match &flat[a..a + n] {
             [one] => Some(*one),
-            _ => crate::stats::median(&vs),
+            group => crate::stats::median(group),
         })
         .collect()
 }
