@@ -267,3 +267,74 @@ pub(crate) fn borrowed_text<'de, D: serde::Deserializer<'de>>(
     let s: Option<&'de str> = Deserialize::deserialize(d)?;
     Ok(s.map(str::to_owned))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn sample(
+        window: u64,
+        moment: u32,
+        round: Option<u8>,
+        time: u64,
+        value: Option<f64>,
+    ) -> Sample {
+        Sample {
+            commit: [1; 20],
+            test_hash: 1,
+            recipe_hash: 2,
+            time,
+            round: 0,
+            wall: 0.0,
+            user: 0.0,
+            sys: 0.0,
+            max_rss: 0,
+            value,
+            error: None,
+            fingerprint: 0,
+            import: round.map(|r| Import {
+                round: Some(format!("R{r}").into()),
+                machine: None,
+            }),
+            window,
+            moment,
+        }
+    }
+
+    /// The definition: the median of each moment's runs, moments in the order they first
+    /// appear, by a plain scan.
+    fn by_scan(records: &[Sample]) -> Vec<f64> {
+        let mut groups: Vec<((u64, u64), Vec<f64>)> = Vec::new();
+        for s in records {
+            let Some(v) = s.value.filter(|v| v.is_finite()) else {
+                continue;
+            };
+            let k = s.moment_key();
+            match groups.iter_mut().find(|(g, _)| *g == k) {
+                Some((_, vs)) => vs.push(v),
+                None => groups.push((k, vec![v])),
+            }
+        }
+        groups
+            .into_iter()
+            .filter_map(|(_, vs)| crate::stats::median(&vs))
+            .collect()
+    }
+
+    proptest! {
+        #[test]
+        fn moment_values_are_each_moments_median_in_order(
+            rows in proptest::collection::vec(
+                (0u64..3, 0u32..3, proptest::option::of(0u8..3), 0u64..4, proptest::option::of(-5.0f64..5.0)),
+                0..60,
+            )
+        ) {
+            let records: Vec<Sample> = rows
+                .iter()
+                .map(|&(w, m, r, t, v)| sample(if r.is_some() { 0 } else { w }, m, r, t, v))
+                .collect();
+            prop_assert_eq!(moment_values(&records), by_scan(&records));
+        }
+    }
+}
