@@ -3,7 +3,7 @@
 //! did.
 
 use crate::cli::{Global, ImportArgs, ImportFormat};
-use crate::import::{Format, Outcome, LISTED};
+use crate::import::{Format, Outcome};
 use crate::pipeline::Workspace;
 
 use super::common::{locations, verbosity};
@@ -27,18 +27,15 @@ pub fn import(g: &Global, args: ImportArgs) -> anyhow::Result<()> {
 
 fn print_problems(ws: &Workspace, file: &str, out: &Outcome) {
     let report = &out.report;
-    let all = ws.verbosity.verbose > 0;
-    for (k, (line, _, why)) in report.problems.iter().enumerate() {
-        if !all && k == LISTED {
-            break;
-        }
+    // The report keeps the first LISTED problems, or all of them with -v.
+    for (line, _, why) in &report.problems {
         ws.note(&format!("{file}:{line}: skipped: {why}"));
     }
     let skipped = report.skipped_rows();
-    if !all && skipped > LISTED {
+    if skipped > report.problems.len() {
         ws.note(&format!(
             "perfbisect: ... and {} more skipped rows (-v lists them all)",
-            skipped - LISTED
+            skipped - report.problems.len()
         ));
     }
 }

@@ -58,22 +58,15 @@ pub(crate) fn new_row(s: &Sample, exported: bool) -> u64 {
     hash(kind, s)
 }
 
-/// The keys a stored sample answers to among those rows of a cron file (`export` false) or of
+/// The key a stored sample answers to among those rows of a cron file (`export` false) or of
 /// an export are looked up by; none for a failed run.
-fn stored(s: &Sample, export: bool, out: &mut Vec<u64>) {
-    if s.value.is_none() {
-        return;
-    }
+fn stored(s: &Sample, export: bool) -> Option<u64> {
+    s.value?;
     if s.window != 0 {
-        if export {
-            out.push(hash(Kind::Run, s));
-        }
-        return;
+        return export.then(|| hash(Kind::Run, s));
     }
-    if s.import.is_none() {
-        return;
-    }
-    out.push(hash(if export { Kind::Exported } else { Kind::Row }, s));
+    s.import.as_ref()?;
+    Some(hash(if export { Kind::Exported } else { Kind::Row }, s))
 }
 
 /// The keys of one test's stored samples, as hashes in an open-addressing table (a key
@@ -94,11 +87,8 @@ impl StoredKeys {
             _ => 0,
         };
         let mut keys = StoredKeys::with_capacity(expected);
-        let mut one = Vec::with_capacity(1);
         store.for_each(test, &mut |s| {
-            one.clear();
-            stored(s, export, &mut one);
-            for &h in &one {
+            if let Some(h) = stored(s, export) {
                 keys.insert(h);
             }
         })?;

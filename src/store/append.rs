@@ -24,8 +24,9 @@ pub struct Appender {
     path: PathBuf,
     /// Length of the file: where the next record goes (only the lock holder appends).
     end: u64,
-    /// The open batch: where its begin marker is, and its frames not yet written.
-    batch: Option<(u64, Vec<u8>)>,
+    /// The open batch: where its begin marker is, its frames not yet written, and how many
+    /// samples it holds.
+    batch: Option<(u64, Vec<u8>, usize)>,
     /// Problems found when the file was opened.
     pub warnings: Vec<String>,
 }
@@ -161,15 +162,16 @@ impl Appender {
         let begin = self.end;
         let mut buf = Vec::with_capacity(BATCH_BUFFER + 4096);
         buf.extend_from_slice(&marker_frame(Marker::Begin));
-        self.batch = Some((begin, buf));
+        self.batch = Some((begin, buf, 0));
         Ok(())
     }
 
     /// Add a sample to the open batch. Nothing is synced until the commit.
     pub fn push(&mut self, sample: &Sample) -> anyhow::Result<()> {
-        let Some((_, buf)) = &mut self.batch else {
+        let Some((_, buf, n)) = &mut self.batch else {
             anyhow::bail!("no batch is open");
         };
+        *n += 1;
         super::record::encode_frame_into(sample, buf)?;
         if buf.len() >= BATCH_BUFFER {
             self.flush_batch()?;
@@ -178,7 +180,7 @@ impl Appender {
     }
 
     fn flush_batch(&mut self) -> anyhow::Result<()> {
-        let Some((_, buf)) = &mut self.batch else {
+        let Some((_, buf, _)) = &mut self.batch else {
             return Ok(());
         };
         if let Err(e) = self.file.write_all(buf) {
@@ -193,15 +195,13 @@ impl Appender {
     /// Write the batch's last records, sync them, then its commit marker, synced: from then
     /// on the batch counts.
     pub fn commit(&mut self) -> anyhow::Result<()> {
-        if self.batch.as_ref().is_some_and(|(begin, buf)| {
-            self.end == *begin && buf.len() == marker_frame(Marker::Begin).len()
-        }) {
+        if self.batch.as_ref().is_some_and(|(_, _, n)| *n == 0) {
             // An empty batch: nothing to write at all.
             self.batch = None;
             return Ok(());
         }
         self.flush_batch()?;
-        let Some((begin, _)) = self.batch else {
+        let Some((begin, _, _)) = self.batch else {
             anyhow::bail!("no batch is open");
         };
         if let Err(e) = self.file.sync_data() {
@@ -224,7 +224,7 @@ impl Appender {
 
     /// Drop the open batch: the file is cut back to where it began.
     pub fn abort(&mut self) {
-        if let Some((begin, _)) = self.batch.take() {
+        if let Some((begin, _, _)) = self.batch.take() {
             let _ = self
                 .file
                 .set_len(begin)
