@@ -36,7 +36,7 @@
 //! Cost: O(n log n) per fit; a 1,000,000-commit series takes ~0.8 s as a whole process
 //! (CSV parsing included), 100,000 ~0.08 s.
 
-use super::compare::mann_whitney_u;
+use super::compare::{mann_whitney_from_ranks, mann_whitney_u, rank_sum_sorted};
 use super::summary::median_in_place;
 use super::threshold::{rel_change, Threshold};
 
@@ -139,8 +139,50 @@ impl Default for Tuning {
 struct Kept {
     /// position in `series`
     pos: Vec<usize>,
-    /// finite samples of each kept commit (logarithms once the log scale is chosen)
+    /// finite samples of each kept commit (logarithms once the log scale is chosen; sorted
+    /// once the per-commit levels are taken)
     samples: Vec<Vec<f64>>,
+    /// Every distinct value of each commit's samples, with the commit's index and how many
+    /// of its samples have it, in `total_cmp` order: a test without drift ranks its commits'
+    /// samples in one pass over it instead of sorting them. Made on the first such test.
+    /// (Metrics repeat values, counts and sizes always and times at their resolution, so
+    /// this is often far shorter than the samples.)
+    pooled: std::cell::OnceCell<Vec<(f64, u32, u32)>>,
+}
+
+impl Kept {
+    fn pooled(&self) -> &[(f64, u32, u32)] {
+        self.pooled.get_or_init(|| {
+            use rayon::prelude::*;
+            let mut all: Vec<(f64, u32, u32)> = Vec::new();
+            for (j, s) in self.samples.iter().enumerate() {
+                let j = u32::try_from(j).expect("fewer than 2^32 commits");
+                // `samples` are sorted: equal values are next to each other.
+                for x in s {
+                    match all.last_mut() {
+                        Some((v, k, n)) if *k == j && *v == *x => *n += 1,
+                        _ => all.push((*x, j, 1)),
+                    }
+                }
+            }
+            // The commits' runs are sorted already: a stable merge sort only merges them.
+            all.par_sort_by(|x, y| x.0.total_cmp(&y.0));
+            all
+        })
+    }
+
+    /// The samples of kept commits [a, b) are all one value.
+    fn flat(&self, a: usize, b: usize) -> Option<f64> {
+        let first = *self.samples.get(a)?.first()?;
+        self.samples[a..b]
+            .iter()
+            .all(|s| s.iter().all(|x| *x == first))
+            .then_some(first)
+    }
+
+    fn count(&self, a: usize, b: usize) -> usize {
+        self.samples[a..b].iter().map(Vec::len).sum()
+    }
 }
 
 /// Finds the positions where the level of `series` shifts.
@@ -167,15 +209,12 @@ pub fn detect_tuned(series: &[Vec<f64>], opts: &Options, tu: &Tuning) -> Vec<Cha
     } else {
         Options::default().alpha
     };
-    let mut buf = Vec::new();
+    // (On every core: a cron history holds thousands of samples per commit.)
+    use rayon::prelude::*;
     let mut medians: Vec<f64> = kept
         .samples
-        .iter()
-        .map(|s| {
-            buf.clear();
-            buf.extend_from_slice(s);
-            median_in_place(&mut buf).unwrap_or(0.0)
-        })
+        .par_iter()
+        .map(|s| median_in_place(&mut s.clone()).unwrap_or(0.0))
         .collect();
     if is_deterministic(&kept, &medians, opts.deterministic) {
         // No noise: every change of value that reaches the threshold is a change point at its
@@ -199,11 +238,11 @@ pub fn detect_tuned(series: &[Vec<f64>], opts: &Options, tu: &Tuning) -> Vec<Cha
     // noise scale fits a series whose level moves by factors.
     let log = kept.samples.iter().flatten().all(|x| *x > 0.0);
     if log {
-        for s in kept.samples.iter_mut() {
+        kept.samples.par_iter_mut().for_each(|s| {
             for x in s.iter_mut() {
                 *x = x.ln();
             }
-        }
+        });
         for x in medians.iter_mut() {
             *x = x.ln();
         }
@@ -225,6 +264,12 @@ pub fn detect_tuned(series: &[Vec<f64>], opts: &Options, tu: &Tuning) -> Vec<Cha
         None => medians.clone(),
     };
     let inv_r: Vec<f64> = kept.samples.iter().map(|s| 1.0 / s.len() as f64).collect();
+    // From here on a commit's samples are used as a set (ranks, medians): sorted once, each
+    // boundary's test merges the commits' sorted runs instead of sorting all of their samples
+    // again (a cron history holds thousands per commit).
+    kept.samples
+        .par_iter_mut()
+        .for_each(|s| s.sort_by(f64::total_cmp));
     let Some(s_b) = between_sigma(&levels, &inv_r) else {
         return Vec::new();
     };
@@ -297,16 +342,20 @@ pub fn detect_tuned(series: &[Vec<f64>], opts: &Options, tu: &Tuning) -> Vec<Cha
 }
 
 fn keep(series: &[Vec<f64>]) -> Kept {
-    let mut pos = Vec::new();
-    let mut samples = Vec::new();
-    for (i, s) in series.iter().enumerate() {
-        let f: Vec<f64> = s.iter().copied().filter(|x| x.is_finite()).collect();
-        if !f.is_empty() {
-            pos.push(i);
-            samples.push(f);
-        }
+    use rayon::prelude::*;
+    let (pos, samples): (Vec<usize>, Vec<Vec<f64>>) = series
+        .par_iter()
+        .enumerate()
+        .filter_map(|(i, s)| {
+            let f: Vec<f64> = s.iter().copied().filter(|x| x.is_finite()).collect();
+            (!f.is_empty()).then_some((i, f))
+        })
+        .unzip();
+    Kept {
+        pos,
+        samples,
+        pooled: Default::default(),
     }
-    Kept { pos, samples }
 }
 
 /// Every commit's samples are equal and either the metric is declared deterministic or at
@@ -982,6 +1031,30 @@ impl Ctx<'_> {
         }
     }
 
+    /// The p-value of the boundary at `b` tested on kept commits [lo, hi) as measured (no
+    /// drift to remove): what [`Ctx::raw`]'s samples would give, ranked in one pass over
+    /// [`Kept::pooled`].
+    fn p_as_is(&self, lo: usize, b: usize, hi: usize) -> f64 {
+        if lo >= b || b >= hi {
+            return 1.0;
+        }
+        if let (Some(x), Some(y)) = (self.kept.flat(lo, b), self.kept.flat(b, hi)) {
+            return if x == y { 1.0 } else { 0.0 };
+        }
+        if self.per_commit {
+            return mann_whitney_u(&self.y[lo..b], &self.y[b..hi]).map_or(1.0, |r| r.p_value);
+        }
+        let (lo32, b32, hi32) = (lo as u32, b as u32, hi as u32);
+        let (r1, ties) = rank_sum_sorted(
+            self.kept
+                .pooled()
+                .iter()
+                .filter(|(_, j, _)| (lo32..hi32).contains(j))
+                .map(|&(x, j, n)| (x, j < b32, n as usize)),
+        );
+        mann_whitney_from_ranks(self.kept.count(lo, b), self.kept.count(b, hi), r1, ties).p_value
+    }
+
     /// Raw samples of kept commits [a, b), drift removed relative to position `at`.
     fn raw(&self, a: usize, b: usize, at: usize) -> Vec<f64> {
         let at = self.kept.pos[at] as f64;
@@ -996,23 +1069,28 @@ impl Ctx<'_> {
     fn test(&self, a: usize, b: usize, c: usize) -> Tested {
         let lo = a.max(b.saturating_sub(self.window));
         let hi = c.min(b.saturating_add(self.window));
-        let mut left = self.raw(lo, b, b);
-        let mut right = self.raw(b, hi, b);
-        let flat = |v: &[f64]| v.iter().all(|x| *x == v[0]);
-        let p = if left.is_empty() || right.is_empty() {
-            1.0
-        } else if flat(&left) && flat(&right) {
-            if left[0] == right[0] {
-                1.0
-            } else {
-                0.0
-            }
-        } else if self.per_commit {
-            // Build-to-build jitter makes runs of one commit alike: the commits, not the runs,
-            // are the independent observations then.
-            mann_whitney_u(&self.y[lo..b], &self.y[b..hi]).map_or(1.0, |r| r.p_value)
+        let (p, detrended_up) = if self.slope == 0.0 {
+            (self.p_as_is(lo, b, hi), None)
         } else {
-            mann_whitney_u(&left, &right).map_or(1.0, |r| r.p_value)
+            let mut left = self.raw(lo, b, b);
+            let mut right = self.raw(b, hi, b);
+            let flat = |v: &[f64]| v.iter().all(|x| *x == v[0]);
+            let p = if left.is_empty() || right.is_empty() {
+                1.0
+            } else if flat(&left) && flat(&right) {
+                if left[0] == right[0] {
+                    1.0
+                } else {
+                    0.0
+                }
+            } else if self.per_commit {
+                mann_whitney_u(&self.y[lo..b], &self.y[b..hi]).map_or(1.0, |r| r.p_value)
+            } else {
+                mann_whitney_u(&left, &right).map_or(1.0, |r| r.p_value)
+            };
+            let up = median_in_place(&mut right).unwrap_or(0.0)
+                > median_in_place(&mut left).unwrap_or(0.0);
+            (p, Some(up))
         };
         // The levels said are the data's own, next to the boundary (up to LEVEL_SPAN commits
         // a side, drift not removed): a fitted drift extrapolated over a long segment would
@@ -1032,7 +1110,7 @@ impl Ctx<'_> {
         let (before, after) = (level(la, b), level(b, rc));
         // With a drift removed, a boundary must also show in the data as it is, next to it, the
         // same way: a slope fitted by mistake makes steps of its own.
-        let shows = self.slope == 0.0 || {
+        let shows = detrended_up.is_none_or(|detrended_up| {
             let near = |from: usize, to: usize| -> Vec<f64> {
                 self.kept.samples[from..to]
                     .iter()
@@ -1040,11 +1118,9 @@ impl Ctx<'_> {
                     .copied()
                     .collect()
             };
-            let detrended_up = median_in_place(&mut right).unwrap_or(0.0)
-                > median_in_place(&mut left).unwrap_or(0.0);
             (after > before) == detrended_up
                 && mann_whitney_u(&near(la, b), &near(b, rc)).is_some_and(|r| r.p_value < 0.05)
-        };
+        });
         Tested {
             shortest: (b - lo).min(hi - b),
             p,
