@@ -3,6 +3,7 @@
 //! points over those rows with the test's threshold.
 
 use crate::pipeline::Workspace;
+use crate::store::Run;
 
 /// Per-commit rows of `test` for `commits`: the values and records stored, and whether a
 /// commit without values failed to build, failed every run, or was never measured.
@@ -22,14 +23,14 @@ pub fn rows(
 /// [`rows`], moving each commit's own records out of `samples` instead of copying them (a
 /// store of millions of samples is not held twice): afterwards `samples` keeps its counts,
 /// fingerprints and identical builds, and no records of these commits.
-pub fn take_rows(
+pub fn take_rows<R: Run + Clone>(
     ws: &Workspace,
-    samples: &mut crate::pipeline::Samples,
+    samples: &mut crate::pipeline::Samples<R>,
     commits: Vec<crate::git::CommitInfo>,
-) -> Vec<crate::report::show::CommitRow> {
+) -> Vec<crate::report::show::CommitRow<R>> {
     let known = Known::of(samples, &commits);
     // The runs of identical builds a row shows are copies, taken before any list is moved.
-    let shared: Vec<Vec<crate::store::Sample>> = commits
+    let shared: Vec<Vec<R>> = commits
         .iter()
         .map(|c| {
             let mut all = samples.records(&c.id);
@@ -37,7 +38,7 @@ pub fn take_rows(
             all.into_iter().cloned().collect()
         })
         .collect();
-    let rows_of: Vec<Vec<crate::store::Sample>> = commits
+    let rows_of: Vec<Vec<R>> = commits
         .iter()
         .zip(shared)
         .map(|(c, shared)| {
@@ -61,7 +62,7 @@ struct Known {
 }
 
 impl Known {
-    fn of(samples: &crate::pipeline::Samples, commits: &[crate::git::CommitInfo]) -> Known {
+    fn of<R>(samples: &crate::pipeline::Samples<R>, commits: &[crate::git::CommitInfo]) -> Known {
         Known {
             own: commits.iter().map(|c| samples.own(&c.id).len()).collect(),
             same: commits
@@ -72,13 +73,13 @@ impl Known {
     }
 }
 
-fn build(
+fn build<R: Run>(
     ws: &Workspace,
-    samples: &crate::pipeline::Samples,
+    samples: &crate::pipeline::Samples<R>,
     commits: Vec<crate::git::CommitInfo>,
-    records: Vec<Vec<crate::store::Sample>>,
+    records: Vec<Vec<R>>,
     known: Known,
-) -> Vec<crate::report::show::CommitRow> {
+) -> Vec<crate::report::show::CommitRow<R>> {
     use crate::build::State;
     use crate::report::show::{CommitRow, Status};
     let mut previous: Option<[u8; 20]> = None;
@@ -91,7 +92,7 @@ fn build(
             let joins_previous =
                 previous.is_some_and(|p| samples.twins.get(&key).is_some_and(|t| t.contains(&p)));
             previous = Some(key);
-            let values: Vec<f64> = records.iter().filter_map(|s| s.value).collect();
+            let values: Vec<f64> = records.iter().filter_map(|s| s.value()).collect();
             let status = if !values.is_empty() {
                 Status::Ok
             } else if matches!(ws.build_state(&c.id), State::Failed(_)) {
@@ -116,9 +117,9 @@ fn build(
 
 /// `detect`'s change points over `rows` with the test's threshold (a declared deterministic
 /// test: every change of at least the threshold, at its exact commit).
-pub fn change_points(
+pub fn change_points<R: Run>(
     test: &crate::config::Test,
-    rows: &[crate::report::show::CommitRow],
+    rows: &[crate::report::show::CommitRow<R>],
 ) -> Vec<crate::stats::ChangePoint> {
     use crate::stats::changepoint;
     let opts = changepoint::Options {

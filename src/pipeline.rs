@@ -51,10 +51,13 @@ pub struct Locations {
 /// Samples of one test, grouped by commit: those of the current test and build definitions
 /// and of this machine's fingerprint (or every fingerprint with `--any-fingerprint`), plus
 /// imported ones.
-#[derive(Debug, Default)]
-pub struct Samples {
+///
+/// `R` is what is kept of each run: the whole [`Sample`], or an
+/// [`crate::store::Observation`] for statistics over a long history.
+#[derive(Debug)]
+pub struct Samples<R = Sample> {
     /// (foldhash: the keys are commit ids, and millions of samples are filed by them.)
-    pub by_commit: HashMap<[u8; 20], Vec<Sample>, foldhash::fast::RandomState>,
+    pub by_commit: HashMap<[u8; 20], Vec<R>, foldhash::fast::RandomState>,
     /// Samples ignored because the test or build definition changed since.
     pub stale: usize,
     /// Samples set aside because they were measured on an incremental build that was found
@@ -67,9 +70,21 @@ pub struct Samples {
     pub twins: HashMap<[u8; 20], Vec<[u8; 20]>>,
 }
 
-impl Samples {
+impl<R> Default for Samples<R> {
+    fn default() -> Self {
+        Samples {
+            by_commit: HashMap::default(),
+            stale: 0,
+            set_aside: 0,
+            other_fingerprints: BTreeMap::new(),
+            twins: HashMap::new(),
+        }
+    }
+}
+
+impl<R> Samples<R> {
     /// The commit's own records (ok and failed), without those of identical builds.
-    pub fn own(&self, id: &ObjectId) -> &[Sample] {
+    pub fn own(&self, id: &ObjectId) -> &[R] {
         self.by_commit
             .get(&commit_key(id))
             .map(Vec::as_slice)
@@ -78,9 +93,9 @@ impl Samples {
 
     /// All records (ok and failed) of a commit: its own, then those of commits whose build is
     /// byte-identical to its own.
-    pub fn records(&self, id: &ObjectId) -> Vec<&Sample> {
+    pub fn records(&self, id: &ObjectId) -> Vec<&R> {
         let key = commit_key(id);
-        let mut out: Vec<&Sample> = self.own(id).iter().collect();
+        let mut out: Vec<&R> = self.own(id).iter().collect();
         for t in self.twins.get(&key).into_iter().flatten() {
             out.extend(self.by_commit.get(t).into_iter().flatten());
         }
@@ -102,13 +117,11 @@ impl Samples {
     }
 
     /// Metric values of the successful runs of a commit (and of its identical builds).
-    pub fn values(&self, id: &ObjectId) -> Vec<f64> {
-        self.records(id).iter().filter_map(|s| s.value).collect()
-    }
-
-    /// Add a sample measured now, so later commits of the same invocation see it.
-    pub fn push(&mut self, s: Sample) {
-        self.by_commit.entry(s.commit).or_default().push(s);
+    pub fn values(&self, id: &ObjectId) -> Vec<f64>
+    where
+        R: crate::store::Run,
+    {
+        self.records(id).iter().filter_map(|s| s.value()).collect()
     }
 
     /// Learn that `a` and `b` built byte-identical artifacts.
@@ -122,6 +135,13 @@ impl Samples {
                 }
             }
         }
+    }
+}
+
+impl Samples {
+    /// Add a sample measured now, so later commits of the same invocation see it.
+    pub fn push(&mut self, s: Sample) {
+        self.by_commit.entry(s.commit).or_default().push(s);
     }
 }
 
@@ -177,7 +197,7 @@ impl Workspace {
 
     /// What `show`, `detect` and `find` say when samples of other fingerprints were set aside
     /// (or, with `--any-fingerprint`, used): how many, and what each fingerprint was.
-    pub fn fingerprint_note(&self, test: &Test, samples: &Samples) -> Option<String> {
+    pub fn fingerprint_note<R>(&self, test: &Test, samples: &Samples<R>) -> Option<String> {
         if samples.other_fingerprints.is_empty() {
             return None;
         }
@@ -215,7 +235,7 @@ impl Workspace {
 
     /// The byte-identical builds among the cached ones of the current recipe (from their
     /// manifests), for [`Samples::twins`].
-    pub fn find_twins(&self, samples: &mut Samples) {
+    pub fn find_twins<R>(&self, samples: &mut Samples<R>) {
         let recipe = self.config.build.recipe_hash();
         let mut groups: HashMap<String, Vec<[u8; 20]>> = HashMap::new();
         for (commit, digest) in build::stale::trusted_digests(&self.cache, recipe) {
@@ -273,6 +293,17 @@ impl Workspace {
     /// are byte-identical to theirs), read through the store's index: a command about a few
     /// commits reads their records, not all of history. `None`: every commit.
     pub fn samples_for(&self, test: &Test, scope: Option<&[ObjectId]>) -> anyhow::Result<Samples> {
+        self.samples_as(test, scope)
+    }
+
+    /// [`Workspace::samples_for`], keeping `R` of each run: [`crate::store::Observation`]s
+    /// when only statistics over the commits are wanted (a fifth of the memory, no text
+    /// copied).
+    pub fn samples_as<R: crate::store::Keep>(
+        &self,
+        test: &Test,
+        scope: Option<&[ObjectId]>,
+    ) -> anyhow::Result<Samples<R>> {
         let store = self.cache.store();
         let th = test.definition_hash();
         let rh = self.config.build.recipe_hash();
@@ -283,9 +314,8 @@ impl Workspace {
         let anywhere = crate::shards::dependence(test)
             .independent()
             .then(|| crate::fingerprint::setup_part(&here_fp.text()));
-        let mut same_setup: HashMap<u64, bool> = HashMap::new();
         let set_aside = build::stale::set_aside_until(&self.cache, rh);
-        let mut out = Samples::default();
+        let (root, any_fingerprint) = (&self.cache.root, self.any_fingerprint);
         // Each sample is judged as it is read: only those used are kept, in their commit's
         // list (room for all of them reserved at once, from the index's counts), never all of
         // a large store at once besides.
@@ -293,32 +323,35 @@ impl Workspace {
             None => store.record_counts(&test.name),
             Some(_) => HashMap::new(),
         };
-        let mut admit = |out: &mut Samples, s: Sample| {
+        // What a reader of some of the commits gathers: their samples, what was left out, and
+        // which other machines' setups are this one's (asked once per fingerprint).
+        type Part<R> = (Samples<R>, HashMap<u64, bool>);
+        let admit = |(out, same_setup): &mut Part<R>, s: crate::store::Head, r: R| {
             // Imported rows were measured by someone else's build and test command: a change
             // of this config does not make them stale.
-            if s.import.is_none() && (s.test_hash != th || s.recipe_hash != rh) {
+            if !s.imported && (s.test_hash != th || s.recipe_hash != rh) {
                 out.stale += 1;
                 return;
             }
             // Measured on an incremental build that is (or may be) stale.
-            if s.import.is_none() && set_aside.get(&s.commit).is_some_and(|&t| s.time <= t) {
+            if !s.imported && set_aside.get(&s.commit).is_some_and(|&t| s.time <= t) {
                 out.set_aside += 1;
                 return;
             }
             // 0: measured before fingerprints were recorded, on this machine as far as
             // anyone knows.
-            let foreign = s.import.is_none()
+            let foreign = !s.imported
                 && s.fingerprint != 0
                 && s.fingerprint != here
                 && !anywhere.as_ref().is_some_and(|setup| {
                     *same_setup.entry(s.fingerprint).or_insert_with(|| {
-                        crate::fingerprint::setup_part_of(&self.cache.root, s.fingerprint)
+                        crate::fingerprint::setup_part_of(root, s.fingerprint)
                             .is_some_and(|other| other == *setup)
                     })
                 });
             if foreign {
                 *out.other_fingerprints.entry(s.fingerprint).or_default() += 1;
-                if !self.any_fingerprint {
+                if !any_fingerprint {
                     return;
                 }
             }
@@ -327,13 +360,28 @@ impl Workspace {
                 .or_insert_with(|| {
                     Vec::with_capacity(counts.get(&s.commit).map_or(0, |&n| n as usize))
                 })
-                .push(s);
+                .push(r);
         };
-        let loaded = match scope {
-            None => store.visit(&test.name, &mut |v| match v {
-                crate::store::Visit::Sample(s) => admit(&mut out, s),
-                crate::store::Visit::Restart => out = Samples::default(),
-            })?,
+        let (mut out, loaded) = match scope {
+            None => {
+                // Every core reads, judges and files its share of the commits.
+                let (parts, loaded) = store.visit_parts::<R, Part<R>>(
+                    &test.name,
+                    rayon::current_num_threads(),
+                    &Default::default,
+                    &admit,
+                )?;
+                let mut out = Samples::default();
+                for (p, _) in parts {
+                    out.by_commit.extend(p.by_commit);
+                    out.stale += p.stale;
+                    out.set_aside += p.set_aside;
+                    for (fp, n) in p.other_fingerprints {
+                        *out.other_fingerprints.entry(fp).or_default() += n;
+                    }
+                }
+                (out, loaded)
+            }
             Some(ids) => {
                 let mut wanted: std::collections::HashSet<[u8; 20]> =
                     ids.iter().map(commit_key).collect();
@@ -349,10 +397,12 @@ impl Workspace {
                     }
                 }
                 let mut l = store.load_commits(&test.name, &wanted)?;
+                let mut part: Part<R> = Default::default();
                 for s in std::mem::take(&mut l.samples) {
-                    admit(&mut out, s);
+                    let (h, r) = R::from_sample(s);
+                    admit(&mut part, h, r);
                 }
-                l
+                (part.0, l)
             }
         };
         if self.verbosity.verbose > 0 {
@@ -378,18 +428,23 @@ impl Workspace {
         Ok(out)
     }
 
+    /// The commits of `range`, oldest first.
+    pub fn range_commits(&self, range: &str) -> anyhow::Result<Vec<CommitInfo>> {
+        Ok(self.repo.range(range)?.commits)
+    }
+
     /// The commits of `range`, or without one every commit with samples that the repository
     /// holds, oldest first: those on HEAD's first-parent chain in its order, and those off it
     /// (not reachable from HEAD, as during a `git bisect`, or on other branches) merged in by
     /// commit time (then author time and id). Stored results of commits the repository does
     /// not have (rebased away, another clone) are left out with a warning.
-    pub fn commits(
+    pub fn commits<R>(
         &self,
         range: Option<&str>,
-        samples: &Samples,
+        samples: &Samples<R>,
     ) -> anyhow::Result<Vec<CommitInfo>> {
         if let Some(r) = range {
-            return Ok(self.repo.range(r)?.commits);
+            return self.range_commits(r);
         }
         // Commits with samples of their own, and those whose identical builds have some.
         let mut with_results: std::collections::HashSet<[u8; 20]> =

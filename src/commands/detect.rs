@@ -10,6 +10,7 @@ use crate::git::CommitInfo;
 use crate::pipeline::Workspace;
 use crate::report::fmt_num;
 use crate::stats::{self, changepoint};
+use crate::store::Observation;
 
 use super::common::{check_format, locations, verbosity};
 
@@ -85,14 +86,16 @@ pub fn detect(g: &Global, args: DetectArgs) -> anyhow::Result<()> {
             let ws = ws;
             let test = ws.config.test(name)?;
             // With a range, only its commits' records are read (through the store's index).
+            // Of each run only its value and moment are kept: change points need no more, and
+            // years of cron rows are millions of runs.
             let (mut samples, commits) = match args.range.as_deref() {
                 Some(r) => {
-                    let commits = ws.commits(Some(r), &crate::pipeline::Samples::default())?;
+                    let commits = ws.range_commits(r)?;
                     let ids: Vec<_> = commits.iter().map(|c| c.id).collect();
-                    (ws.samples_for(test, Some(&ids))?, commits)
+                    (ws.samples_as::<Observation>(test, Some(&ids))?, commits)
                 }
                 None => {
-                    let samples = ws.samples(test)?;
+                    let samples = ws.samples_as::<Observation>(test, None)?;
                     let commits = ws.commits(None, &samples)?;
                     (samples, commits)
                 }

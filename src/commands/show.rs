@@ -25,7 +25,7 @@ pub fn show(g: &Global, args: ShowArgs) -> anyhow::Result<()> {
     // With a range, only its commits' records are read (through the store's index).
     let (mut samples, commits) = match args.range.as_deref() {
         Some(r) => {
-            let commits = ws.commits(Some(r), &Samples::default())?;
+            let commits = ws.range_commits(r)?;
             let ids: Vec<_> = commits.iter().map(|c| c.id).collect();
             (ws.samples_for(test, Some(&ids))?, commits)
         }
@@ -108,7 +108,7 @@ fn otava(ws: &Workspace, args: &ShowArgs) -> anyhow::Result<()> {
         crate::usage!("no test named in `{}`", args.test);
     }
     let in_range = match &args.range {
-        Some(r) => Some(ws.commits(Some(r), &Samples::default())?),
+        Some(r) => Some(ws.range_commits(r)?),
         None => None,
     };
     let ids: Option<Vec<_>> = in_range.as_ref().map(|c| c.iter().map(|c| c.id).collect());
@@ -120,7 +120,7 @@ fn otava(ws: &Workspace, args: &ShowArgs) -> anyhow::Result<()> {
     let commits = match in_range {
         Some(c) => c,
         None => {
-            let mut union = Samples::default();
+            let mut union: Samples = Samples::default();
             for s in &samples {
                 for k in s.by_commit.keys() {
                     union.by_commit.entry(*k).or_default();

@@ -7,7 +7,7 @@ use serde::Serialize;
 use crate::config::{Direction, Test};
 use crate::git::CommitInfo;
 use crate::stats::{self, Summary};
-use crate::store::Sample;
+use crate::store::{Run, Sample};
 
 use super::text::{fmt_num, fmt_signed};
 
@@ -22,11 +22,12 @@ pub enum Status {
     Missing,
 }
 
-/// One commit with its samples.
-pub struct CommitRow {
+/// One commit with its samples (`R`: what is kept of each run, the whole [`Sample`] unless
+/// only statistics are wanted).
+pub struct CommitRow<R = Sample> {
     pub commit: CommitInfo,
     pub values: Vec<f64>,
-    pub records: Vec<Sample>,
+    pub records: Vec<R>,
     pub status: Status,
     /// A commit whose build is byte-identical to this one's, whose samples these include.
     pub same_build_as: Option<gix::ObjectId>,
@@ -37,7 +38,7 @@ pub struct CommitRow {
     pub joins_previous: bool,
 }
 
-impl CommitRow {
+impl<R: Run> CommitRow<R> {
     /// One value per independent measurement of the commit (runs taken back to back count
     /// once): what change points and p-values over commits are computed from.
     pub fn moments(&self) -> Vec<f64> {
@@ -46,25 +47,29 @@ impl CommitRow {
 
     /// How many of the records were imported (cron rounds), not measured here.
     pub fn imported(&self) -> usize {
-        self.records.iter().filter(|s| s.import.is_some()).count()
+        self.records.iter().filter(|s| s.imported()).count()
     }
 
     /// The commit's own runs (not those of identical builds it shows).
-    pub fn own_records(&self) -> &[Sample] {
+    pub fn own_records(&self) -> &[R] {
         &self.records[..self.own.min(self.records.len())]
     }
 
     /// Values of the commit's own successful runs.
     pub fn own_values(&self) -> Vec<f64> {
-        self.own_records().iter().filter_map(|s| s.value).collect()
+        self.own_records()
+            .iter()
+            .filter_map(|s| s.value())
+            .collect()
     }
 }
 
 /// Each row's evidence, every real run counted once: values per independent moment (runs
 /// taken back to back count once) of the commit's own runs, not the runs of identical builds
 /// it shows (those count where they were made).
-pub fn evidence(rows: &[CommitRow]) -> Vec<Vec<f64>> {
-    rows.iter()
+pub fn evidence<R: Run>(rows: &[CommitRow<R>]) -> Vec<Vec<f64>> {
+    use rayon::prelude::*;
+    rows.par_iter()
         .map(|r| crate::store::moment_values(r.own_records()))
         .collect()
 }
@@ -74,15 +79,18 @@ pub fn evidence(rows: &[CommitRow]) -> Vec<Vec<f64>> {
 /// build's value places a step as well as one measured itself (no test's counts are involved);
 /// otherwise the evidence is each commit's own runs ([`evidence`]), and a step found there
 /// starts at the first commit of an identical build at the new level ([`step_start`]).
-pub fn change_points(
-    rows: &[CommitRow],
+pub fn change_points<R: Run>(
+    rows: &[CommitRow<R>],
     opts: &stats::changepoint::Options,
 ) -> Vec<stats::ChangePoint> {
     let exact = rows
         .iter()
         .all(|r| r.values.windows(2).all(|w| w[0] == w[1]));
     if exact {
-        let all: Vec<Vec<f64>> = rows.iter().map(|r| r.moments()).collect();
+        let all: Vec<Vec<f64>> = {
+            use rayon::prelude::*;
+            rows.par_iter().map(|r| r.moments()).collect()
+        };
         let found = stats::detect(&all, opts);
         if found.iter().all(|c| c.deterministic) {
             return found;
@@ -100,9 +108,9 @@ pub fn change_points(
 /// Where a step found at row `index` (the first row with runs of its own at the new level,
 /// `before` → `after`) begins: rows just before it that show an identical build's runs (no
 /// runs of their own) at the new level start it, unless a row between shows the old level.
-pub fn step_start(rows: &[CommitRow], index: usize, before: f64, after: f64) -> usize {
+pub fn step_start<R: Run>(rows: &[CommitRow<R>], index: usize, before: f64, after: f64) -> usize {
     let near_after =
-        |r: &CommitRow| stats::median(&r.values).map(|m| (m - after).abs() < (m - before).abs());
+        |r: &CommitRow<R>| stats::median(&r.values).map(|m| (m - after).abs() < (m - before).abs());
     let mut start = index.min(rows.len());
     let mut j = start;
     while j > 0 {

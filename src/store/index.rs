@@ -282,11 +282,31 @@ fn scan(store: &File, start: u64, prev_last: u64) -> Option<Scanned> {
     Some(out)
 }
 
-/// A frame's version and payload.
-pub(crate) type Frame<'a> = (u8, &'a [u8]);
+/// A frame as it lies in a chunk, its CRC not yet checked: the CRC it claims and its body
+/// (version byte, then payload). [`Frame::checked`] checks it; the reader does so on every
+/// core at once.
+#[derive(Clone, Copy)]
+pub(crate) struct Frame<'a> {
+    crc: u32,
+    body: &'a [u8],
+}
+
+impl<'a> Frame<'a> {
+    /// (version, payload) when the body matches its CRC.
+    pub(crate) fn checked(self) -> Option<(u8, &'a [u8])> {
+        (crc32fast::hash(self.body) == self.crc).then(|| (self.body[0], &self.body[1..]))
+    }
+
+    /// The payload's first byte, unchecked: which share of the commits the record's is (a
+    /// record's payload starts with its commit).
+    pub(crate) fn first_byte(self) -> Option<u8> {
+        self.body.get(1).copied()
+    }
+}
 
 /// The frames of `store` in `[start, end)` (which the index vouches for), read in chunks of
-/// bounded size: `f` gets each chunk's frames, as (version, payload), in file order.
+/// bounded size: `f` gets each chunk's frames in file order, their lengths checked, their CRCs
+/// left to [`Frame::checked`].
 pub(crate) fn for_chunks(
     store: &File,
     start: u64,
@@ -302,15 +322,20 @@ pub(crate) fn for_chunks(
         store.read_exact_at(&mut buf, pos)?;
         let mut frames = Vec::with_capacity(want / 100);
         let mut off = 0usize;
-        while off < buf.len() {
-            match frame_at(&buf, off) {
-                Some((next, ver, payload)) => {
-                    frames.push((ver, payload));
-                    off = next;
-                }
-                None if off > 0 => break, // goes on in the next chunk
-                None => return Err(bad()),
+        while let Some(head) = buf.get(off..off + FRAME_HEAD) {
+            let len = u32_at(head, 0) as usize;
+            let crc = u32_at(head, 4);
+            if len == 0 || len > MAX_RECORD {
+                return Err(bad());
             }
+            let Some(body) = buf.get(off + FRAME_HEAD..off + FRAME_HEAD + len) else {
+                break; // goes on in the next chunk
+            };
+            frames.push(Frame { crc, body });
+            off += FRAME_HEAD + len;
+        }
+        if off == 0 {
+            return Err(bad());
         }
         f(&frames);
         pos += off as u64;
@@ -480,7 +505,10 @@ mod tests {
 
     use proptest::prelude::*;
 
+    use std::collections::BTreeMap;
+
     use super::super::files::Store;
+    use super::super::observation::{Keep, Observation};
     use super::super::record::{encode_frame, marker_frame, Marker};
     use super::super::sample::Sample;
     use super::*;
@@ -583,7 +611,79 @@ mod tests {
             prop_assert_eq!(got.samples, filtered(&store, &w));
             let all: HashSet<[u8; 20]> = store.load("t").unwrap().samples.iter().map(|s| s.commit).collect();
             prop_assert_eq!(store.commits("t").unwrap(), all);
+            // Read whole on every core, however the commits are shared out: each commit's
+            // records, in file order, and as observations the same.
+            let whole = grouped(store.load("t").unwrap().samples);
+            for parts in 1..4 {
+                let (got, l) = visit_grouped::<Sample>(&store, parts);
+                prop_assert!(l.warnings.is_empty(), "{:?}", l.warnings);
+                prop_assert_eq!(&got, &whole);
+                let (obs, _) = visit_grouped::<Observation>(&store, parts);
+                let expect: BTreeMap<_, Vec<Observation>> = whole
+                    .iter()
+                    .map(|(c, v)| (*c, v.iter().map(Observation::of).collect()))
+                    .collect();
+                prop_assert_eq!(obs, expect);
+            }
         }
+    }
+
+    fn grouped(samples: Vec<Sample>) -> BTreeMap<[u8; 20], Vec<Sample>> {
+        let mut m: BTreeMap<[u8; 20], Vec<Sample>> = BTreeMap::new();
+        for s in samples {
+            m.entry(s.commit).or_default().push(s);
+        }
+        m
+    }
+
+    /// [`Store::visit_parts`] of test `t` in `parts` parts, the parts' records per commit.
+    fn visit_grouped<R: Keep>(
+        store: &Store,
+        parts: usize,
+    ) -> (BTreeMap<[u8; 20], Vec<R>>, super::super::sample::Loaded) {
+        let (states, l) = store
+            .visit_parts::<R, BTreeMap<[u8; 20], Vec<R>>>(
+                "t",
+                parts,
+                &Default::default,
+                &|m, h, r| m.entry(h.commit).or_default().push(r),
+            )
+            .unwrap();
+        let mut all = BTreeMap::new();
+        for m in states {
+            for (c, v) in m {
+                assert!(all.insert(c, v).is_none(), "a commit is in one part only");
+            }
+        }
+        (all, l)
+    }
+
+    #[test]
+    fn a_damaged_record_under_the_index_makes_every_core_start_over_on_the_whole_file() {
+        let d = tempfile::tempdir().unwrap();
+        let store = Store::new(d.path());
+        let many: Vec<Sample> = (0..30_000).map(|i| sample((i % 7) as u8, i)).collect();
+        store.add_atomically("t", &many).unwrap();
+        assert!(matches!(
+            store.index_state("t").unwrap(),
+            IndexState::Current { .. }
+        ));
+        // A flipped byte in a record half way in, which the index vouched for.
+        let path = store.path("t");
+        let mut bytes = std::fs::read(&path).unwrap();
+        let at = bytes.len() / 2;
+        bytes[at] ^= 0x55;
+        std::fs::write(&path, &bytes).unwrap();
+        let (got, l) = visit_grouped::<Sample>(&store, 2);
+        // What a whole read keeps (all but the damaged record), not twice what came first.
+        let whole = store.load("t").unwrap();
+        assert_eq!(whole.samples.len(), 29_999);
+        assert_eq!(l.warnings.len(), 1, "{:?}", l.warnings);
+        assert_eq!(got, grouped(whole.samples));
+        assert!(
+            !path.with_extension("idx").exists(),
+            "the index is not trusted again"
+        );
     }
 
     #[test]

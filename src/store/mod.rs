@@ -8,6 +8,7 @@ pub mod cache;
 mod files;
 mod fs;
 mod index;
+mod observation;
 mod read;
 mod record;
 mod sample;
@@ -16,13 +17,14 @@ pub use append::Appender;
 pub use files::{Pruned, Store};
 pub use fs::{is_temp_name, sync_dir, temp_file, try_sync_dir};
 pub use index::IndexState;
+pub use observation::{Head, Keep, Observation};
 pub use read::Visit;
 pub use record::{
     decode_file, decode_record, encode_frame, encode_frame_into, marker_frame, Marker, SampleV1,
     SampleV2, MARKER_VERSION,
 };
 pub use sample::{
-    commit_key, intern, moment_values, new_window, Import, Loaded, Sample, StoreError,
+    commit_key, intern, moment_values, new_window, Import, Loaded, Run, Sample, StoreError,
     FORMAT_VERSION, LEGACY_WINDOW, MAX_RECORD, RECORD_VERSION,
 };
 

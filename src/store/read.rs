@@ -11,14 +11,16 @@ use anyhow::Context;
 use super::files::Store;
 use super::fs::{bytes_from, open_own};
 use super::index::{self, Index, IndexState};
+use super::observation::{Head, Keep};
 use super::record::{self, decode_record};
 use super::record::{decode_file, frame_at};
 use super::sample::{Loaded, Sample, FRAME_HEAD, HEADER_LEN, RECORD_VERSION};
 
 /// What [`Store::visit`] hands over.
-pub enum Visit {
-    Sample(Sample),
-    /// Forget the samples given so far: the whole file follows.
+pub enum Visit<R> {
+    /// A record: what it is judged by, and what the reader keeps of it.
+    Record(Head, R),
+    /// Forget the records given so far: the whole file follows.
     Restart,
 }
 
@@ -98,8 +100,14 @@ impl Store {
     /// indexed is read whole. Problems (corrupt bytes) are stepped over as [`Store::load`]
     /// does, and returned as its warnings are (the returned [`Loaded`] holds no samples).
     /// Should the index turn out not to match the file halfway, `f` is told
-    /// [`Visit::Restart`] (drop what it was given) and then given the whole file.
-    pub fn visit(&self, test: &str, f: &mut dyn FnMut(Visit)) -> anyhow::Result<Loaded> {
+    /// [`Visit::Restart`] (drop what it was given) and then given the whole file. Records of
+    /// the current layout are decoded straight into `R` (an [`super::Observation`] copies no
+    /// text); others are decoded as samples first.
+    pub fn visit<R: Keep>(
+        &self,
+        test: &str,
+        f: &mut dyn FnMut(Visit<R>),
+    ) -> anyhow::Result<Loaded> {
         let path = self.path(test);
         let Some(file) = open_own(&path)? else {
             return Ok(Loaded::default());
@@ -110,15 +118,18 @@ impl Store {
             let frames =
                 index::for_chunks(&file, HEADER_LEN as u64, idx.covered_end, &mut |chunk| {
                     use rayon::prelude::*;
-                    let decoded: Vec<Option<Result<Sample, String>>> = chunk
+                    let decoded: Vec<Option<Result<(Head, R), String>>> = chunk
                         .par_iter()
-                        .map(|&(ver, payload)| {
-                            (ver == RECORD_VERSION).then(|| decode_record(ver, payload))
+                        .map(|frame| match frame.checked() {
+                            Some((ver, payload)) => {
+                                (ver == RECORD_VERSION).then(|| R::decode(payload))
+                            }
+                            None => Some(Err("CRC mismatch".to_string())),
                         })
                         .collect();
                     for d in decoded.into_iter().flatten() {
                         match d {
-                            Ok(s) => f(Visit::Sample(s)),
+                            Ok((h, r)) => f(Visit::Record(h, r)),
                             Err(e) => bad = Some(e),
                         }
                     }
@@ -137,7 +148,8 @@ impl Store {
                         &mut |_| true,
                     );
                     for s in std::mem::take(&mut l.samples) {
-                        f(Visit::Sample(s));
+                        let (h, r) = R::from_sample(s);
+                        f(Visit::Record(h, r));
                     }
                     return Ok(l);
                 }
@@ -150,18 +162,102 @@ impl Store {
         }
         let mut l = self.load(test)?;
         for s in std::mem::take(&mut l.samples) {
-            f(Visit::Sample(s));
+            let (h, r) = R::from_sample(s);
+            f(Visit::Record(h, r));
         }
         Ok(l)
+    }
+
+    /// [`Store::visit`] on every core at once: the commits are shared out among `parts`
+    /// states (made by `init`), and each state is handed, by `f`, the records of its commits
+    /// in file order, decoded and checked by the thread that owns it. Nothing is decoded
+    /// twice and no record crosses threads: what a reader of millions of records (a whole
+    /// history for `detect`) files per record stays on the core that decoded it. Should the
+    /// index turn out not to match the file, the states are made again and given the whole
+    /// file. Returns the states, in order, and what the load found.
+    pub fn visit_parts<R: Keep, S: Send>(
+        &self,
+        test: &str,
+        parts: usize,
+        init: &(dyn Fn() -> S + Sync),
+        f: &(dyn Fn(&mut S, Head, R) + Sync),
+    ) -> anyhow::Result<(Vec<S>, Loaded)> {
+        use rayon::prelude::*;
+        let parts = parts.clamp(1, 256);
+        let fresh = || (0..parts).map(|_| init()).collect::<Vec<S>>();
+        let share = |first: u8| usize::from(first) % parts;
+        let mut states = fresh();
+        let path = self.path(test);
+        let Some(file) = open_own(&path)? else {
+            return Ok((states, Loaded::default()));
+        };
+        let give = |states: &mut [S], samples: Vec<Sample>| {
+            for s in samples {
+                let (h, r) = R::from_sample(s);
+                f(&mut states[share(h.commit[0])], h, r);
+            }
+        };
+        if let Some(idx) = index::refresh(&path, &file) {
+            let mut failed = false;
+            let frames =
+                index::for_chunks(&file, HEADER_LEN as u64, idx.covered_end, &mut |chunk| {
+                    let bad = states.par_iter_mut().enumerate().any(|(part, state)| {
+                        let mut bad = false;
+                        for frame in chunk {
+                            // Each frame is checked by one part: its record's commit's (a
+                            // frame too short to say, by the first).
+                            match frame.first_byte() {
+                                Some(b) if share(b) != part => continue,
+                                None if part != 0 => continue,
+                                _ => {}
+                            }
+                            match frame.checked() {
+                                Some((RECORD_VERSION, payload)) => match R::decode(payload) {
+                                    Ok((h, r)) if share(h.commit[0]) == part => f(state, h, r),
+                                    _ => bad = true,
+                                },
+                                // A marker: the index covers committed batches only.
+                                Some(_) => {}
+                                None => bad = true,
+                            }
+                        }
+                        bad
+                    });
+                    if bad {
+                        failed = true;
+                    }
+                });
+            if frames.is_ok() && !failed {
+                let tail = bytes_from(&file, idx.covered_end)
+                    .with_context(|| format!("cannot read {}", path.display()))?;
+                let mut l = Loaded::default();
+                record::decode_records(
+                    &path,
+                    &tail,
+                    0,
+                    idx.covered_end as usize,
+                    &mut l,
+                    &mut |_| true,
+                );
+                give(&mut states, std::mem::take(&mut l.samples));
+                return Ok((states, l));
+            }
+            // A record the index vouched for is not one: read the whole file instead.
+            let _ = std::fs::remove_file(index::path_of(&path));
+            states = fresh();
+        }
+        let mut l = self.load(test)?;
+        give(&mut states, std::mem::take(&mut l.samples));
+        Ok((states, l))
     }
 
     /// Every sample of `test` ([`Store::visit`]), by reference; warnings are dropped.
     pub fn for_each(&self, test: &str, f: &mut dyn FnMut(&Sample)) -> anyhow::Result<()> {
         // A restart cannot take back what `f` saw: callers that keep samples use `visit`.
         let mut restarted = false;
-        self.visit(test, &mut |v| match v {
-            Visit::Sample(s) if !restarted => f(&s),
-            Visit::Sample(_) => {}
+        self.visit::<Sample>(test, &mut |v| match v {
+            Visit::Record(_, s) if !restarted => f(&s),
+            Visit::Record(..) => {}
             Visit::Restart => restarted = true,
         })?;
         anyhow::ensure!(

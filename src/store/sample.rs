@@ -83,21 +83,53 @@ impl Sample {
     /// to back share it). An imported row (no window) is a measurement of its own, told apart
     /// by its round and time.
     pub fn moment_key(&self) -> (u64, u64) {
-        if self.window == 0 {
-            let round = self
-                .import
-                .as_ref()
-                .and_then(|i| i.round.as_deref())
-                .map(|r| {
-                    // Compared within this process only: a fast hash will do.
-                    use std::hash::BuildHasher;
-                    foldhash::fast::FixedState::with_seed(1).hash_one(r).max(1)
-                })
-                .unwrap_or(0);
-            (round, self.time)
-        } else {
-            (self.window, u64::from(self.moment))
-        }
+        let round = self.import.as_ref().and_then(|i| i.round.as_deref());
+        moment_key(
+            self.window,
+            self.moment,
+            round.map(str::as_bytes),
+            self.time,
+        )
+    }
+}
+
+/// [`Sample::moment_key`] of a record's fields (the round's name as bytes).
+pub(crate) fn moment_key(window: u64, moment: u32, round: Option<&[u8]>, time: u64) -> (u64, u64) {
+    if window == 0 {
+        let round = round
+            .map(|r| {
+                // Compared within this process only: a fast hash will do.
+                use std::hash::BuildHasher;
+                foldhash::fast::FixedState::with_seed(1).hash_one(r).max(1)
+            })
+            .unwrap_or(0);
+        (round, time)
+    } else {
+        (window, u64::from(moment))
+    }
+}
+
+/// What statistics over commits read of a stored run: a whole [`Sample`], or only its
+/// [`crate::store::Observation`] when nothing else of it is shown. (`Sync`: rows are read
+/// on every core.)
+pub trait Run: Sync {
+    /// The metric; `None` for a failed run.
+    fn value(&self) -> Option<f64>;
+    /// [`Sample::moment_key`].
+    fn moment_key(&self) -> (u64, u64);
+    /// Taken in by `perfbisect import`, not measured here.
+    fn imported(&self) -> bool;
+}
+
+impl Run for Sample {
+    fn value(&self) -> Option<f64> {
+        self.value
+    }
+    fn moment_key(&self) -> (u64, u64) {
+        Sample::moment_key(self)
+    }
+    fn imported(&self) -> bool {
+        self.import.is_some()
     }
 }
 
@@ -105,7 +137,7 @@ impl Sample {
 /// moment; see [`Sample::moment_key`]), in the order the groups first appear. Statistics that
 /// treat their inputs as independent (change points, p-values over commits) take these, not
 /// every run: five runs one after the other are one look at the machine, not five.
-pub fn moment_values<'s>(records: impl IntoIterator<Item = &'s Sample>) -> Vec<f64> {
+pub fn moment_values<'s, R: Run + 's>(records: impl IntoIterator<Item = &'s R>) -> Vec<f64> {
     // Most moments hold one run (interleaved rounds, cron rows): each found by a map, not a
     // scan of the groups so far (a commit of thousands of cron rows would cost millions), and
     // no list per group unless a group has several runs.
@@ -116,7 +148,7 @@ pub fn moment_values<'s>(records: impl IntoIterator<Item = &'s Sample>) -> Vec<f
     let mut counts: Vec<usize> = Vec::with_capacity(hint);
     let mut vals: Vec<(usize, f64)> = Vec::with_capacity(hint);
     for s in records {
-        let Some(v) = s.value.filter(|v| v.is_finite()) else {
+        let Some(v) = s.value().filter(|v| v.is_finite()) else {
             continue;
         };
         let next = counts.len();
@@ -307,7 +339,7 @@ mod tests {
     fn by_scan(records: &[Sample]) -> Vec<f64> {
         let mut groups: Vec<((u64, u64), Vec<f64>)> = Vec::new();
         for s in records {
-            let Some(v) = s.value.filter(|v| v.is_finite()) else {
+            let Some(v) = s.value().filter(|v| v.is_finite()) else {
                 continue;
             };
             let k = s.moment_key();
