@@ -174,7 +174,7 @@ impl Store {
     /// twice and no record crosses threads: what a reader of millions of records (a whole
     /// history for `detect`) files per record stays on the core that decoded it. Should the
     /// index turn out not to match the file, the states are made again and given the whole
-    /// file. Returns the states, in order, and what the load found.
+    /// file. Returns the states, in order, and what the load found. (At most 16 parts.)
     pub fn visit_parts<R: Keep, S: Send>(
         &self,
         test: &str,
@@ -183,7 +183,9 @@ impl Store {
         f: &(dyn Fn(&mut S, Head, R) + Sync),
     ) -> anyhow::Result<(Vec<S>, Loaded)> {
         use rayon::prelude::*;
-        let parts = parts.clamp(1, 256);
+        // Every part looks at every frame to find its own: past a few parts that look costs
+        // more than the decoding it shares out.
+        let parts = parts.clamp(1, 16);
         let fresh = || (0..parts).map(|_| init()).collect::<Vec<S>>();
         let share = |first: u8| usize::from(first) % parts;
         let mut states = fresh();
