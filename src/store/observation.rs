@@ -2,7 +2,7 @@
 //! a long history (`detect`), an [`Observation`] of a fifth of its size, decoded without
 //! copying a text; and the [`Head`] every reader judges a record by before keeping it.
 
-use super::sample::{moment_key, Run, Sample};
+use super::sample::{moment_key, Run, Sample, RECORD_VERSION};
 
 /// The fields a record is judged by before it is kept (stale, set aside, another machine's):
 /// the same for every kind of reader.
@@ -69,7 +69,7 @@ impl Run for Observation {
 /// How a reader makes what it keeps from a record of the current layout, or from a sample
 /// decoded otherwise (an older layout, a file read whole).
 pub trait Keep: Sized + Send {
-    /// Decode the payload of a record of [`super::RECORD_VERSION`].
+    /// Decode the payload of a record of [`RECORD_VERSION`].
     fn decode(payload: &[u8]) -> Result<(Head, Self), String>;
     /// From a sample already decoded.
     fn from_sample(s: Sample) -> (Head, Self);
@@ -77,7 +77,7 @@ pub trait Keep: Sized + Send {
 
 impl Keep for Sample {
     fn decode(payload: &[u8]) -> Result<(Head, Sample), String> {
-        let s = super::record::decode_record(super::RECORD_VERSION, payload)?;
+        let s = super::record::decode_record(RECORD_VERSION, payload)?;
         Ok((Head::of(&s), s))
     }
     fn from_sample(s: Sample) -> (Head, Sample) {
@@ -147,7 +147,7 @@ struct ImportView<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::Import;
+    use crate::store::sample::Import;
     use proptest::prelude::*;
 
     fn sample() -> impl Strategy<Value = Sample> {
@@ -194,7 +194,7 @@ mod tests {
         /// Decoding a record straight into an observation gives what the whole sample says.
         #[test]
         fn an_observation_reads_what_the_sample_holds(s in sample()) {
-            let frame = crate::store::encode_frame(&s).unwrap();
+            let frame = crate::store::record::encode_frame(&s).unwrap();
             let payload = &frame[super::super::sample::FRAME_HEAD + 1..];
             let (head, o) = Observation::decode(payload).unwrap();
             let (h2, whole) = Sample::decode(payload).unwrap();

@@ -101,7 +101,7 @@ impl Store {
     /// does, and returned as its warnings are (the returned [`Loaded`] holds no samples).
     /// Should the index turn out not to match the file halfway, `f` is told
     /// [`Visit::Restart`] (drop what it was given) and then given the whole file. Records of
-    /// the current layout are decoded straight into `R` (an [`super::Observation`] copies no
+    /// the current layout are decoded straight into `R` (an [`super::observation::Observation`] copies no
     /// text); others are decoded as samples first.
     pub fn visit<R: Keep>(
         &self,
