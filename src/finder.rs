@@ -326,7 +326,15 @@ pub fn search(
                 if e.rounds.is_empty() {
                     String::new()
                 } else {
-                    format!(", round {}", e.rounds.join(", "))
+                    format!(
+                        ", {} {}",
+                        if e.rounds.len() == 1 {
+                            "round"
+                        } else {
+                            "rounds"
+                        },
+                        crate::report::text::some_of(&e.rounds)
+                    )
                 },
                 if e.machines.is_empty() {
                     String::new()
@@ -775,7 +783,7 @@ fn imported_gap(
             .iter()
             .filter_map(|s| s.import.as_ref()?.round.as_deref().map(str::to_string))
             .collect();
-        rounds.sort();
+        rounds.sort_by(|a, b| crate::report::text::natural_cmp(a, b));
         rounds.dedup();
         let mut machines: Vec<String> = recs
             .iter()

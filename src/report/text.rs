@@ -99,9 +99,83 @@ pub fn count(n: usize, what: &str) -> String {
     }
 }
 
+/// Names as a reader takes them in: all of them when there are a few, else the first and
+/// last three around how many were left out ("R0, R1, R2, … (1244 more) …, R1247, R1248,
+/// R1249").
+pub fn some_of(names: &[String]) -> String {
+    if names.len() > 8 {
+        format!(
+            "{}, … ({} more) …, {}",
+            names[..3].join(", "),
+            names.len() - 6,
+            names[names.len() - 3..].join(", ")
+        )
+    } else {
+        names.join(", ")
+    }
+}
+
+/// Text order with runs of digits compared as numbers: `R2` before `R10`, as a person counts
+/// rounds.
+pub fn natural_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+    fn chunks(s: &str) -> impl Iterator<Item = (bool, &str)> {
+        let mut rest = s;
+        std::iter::from_fn(move || {
+            let first = rest.chars().next()?;
+            let digit = first.is_ascii_digit();
+            let end = rest
+                .find(|c: char| c.is_ascii_digit() != digit)
+                .unwrap_or(rest.len());
+            let (chunk, tail) = rest.split_at(end);
+            rest = tail;
+            Some((digit, chunk))
+        })
+    }
+    let (mut x, mut y) = (chunks(a), chunks(b));
+    loop {
+        match (x.next(), y.next()) {
+            (None, None) => return a.cmp(b),
+            (None, Some(_)) => return std::cmp::Ordering::Less,
+            (Some(_), None) => return std::cmp::Ordering::Greater,
+            (Some((true, p)), Some((true, q))) => {
+                let (p0, q0) = (p.trim_start_matches('0'), q.trim_start_matches('0'));
+                let o = p0.len().cmp(&q0.len()).then_with(|| p0.cmp(q0));
+                if o.is_ne() {
+                    return o;
+                }
+            }
+            (Some((_, p)), Some((_, q))) => {
+                if p != q {
+                    return p.cmp(q);
+                }
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::fmt_num;
+    use super::{fmt_num, natural_cmp, some_of};
+
+    #[test]
+    fn many_names_are_elided_in_the_middle_and_counted() {
+        let names: Vec<String> = (0..1250).map(|i| format!("R{i}")).collect();
+        assert_eq!(
+            some_of(&names),
+            "R0, R1, R2, … (1244 more) …, R1247, R1248, R1249"
+        );
+        assert_eq!(some_of(&names[..3]), "R0, R1, R2");
+    }
+
+    #[test]
+    fn rounds_sort_as_they_are_counted() {
+        let mut r = vec!["R10", "R2", "R1", "nightly-3", "R02", "nightly-20", "R"];
+        r.sort_by(|a, b| natural_cmp(a, b));
+        assert_eq!(
+            r,
+            ["R", "R1", "R02", "R2", "R10", "nightly-3", "nightly-20"]
+        );
+    }
 
     #[test]
     fn numbers_read_well() {
