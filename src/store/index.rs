@@ -294,7 +294,8 @@ pub(crate) struct Frame<'a> {
 impl<'a> Frame<'a> {
     /// (version, payload) when the body matches its CRC.
     pub(crate) fn checked(self) -> Option<(u8, &'a [u8])> {
-        (crc32fast::hash(self.body) == self.crc).then(|| (self.body[0], &self.body[1..]))
+        let (&version, payload) = self.body.split_first()?;
+        (crc32fast::hash(self.body) == self.crc).then_some((version, payload))
     }
 
     /// The payload's first byte, unchecked: which share of the commits the record's is (a

@@ -18,7 +18,6 @@ pub use files::{Pruned, Store};
 pub use fs::{is_temp_name, sync_dir, temp_file, try_sync_dir};
 pub use index::IndexState;
 pub use observation::{Head, Keep, Observation};
-pub use read::Visit;
 pub use record::{
     decode_file, decode_record, encode_frame, encode_frame_into, marker_frame, Marker, SampleV1,
     SampleV2, MARKER_VERSION,

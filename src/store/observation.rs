@@ -102,7 +102,7 @@ impl Keep for Observation {
             },
             Observation {
                 value: v.value.unwrap_or(0.0),
-                key: moment_key(v.window, v.moment, round, v.time),
+                key: moment_key(v.window, v.moment, round.map(str::as_bytes), v.time),
                 ok: v.value.is_some(),
                 imported: v.import.is_some(),
             },
@@ -117,8 +117,9 @@ impl Keep for Observation {
 /// the texts borrowed from the bytes. bincode lays a struct out as its fields in order, names
 /// unused, and its own decoder reads the layout its serde one wrote (varint integers, a tag
 /// byte per option, length-prefixed text, arrays as their elements), without serde's visitor
-/// per field: a third of the time. Texts are read as their bytes (text and bytes are laid out
-/// alike): none is shown, and the CRC has vouched for them. `_` marks what is read past.
+/// per field: a third of the time. Texts are borrowed and checked as UTF-8, as a whole
+/// sample's are, so both readers take and refuse the same records. `_` marks what is read
+/// past.
 #[derive(bincode::BorrowDecode)]
 struct View<'a> {
     commit: [u8; 20],
@@ -131,7 +132,7 @@ struct View<'a> {
     _sys: f64,
     _max_rss: u64,
     value: Option<f64>,
-    _error: Option<&'a [u8]>,
+    _error: Option<&'a str>,
     fingerprint: u64,
     import: Option<ImportView<'a>>,
     window: u64,
@@ -140,8 +141,8 @@ struct View<'a> {
 
 #[derive(bincode::BorrowDecode)]
 struct ImportView<'a> {
-    round: Option<&'a [u8]>,
-    _machine: Option<&'a [u8]>,
+    round: Option<&'a str>,
+    _machine: Option<&'a str>,
 }
 
 #[cfg(test)]

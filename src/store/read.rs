@@ -17,10 +17,9 @@ use super::record::{decode_file, frame_at};
 use super::sample::{Loaded, Sample, FRAME_HEAD, HEADER_LEN, RECORD_VERSION};
 
 /// What [`Store::visit`] hands over.
-pub enum Visit<R> {
-    /// A record: what it is judged by, and what the reader keeps of it.
-    Record(Head, R),
-    /// Forget the records given so far: the whole file follows.
+pub(crate) enum Visit {
+    Sample(Sample),
+    /// Forget the samples given so far: the whole file follows.
     Restart,
 }
 
@@ -100,14 +99,8 @@ impl Store {
     /// indexed is read whole. Problems (corrupt bytes) are stepped over as [`Store::load`]
     /// does, and returned as its warnings are (the returned [`Loaded`] holds no samples).
     /// Should the index turn out not to match the file halfway, `f` is told
-    /// [`Visit::Restart`] (drop what it was given) and then given the whole file. Records of
-    /// the current layout are decoded straight into `R` (an [`super::observation::Observation`] copies no
-    /// text); others are decoded as samples first.
-    pub fn visit<R: Keep>(
-        &self,
-        test: &str,
-        f: &mut dyn FnMut(Visit<R>),
-    ) -> anyhow::Result<Loaded> {
+    /// [`Visit::Restart`] (drop what it was given) and then given the whole file.
+    pub(crate) fn visit(&self, test: &str, f: &mut dyn FnMut(Visit)) -> anyhow::Result<Loaded> {
         let path = self.path(test);
         let Some(file) = open_own(&path)? else {
             return Ok(Loaded::default());
@@ -118,18 +111,21 @@ impl Store {
             let frames =
                 index::for_chunks(&file, HEADER_LEN as u64, idx.covered_end, &mut |chunk| {
                     use rayon::prelude::*;
-                    let decoded: Vec<Option<Result<(Head, R), String>>> = chunk
+                    if bad.is_some() {
+                        return; // the whole file is read instead
+                    }
+                    let decoded: Vec<Option<Result<Sample, String>>> = chunk
                         .par_iter()
                         .map(|frame| match frame.checked() {
                             Some((ver, payload)) => {
-                                (ver == RECORD_VERSION).then(|| R::decode(payload))
+                                (ver == RECORD_VERSION).then(|| decode_record(ver, payload))
                             }
                             None => Some(Err("CRC mismatch".to_string())),
                         })
                         .collect();
                     for d in decoded.into_iter().flatten() {
                         match d {
-                            Ok((h, r)) => f(Visit::Record(h, r)),
+                            Ok(s) => f(Visit::Sample(s)),
                             Err(e) => bad = Some(e),
                         }
                     }
@@ -148,8 +144,7 @@ impl Store {
                         &mut |_| true,
                     );
                     for s in std::mem::take(&mut l.samples) {
-                        let (h, r) = R::from_sample(s);
-                        f(Visit::Record(h, r));
+                        f(Visit::Sample(s));
                     }
                     return Ok(l);
                 }
@@ -162,8 +157,7 @@ impl Store {
         }
         let mut l = self.load(test)?;
         for s in std::mem::take(&mut l.samples) {
-            let (h, r) = R::from_sample(s);
-            f(Visit::Record(h, r));
+            f(Visit::Sample(s));
         }
         Ok(l)
     }
@@ -203,6 +197,9 @@ impl Store {
             let mut failed = false;
             let frames =
                 index::for_chunks(&file, HEADER_LEN as u64, idx.covered_end, &mut |chunk| {
+                    if failed {
+                        return; // the whole file is read instead
+                    }
                     let bad = states.par_iter_mut().enumerate().any(|(part, state)| {
                         let mut bad = false;
                         for frame in chunk {
@@ -255,11 +252,12 @@ impl Store {
 
     /// Every sample of `test` ([`Store::visit`]), by reference; warnings are dropped.
     pub fn for_each(&self, test: &str, f: &mut dyn FnMut(&Sample)) -> anyhow::Result<()> {
-        // A restart cannot take back what `f` saw: callers that keep samples use `visit`.
+        // A restart cannot take back what `f` saw: readers that keep samples use `visit` or
+        // `visit_parts`, which start over.
         let mut restarted = false;
-        self.visit::<Sample>(test, &mut |v| match v {
-            Visit::Record(_, s) if !restarted => f(&s),
-            Visit::Record(..) => {}
+        self.visit(test, &mut |v| match v {
+            Visit::Sample(s) if !restarted => f(&s),
+            Visit::Sample(_) => {}
             Visit::Restart => restarted = true,
         })?;
         anyhow::ensure!(
