@@ -151,8 +151,9 @@ struct Kept {
     /// (Metrics repeat values, counts and sizes always and times at their resolution, so
     /// this is often far shorter than the samples.)
     pooled: std::cell::OnceCell<Vec<(f64, u32, u32)>>,
-    /// How many samples there are in all.
-    total: usize,
+    /// How many entries [`Kept::pooled`] has (distinct values per commit), once `samples`
+    /// are sorted.
+    distinct: usize,
 }
 
 impl Kept {
@@ -275,6 +276,11 @@ pub fn detect_tuned(series: &[Vec<f64>], opts: &Options, tu: &Tuning) -> Vec<Cha
     kept.samples
         .par_iter_mut()
         .for_each(|s| s.sort_by(f64::total_cmp));
+    kept.distinct = kept
+        .samples
+        .par_iter()
+        .map(|s| 1 + s.windows(2).filter(|w| w[0] != w[1]).count())
+        .sum();
     let Some(s_b) = between_sigma(&levels, &inv_r) else {
         return Vec::new();
     };
@@ -362,12 +368,11 @@ fn keep(series: &[Vec<f64>]) -> Kept {
             (!f.is_empty()).then_some((i, f))
         })
         .unzip();
-    let total = samples.iter().map(Vec::len).sum();
     Kept {
         pos,
         samples,
         pooled: Default::default(),
-        total,
+        distinct: 0,
     }
 }
 
@@ -1058,10 +1063,11 @@ impl Ctx<'_> {
             return mann_whitney_u(&self.y[lo..b], &self.y[b..hi]).map_or(1.0, |r| r.p_value);
         }
         let (n1, n2) = (self.kept.count(lo, b), self.kept.count(b, hi));
-        // One pass over every commit's values pays off when the tested commits hold a good
-        // share of them; a narrow test (a long series, a boundary near an end) merges its
-        // own commits' sorted runs instead. The same ranks either way.
-        let (r1, ties) = if 4 * (n1 + n2) >= self.kept.total {
+        // One pass over every commit's distinct values pays off when the tested commits
+        // hold many samples next to them (thousands of runs per commit, values repeated); a
+        // narrow test (a long series of few runs each) merges its own commits' sorted runs
+        // instead. The same ranks either way.
+        let (r1, ties) = if 4 * (n1 + n2) >= self.kept.distinct {
             let (lo32, b32, hi32) = (lo as u32, b as u32, hi as u32);
             rank_sum_sorted(
                 self.kept
