@@ -39,6 +39,10 @@
 //! it, so a long series with no step keeps them all: 100,000 flat commits ~0.5 s, 300,000
 //! ~6 s, 1,000,000 ~65 s.
 
+mod kept;
+
+use kept::{keep, Kept};
+
 use super::compare::{mann_whitney_from_ranks, mann_whitney_u, rank_sum_owned, rank_sum_sorted};
 use super::summary::median_in_place;
 use super::threshold::{rel_change, Threshold};
@@ -138,59 +142,6 @@ impl Default for Tuning {
     }
 }
 
-/// Commits that have at least one finite sample.
-struct Kept {
-    /// position in `series`
-    pos: Vec<usize>,
-    /// finite samples of each kept commit (logarithms once the log scale is chosen; sorted
-    /// once the per-commit levels are taken)
-    samples: Vec<Vec<f64>>,
-    /// Every distinct value of each commit's samples, with the commit's index and how many
-    /// of its samples have it, in `total_cmp` order: a test without drift ranks its commits'
-    /// samples in one pass over it instead of sorting them. Made on the first such test.
-    /// (Metrics repeat values, counts and sizes always and times at their resolution, so
-    /// this is often far shorter than the samples.)
-    pooled: std::cell::OnceCell<Vec<(f64, u32, u32)>>,
-    /// How many entries [`Kept::pooled`] has (distinct values per commit), once `samples`
-    /// are sorted.
-    distinct: usize,
-}
-
-impl Kept {
-    fn pooled(&self) -> &[(f64, u32, u32)] {
-        self.pooled.get_or_init(|| {
-            use rayon::prelude::*;
-            let mut all: Vec<(f64, u32, u32)> = Vec::new();
-            for (j, s) in self.samples.iter().enumerate() {
-                let j = u32::try_from(j).expect("fewer than 2^32 commits");
-                // `samples` are sorted: equal values are next to each other.
-                for x in s {
-                    match all.last_mut() {
-                        Some((v, k, n)) if *k == j && *v == *x => *n += 1,
-                        _ => all.push((*x, j, 1)),
-                    }
-                }
-            }
-            // The commits' runs are sorted already: a stable merge sort only merges them.
-            all.par_sort_by(|x, y| x.0.total_cmp(&y.0));
-            all
-        })
-    }
-
-    /// The samples of kept commits [a, b) are all one value.
-    fn flat(&self, a: usize, b: usize) -> Option<f64> {
-        let first = *self.samples.get(a)?.first()?;
-        self.samples[a..b]
-            .iter()
-            .all(|s| s.iter().all(|x| *x == first))
-            .then_some(first)
-    }
-
-    fn count(&self, a: usize, b: usize) -> usize {
-        self.samples[a..b].iter().map(Vec::len).sum()
-    }
-}
-
 /// Finds the positions where the level of `series` shifts.
 ///
 /// `series[i]` are the raw samples of the i-th commit in commit order (may be empty: the commit
@@ -273,14 +224,7 @@ pub fn detect_tuned(series: &[Vec<f64>], opts: &Options, tu: &Tuning) -> Vec<Cha
     // From here on a commit's samples are used as a set (ranks, medians): sorted once, each
     // boundary's test merges the commits' sorted runs instead of sorting all of their samples
     // again (a cron history holds thousands per commit).
-    kept.samples
-        .par_iter_mut()
-        .for_each(|s| s.sort_by(f64::total_cmp));
-    kept.distinct = kept
-        .samples
-        .par_iter()
-        .map(|s| 1 + s.windows(2).filter(|w| w[0] != w[1]).count())
-        .sum();
+    kept.sort_runs();
     let Some(s_b) = between_sigma(&levels, &inv_r) else {
         return Vec::new();
     };
@@ -350,30 +294,6 @@ pub fn detect_tuned(series: &[Vec<f64>], opts: &Options, tu: &Tuning) -> Vec<Cha
     };
     let found = ctx.confirm(bounds);
     ctx.edges(found)
-}
-
-fn keep(series: &[Vec<f64>]) -> Kept {
-    use rayon::prelude::*;
-    let (pos, samples): (Vec<usize>, Vec<Vec<f64>>) = series
-        .par_iter()
-        .enumerate()
-        .filter_map(|(i, s)| {
-            // (-0.0 becomes 0.0: the two are one value, and a median of both must not take
-            // its sign from the order the samples are in.)
-            let f: Vec<f64> = s
-                .iter()
-                .filter(|x| x.is_finite())
-                .map(|&x| if x == 0.0 { 0.0 } else { x })
-                .collect();
-            (!f.is_empty()).then_some((i, f))
-        })
-        .unzip();
-    Kept {
-        pos,
-        samples,
-        pooled: Default::default(),
-        distinct: 0,
-    }
 }
 
 /// Every commit's samples are equal and either the metric is declared deterministic or at
