@@ -132,17 +132,7 @@ impl Store {
                 });
             match (frames, bad) {
                 (Ok(()), None) => {
-                    let tail = bytes_from(&file, idx.covered_end)
-                        .with_context(|| format!("cannot read {}", path.display()))?;
-                    let mut l = Loaded::default();
-                    record::decode_records(
-                        &path,
-                        &tail,
-                        0,
-                        idx.covered_end as usize,
-                        &mut l,
-                        &mut |_| true,
-                    );
+                    let mut l = tail_past(&path, &file, idx.covered_end)?;
                     for s in std::mem::take(&mut l.samples) {
                         f(Visit::Sample(s));
                     }
@@ -227,17 +217,7 @@ impl Store {
                     }
                 });
             if frames.is_ok() && !failed {
-                let tail = bytes_from(&file, idx.covered_end)
-                    .with_context(|| format!("cannot read {}", path.display()))?;
-                let mut l = Loaded::default();
-                record::decode_records(
-                    &path,
-                    &tail,
-                    0,
-                    idx.covered_end as usize,
-                    &mut l,
-                    &mut |_| true,
-                );
+                let mut l = tail_past(&path, &file, idx.covered_end)?;
                 give(&mut states, std::mem::take(&mut l.samples));
                 return Ok((states, l));
             }
@@ -306,6 +286,16 @@ impl Store {
         };
         Ok(index::refresh(&path, &file).map_or(IndexState::Unindexable, |i| i.state()))
     }
+}
+
+/// Every record past `covered_end` (those appended since the index was written: a cron
+/// round's), decoded with the problems a whole read would report.
+fn tail_past(path: &Path, file: &File, covered_end: u64) -> anyhow::Result<Loaded> {
+    let tail =
+        bytes_from(file, covered_end).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut l = Loaded::default();
+    record::decode_records(path, &tail, 0, covered_end as usize, &mut l, &mut |_| true);
+    Ok(l)
 }
 
 /// The wanted commits' records through `idx`, then those of the tail past it; `None` when an
