@@ -86,12 +86,17 @@ impl StoredKeys {
             crate::store::IndexState::Current { records, .. } => records as usize,
             _ => 0,
         };
+        // Decoded and hashed on every core; only the table's inserts are one after another.
+        let (parts, _) = store.visit_parts::<Sample, Vec<u64>>(
+            test,
+            rayon::current_num_threads(),
+            &Vec::new,
+            &|hashes, _, s| hashes.extend(stored(&s, export)),
+        )?;
         let mut keys = StoredKeys::with_capacity(expected);
-        store.for_each(test, &mut |s| {
-            if let Some(h) = stored(s, export) {
-                keys.insert(h);
-            }
-        })?;
+        for h in parts.into_iter().flatten() {
+            keys.insert(h);
+        }
         Ok(keys)
     }
 

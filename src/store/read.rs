@@ -16,13 +16,6 @@ use super::record::{self, decode_record};
 use super::record::{decode_file, frame_at};
 use super::sample::{Loaded, Sample, FRAME_HEAD, HEADER_LEN, RECORD_VERSION};
 
-/// What [`Store::visit`] hands over.
-pub(crate) enum Visit {
-    Sample(Sample),
-    /// Forget the samples given so far: the whole file follows.
-    Restart,
-}
-
 /// Records closer together than this are read in one go.
 const BLOCK: u64 = 256 << 10;
 /// Bytes read past a block's last record start: most records are about 120 bytes.
@@ -94,67 +87,13 @@ impl Store {
         Ok(self.load(test)?.samples.iter().map(|s| s.commit).collect())
     }
 
-    /// Every sample of `test`, one at a time, in file order, with memory bounded whatever the
-    /// file's size (through the index's end in chunks, then the tail); a file that cannot be
-    /// indexed is read whole. Problems (corrupt bytes) are stepped over as [`Store::load`]
-    /// does, and returned as its warnings are (the returned [`Loaded`] holds no samples).
-    /// Should the index turn out not to match the file halfway, `f` is told
-    /// [`Visit::Restart`] (drop what it was given) and then given the whole file.
-    pub(crate) fn visit(&self, test: &str, f: &mut dyn FnMut(Visit)) -> anyhow::Result<Loaded> {
-        let path = self.path(test);
-        let Some(file) = open_own(&path)? else {
-            return Ok(Loaded::default());
-        };
-        if let Some(idx) = index::refresh(&path, &file) {
-            let mut bad = None;
-            // Records are decoded a chunk at a time on every core, then handed over in order.
-            let frames =
-                index::for_chunks(&file, HEADER_LEN as u64, idx.covered_end, &mut |chunk| {
-                    use rayon::prelude::*;
-                    if bad.is_some() {
-                        return; // the whole file is read instead
-                    }
-                    let decoded: Vec<Option<Result<Sample, String>>> = chunk
-                        .par_iter()
-                        .map(|frame| match frame.checked() {
-                            Some((ver, payload)) => {
-                                (ver == RECORD_VERSION).then(|| decode_record(ver, payload))
-                            }
-                            None => Some(Err("CRC mismatch".to_string())),
-                        })
-                        .collect();
-                    for d in decoded.into_iter().flatten() {
-                        match d {
-                            Ok(s) => f(Visit::Sample(s)),
-                            Err(e) => bad = Some(e),
-                        }
-                    }
-                });
-            match (frames, bad) {
-                (Ok(()), None) => {
-                    let mut l = tail_past(&path, &file, idx.covered_end)?;
-                    for s in std::mem::take(&mut l.samples) {
-                        f(Visit::Sample(s));
-                    }
-                    return Ok(l);
-                }
-                _ => {
-                    // A record the index vouched for is not one: read the whole file instead.
-                    let _ = std::fs::remove_file(index::path_of(&path));
-                    f(Visit::Restart);
-                }
-            }
-        }
-        let mut l = self.load(test)?;
-        for s in std::mem::take(&mut l.samples) {
-            f(Visit::Sample(s));
-        }
-        Ok(l)
-    }
-
-    /// [`Store::visit`] on every core at once: the commits are shared out among `parts`
-    /// states (made by `init`), and each state is handed, by `f`, the records of its commits
-    /// in file order, decoded and checked by the thread that owns it. Nothing is decoded
+    /// Every record of `test`, read on every core at once, with memory bounded whatever the
+    /// file's size (through the index's end in chunks, then the tail; a file that cannot be
+    /// indexed is read whole): the commits are shared out among `parts` states (made by
+    /// `init`), and each state is handed, by `f`, the records of its commits in file order,
+    /// decoded and checked by the thread that owns it. Problems (corrupt bytes) are stepped
+    /// over as [`Store::load`] does, and returned as its warnings are (the returned [`Loaded`]
+    /// holds no samples). Nothing is decoded
     /// twice and no record crosses threads: what a reader of millions of records (a whole
     /// history for `detect`) files per record stays on the core that decoded it. Should the
     /// index turn out not to match the file, the states are made again and given the whole
@@ -228,23 +167,6 @@ impl Store {
         let mut l = self.load(test)?;
         give(&mut states, std::mem::take(&mut l.samples));
         Ok((states, l))
-    }
-
-    /// Every sample of `test` ([`Store::visit`]), by reference; warnings are dropped.
-    pub fn for_each(&self, test: &str, f: &mut dyn FnMut(&Sample)) -> anyhow::Result<()> {
-        // A restart cannot take back what `f` saw: readers that keep samples use `visit` or
-        // `visit_parts`, which start over.
-        let mut restarted = false;
-        self.visit(test, &mut |v| match v {
-            Visit::Sample(s) if !restarted => f(&s),
-            Visit::Sample(_) => {}
-            Visit::Restart => restarted = true,
-        })?;
-        anyhow::ensure!(
-            !restarted,
-            "the index of test `{test}`'s results did not match its file; it was removed: run the command again"
-        );
-        Ok(())
     }
 
     /// Remove `test`'s file (and its index) if it holds no record: what an import that was
