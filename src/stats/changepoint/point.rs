@@ -1,0 +1,20 @@
+//! What change-point detection reports: a confirmed shift of the level.
+/// One detected shift of the level.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct ChangePoint {
+    /// Position in `series` of the first (measured) commit of the new level.
+    pub index: usize,
+    /// Median level of the segment before (near the boundary, drift removed).
+    pub before: f64,
+    /// Median level of the segment after (near the boundary, drift removed).
+    pub after: f64,
+    /// Relative change of the levels, [`super::threshold::rel_change`]: `(after - before) / |before|`.
+    pub rel_change: f64,
+    /// Two-sided Mann-Whitney p-value of the neighbouring segments' raw samples (per-commit
+    /// levels when build-to-build jitter dominates), as computed: not yet multiplied by the
+    /// Bonferroni and scan factors the confirmation applies; 0 for deterministic metrics.
+    pub p_value: f64,
+    /// The series has no noise (every commit's samples equal, values change rarely): the point
+    /// is an exact change of value and `p_value` is no test's result.
+    pub deterministic: bool,
+}
