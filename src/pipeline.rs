@@ -433,6 +433,22 @@ impl Workspace {
         Ok(self.repo.range(range)?.commits)
     }
 
+    /// The old end of `range` (when it has one: `A..B` does, a root's history does not) and
+    /// then its commits: the chain `find` and `report` search, whose old end's runs are the
+    /// level before the range's first commit. The flag says whether the old end is first.
+    pub fn chain_commits(&self, range: &str) -> anyhow::Result<(Vec<CommitInfo>, bool)> {
+        let r = self.repo.range(range)?;
+        Ok(match r.base {
+            Some(base) => {
+                let mut all = Vec::with_capacity(r.commits.len() + 1);
+                all.push(base);
+                all.extend(r.commits);
+                (all, true)
+            }
+            None => (r.commits, false),
+        })
+    }
+
     /// The commits of `range`, or without one every commit with samples that the repository
     /// holds, oldest first: those on HEAD's first-parent chain in its order, and those off it
     /// (not reachable from HEAD, as during a `git bisect`, or on other branches) merged in by

@@ -160,6 +160,8 @@ fn markdown_report_snapshot() {
         rel_change: 13_710_000.0 / 13_300_000.0 - 1.0,
         p_value: 2e-6,
         verified: true,
+        interval: None,
+        windows: 0,
     }]);
     let cps = vec![perfbisect::stats::ChangePoint {
         index: 8,
@@ -168,6 +170,8 @@ fn markdown_report_snapshot() {
         rel_change: 0.0308,
         p_value: 1e-9,
         deterministic: false,
+        interval: None,
+        windows: 0,
     }];
     let skipped = vec![perfbisect::report::find::Skip {
         pos: 4,
@@ -227,7 +231,9 @@ fn markdown_report_snapshot() {
     let md = issue::markdown(&x);
     // What a reader of the issue needs, whatever the snapshot says.
     assert!(
-        md.contains("**value: +3.08 % (13.30 MB → 13.71 MB), p = 2.00e-6**"),
+        md.contains(
+            "**value: +3.08 % (13.30 MB → 13.71 MB), p = 2.00e-6, medians of all 10 vs 10 runs**"
+        ),
         "{md}"
     );
     assert!(
@@ -262,6 +268,8 @@ fn markdown_report_snapshot() {
         rel_change: 0.0022,
         p_value: 1e-4,
         deterministic: false,
+        interval: None,
+        windows: 0,
     });
     let x = Issue {
         change_points: &two,
@@ -922,6 +930,8 @@ fn markdown_reports_say_no_change_and_inconclusive_plainly() {
             rel_change: 0.0308,
             p_value: 0.02,
             verified: false,
+            interval: None,
+            windows: 0,
         }),
     });
     assert!(md.starts_with("## `value`: inconclusive in `a..b`"), "{md}");

@@ -55,6 +55,16 @@ impl Search {
             p: f64::NAN,
             differs: false,
         });
+        let (interval, windows) = if self.det {
+            (Some((c.rel, c.rel)).filter(|_| c.rel.is_finite()), 0)
+        } else {
+            let strata = self.strata_of(&ev, 0, 1);
+            let step = stats::step::estimate_with_interval(&strata);
+            (
+                step.and_then(|s| s.interval),
+                if self.windowed() { strata.len() } else { 0 },
+            )
+        };
         Culprit {
             pos,
             parent,
@@ -64,6 +74,8 @@ impl Search {
             n_before: a.len(),
             n_after: b.len(),
             rel_change: c.rel,
+            interval,
+            windows,
             p_value: c.p,
             verified,
         }

@@ -180,16 +180,25 @@ pub struct Culprit {
     /// Every position that may be the culprit (`parent+1..=pos`): more than one only when
     /// unbuildable neighbours make it ambiguous.
     pub candidates: Vec<usize>,
-    /// Median of all samples of `parent`.
+    /// Median of the runs of `parent` taken side by side with `pos` (the windows of time
+    /// holding both; all their samples when the search pools them).
     pub before: f64,
-    /// Median of all samples of `pos`.
+    /// Median of the runs of `pos` in the same windows.
     pub after: f64,
-    /// Samples behind `before`.
+    /// Runs behind `before`.
     pub n_before: usize,
-    /// Samples behind `after`.
+    /// Runs behind `after`.
     pub n_after: usize,
-    /// Relative change of the medians, `(after - before) / |before|`.
+    /// The change, estimated window by window ([`crate::stats::step`]): with one window
+    /// `(after - before) / |before|`.
     pub rel_change: f64,
+    /// 95 % interval of `rel_change` (`None` when the runs are too few to resample).
+    #[serde(default)]
+    pub interval: Option<(f64, f64)>,
+    /// Windows of time the runs behind `before` and `after` were taken in side by side (0: the
+    /// search pooled every sample, `[measure] interleave = false`, or compared exact values).
+    #[serde(default)]
+    pub windows: usize,
     /// p-value of parent vs culprit over all their samples (0 or 1 for deterministic metrics).
     pub p_value: f64,
     /// Whether the interleaved re-run confirmed the difference (always true in

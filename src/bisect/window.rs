@@ -198,13 +198,11 @@ impl Search {
         })
     }
 
-    /// The comparison of the `i`th and `j`th positions of `ev`.
+    /// The comparison of the `i`th and `j`th positions of `ev`: the test on the runs taken
+    /// side by side, the levels the medians of those runs, the change estimated window by
+    /// window ([`stats::step`]: the one definition every view of a step reads).
     pub(super) fn compare_ev(&self, ev: &Evidence, i: usize, j: usize) -> Option<Cmp> {
-        if self.params.counted && !self.det {
-            // Counts barely drift: their windows pooled, Welch's t test (see `compare`).
-            return compare(&ev.pooled(i), &ev.pooled(j), &self.params, false);
-        }
-        if self.det || ev.strata.len() <= 1 {
+        if self.det || ev.strata.len() <= 1 && !self.params.counted {
             return compare(
                 &ev.strata.first()?[i],
                 &ev.strata.first()?[j],
@@ -212,52 +210,42 @@ impl Search {
                 self.det,
             );
         }
-        let strata: Vec<(&[f64], &[f64])> = ev
-            .strata
+        let strata = self.strata_of(ev, i, j);
+        let step = stats::step::estimate(&strata)?;
+        let p = if self.params.counted {
+            // Counts barely drift: their windows pooled, Welch's t test (see `compare`).
+            compare(&ev.pooled(i), &ev.pooled(j), &self.params, false)?.p
+        } else {
+            stats::differ_strata(&strata, self.params.alpha, self.params.threshold)?.p_value
+        };
+        Some(Cmp {
+            before: step.before,
+            after: step.after,
+            rel: step.rel_change,
+            p,
+            differs: p < self.params.alpha && self.reaches(step.before, step.rel_change),
+        })
+    }
+
+    /// The windows of `ev` holding runs of both its `i`th and `j`th positions.
+    pub(super) fn strata_of<'e>(
+        &self,
+        ev: &'e Evidence,
+        i: usize,
+        j: usize,
+    ) -> Vec<(&'e [f64], &'e [f64])> {
+        ev.strata
             .iter()
             .map(|s| (s[i].as_slice(), s[j].as_slice()))
             .filter(|(a, b)| !a.is_empty() && !b.is_empty())
-            .collect();
-        let d = stats::differ_strata(&strata, self.params.alpha, self.params.threshold)?;
-        if strata.len() <= 1 {
-            return Some(Cmp {
-                before: d.before,
-                after: d.after,
-                rel: d.rel_change,
-                p: d.p_value,
-                differs: d.differs,
-            });
-        }
-        // Levels pooled over windows taken at different times mix the machine's drift into
-        // the change: the change is each window's own, weighted by its size, and the old level
-        // that of the largest window.
-        let (mut num, mut den) = (0.0, 0.0);
-        for (a, b) in &strata {
-            let (Some(ma), Some(mb)) = (stats::median(a), stats::median(b)) else {
-                continue;
-            };
-            let r = stats::rel_change(ma, mb);
-            let w = (a.len() * b.len()) as f64 / (a.len() + b.len()) as f64;
-            if r.is_finite() {
-                num += w * r;
-                den += w;
-            }
-        }
-        let (a, _) = strata
-            .iter()
-            .rev()
-            .max_by_key(|(a, b)| a.len() + b.len())
-            .copied()?;
-        let before = stats::median(a)?;
-        let rel = if den > 0.0 { num / den } else { d.rel_change };
-        let after = before + rel * before.abs();
-        Some(Cmp {
-            before,
-            after,
-            rel,
-            p: d.p_value,
-            differs: d.p_value < self.params.alpha && self.params.threshold.reached(before, after),
-        })
+            .collect()
+    }
+
+    /// Whether a change of `rel` from `before` reaches the threshold.
+    pub(super) fn reaches(&self, before: f64, rel: f64) -> bool {
+        self.params
+            .threshold
+            .reached(before, before + rel * before.abs())
     }
 
     /// Positions `a` and `b` compared on the samples they share a window with.

@@ -27,6 +27,12 @@ struct Point {
     p_value: f64,
     /// An exact change of a noiseless series: `p_value` is no test's result.
     deterministic: bool,
+    /// 95 % interval of `rel_change` when runs taken side by side across the step gave it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    interval: Option<[f64; 2]>,
+    /// Windows of time whose side-by-side runs gave `before`, `after` and `rel_change` (0:
+    /// the stored runs' levels next to the step).
+    windows: usize,
 }
 
 impl Point {
@@ -42,6 +48,8 @@ impl Point {
             rel_change: c.rel_change,
             p_value: c.p_value,
             deterministic: c.deterministic,
+            interval: c.interval.map(|(lo, hi)| [lo, hi]),
+            windows: c.windows,
         }
     }
 }
@@ -88,16 +96,22 @@ pub fn detect(g: &Global, args: DetectArgs) -> anyhow::Result<()> {
             // With a range, only its commits' records are read (through the store's index).
             // Of each run only its value and moment are kept: change points need no more, and
             // years of cron rows are millions of runs.
-            let (mut samples, commits) = match args.range.as_deref() {
+            // A range's old end comes first, as `report` has it: its runs are the level
+            // before the range's first commit, so a step at that commit shows here too.
+            let (mut samples, commits, old_end) = match args.range.as_deref() {
                 Some(r) => {
-                    let commits = ws.range_commits(r)?;
+                    let (commits, old_end) = ws.chain_commits(r)?;
                     let ids: Vec<_> = commits.iter().map(|c| c.id).collect();
-                    (ws.samples_as::<Observation>(test, Some(&ids))?, commits)
+                    (
+                        ws.samples_as::<Observation>(test, Some(&ids))?,
+                        commits,
+                        old_end,
+                    )
                 }
                 None => {
                     let samples = ws.samples_as::<Observation>(test, None)?;
                     let commits = ws.commits(None, &samples)?;
-                    (samples, commits)
+                    (samples, commits, false)
                 }
             };
             if let Some(n) = ws.fingerprint_note(test, &samples) {
@@ -129,7 +143,12 @@ pub fn detect(g: &Global, args: DetectArgs) -> anyhow::Result<()> {
             };
             let points = crate::report::show::change_points(&rows, &opts)
                 .into_iter()
-                .map(|c| Point::new(&c, c.index as i64, Some(&commits[c.index])))
+                // `index` stays the position in the range (the old end is not one of its
+                // commits, and no step starts at it).
+                .map(|c| {
+                    let index = c.index as i64 - i64::from(old_end);
+                    Point::new(&c, index, Some(&commits[c.index]))
+                })
                 .collect();
             Output {
                 change_points: points,
@@ -154,9 +173,27 @@ pub fn detect(g: &Global, args: DetectArgs) -> anyhow::Result<()> {
                 } else {
                     format!("p = {:.2e}", p.p_value)
                 };
+                let basis = match (p.windows, p.interval) {
+                    (0, _) => String::new(),
+                    (k, iv) => format!(
+                        "; {}medians of the runs taken side by side across it{}",
+                        iv.filter(|[lo, hi]| lo != hi)
+                            .map(|[lo, hi]| format!(
+                                "95 % interval {:+.2} % to {:+.2} %, ",
+                                lo * 100.0,
+                                hi * 100.0
+                            ))
+                            .unwrap_or_default(),
+                        if k > 1 {
+                            format!(" in {k} windows, the change estimated window by window")
+                        } else {
+                            String::new()
+                        }
+                    ),
+                };
                 writeln!(
                     w,
-                    "{at}: {} -> {} ({:+.2} %), {evidence}",
+                    "{at}: {} -> {} ({:+.2} %), {evidence}{basis}",
                     fmt_num(p.before),
                     fmt_num(p.after),
                     p.rel_change * 100.0,

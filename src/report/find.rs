@@ -200,6 +200,12 @@ struct JsonCulprit {
     before: Level,
     after: Level,
     rel_change: f64,
+    /// The 95 % interval of `rel_change`, when the runs allow one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rel_change_interval: Option<[f64; 2]>,
+    /// Windows of time in which the `before` and `after` runs were taken side by side (0:
+    /// every sample pooled, or exact values); the change is estimated window by window.
+    windows: usize,
     p_value: f64,
     candidates: Vec<String>,
     verified: bool,
@@ -286,6 +292,8 @@ impl FindReport<'_> {
                 n: c.n_after,
             },
             rel_change: c.rel_change,
+            rel_change_interval: c.interval.map(|(lo, hi)| [lo, hi]),
+            windows: c.windows,
             p_value: c.p_value,
             candidates: c
                 .candidates
@@ -378,6 +386,70 @@ impl FindReport<'_> {
         self.merges.iter().find(|(c, _)| *c == pos).map(|&(_, m)| m)
     }
 
+    /// "95 % interval +6.90 % to +7.90 %" of a culprit's change, when it has one that is not
+    /// a single value.
+    pub(crate) fn interval_text(&self, c: &Culprit) -> Option<String> {
+        let (lo, hi) = c
+            .interval
+            .filter(|(lo, hi)| lo != hi && !self.deterministic)?;
+        Some(format!(
+            "{} % interval {:+.2} % to {:+.2} %",
+            fmt_num(crate::stats::step::INTERVAL_LEVEL * 100.0),
+            lo * 100.0,
+            hi * 100.0
+        ))
+    }
+
+    /// The two-sample test behind a culprit's p-value.
+    pub(crate) fn test_name(&self, c: &Culprit) -> &'static str {
+        if matches!(self.test.metric, crate::config::Metric::Instructions) {
+            "Welch's t test"
+        } else if c.windows > 1 {
+            "van Elteren's rank test, stratified by window"
+        } else {
+            "two-sided Mann-Whitney U"
+        }
+    }
+
+    /// Which runs a culprit's levels are the medians of, and where its change comes from:
+    /// "medians of the 10 vs 10 runs taken side by side in 2 windows (the change estimated
+    /// window by window)".
+    pub(crate) fn basis(&self, c: &Culprit) -> String {
+        let runs = format!(
+            "{} vs {} run{}",
+            c.n_before,
+            c.n_after,
+            if c.n_before == 1 && c.n_after == 1 {
+                ""
+            } else {
+                "s"
+            }
+        );
+        match c.windows {
+            _ if self.deterministic => format!("medians of {runs}"),
+            0 => format!("medians of all {runs}"),
+            1 => format!("medians of the {runs} taken side by side"),
+            k => {
+                let pooled = crate::stats::rel_change(c.before, c.after);
+                let apart = c
+                    .interval
+                    .is_some_and(|(lo, hi)| pooled < lo || pooled > hi);
+                format!(
+                    "medians of the {runs} taken side by side in {k} windows of time, the change \
+                     estimated window by window{}",
+                    if apart {
+                        format!(
+                            " (the medians pooled over the windows say {:+.2} %: the machine's speed moved between them)",
+                            pooled * 100.0
+                        )
+                    } else {
+                        String::new()
+                    }
+                )
+            }
+        }
+    }
+
     fn culprit_lines(&self, o: &mut String, c: &Culprit, label: &str) {
         let at = &self.commits[c.pos];
         let parent = &self.commits[c.parent];
@@ -385,7 +457,7 @@ impl FindReport<'_> {
         let _ = writeln!(o, "  author {}, {}", at.author, date(at.time));
         let _ = writeln!(
             o,
-            "  {}: {}{} -> {}{} ({:+.2} %, {}), {}, medians of {} vs {} run{}{}",
+            "  {}: {}{} -> {}{} ({:+.2} %, {}{}), {}, {}{}",
             self.test.name,
             fmt_num(c.before),
             self.unit(),
@@ -393,14 +465,11 @@ impl FindReport<'_> {
             self.unit(),
             c.rel_change * 100.0,
             judge_with_article(self.test.direction, c.rel_change),
+            self.interval_text(c)
+                .map(|i| format!("; {i}"))
+                .unwrap_or_default(),
             self.evidence(c.p_value, true),
-            c.n_before,
-            c.n_after,
-            if c.n_before == 1 && c.n_after == 1 {
-                ""
-            } else {
-                "s"
-            },
+            self.basis(c),
             if c.verified {
                 ", confirmed by interleaved re-runs"
             } else {
@@ -735,7 +804,7 @@ pub fn markdown(r: &FindReport<'_>) -> String {
         );
         let _ = writeln!(
             o,
-            "- **{}**: {:+.2} % ({}), {}{}",
+            "- **{}**: {:+.2} % ({}{}), {}; {}{}",
             if *confirmed {
                 "culprit"
             } else {
@@ -743,11 +812,15 @@ pub fn markdown(r: &FindReport<'_>) -> String {
             },
             c.rel_change * 100.0,
             judge(t.direction, c.rel_change),
+            r.interval_text(c)
+                .map(|i| format!("; {i}"))
+                .unwrap_or_default(),
             if r.deterministic {
                 "deterministic (values compared exactly)".to_string()
             } else {
-                format!("p = {:.2e} (two-sided Mann-Whitney U)", c.p_value)
+                format!("p = {:.2e} ({})", c.p_value, r.test_name(c))
             },
+            md_escape(&r.basis(c)),
             if c.verified {
                 "; confirmed by interleaved re-runs of parent and culprit"
             } else {
@@ -943,6 +1016,8 @@ mod tests {
             n_before: 1,
             n_after: 1,
             rel_change: crate::stats::rel_change(before, after),
+            interval: None,
+            windows: 0,
             p_value,
             verified: true,
         }

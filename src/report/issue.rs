@@ -62,10 +62,15 @@ impl Issue<'_> {
     fn effect(&self, c: &Culprit) -> String {
         let (before, after) = quantity_pair(c.before, c.after, &self.unit());
         md_escape(&format!(
-            "{}: {:+.2} % ({before} → {after}), {}",
+            "{}: {:+.2} % ({before} → {after}{}), {}, {}",
             self.find.test.name,
             c.rel_change * 100.0,
-            self.find.evidence(c.p_value, true)
+            self.find
+                .interval_text(c)
+                .map(|i| format!("; {i}"))
+                .unwrap_or_default(),
+            self.find.evidence(c.p_value, true),
+            self.find.basis(c)
         ))
     }
 
@@ -282,8 +287,9 @@ fn around_table(o: &mut String, x: &Issue<'_>, c: &Culprit, confirmed: bool) {
     );
     let _ = writeln!(
         o,
-        "| | commit | subject | runs | median | min | max |\n|---|---|---|---:|---:|---:|---:|"
+        "| | commit | subject | runs | median | min | max | vs parent, side by side |\n|---|---|---|---:|---:|---:|---:|---:|"
     );
+    let parent_row = x.rows.get(c.parent);
     for p in x.around(c.pos) {
         let row = &x.rows[p];
         let role = if p == c.pos {
@@ -312,6 +318,13 @@ fn around_table(o: &mut String, x: &Issue<'_>, c: &Culprit, confirmed: bool) {
                 format!("0 | {what} | | ")
             }
         };
+        let vs = match parent_row.filter(|_| p != c.parent) {
+            Some(pr) => crate::report::show::step_between(pr, row)
+                .map(|s| format!("{:+.2} %", s.rel_change * 100.0))
+                .unwrap_or_else(|| "—".to_string()),
+            None => String::new(),
+        };
+        let cells = format!("{cells} | {vs}");
         let hash = if p == c.pos {
             format!("**`{}`**", row.commit.short())
         } else {
@@ -323,7 +336,13 @@ fn around_table(o: &mut String, x: &Issue<'_>, c: &Culprit, confirmed: bool) {
             md_escape(&row.commit.subject)
         );
     }
-    let _ = writeln!(o);
+    let _ = writeln!(
+        o,
+        "\nRuns, median, min and max count every stored run of each commit, taken at different \
+         times; \"vs parent, side by side\" compares only runs taken in the same windows of time as \
+         the parent's, as the headline does ({}).\n",
+        md_escape(&r.basis(c))
+    );
     let mut pos = c.pos;
     while let Some(m) = r.merge_of(pos) {
         let mc = &r.commits[m];
@@ -348,7 +367,9 @@ fn change_points(o: &mut String, x: &Issue<'_>) {
     let r = x.find;
     let _ = writeln!(
         o,
-        "### Change points\n\n`perfbisect detect` over every stored run of the {} of {}:\n",
+        "### Change points\n\n`perfbisect detect` over every stored run of the {} of {} (the old end \
+         first); where runs were taken side by side across a step, its levels are their medians and \
+         its change is estimated window by window, as the headline's:\n",
         count(r.searched + 1, "commit"),
         md::code(r.range)
     );
@@ -393,7 +414,15 @@ fn change_points(o: &mut String, x: &Issue<'_>) {
             if cp.deterministic {
                 "deterministic".to_string()
             } else {
-                format!("p = {:.2e}", cp.p_value)
+                format!(
+                    "p = {:.2e}{}",
+                    cp.p_value,
+                    match cp.windows {
+                        0 => String::new(),
+                        1 => "; runs side by side".to_string(),
+                        k => format!("; runs side by side in {k} windows"),
+                    }
+                )
             },
             if is_culprit { "culprit" } else { "not named" }
         );
@@ -507,6 +536,8 @@ pub fn json(x: &Issue<'_>, find_json: serde_json::Value) -> anyhow::Result<Strin
                 "rel_change": cp.rel_change,
                 "p_value": cp.p_value,
                 "deterministic": cp.deterministic,
+                "interval": cp.interval.map(|(lo, hi)| [lo, hi]),
+                "windows": cp.windows,
             }))
         })
         .collect();

@@ -96,13 +96,98 @@ pub fn change_points<R: Run>(
             return found;
         }
     }
-    stats::detect(&evidence(rows), opts)
+    let mut found: Vec<stats::ChangePoint> = stats::detect(&evidence(rows), opts)
         .into_iter()
         .map(|mut c| {
             c.index = step_start(rows, c.index, c.before, c.after);
             c
         })
-        .collect()
+        .collect();
+    side_by_side(rows, &mut found);
+    found
+}
+
+/// The step from row `a` to row `b` on the runs of each taken side by side (in the windows
+/// of time holding both; an identical build's runs a row shows count for it, as they do in
+/// the search), as a culprit's is read; `None` when they share no window.
+pub fn step_between<R: Run>(a: &CommitRow<R>, b: &CommitRow<R>) -> Option<stats::Step> {
+    let mut windows: std::collections::BTreeMap<u64, (Vec<f64>, Vec<f64>)> = Default::default();
+    for (side, row) in [a, b].into_iter().enumerate() {
+        for rec in &row.records {
+            let (w, Some(v)) = (rec.window(), rec.value()) else {
+                continue;
+            };
+            if w != 0 && v.is_finite() {
+                let e = windows.entry(w).or_default();
+                if side == 0 {
+                    e.0.push(v)
+                } else {
+                    e.1.push(v)
+                }
+            }
+        }
+    }
+    let strata: Vec<(&[f64], &[f64])> = windows
+        .values()
+        .map(|(x, y)| (x.as_slice(), y.as_slice()))
+        .filter(|(x, y)| !x.is_empty() && !y.is_empty())
+        .collect();
+    stats::step::estimate_with_interval(&strata)
+}
+
+/// Commits on each side of a change point whose runs taken side by side give its size (as
+/// the detector's levels are taken next to the boundary).
+const SIDE_SPAN: usize = 10;
+
+/// Each change point's size from the runs taken side by side across it, where there are any:
+/// the windows of time holding runs of commits on both sides (up to [`SIDE_SPAN`] commits a
+/// side, not past the neighbouring change points), read as a culprit's step is
+/// ([`stats::step`]): the levels the medians of those runs, the change estimated window by
+/// window with its interval. Without such runs (imported rounds, commits measured apart) the
+/// detector's levels of the stored runs stand.
+pub fn side_by_side<R: Run>(rows: &[CommitRow<R>], found: &mut [stats::ChangePoint]) {
+    let starts: Vec<usize> = found.iter().map(|c| c.index).collect();
+    for (i, cp) in found.iter_mut().enumerate() {
+        if cp.deterministic {
+            continue;
+        }
+        let k = cp.index;
+        let lo = k
+            .saturating_sub(SIDE_SPAN)
+            .max(if i == 0 { 0 } else { starts[i - 1] });
+        let hi = (k + SIDE_SPAN)
+            .min(starts.get(i + 1).copied().unwrap_or(rows.len()))
+            .min(rows.len());
+        let mut windows: std::collections::BTreeMap<u64, (Vec<f64>, Vec<f64>)> = Default::default();
+        for (j, row) in rows.iter().enumerate().take(hi).skip(lo) {
+            for rec in row.own_records() {
+                let (w, Some(v)) = (rec.window(), rec.value()) else {
+                    continue;
+                };
+                if w == 0 || !v.is_finite() {
+                    continue;
+                }
+                let sides = windows.entry(w).or_default();
+                if j < k {
+                    sides.0.push(v);
+                } else {
+                    sides.1.push(v);
+                }
+            }
+        }
+        let strata: Vec<(&[f64], &[f64])> = windows
+            .values()
+            .map(|(a, b)| (a.as_slice(), b.as_slice()))
+            .filter(|(a, b)| !a.is_empty() && !b.is_empty())
+            .collect();
+        if let Some(step) = stats::step::estimate_with_interval(&strata) {
+            cp.before = step.before;
+            cp.after = step.after;
+            cp.rel_change = step.rel_change;
+            cp.interval = step.interval;
+            cp.windows = step.windows;
+        }
+    }
 }
 
 /// Where a step found at row `index` (the first row with runs of its own at the new level,

@@ -170,6 +170,8 @@ pub fn detect_tuned(series: &[Vec<f64>], opts: &Options, tu: &Tuning) -> Vec<Cha
                 rel_change: rel_change(medians[j - 1], medians[j]),
                 p_value: 0.0,
                 deterministic: true,
+                interval: None,
+                windows: 0,
             })
             .collect();
     }

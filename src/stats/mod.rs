@@ -6,6 +6,7 @@ pub mod compare;
 pub mod drift;
 pub mod input;
 pub mod lttb;
+pub mod step;
 pub mod summary;
 #[cfg(test)]
 pub(crate) mod testing;
@@ -20,6 +21,7 @@ pub use compare::{
 };
 pub use input::{read_series_csv, InputError, Series};
 pub use lttb::lttb;
+pub use step::Step;
 pub use summary::{median, percentile, summarize, Summary};
 pub use threshold::{rel_change, Threshold};
 pub use trend::{mann_kendall, Trend, TrendDirection};

@@ -119,6 +119,14 @@ pub trait Run: Sync {
     fn moment_key(&self) -> (u64, u64);
     /// Taken in by `perfbisect import`, not measured here.
     fn imported(&self) -> bool;
+    /// The window of time the run was taken in ([`Sample::window`]; 0: none, an imported row).
+    fn window(&self) -> u64 {
+        if self.imported() {
+            0
+        } else {
+            self.moment_key().0
+        }
+    }
 }
 
 impl Run for Sample {

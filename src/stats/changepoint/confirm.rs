@@ -81,6 +81,8 @@ impl Ctx<'_> {
                         rel_change: rel_change(t.before, t.after),
                         p_value: t.p,
                         deterministic: false,
+                        interval: None,
+                        windows: 0,
                     })
                     .collect();
             }
@@ -272,6 +274,8 @@ impl Ctx<'_> {
             rel_change: rel_change(t.before, t.after),
             p_value: t.p,
             deterministic: false,
+            interval: None,
+            windows: 0,
         }
     }
 

@@ -17,4 +17,12 @@ pub struct ChangePoint {
     /// The series has no noise (every commit's samples equal, values change rarely): the point
     /// is an exact change of value and `p_value` is no test's result.
     pub deterministic: bool,
+    /// 95 % interval of `rel_change`, when runs taken side by side across the boundary gave
+    /// the levels and the change (see [`crate::stats::step`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interval: Option<(f64, f64)>,
+    /// Windows of time holding runs of both sides that gave `before`, `after` and
+    /// `rel_change`, estimated as a culprit's are (0: the levels of the stored runs next to
+    /// the boundary, as detected).
+    pub windows: usize,
 }
