@@ -14,6 +14,11 @@ impl UsageError {
     }
 }
 
+/// Exit code of a `find` that ran but could not name a culprit with confidence (verdict
+/// `inconclusive`): a script or bot tells it from a finding (0) and a failure (1) without
+/// reading the output.
+pub const INCONCLUSIVE: i32 = 3;
+
 /// Exit code 2 for usage errors anywhere in the chain, 1 for anything else.
 pub fn exit_code(err: &anyhow::Error) -> i32 {
     if is_usage(err) {

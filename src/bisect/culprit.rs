@@ -38,6 +38,17 @@ impl Search {
         self.finish(Outcome::Inconclusive { reason, best_guess })
     }
 
+    /// An unconfirmed best guess that the step of `seg` lies at `pos` (from the last commit
+    /// classified at the old level, `parent`), every commit of the segment still a candidate:
+    /// `None` when the runs side by side move the other way than the segment's ends do (a
+    /// guess must not contradict the evidence it came from).
+    pub(super) fn guess(&self, seg: &Segment, parent: usize, pos: usize) -> Option<Culprit> {
+        let c = self.culprit(parent, pos, seg.lo + 1..=seg.hi, false);
+        let agrees =
+            c.rel_change.is_finite() && c.rel_change != 0.0 && (c.rel_change > 0.0) == seg.up;
+        agrees.then_some(c)
+    }
+
     pub(super) fn culprit(
         &self,
         parent: usize,

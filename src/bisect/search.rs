@@ -713,12 +713,14 @@ impl Search {
             },
             self.span(lo + 1, hi)
         );
+        // The parent of a guess is the last commit classified at the old level: the probe
+        // stayed unclassified, so it is never named as old-level, whichever way it leans.
         let guess = if leans_new {
-            self.culprit(lo, x, lo + 1..=hi, false)
+            self.guess(seg, lo, x)
         } else {
-            self.culprit(x, hi, lo + 1..=hi, false)
+            self.guess(seg, lo, hi)
         };
-        SegFlow::Failed(reason, Some(guess))
+        SegFlow::Failed(reason, guess)
     }
 }
 

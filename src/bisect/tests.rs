@@ -1476,3 +1476,31 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, rng_seed: RngSeed::Fixed(29), ..ProptestConfig::default() })]
+    /// Issue 29: a verdict cannot contradict itself. A ramp of small steps under noise leaves
+    /// probes unclassified; a best guess then names as its parent only a commit classified at
+    /// the old level (never one the reason says stayed unclassified), and moves the way the
+    /// range's ends do.
+    #[test]
+    fn a_best_guess_never_contradicts_its_own_evidence(
+        seed in 0u64..1000,
+        n_steps in 2usize..7,
+        size in 0.002f64..0.006,
+    ) {
+        let m = 32;
+        let steps: Vec<(usize, f64)> = (1..=n_steps).map(|i| (i * m / (n_steps + 1), size)).collect();
+        let levels = step_levels(m, &steps);
+        let mut w = World::new(levels, 0.004, seed);
+        let mut search = Search::new(m + 1, noisy(5));
+        search.set_labels((0..=m).map(|p| format!("c{p}")).collect());
+        let r = drive(&mut search, &mut w);
+        if let Outcome::Inconclusive { reason, best_guess: Some(c) } = &r.outcome {
+            let parent = format!("c{} stayed unclassified", c.parent);
+            prop_assert!(!reason.contains(&parent), "{reason} / parent {}", c.parent);
+            prop_assert!(c.parent < c.pos);
+            prop_assert!(c.rel_change > 0.0, "the ends go up, the guess {:+}", c.rel_change);
+        }
+    }
+}

@@ -109,7 +109,7 @@ impl Search {
                 self.name(hi),
                 self.name(lo),
             ),
-            Some(self.culprit(lo, hi, lo + 1..=hi, false)),
+            self.guess(seg, lo, hi),
         )
     }
 
@@ -139,7 +139,7 @@ impl Search {
                     self.name(hi),
                     self.name(lo)
                 ),
-                Some(self.culprit(lo, hi, lo + 1..=hi, false)),
+                self.guess(seg, lo, hi),
             );
         }
         let max = self.params.max_repeats;
@@ -240,7 +240,7 @@ impl Search {
                     self.name(hi),
                     self.name(lo)
                 ),
-                Some(self.culprit(lo, hi, lo + 1..=hi, false)),
+                self.guess(seg, lo, hi),
             );
         };
         if c.differs && (c.after > c.before) == seg.up {
@@ -261,7 +261,7 @@ impl Search {
                 c.rel * 100.0,
                 self.p_text(c.p)
             ),
-            Some(self.culprit(lo, hi, lo + 1..=hi, false)),
+            self.guess(seg, lo, hi),
         )
     }
 }

@@ -9,7 +9,9 @@ use crate::report::{charts, spark};
 
 use super::common::{check_format, locations, verbosity};
 
-pub fn find(g: &Global, args: FindArgs) -> anyhow::Result<()> {
+/// Exit code 0 for a verdict (culprit or no change), [`crate::error::INCONCLUSIVE`] when the
+/// search could not decide.
+pub fn find(g: &Global, args: FindArgs) -> anyhow::Result<i32> {
     check_format(
         args.format,
         &[Format::Text, Format::Json, Format::Md],
@@ -43,6 +45,10 @@ pub fn find(g: &Global, args: FindArgs) -> anyhow::Result<()> {
         run = crate::finder::search(&ws, test, &args.range, args.jobs, args.no_descend)?;
     }
     let why = crate::finder::why(&ws, &run, args.why, args.no_why)?;
+    let code = match run.outcome {
+        crate::bisect::Outcome::Inconclusive { .. } => crate::error::INCONCLUSIVE,
+        _ => 0,
+    };
     let invocation = super::common::invocation(g, &ws);
 
     // The chain's medians as stored now (what this search measured, and what was there).
@@ -78,7 +84,8 @@ pub fn find(g: &Global, args: FindArgs) -> anyhow::Result<()> {
             &chart,
             &|plot_ref| render(plot_ref, Format::Md),
         )?;
-        return crate::publish::post(&ws, &target, &saved);
+        crate::publish::post(&ws, &target, &saved)?;
+        return Ok(code);
     }
     if let Some(path) = &args.plot {
         plot::write(&chart, path)?;
@@ -86,5 +93,5 @@ pub fn find(g: &Global, args: FindArgs) -> anyhow::Result<()> {
     }
     let plot_ref = args.plot.as_ref().map(|p| p.display().to_string());
     print!("{}", render(plot_ref, args.format)?);
-    Ok(())
+    Ok(code)
 }

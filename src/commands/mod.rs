@@ -56,26 +56,27 @@ where
     if let Command::Step(args) = command {
         return step::step(&g, args);
     }
+    let done = |r: anyhow::Result<()>| r.map(|()| 0);
     let result = match command {
         Command::Find(a) => find::find(&g, a),
-        Command::Run(a) => run::run(&g, a),
-        Command::Show(a) => show::show(&g, a),
-        Command::Detect(a) => detect::detect(&g, a),
-        Command::Compare(a) => compare::compare(&g, a),
-        Command::Calibrate(a) => calibrate::calibrate(&g, a),
-        Command::Log(a) => log::log(&g, a),
-        Command::Import(a) => import::import(&g, a),
-        Command::Merge(a) => merge::merge(&g, a),
-        Command::Cache(a) => cache::cache(&g, a),
-        Command::Demo(a) => demo::demo(&g, a),
-        Command::Config(a) => config::config(&g, a),
-        Command::Completions { shell } => docs::completions(shell),
-        Command::Man { dir } => docs::man(dir.as_deref()),
-        Command::Report(a) => report::report(&g, a),
+        Command::Run(a) => done(run::run(&g, a)),
+        Command::Show(a) => done(show::show(&g, a)),
+        Command::Detect(a) => done(detect::detect(&g, a)),
+        Command::Compare(a) => done(compare::compare(&g, a)),
+        Command::Calibrate(a) => done(calibrate::calibrate(&g, a)),
+        Command::Log(a) => done(log::log(&g, a)),
+        Command::Import(a) => done(import::import(&g, a)),
+        Command::Merge(a) => done(merge::merge(&g, a)),
+        Command::Cache(a) => done(cache::cache(&g, a)),
+        Command::Demo(a) => done(demo::demo(&g, a)),
+        Command::Config(a) => done(config::config(&g, a)),
+        Command::Completions { shell } => done(docs::completions(shell)),
+        Command::Man { dir } => done(docs::man(dir.as_deref())),
+        Command::Report(a) => done(report::report(&g, a)),
         Command::Step(_) => unreachable!("handled above"),
     };
     match result {
-        Ok(()) => 0,
+        Ok(code) => code,
         Err(e) if e.is::<Interrupted>() => {
             eprintln!("perfbisect: {e}");
             130
