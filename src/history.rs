@@ -121,6 +121,14 @@ pub fn change_points<R: Run>(
     test: &crate::config::Test,
     rows: &[crate::report::show::CommitRow<R>],
 ) -> Vec<crate::stats::ChangePoint> {
+    detection(test, rows).points
+}
+
+/// [`change_points`], and the steps too few runs leave undecided.
+pub fn detection<R: Run>(
+    test: &crate::config::Test,
+    rows: &[crate::report::show::CommitRow<R>],
+) -> crate::stats::Detection {
     use crate::stats::changepoint;
     let opts = changepoint::Options {
         threshold: test.threshold,
@@ -129,5 +137,5 @@ pub fn change_points<R: Run>(
     };
     // One value per independent measurement (runs back to back are one look at the machine),
     // each real run once (where it was made, not again on commits of identical builds).
-    crate::report::show::change_points(rows, &opts)
+    crate::report::show::detection(rows, &opts)
 }

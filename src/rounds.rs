@@ -38,6 +38,8 @@ pub struct Summary {
     /// Runs not made because a commit's build is byte-identical to that of a commit whose
     /// samples it shares.
     runs_saved: usize,
+    /// Of `runs`, those measured beside steps too few runs left undecided, until decided.
+    topped_up: usize,
     /// Commits (of this invocation) whose samples come from an identical build, with it.
     identical_builds: Vec<Shared>,
     /// With `--build-only`: nothing was measured, by request.
@@ -150,6 +152,7 @@ pub fn run_pass(
         failed_builds: Vec::new(),
         failed_runs: 0,
         runs_saved: 0,
+        topped_up: 0,
         identical_builds: Vec::new(),
         build_only: args.build_only,
         shard: shard.map(|(i, n)| format!("{i}/{n}")),
@@ -318,6 +321,21 @@ pub fn run_pass(
         }
     }
     bar.finish_and_clear();
+    // Few runs never hide a step: where the numbers now show a step too few runs cannot decide,
+    // both builds beside it are measured more, round by round, until it is decided or they
+    // reach `max_repeats`. (Not for a shard: it holds every Nth commit and sees no steps.)
+    if interleave && shard.is_none() && !crate::interrupt::requested() {
+        let mut chain: Vec<crate::git::CommitInfo> = range.base.iter().cloned().collect();
+        chain.extend(range.commits.iter().cloned());
+        top_up(
+            ws,
+            &tests,
+            &chain,
+            &mut samples,
+            &mut appenders,
+            &mut summary,
+        )?;
+    }
     if crate::interrupt::requested() {
         report(&summary, started.elapsed())?;
         return Err(Interrupted.into());
@@ -548,6 +566,97 @@ fn measure_rounds(
     Ok(())
 }
 
+/// Most passes of [`top_up`] (each measures more runs of the builds beside the steps still
+/// undecided, then looks again).
+const TOP_UP_PASSES: usize = 6;
+
+/// Measure more runs of the two builds beside each step of `chain` (the range with its old
+/// end first) that is too few runs to decide ([`crate::stats::Undecided`]), interleaved round
+/// by round, as many as the step's test says it needs (at least `repeats`, at most up to
+/// `max_repeats` runs of each), and look again, until no step is undecided or nothing more
+/// may be measured.
+fn top_up(
+    ws: &Workspace,
+    tests: &[&crate::config::Test],
+    chain: &[crate::git::CommitInfo],
+    samples: &mut [crate::pipeline::Samples],
+    appenders: &mut [crate::store::Appender],
+    summary: &mut Summary,
+) -> anyhow::Result<()> {
+    let ids: Vec<gix::ObjectId> = chain.iter().map(|c| c.id).collect();
+    let main = summary.interleaved.take();
+    for _ in 0..TOP_UP_PASSES {
+        if crate::interrupt::requested() {
+            break;
+        }
+        // Runs wanted per position of `chain`, per test.
+        let mut want: std::collections::BTreeMap<usize, Vec<usize>> = Default::default();
+        for (ti, t) in tests.iter().enumerate() {
+            if t.deterministic {
+                continue;
+            }
+            let stored = ws.samples_for(t, Some(&ids))?;
+            let rows = crate::history::rows(ws, &stored, chain.to_vec());
+            for u in crate::history::detection(t, &rows).undecided {
+                let has = |j: &usize| !rows[*j].own_values().is_empty();
+                let before = (0..u.index).rev().find(has);
+                let after = (u.index..rows.len()).find(has);
+                let (Some(b), Some(a)) = (before, after) else {
+                    continue;
+                };
+                let mut asked = Vec::new();
+                for (j, seen) in [(b, u.runs.0), (a, u.runs.1)] {
+                    let room = t.max_repeats.saturating_sub(rows[j].own_values().len());
+                    let more = u.runs_needed.saturating_sub(seen).max(t.repeats).min(room);
+                    if more > 0 && matches!(ws.build_state(&chain[j].id), State::Cached(_)) {
+                        let e = want.entry(j).or_insert_with(|| vec![0; tests.len()]);
+                        e[ti] = e[ti].max(more);
+                        asked.push(format!("{} of {}", more, chain[j].short()));
+                    }
+                }
+                if !asked.is_empty() {
+                    ws.note(&format!(
+                        "perfbisect: {}: the step at {} ({:+.2} %) is undecided on {} vs {} runs; measuring {} more, side by side",
+                        t.name,
+                        chain[u.index].short(),
+                        u.rel_change * 100.0,
+                        u.runs.0,
+                        u.runs.1,
+                        asked.join(" and ")
+                    ));
+                }
+            }
+        }
+        if want.is_empty() {
+            break;
+        }
+        let commits: Vec<crate::git::CommitInfo> = want.keys().map(|&j| chain[j].clone()).collect();
+        let plan: Vec<Vec<usize>> = want.into_values().collect();
+        let total: usize = plan.iter().flatten().sum();
+        summary.topped_up += total;
+        let bar = ws.progress.bar(total as u64, "run");
+        let needs = |samples: &[crate::pipeline::Samples], ci: usize| {
+            tests
+                .iter()
+                .zip(samples)
+                .enumerate()
+                .map(|(ti, (t, s))| {
+                    let (_, round, _) = need(t, s, &commits[ci].id, true, false);
+                    (plan[ci][ti], round, 0)
+                })
+                .collect()
+        };
+        measure_rounds(
+            ws, tests, &commits, samples, appenders, summary, &bar, &needs,
+        )?;
+        bar.finish_and_clear();
+    }
+    if main.is_some() {
+        summary.interleaved = main;
+    }
+    Ok(())
+}
+
 /// The tests that still need runs on a commit, grouped so that tests with the same command,
 /// setup, teardown, timeout and warm-ups share their runs (in the order of `tests`, each
 /// group's indices ascending, so appenders are matched by index).
@@ -587,6 +696,12 @@ pub fn print_summary(
                 s.failed_runs,
                 crate::build::fmt_secs(elapsed.as_secs_f64())
             );
+            if s.topped_up > 0 {
+                println!(
+                    "  {} of the runs measured the builds beside steps too few runs left undecided, until decided (or max_repeats)",
+                    s.topped_up
+                );
+            }
             if s.build_only {
                 println!(
                     "  built only (--build-only): nothing measured; `merge` brings the builds to the machine that measures"

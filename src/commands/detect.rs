@@ -54,9 +54,48 @@ impl Point {
     }
 }
 
+/// A step too few runs leave undecided, and what would decide it.
+#[derive(Serialize)]
+struct Open {
+    index: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    commit: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    subject: Option<String>,
+    before: f64,
+    after: f64,
+    rel_change: f64,
+    p_value: f64,
+    /// Independent runs on each side, and the runs a side the test needs.
+    runs: [usize; 2],
+    runs_needed: usize,
+    /// The command that measures them (`run` tops up both sides of an undecided step).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    measure: Option<String>,
+}
+
+impl Open {
+    fn new(u: &stats::Undecided, index: i64, commit: Option<&CommitInfo>) -> Open {
+        Open {
+            index,
+            commit: commit.map(|k| k.id.to_string()),
+            subject: commit.map(|k| k.subject.clone()),
+            before: u.before,
+            after: u.after,
+            rel_change: u.rel_change,
+            p_value: u.p_value,
+            runs: [u.runs.0, u.runs.1],
+            runs_needed: u.runs_needed,
+            measure: None,
+        }
+    }
+}
+
 #[derive(Serialize)]
 struct Output {
     change_points: Vec<Point>,
+    /// Steps the runs show but are too few to decide (README: "Few runs").
+    undecided: Vec<Open>,
 }
 
 pub fn detect(g: &Global, args: DetectArgs) -> anyhow::Result<()> {
@@ -76,12 +115,18 @@ pub fn detect(g: &Global, args: DetectArgs) -> anyhow::Result<()> {
             if let Some(a) = args.alpha {
                 opts.alpha = a;
             }
-            let points = stats::detect(&series.samples, &opts)
-                .into_iter()
-                .map(|c| Point::new(&c, series.index[c.index], None))
-                .collect();
+            let d = stats::detect_all(&series.samples, &opts);
             Output {
-                change_points: points,
+                change_points: d
+                    .points
+                    .iter()
+                    .map(|c| Point::new(c, series.index[c.index], None))
+                    .collect(),
+                undecided: d
+                    .undecided
+                    .iter()
+                    .map(|u| Open::new(u, series.index[u.index], None))
+                    .collect(),
             }
         }
         None => {
@@ -141,17 +186,40 @@ pub fn detect(g: &Global, args: DetectArgs) -> anyhow::Result<()> {
                 deterministic: test.deterministic,
                 ..changepoint::Options::default()
             };
-            let points = crate::report::show::change_points(&rows, &opts)
-                .into_iter()
-                // `index` stays the position in the range (the old end is not one of its
-                // commits, and no step starts at it).
-                .map(|c| {
-                    let index = c.index as i64 - i64::from(old_end);
-                    Point::new(&c, index, Some(&commits[c.index]))
+            let d = crate::report::show::detection(&rows, &opts);
+            // `index` stays the position in the range (the old end is not one of its
+            // commits, and no step starts at it).
+            let at = |i: usize| i as i64 - i64::from(old_end);
+            let undecided = d
+                .undecided
+                .iter()
+                .map(|u| {
+                    let mut o = Open::new(u, at(u.index), Some(&commits[u.index]));
+                    // The builds on either side that hold the runs: `run` over them tops both up.
+                    let own = |r: &&crate::report::show::CommitRow<Observation>| {
+                        !r.own_values().is_empty()
+                    };
+                    let before = rows[..u.index].iter().rev().find(own);
+                    let after = rows[u.index..].iter().find(own);
+                    if let (Some(b), Some(a)) = (before, after) {
+                        o.measure = Some(format!(
+                            "perfbisect {}run {} {}..{}",
+                            super::common::invocation(g, &ws),
+                            test.name,
+                            b.commit.short(),
+                            a.commit.short()
+                        ));
+                    }
+                    o
                 })
                 .collect();
             Output {
-                change_points: points,
+                change_points: d
+                    .points
+                    .iter()
+                    .map(|c| Point::new(c, at(c.index), Some(&commits[c.index])))
+                    .collect(),
+                undecided,
             }
         }
     };
@@ -161,7 +229,15 @@ pub fn detect(g: &Global, args: DetectArgs) -> anyhow::Result<()> {
         Format::Json => writeln!(w, "{}", crate::report::json_line(&out)?)?,
         _ => {
             if out.change_points.is_empty() {
-                writeln!(w, "no change points")?;
+                writeln!(
+                    w,
+                    "no change points{}",
+                    if out.undecided.is_empty() {
+                        ""
+                    } else {
+                        " decided"
+                    }
+                )?;
             }
             for p in &out.change_points {
                 let at = match (&p.commit, &p.subject) {
@@ -197,6 +273,27 @@ pub fn detect(g: &Global, args: DetectArgs) -> anyhow::Result<()> {
                     fmt_num(p.before),
                     fmt_num(p.after),
                     p.rel_change * 100.0,
+                )?;
+            }
+            for u in &out.undecided {
+                let at = match (&u.commit, &u.subject) {
+                    (Some(c), Some(s)) => format!("{} {s}", &c[..10]),
+                    _ => format!("index {}", u.index),
+                };
+                writeln!(
+                    w,
+                    "undecided: {at}: {} -> {} ({:+.2} %), p = {:.2e} from {} vs {} runs: too few to decide; about {} runs a side would{}",
+                    fmt_num(u.before),
+                    fmt_num(u.after),
+                    u.rel_change * 100.0,
+                    u.p_value,
+                    u.runs[0],
+                    u.runs[1],
+                    u.runs_needed,
+                    u.measure
+                        .as_ref()
+                        .map(|m| format!(" (`{m}` measures them)"))
+                        .unwrap_or_default()
                 )?;
             }
         }

@@ -83,6 +83,14 @@ pub fn change_points<R: Run>(
     rows: &[CommitRow<R>],
     opts: &stats::changepoint::Options,
 ) -> Vec<stats::ChangePoint> {
+    detection(rows, opts).points
+}
+
+/// [`change_points`], and the steps too few runs leave undecided (at rows, as the points).
+pub fn detection<R: Run>(
+    rows: &[CommitRow<R>],
+    opts: &stats::changepoint::Options,
+) -> stats::Detection {
     let exact = rows
         .iter()
         .all(|r| r.values.windows(2).all(|w| w[0] == w[1]));
@@ -93,18 +101,21 @@ pub fn change_points<R: Run>(
         };
         let found = stats::detect(&all, opts);
         if found.iter().all(|c| c.deterministic) {
-            return found;
+            return stats::Detection {
+                points: found,
+                undecided: Vec::new(),
+            };
         }
     }
-    let mut found: Vec<stats::ChangePoint> = stats::detect(&evidence(rows), opts)
-        .into_iter()
-        .map(|mut c| {
-            c.index = step_start(rows, c.index, c.before, c.after);
-            c
-        })
-        .collect();
-    side_by_side(rows, &mut found);
-    found
+    let mut d = stats::detect_all(&evidence(rows), opts);
+    for c in &mut d.points {
+        c.index = step_start(rows, c.index, c.before, c.after);
+    }
+    for u in &mut d.undecided {
+        u.index = step_start(rows, u.index, u.before, u.after);
+    }
+    side_by_side(rows, &mut d.points);
+    d
 }
 
 /// The step from row `a` to row `b` on the runs of each taken side by side (in the windows

@@ -40,13 +40,14 @@
 //! ~6 s, 1,000,000 ~65 s.
 
 mod confirm;
+mod few;
 mod kept;
 mod point;
 mod prefix;
 
 use confirm::Ctx;
 use kept::{keep, Kept};
-pub use point::ChangePoint;
+pub use point::{ChangePoint, Detection, Undecided};
 use prefix::Prefix;
 
 use super::summary::median_in_place;
@@ -136,13 +137,29 @@ pub fn detect(series: &[Vec<f64>], opts: &Options) -> Vec<ChangePoint> {
     detect_tuned(series, opts, &Tuning::default())
 }
 
+/// [`detect`], and the steps it could not yet decide because their runs are too few (see
+/// [`Undecided`]): what `detect` and `run` act on so that few runs never hide a step.
+pub fn detect_all(series: &[Vec<f64>], opts: &Options) -> Detection {
+    detect_all_tuned(series, opts, &Tuning::default())
+}
+
 /// [`detect`] with explicit internal constants (benchmarking only).
 #[doc(hidden)]
 pub fn detect_tuned(series: &[Vec<f64>], opts: &Options, tu: &Tuning) -> Vec<ChangePoint> {
+    detect_all_tuned(series, opts, tu).points
+}
+
+/// [`detect_all`] with explicit internal constants.
+#[doc(hidden)]
+pub fn detect_all_tuned(series: &[Vec<f64>], opts: &Options, tu: &Tuning) -> Detection {
+    let only = |points: Vec<ChangePoint>| Detection {
+        points,
+        undecided: Vec::new(),
+    };
     let mut kept = keep(series);
     let m = kept.pos.len();
     if m < 2 {
-        return Vec::new();
+        return Detection::default();
     }
     let alpha = if opts.alpha > 0.0 && opts.alpha < 1.0 {
         opts.alpha
@@ -160,20 +177,22 @@ pub fn detect_tuned(series: &[Vec<f64>], opts: &Options, tu: &Tuning) -> Vec<Cha
         // No noise: every change of value that reaches the threshold is a change point at its
         // exact commit, judged against the value just before it (the previous measured
         // commit's), and reported with those two values rather than segment levels.
-        return (1..m)
-            .filter(|&j| medians[j] != medians[j - 1])
-            .filter(|&j| opts.threshold.reached(medians[j - 1], medians[j]))
-            .map(|j| ChangePoint {
-                index: kept.pos[j],
-                before: medians[j - 1],
-                after: medians[j],
-                rel_change: rel_change(medians[j - 1], medians[j]),
-                p_value: 0.0,
-                deterministic: true,
-                interval: None,
-                windows: 0,
-            })
-            .collect();
+        return only(
+            (1..m)
+                .filter(|&j| medians[j] != medians[j - 1])
+                .filter(|&j| opts.threshold.reached(medians[j - 1], medians[j]))
+                .map(|j| ChangePoint {
+                    index: kept.pos[j],
+                    before: medians[j - 1],
+                    after: medians[j],
+                    rel_change: rel_change(medians[j - 1], medians[j]),
+                    p_value: 0.0,
+                    deterministic: true,
+                    interval: None,
+                    windows: 0,
+                })
+                .collect(),
+        );
     }
     // Performance metrics are positive with noise proportional to the level (a cv): in log
     // space the noise is homoscedastic, steps are additive and drift is near-linear, so one
@@ -210,8 +229,11 @@ pub fn detect_tuned(series: &[Vec<f64>], opts: &Options, tu: &Tuning) -> Vec<Cha
     // boundary's test merges the commits' sorted runs instead of sorting all of their samples
     // again (a cron history holds thousands per commit).
     kept.sort_runs();
-    let Some(s_b) = between_sigma(&levels, &inv_r) else {
-        return Vec::new();
+    // Two or three levels give no spread of differences to estimate: a series that short is
+    // decided by its splits' tests alone (`edges`), which need none.
+    let short_series = m < 2 * opts.min_segment.clamp(1, m);
+    let Some(s_b) = between_sigma(&levels, &inv_r).or(short_series.then_some(1.0)) else {
+        return Detection::default();
     };
     // Variance of each commit's level: extra between-commit jitter tau^2 plus sampling noise.
     let mut per_commit = false;
@@ -277,8 +299,23 @@ pub fn detect_tuned(series: &[Vec<f64>], opts: &Options, tu: &Tuning) -> Vec<Cha
         scan_power: tu.scan_power,
         per_commit,
     };
+    let proposed = bounds.clone();
     let found = ctx.confirm(bounds);
-    ctx.edges(found)
+    let found = ctx.edges(found);
+    // As the end tests do, these look at the samples as they are: a drift fitted over the
+    // series would make steps of its own between close neighbours.
+    // (Not beside a fitted drift: a short stretch of a drifting series differs from a long one
+    // next to it without any step.)
+    let flat = Ctx { slope: 0.0, ..ctx };
+    let found = if ctx.slope == 0.0 {
+        flat.split_close(found)
+    } else {
+        found
+    };
+    Detection {
+        undecided: flat.undecided(&found, &proposed),
+        points: found,
+    }
 }
 
 /// Every commit's samples are equal and either the metric is declared deterministic or at

@@ -35,13 +35,13 @@ pub(super) struct Ctx<'a> {
 }
 
 /// A tested boundary.
-struct Tested {
+pub(super) struct Tested {
     /// commits in the shorter of the two tested sides
-    shortest: usize,
-    p: f64,
-    before: f64,
-    after: f64,
-    reached: bool,
+    pub(super) shortest: usize,
+    pub(super) p: f64,
+    pub(super) before: f64,
+    pub(super) after: f64,
+    pub(super) reached: bool,
 }
 
 impl Ctx<'_> {
@@ -266,7 +266,7 @@ impl Ctx<'_> {
     }
 
     /// The change point of kept commit `b`, tested as `t`.
-    fn point(&self, b: usize, t: &Tested) -> ChangePoint {
+    pub(super) fn point(&self, b: usize, t: &Tested) -> ChangePoint {
         ChangePoint {
             index: self.kept.pos[b],
             before: t.before,
@@ -281,7 +281,7 @@ impl Ctx<'_> {
 
     /// The segmentation searched every position, so a short segment that looks different was
     /// picked among about m / length others like it: scan-statistic style correction.
-    fn scan_factor(&self, shortest: usize) -> f64 {
+    pub(super) fn scan_factor(&self, shortest: usize) -> f64 {
         if self.scan_power <= 0.0 {
             return 1.0;
         }
@@ -358,7 +358,7 @@ impl Ctx<'_> {
     }
 
     /// Raw samples of kept commits [a, b), drift removed relative to position `at`.
-    fn raw(&self, a: usize, b: usize, at: usize) -> Vec<f64> {
+    pub(super) fn raw(&self, a: usize, b: usize, at: usize) -> Vec<f64> {
         let at = self.kept.pos[at] as f64;
         let mut v = Vec::new();
         for j in a..b {
@@ -368,7 +368,7 @@ impl Ctx<'_> {
         v
     }
 
-    fn test(&self, a: usize, b: usize, c: usize) -> Tested {
+    pub(super) fn test(&self, a: usize, b: usize, c: usize) -> Tested {
         let lo = a.max(b.saturating_sub(self.window));
         let hi = c.min(b.saturating_add(self.window));
         let (p, detrended_up) = if self.slope == 0.0 {
@@ -394,6 +394,9 @@ impl Ctx<'_> {
                 > median_in_place(&mut left).unwrap_or(0.0);
             (p, Some(up))
         };
+        // A rank test of few runs cannot reach its α however far apart they are: a clean
+        // separation is then weighed by Welch's t test too (see `few`).
+        let p = self.few_runs_p(lo, b, hi, p);
         // The levels said are the data's own, next to the boundary (up to LEVEL_SPAN commits
         // a side, drift not removed): a fitted drift extrapolated over a long segment would
         // give levels no run ever had.

@@ -26,3 +26,30 @@ pub struct ChangePoint {
     /// the boundary, as detected).
     pub windows: usize,
 }
+
+/// A step the runs show but are too few to decide at α: more runs of the builds on either
+/// side settle it (`run` measures them; `detect` says which and how many).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct Undecided {
+    /// Position in the series of the first commit of the possible new level.
+    pub index: usize,
+    /// Levels next to it (as a change point's), and their relative change.
+    pub before: f64,
+    pub after: f64,
+    pub rel_change: f64,
+    /// The test's p-value before any correction.
+    pub p_value: f64,
+    /// Independent runs (one per moment) on each side that the test saw.
+    pub runs: (usize, usize),
+    /// Runs a side the test needs to decide at α (80 % power, if the step is as large as it
+    /// looks).
+    pub runs_needed: usize,
+}
+
+/// What change-point detection found: the confirmed points, and the steps it could not yet
+/// decide for want of runs.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct Detection {
+    pub points: Vec<ChangePoint>,
+    pub undecided: Vec<Undecided>,
+}

@@ -1,0 +1,157 @@
+//! Issue 29, "one step, one number": every view of a step agrees — `find`'s headline, the
+//! report's change points, `detect` on the same range — adjacent steps stay apart, and few runs
+//! never silently hide a step (`detect` says it is undecided, `run` measures until it is not).
+
+mod common;
+
+use common::{specs, with_build, Fixture};
+
+const CONFIG: &str = r#"
+[tests.value]
+command = "./app"
+metric = { regex = "^value: ([0-9.]+)" }
+threshold = "2%"
+repeats = 3
+
+[tests.rss]
+command = "./app"
+metric = "max-rss"
+threshold = "5%"
+repeats = 3
+"#;
+
+/// `detect TEST RANGE --format json`'s points as (commit index in `f.ids`, rel_change).
+fn points(f: &Fixture, test: &str, range: &str) -> Vec<(usize, f64)> {
+    let j = f.json(&["detect", test, range, "--format", "json"]);
+    j["change_points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            let c = p["commit"].as_str().unwrap();
+            (
+                f.ids.iter().position(|i| i == c).unwrap(),
+                p["rel_change"].as_f64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn few_runs_of_identical_builds_never_hide_a_clear_step() {
+    // 40 commits, two builds (the commits before the step are byte-identical, and those after):
+    // each level is 3 runs, too few for a rank test to reach α. A 6 % step at 1 % noise, and
+    // a step of peak memory.
+    let f = Fixture::new(
+        &specs(40, |i, c| {
+            c.metric = if i >= 21 { 1060.0 } else { 1000.0 };
+            c.megabytes = if i >= 21 { 3 } else { 1 };
+            c.docs_only = i != 1 && i != 21;
+        }),
+        &with_build(CONFIG),
+    );
+    let range = f.range();
+    let out = f.run_json("value,rss", &range, &[]);
+    assert!(out["runs"].as_u64().unwrap() > 6, "{out}");
+    for test in ["value", "rss"] {
+        let got = points(&f, test, &range);
+        assert_eq!(got.len(), 1, "{test}: {got:?}");
+        assert_eq!(got[0].0, 20, "{test}: the step is at commit 21: {got:?}");
+        assert!(got[0].1 > 0.04, "{test}: {got:?}");
+    }
+}
+
+#[test]
+fn detect_says_a_step_is_undecided_when_its_runs_are_too_few_and_how_to_decide_it() {
+    let f = Fixture::new(
+        &specs(40, |i, c| c.metric = if i >= 21 { 1060.0 } else { 1000.0 }),
+        &with_build(CONFIG),
+    );
+    let range = f.range();
+    // Three runs of each end, each measured alone (a single revision): nothing between them
+    // is measured, so nothing tops the two up.
+    f.run_json("value", &f.ids[0], &[]);
+    f.run_json("value", &f.ids[39], &[]);
+    let out = f.cmd().args(["detect", "value", &range]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&f.ids[39][..10]),
+        "the step is named, decided or not: {text}"
+    );
+    let j = f.json(&["detect", "value", &range, "--format", "json"]);
+    let decided = !j["change_points"].as_array().unwrap().is_empty();
+    let undecided = j["undecided"].as_array().map_or(0, |u| u.len());
+    assert!(decided || undecided == 1, "{j}");
+    if !decided {
+        assert!(text.contains("undecided"), "{text}");
+        let measure = j["undecided"][0]["measure"].as_str().unwrap();
+        assert!(measure.contains(" run value "), "{measure}");
+        // What it says measures them does: the range between the two builds, then both
+        // topped up until the step is decided.
+        let between = measure.rsplit(' ').next().unwrap();
+        f.run_json("value", between, &[]);
+        let got = points(&f, "value", &range);
+        assert_eq!(
+            got.iter().map(|p| p.0).collect::<Vec<_>>(),
+            vec![20],
+            "{got:?}"
+        );
+    }
+}
+
+#[test]
+fn detect_on_a_range_and_report_on_it_list_the_same_change_points() {
+    // The step at the range's first commit: its level before is the old end's runs.
+    let f = Fixture::new(
+        &specs(16, |i, c| c.metric = if i >= 9 { 1100.0 } else { 1000.0 }),
+        &with_build(CONFIG),
+    );
+    let all = f.range();
+    f.run_json("value", &all, &[]);
+    let range = format!("{}..{}", f.ids[7], f.ids[15]);
+    // (report first: its search measures more, and detect then sees what report saw.)
+    let r = f.json(&["report", "value", &range, "--format", "json"]);
+    let d = points(&f, "value", &range);
+    let cps: Vec<(usize, f64)> = r["change_points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            let c = p["commit"].as_str().unwrap();
+            (
+                f.ids.iter().position(|i| i == c).unwrap(),
+                p["rel_change"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(d, cps, "detect {range} and report {range} agree");
+    assert_eq!(d.iter().map(|p| p.0).collect::<Vec<_>>(), vec![8], "{d:?}");
+    // find's headline and the change point at its culprit are one number, within its interval.
+    let c = &r["find"]["culprit"];
+    assert_eq!(c["commit"], f.ids[8].as_str(), "{c}");
+    let [lo, hi] = [0, 1].map(|i| c["rel_change_interval"][i].as_f64().unwrap());
+    assert!(lo <= d[0].1 && d[0].1 <= hi, "{lo} {hi} {d:?}");
+}
+
+#[test]
+fn adjacent_steps_are_separate_change_points_with_their_own_levels() {
+    let f = Fixture::new(
+        &specs(30, |i, c| {
+            c.metric = match i {
+                1..=14 => 1000.0,
+                15..=16 => 1050.0,
+                _ => 1110.0,
+            };
+            c.noise_pct = 0.3;
+        }),
+        &with_build(CONFIG),
+    );
+    let range = f.range();
+    f.run_json("value", &range, &[]);
+    let got = points(&f, "value", &range);
+    let at: Vec<usize> = got.iter().map(|p| p.0).collect();
+    assert_eq!(at, vec![14, 16], "{got:?}");
+    // Each with its own size, not the two folded into one.
+    assert!((got[0].1 - 0.05).abs() < 0.01, "{got:?}");
+    assert!((got[1].1 - 0.057).abs() < 0.01, "{got:?}");
+}
