@@ -11,6 +11,7 @@ mod index;
 mod observation;
 mod read;
 mod record;
+mod rewrite;
 mod sample;
 
 pub use append::Appender;

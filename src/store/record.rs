@@ -289,6 +289,10 @@ pub fn decode_records(
     let mut legacy: Option<([u8; 20], u64)> = None;
     // The open batch: its begin marker's offset and the samples kept before it.
     let mut batch: Option<(usize, usize)> = None;
+    // A commit marker came while a batch was open, naming another batch: the open one is
+    // not a crash's leftover at the end of the file but a batch a byte-for-byte rewrite
+    // (`cache prune` before it re-framed batches) moved away from the offset its marker holds.
+    let mut misframed = false;
     while off < bytes.len() {
         let at = off + base;
         match frame_at(bytes, off) {
@@ -296,12 +300,15 @@ pub fn decode_records(
                 if ver == MARKER_VERSION {
                     if let Some(m) = Marker::parse(payload) {
                         match m {
-                            Marker::Begin => batch = Some((at, out.samples.len())),
-                            Marker::Commit { begin } => {
-                                if batch.is_some_and(|(b, _)| b as u64 == begin) {
-                                    batch = None;
-                                }
+                            Marker::Begin => {
+                                batch = Some((at, out.samples.len()));
+                                misframed = false;
                             }
+                            Marker::Commit { begin } => match batch {
+                                Some((b, _)) if b as u64 == begin => batch = None,
+                                Some(_) => misframed = true,
+                                None => {}
+                            },
                         }
                         legacy = None;
                         off = end;
@@ -379,7 +386,15 @@ pub fn decode_records(
             }
         }
     }
-    if let Some((begin, kept)) = batch {
+    if let Some((begin, kept)) = batch.filter(|_| misframed) {
+        // Not a torn tail: nothing may cut it off, and the records count again once
+        // `cache prune` frames the batch where it lies.
+        out.samples.truncate(kept);
+        out.warnings.push(format!(
+            "{}: the batch of records from offset {begin} has a commit marker naming another offset (an older `perfbisect cache prune` moved it); its records are left out until `perfbisect cache prune` frames it again",
+            path.display(),
+        ));
+    } else if let Some((begin, kept)) = batch {
         // A batch (an import, a merge) that a crash or a kill cut short, or one being written
         // now by another process: none of it counts.
         out.samples.truncate(kept);
