@@ -1,0 +1,165 @@
+//! Issue 30, "Trust, second round": each defect reproduced through the real binary on a
+//! generated repository (a script per commit, built by `true`), named after the defect. No
+//! assertion depends on how fast the machine is: tests wait for what they can observe (a
+//! file, a process), with generous caps.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{FilesCommit, Fixture};
+
+/// A repository whose commit `i` (1-based) has `app.sh` printing `value: {value(i)}`.
+fn scripts(n: usize, value: impl Fn(usize) -> String, config: &str) -> Fixture {
+    let bodies: Vec<(String, String)> = (1..=n)
+        .map(|i| (format!("Commit {i}"), format!("#!/bin/sh\n{}\n", value(i))))
+        .collect();
+    let commits: Vec<FilesCommit<'_>> = bodies
+        .iter()
+        .map(|(s, b)| (s.as_str(), vec![("app.sh", b.clone())]))
+        .collect();
+    Fixture::with_files(&commits, config)
+}
+
+/// `[build]` of [`scripts`]: nothing to compile, the script is the artifact.
+const BUILD: &str = "[build]\ncommand = \"true\"\nartifacts = [\"app.sh\"]\n";
+
+/// A config of [`BUILD`] and one test `t` running `command`, reading `value: N`.
+fn config(command: &str, extra: &str) -> String {
+    format!(
+        "{BUILD}\n[tests.t]\ncommand = \"{command}\"\nmetric = {{ regex = \"value: ([0-9.]+)\" }}\n{extra}"
+    )
+}
+
+/// Run `args` on `f` (with `cache`), capped at ten minutes; no panic reaches the user.
+fn run(f: &Fixture, cache: &Path, args: &[&str]) -> Output {
+    let o = f_cmd(f, cache).args(args).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !err.contains("panicked") && !err.contains("internal error"),
+        "{args:?} panicked: {err}"
+    );
+    o
+}
+
+fn f_cmd(f: &Fixture, cache: &Path) -> assert_cmd::Command {
+    let mut c = assert_cmd::Command::cargo_bin("perfbisect").unwrap();
+    c.arg("--repo")
+        .arg(&f.repo)
+        .arg("--config")
+        .arg(&f.config)
+        .arg("--cache")
+        .arg(cache)
+        .arg("--no-progress")
+        .current_dir(f.dir.path())
+        .timeout(Duration::from_secs(600));
+    c
+}
+
+fn ok(o: &Output) -> String {
+    assert!(
+        o.status.success(),
+        "failed ({:?}): {}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The one manifest of the cache at `cache`.
+fn manifest(cache: &Path) -> PathBuf {
+    std::fs::read_dir(cache.join("manifests"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|e| e == "json"))
+        .unwrap()
+}
+
+#[test]
+fn merge_writes_nowhere_a_manifest_says_outside_the_cache() {
+    let f = scripts(2, |i| format!("echo value: {i}"), &config("./app.sh", ""));
+    let runner = f.dir.path().join("runner");
+    ok(&run(&f, &runner, &["run", "t", &f.range()]));
+    let m = manifest(&runner);
+    let original = std::fs::read_to_string(&m).unwrap();
+    let victim = f.dir.path().join("victim.txt");
+    let escapes = [
+        victim.to_string_lossy().into_owned(),
+        "../../../victim.txt".to_string(),
+        "./app.sh".to_string(),
+    ];
+    for (i, path) in escapes.iter().enumerate() {
+        std::fs::write(&victim, "the user's own file\n").unwrap();
+        let mut j: serde_json::Value = serde_json::from_str(&original).unwrap();
+        j["files"][0]["path"] = path.as_str().into();
+        std::fs::write(&m, j.to_string()).unwrap();
+        let here = f.dir.path().join(format!("here-{i}"));
+        let o = run(&f, &here, &["merge", &runner.to_string_lossy()]);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{path}: {err}");
+        assert!(
+            err.contains("not inside the build") && err.contains("nothing was merged"),
+            "{path}: {err}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&victim).unwrap(),
+            "the user's own file\n",
+            "{path}: the user's file is untouched"
+        );
+        assert!(!here.join("artifacts").exists() || dir_is_empty(&here.join("artifacts")));
+    }
+    // A manifest that is a link to a file elsewhere is not read.
+    std::fs::remove_file(&m).unwrap();
+    std::fs::write(&victim, &original).unwrap();
+    std::os::unix::fs::symlink(&victim, &m).unwrap();
+    let o = run(
+        &f,
+        &f.dir.path().join("here-link"),
+        &["merge", &runner.to_string_lossy()],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("not a regular file"), "{}", stderr(&o));
+}
+
+fn dir_is_empty(p: &Path) -> bool {
+    std::fs::read_dir(p).map_or(true, |mut rd| rd.next().is_none())
+}
+
+/// Poll `cond` every few milliseconds until it holds or `cap` passes.
+#[allow(dead_code)]
+fn wait_until(cap: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let t = Instant::now();
+    while t.elapsed() < cap {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    cond()
+}
+
+#[allow(dead_code)]
+fn null() -> Stdio {
+    Stdio::null()
+}
+
+#[allow(dead_code)]
+fn std_cmd(f: &Fixture, cache: &Path) -> Command {
+    let mut c = Command::new(assert_cmd::cargo::cargo_bin("perfbisect"));
+    c.arg("--repo")
+        .arg(&f.repo)
+        .arg("--config")
+        .arg(&f.config)
+        .arg("--cache")
+        .arg(cache)
+        .arg("--no-progress")
+        .current_dir(f.dir.path());
+    c
+}
