@@ -152,6 +152,14 @@ pub enum Command {
     Log(LogArgs),
     /// Take in results measured elsewhere (a cron job's rounds): CSV or JSON rows of commit,
     /// test, value and optionally timestamp, round and machine.
+    ///
+    /// What each optional column means for a row: `timestamp` (seconds since the epoch or
+    /// ISO 8601) is when it was measured; `round` names the measuring pass it belongs to
+    /// (`R31`, `31`); `machine` says where it was measured (kept and shown, it groups nothing).
+    /// Rows of one commit that share round and timestamp were taken together: they are one
+    /// measurement, their median, in every statistic. A row without either is a measurement
+    /// of its own: sixty rows of a commit without a timestamp or round count as sixty
+    /// independent runs, not one.
     Import(ImportArgs),
     /// Merge the result stores of other caches (shards of a CI matrix) into this cache.
     Merge(MergeArgs),

@@ -163,3 +163,48 @@ fn std_cmd(f: &Fixture, cache: &Path) -> Command {
         .current_dir(f.dir.path());
     c
 }
+
+/// Ten rows per commit of six, a +97 % step at the fourth, with or without timestamps.
+fn step_rows(f: &Fixture, with_time: bool) -> String {
+    let mut csv = String::from(if with_time {
+        "commit,test,value,timestamp\n"
+    } else {
+        "commit,test,value\n"
+    });
+    let mut seed = 7u64;
+    let mut t = 1_700_000_000u64;
+    for (i, c) in f.ids.iter().enumerate() {
+        for _ in 0..10 {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            let noise = ((seed >> 33) % 400) as f64 / 10_000.0 - 0.02;
+            let v = if i < 3 { 100.0 } else { 197.0 } * (1.0 + noise);
+            if with_time {
+                csv.push_str(&format!("{c},t,{v:.2},{t}\n"));
+            } else {
+                csv.push_str(&format!("{c},t,{v:.2}\n"));
+            }
+            t += 60;
+        }
+    }
+    csv
+}
+
+#[test]
+fn imported_rows_without_timestamps_do_not_collapse_into_one_per_commit() {
+    let f = scripts(6, |i| format!("echo value: {i}"), &config("./app.sh", ""));
+    for with_time in [true, false] {
+        let cache = f.dir.path().join(format!("cache-{with_time}"));
+        let file = f.dir.path().join(format!("rows-{with_time}.csv"));
+        std::fs::write(&file, step_rows(&f, with_time)).unwrap();
+        ok(&run(&f, &cache, &["import", &file.to_string_lossy()]));
+        let out = ok(&run(&f, &cache, &["detect", "t", "--format", "json"]));
+        let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let points = j["change_points"].as_array().unwrap();
+        assert_eq!(points.len(), 1, "timestamps {with_time}: {j}");
+        assert_eq!(points[0]["commit"], f.ids[3].as_str(), "{j}");
+        assert!(points[0]["p_value"].as_f64().unwrap() < 1e-6, "{j}");
+    }
+    // What a row's optional columns mean is said where the command is described.
+    let help = ok(&run(&f, &f.cache, &["import", "--help"]));
+    assert!(help.contains("measurement of its own"), "{help}");
+}
