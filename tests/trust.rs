@@ -208,3 +208,42 @@ fn imported_rows_without_timestamps_do_not_collapse_into_one_per_commit() {
     let help = ok(&run(&f, &f.cache, &["import", "--help"]));
     assert!(help.contains("measurement of its own"), "{help}");
 }
+
+#[test]
+fn a_file_a_test_adds_to_its_build_is_removed_before_the_next_run() {
+    let f = scripts(
+        2,
+        |i| format!("echo value: {i}"),
+        &config(
+            "test -e warm && echo value: 1 || { touch warm; echo value: 100; }",
+            "repeats = 3\n",
+        ),
+    );
+    let o = run(&f, &f.cache, &["run", "t", &f.range()]);
+    ok(&o);
+    let err = stderr(&o);
+    assert!(
+        err.contains("added `warm`") && err.contains("removed"),
+        "{err}"
+    );
+    let show = f.show("t", &f.range());
+    for c in show["commits"].as_array().unwrap() {
+        assert_eq!(
+            (c["n"].as_u64(), c["min"].as_f64(), c["max"].as_f64()),
+            (Some(3), Some(100.0), Some(100.0)),
+            "every run starts on the build as stored: {show}"
+        );
+    }
+    // The entry holds the build's files again, nothing else.
+    for e in std::fs::read_dir(f.cache.join("artifacts"))
+        .unwrap()
+        .flatten()
+    {
+        let names: Vec<String> = std::fs::read_dir(e.path())
+            .unwrap()
+            .flatten()
+            .map(|x| x.file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["app.sh"]);
+    }
+}
