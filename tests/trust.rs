@@ -247,3 +247,82 @@ fn a_file_a_test_adds_to_its_build_is_removed_before_the_next_run() {
         assert_eq!(names, ["app.sh"]);
     }
 }
+
+/// Live processes (not zombies) whose command line contains `marker`: (pid, command line).
+fn processes_with(marker: &str) -> Vec<(i32, String)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        let state = stat.rsplit(") ").next().and_then(|r| r.chars().next());
+        if cmdline.contains(marker) && !matches!(state, Some('Z') | Some('X') | None) {
+            out.push((pid, cmdline.trim_end().to_string()));
+        }
+    }
+    out
+}
+
+#[test]
+fn a_test_left_running_by_a_kill_9_is_killed_and_named_by_the_next_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = format!("pbleft-{}", std::process::id());
+    let sleeper = dir.path().join(&marker);
+    std::os::unix::fs::symlink("/bin/sleep", &sleeper).unwrap();
+    let go = dir.path().join("go");
+    let command = format!(
+        "test -e {} && echo value: 5 || {{ {} 300; echo value: 5; }}",
+        go.display(),
+        sleeper.display()
+    );
+    let f = scripts(2, |i| format!("echo value: {i}"), &config(&command, ""));
+    let mut child = std_cmd(&f, &f.cache)
+        .args(["run", "t", &f.range()])
+        .stdin(null())
+        .stdout(null())
+        .stderr(null())
+        .spawn()
+        .unwrap();
+    let started = wait_until(Duration::from_secs(300), || {
+        processes_with(&marker)
+            .iter()
+            .any(|(_, c)| c.starts_with(&*sleeper.to_string_lossy()))
+    });
+    assert!(started, "the test never started");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // The test's own process (`sh -c`) dies with perfbisect (its parent-death signal); what it
+    // started lives on, re-parented.
+    let shell_gone = wait_until(Duration::from_secs(60), || {
+        processes_with(&marker)
+            .iter()
+            .all(|(_, c)| !c.starts_with("/bin/sh"))
+    });
+    let left = processes_with(&marker);
+    assert!(shell_gone, "the test's shell outlived perfbisect: {left:?}");
+    let sleep_pid = left
+        .iter()
+        .find(|(_, c)| c.starts_with(&*sleeper.to_string_lossy()))
+        .map(|(p, _)| *p)
+        .expect("the sleep the test started is left running");
+    std::fs::write(&go, "").unwrap();
+    let o = run(&f, &f.cache, &["run", "t", &f.range()]);
+    let err = stderr(&o);
+    let gone = wait_until(Duration::from_secs(60), || {
+        processes_with(&marker).is_empty()
+    });
+    for (pid, _) in processes_with(&marker) {
+        // SAFETY: ends what this test started.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    ok(&o);
+    assert!(
+        err.contains(&format!("killed pid {sleep_pid} (`{}", sleeper.display())),
+        "{err}"
+    );
+    assert!(err.contains("no longer alive"), "{err}");
+    assert!(gone, "the leftover was not killed");
+}

@@ -8,6 +8,8 @@ pub mod launch;
 pub mod process;
 mod reaper;
 
+pub use reaper::{end_leftovers, Leftover};
+
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
