@@ -14,7 +14,11 @@ use common::{FilesCommit, Fixture};
 /// A repository whose commit `i` (1-based) has `app.sh` printing `value: {value(i)}`.
 fn scripts(n: usize, value: impl Fn(usize) -> String, config: &str) -> Fixture {
     let bodies: Vec<(String, String)> = (1..=n)
-        .map(|i| (format!("Commit {i}"), format!("#!/bin/sh\n{}\n", value(i))))
+        // The commit's number in a comment, so commits printing the same value differ too.
+        .map(|i| {
+            let body = format!("#!/bin/sh\n# commit {i}\n{}\n", value(i));
+            (format!("Commit {i}"), body)
+        })
         .collect();
     let commits: Vec<FilesCommit<'_>> = bodies
         .iter()
@@ -325,4 +329,54 @@ fn a_test_left_running_by_a_kill_9_is_killed_and_named_by_the_next_start() {
     );
     assert!(err.contains("no longer alive"), "{err}");
     assert!(gone, "the leftover was not killed");
+}
+
+#[test]
+fn one_sample_a_side_is_never_an_exact_change() {
+    let f = scripts(
+        4,
+        |i| format!("echo value: {}", if i < 3 { 100 } else { 200 }),
+        &config("./app.sh", "deterministic = true\n"),
+    );
+    let detect = |csv: &str| -> serde_json::Value {
+        let file = f.dir.path().join("series.csv");
+        std::fs::write(&file, csv).unwrap();
+        let out = ok(&run(
+            &f,
+            &f.cache,
+            &[
+                "detect",
+                "--input",
+                &file.to_string_lossy(),
+                "--format",
+                "json",
+            ],
+        ));
+        serde_json::from_str(&out).unwrap()
+    };
+    let mut ten_then_six = String::from("index,value\n");
+    for i in 0..10 {
+        ten_then_six.push_str(&format!("{i},5\n"));
+    }
+    ten_then_six.push_str("10,6\n");
+    for csv in [ten_then_six.as_str(), "index,value\n0,100\n1,101\n"] {
+        let j = detect(csv);
+        for c in j["change_points"].as_array().unwrap() {
+            assert!(c["p_value"].as_f64().unwrap() > 0.0, "{csv}: {j}");
+        }
+    }
+    // Repeated equal runs are exact.
+    let j = detect("index,value\n0,100\n0,100\n1,101\n1,101\n");
+    assert_eq!(j["change_points"][0]["index"], 1, "{j}");
+    assert_eq!(j["change_points"][0]["p_value"], 0.0, "{j}");
+    // So is one run of a test declared deterministic.
+    ok(&run(&f, &f.cache, &["run", "t", &f.range()]));
+    let out = ok(&run(
+        &f,
+        &f.cache,
+        &["detect", "t", &f.range(), "--format", "json"],
+    ));
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(j["change_points"][0]["commit"], f.ids[2].as_str(), "{j}");
+    assert_eq!(j["change_points"][0]["p_value"], 0.0, "{j}");
 }
