@@ -380,3 +380,71 @@ fn one_sample_a_side_is_never_an_exact_change() {
     assert_eq!(j["change_points"][0]["commit"], f.ids[2].as_str(), "{j}");
     assert_eq!(j["change_points"][0]["p_value"], 0.0, "{j}");
 }
+
+/// The `|` of a Markdown table row that split cells (not escaped by a backslash).
+fn splitting_pipes(row: &str) -> usize {
+    let mut n = 0;
+    let mut backslashes = 0;
+    for c in row.chars() {
+        if c == '|' && backslashes % 2 == 0 {
+            n += 1;
+        }
+        backslashes = if c == '\\' { backslashes + 1 } else { 0 };
+    }
+    n
+}
+
+#[test]
+fn markdown_tables_keep_their_columns_and_subjects_link_nowhere() {
+    if !common::have_tool("valgrind", "the profile of the culprit") {
+        return;
+    }
+    let program = |hash: u32| {
+        format!(
+            "#include <stdio.h>\nstatic volatile unsigned long sink;\n\
+             __attribute__((noinline)) static void hash_block(void) {{ for (unsigned long i = 0; i < {hash}; i++) sink ^= i * 31; }}\n\
+             int main(void) {{ hash_block(); printf(\"done %lu\\n\", (unsigned long)sink); return 0; }}\n"
+        )
+    };
+    let commits: Vec<FilesCommit<'_>> = vec![
+        ("Program", vec![("p|q.c", program(200_000))]),
+        ("Notes", vec![("NOTES", "2\n".into())]),
+        (
+            "Hash more, see www.evil.example/x | or not",
+            vec![("p|q.c", program(260_000))],
+        ),
+        ("More notes", vec![("NOTES", "4\n".into())]),
+    ];
+    let f = Fixture::with_files(
+        &commits,
+        "[build]\ncommand = \"cc -O1 -g -o app 'p|q.c'\"\nartifacts = [\"app\"]\n\n\
+         [measure]\ncounter = \"cachegrind\"\n\n[tests.work]\ncommand = \"./app\"\nmetric = \"instructions\"\n",
+    );
+    let md = ok(&run(
+        &f,
+        &f.cache,
+        &["find", "work", &f.range(), "--format", "md"],
+    ));
+    assert!(md.contains("hash_block"), "{md}");
+    assert!(
+        !md.contains("www.evil"),
+        "a bare www. host stays a live link: {md}"
+    );
+    // Every row of a table splits into as many cells as its header.
+    let mut header = None;
+    for line in md.lines() {
+        if !line.starts_with('|') {
+            header = None;
+            continue;
+        }
+        let n = splitting_pipes(line);
+        match header {
+            None => header = Some(n),
+            Some(h) => assert_eq!(
+                n, h,
+                "a row with other columns than its header: {line}\n{md}"
+            ),
+        }
+    }
+    assert!(md.contains("p\\|q.c"), "{md}");
+}

@@ -295,21 +295,20 @@ fn around_table(o: &mut String, x: &Issue<'_>, c: &Culprit, confirmed: bool) {
         } else {
             ""
         };
-        let cells = match stats::summarize(&row.values) {
-            Some(s) => format!(
-                "{} | {} | {} | {}",
-                s.n,
+        let numbers = match stats::summarize(&row.values) {
+            Some(s) => [
+                s.n.to_string(),
                 x.quantity(s.median),
                 x.quantity(s.min),
-                x.quantity(s.max)
-            ),
+                x.quantity(s.max),
+            ],
             None => {
                 let what = match row.status {
                     Status::BuildFailed => "does not build",
                     Status::RunFailed => "runs failed",
                     _ => "not measured",
                 };
-                format!("0 | {what} | | ")
+                ["0".into(), what.into(), String::new(), String::new()]
             }
         };
         let hash = if p == c.pos {
@@ -317,11 +316,9 @@ fn around_table(o: &mut String, x: &Issue<'_>, c: &Culprit, confirmed: bool) {
         } else {
             format!("`{}`", row.commit.short())
         };
-        let _ = writeln!(
-            o,
-            "| {role} | {hash} | {} | {cells} |",
-            md_escape(&row.commit.subject)
-        );
+        let mut cells = vec![role.to_string(), hash, md_escape(&row.commit.subject)];
+        cells.extend(numbers);
+        let _ = writeln!(o, "{}", md::row(&cells));
     }
     let _ = writeln!(o);
     let mut pos = c.pos;
@@ -382,21 +379,20 @@ fn change_points(o: &mut String, x: &Issue<'_>) {
         if !is_culprit {
             extra.push(row.commit.short());
         }
-        let _ = writeln!(
-            o,
-            "| `{}` | {} | {} | {} | {:+.2} % | {} | {} |",
-            row.commit.short(),
+        let cells = [
+            format!("`{}`", row.commit.short()),
             md_escape(&row.commit.subject),
             x.quantity(cp.before),
             x.quantity(cp.after),
-            cp.rel_change * 100.0,
+            format!("{:+.2} %", cp.rel_change * 100.0),
             if cp.deterministic {
                 "deterministic".to_string()
             } else {
                 format!("p = {:.2e}", cp.p_value)
             },
-            if is_culprit { "culprit" } else { "not named" }
-        );
+            if is_culprit { "culprit" } else { "not named" }.to_string(),
+        ];
+        let _ = writeln!(o, "{}", md::row(&cells));
     }
     let _ = writeln!(o);
     if !extra.is_empty() {
