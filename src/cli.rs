@@ -42,7 +42,8 @@ pub struct Cli {
 const AFTER_HELP: &str = "\
 Exit status: 0 done, whatever the verdict (it is in the output); 1 any other failure; 2 bad usage, \
 bad config, unknown revision or test (the message names the key and line, the revision or the \
-test); 130 interrupted by Ctrl-C (everything measured is kept). `step` follows `git bisect run`: \
+test); 128 + the signal's number when stopped by one (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP; \
+everything measured is kept). `step` follows `git bisect run`: \
 0 old, 1 new, 125 cannot tell, 128 fatal.
 
 Environment: PERFBISECT_CACHE is the cache directory when --cache is not given. NO_COLOR turns \

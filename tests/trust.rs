@@ -448,3 +448,74 @@ fn markdown_tables_keep_their_columns_and_subjects_link_nowhere() {
     }
     assert!(md.contains("p\\|q.c"), "{md}");
 }
+
+#[test]
+fn sigterm_and_sighup_stop_with_their_own_exit_code_and_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let (started, go) = (dir.path().join("started"), dir.path().join("go"));
+    let command = format!(
+        "touch {}; while [ ! -e {} ]; do sleep 0.01; done; echo value: 5",
+        started.display(),
+        go.display()
+    );
+    let f = scripts(3, |i| format!("echo value: {i}"), &config(&command, ""));
+    for (sig, name, code) in [
+        (libc::SIGTERM, "SIGTERM", 143),
+        (libc::SIGHUP, "SIGHUP", 129),
+    ] {
+        let _ = std::fs::remove_file(&started);
+        let _ = std::fs::remove_file(&go);
+        let mut child = std_cmd(&f, &f.dir.path().join(format!("cache-{name}")))
+            .args(["run", "t", &f.range()])
+            .stdin(null())
+            .stdout(null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Stderr read as it comes, so the test can wait for the handler's message.
+        let said = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let reader = {
+            let said = said.clone();
+            let mut pipe = child.stderr.take().unwrap();
+            std::thread::spawn(move || {
+                use std::io::Read;
+                let mut buf = [0u8; 4096];
+                while let Ok(n) = pipe.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    said.lock()
+                        .unwrap()
+                        .push_str(&String::from_utf8_lossy(&buf[..n]));
+                }
+            })
+        };
+        assert!(
+            wait_until(Duration::from_secs(300), || started.exists()),
+            "no run started"
+        );
+        // SAFETY: signals our own child.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, sig) }, 0);
+        // The run in flight ends only once the signal was taken in (its message is out).
+        let heard = wait_until(Duration::from_secs(60), || {
+            said.lock().unwrap().contains(&format!("{name} received"))
+        });
+        std::fs::write(&go, "").unwrap();
+        let status = child.wait().unwrap();
+        reader.join().unwrap();
+        let err = said.lock().unwrap().clone();
+        assert!(heard, "{name}: {err}");
+        let out = Output {
+            status,
+            stdout: Vec::new(),
+            stderr: Vec::new(),
+        };
+        assert_eq!(out.status.code(), Some(code), "{name}: {err}");
+        assert!(
+            err.contains(&format!("{name} received"))
+                && err.contains(&format!("stopped by {name}")),
+            "{name}: {err}"
+        );
+        assert!(!err.contains("Ctrl-C"), "{name}: {err}");
+    }
+}

@@ -78,7 +78,7 @@ where
         Ok(()) => 0,
         Err(e) if e.is::<Interrupted>() => {
             eprintln!("perfbisect: {e}");
-            130
+            crate::interrupt::exit_code()
         }
         Err(e) => {
             crate::style::error(&format!("{e:#}"));
