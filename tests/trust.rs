@@ -519,3 +519,67 @@ fn sigterm_and_sighup_stop_with_their_own_exit_code_and_name() {
         assert!(!err.contains("Ctrl-C"), "{name}: {err}");
     }
 }
+
+/// A store file holding one record of layout 2 (before windows) of `commit`.
+fn legacy_store(dir: &Path, commit: &str, value: f64) {
+    let id: Vec<u8> = (0..20)
+        .map(|i| u8::from_str_radix(&commit[2 * i..2 * i + 2], 16).unwrap())
+        .collect();
+    let v2 = perfbisect::store::SampleV2 {
+        commit: id.try_into().unwrap(),
+        test_hash: 1,
+        recipe_hash: 2,
+        time: 1_600_000_000,
+        round: 0,
+        wall: 0.1,
+        user: 0.0,
+        sys: 0.0,
+        max_rss: 0,
+        value: Some(value),
+        error: None,
+        fingerprint: 0,
+        import: None,
+    };
+    let payload = bincode::serde::encode_to_vec(&v2, bincode::config::standard()).unwrap();
+    let mut body = vec![2u8];
+    body.extend(&payload);
+    let mut bytes = b"PBSTORE\0".to_vec();
+    bytes.extend(1u32.to_le_bytes());
+    bytes.extend(((payload.len() + 1) as u32).to_le_bytes());
+    bytes.extend(crc32fast::hash(&body).to_le_bytes());
+    bytes.extend(body);
+    std::fs::create_dir_all(dir.join("results")).unwrap();
+    std::fs::write(dir.join("results/t.pbs"), bytes).unwrap();
+}
+
+/// Suspected (issue 30, 9): the made-up windows of old records (`LEGACY_WINDOW | offset`)
+/// stored for good by `merge`, so that two old files' records, at the same offset, shared a
+/// window and looked taken side by side. They did; now a legacy window comes from the record.
+#[test]
+fn merged_legacy_records_of_two_old_files_share_no_window() {
+    let f = scripts(3, |i| format!("echo value: {i}"), &config("./app.sh", ""));
+    let (a, b) = (f.dir.path().join("old-a"), f.dir.path().join("old-b"));
+    legacy_store(&a, &f.ids[1], 10.0);
+    legacy_store(&b, &f.ids[2], 20.0);
+    ok(&run(
+        &f,
+        &f.cache,
+        &["merge", &a.to_string_lossy(), &b.to_string_lossy()],
+    ));
+    let p = f.cache.join("results/t.pbs");
+    let l = perfbisect::store::decode_file(&p, &std::fs::read(&p).unwrap()).unwrap();
+    assert_eq!(l.samples.len(), 2, "{:?}", l.warnings);
+    let w: Vec<u64> = l.samples.iter().map(|s| s.window).collect();
+    assert!(
+        w.iter().all(|w| w & perfbisect::store::LEGACY_WINDOW != 0),
+        "{w:x?}"
+    );
+    assert_ne!(w[0], w[1], "two old files' first records share a window");
+    // Merging again adds nothing: the windows are the same on every load.
+    let out = ok(&run(
+        &f,
+        &f.cache,
+        &["merge", &a.to_string_lossy(), &b.to_string_lossy()],
+    ));
+    assert!(out.contains("added 0 samples, 2 already here"), "{out}");
+}

@@ -161,6 +161,16 @@ impl From<SampleV2> for Sample {
     }
 }
 
+/// The made-up window of a run of legacy records, from the first record's bytes: the same
+/// on every load of any file holding it, and another for every other record. (Not its
+/// offset: `merge` and exports keep a window for good, and two old files have records at the
+/// same offsets, which would then look taken side by side.)
+fn legacy_window(payload: &[u8]) -> u64 {
+    let h = blake3::hash(payload);
+    let id = u64::from_le_bytes(h.as_bytes()[..8].try_into().expect("8 bytes"));
+    LEGACY_WINDOW | id
+}
+
 /// Decode the payload of a record of layout `version` (at most [`RECORD_VERSION`]).
 pub fn decode_record(version: u8, payload: &[u8]) -> Result<Sample, String> {
     let config = bincode::config::standard();
@@ -271,7 +281,7 @@ pub fn decode_file_where(
 }
 
 /// Decode the records in `bytes[start..]`, where `bytes` are a file's from offset `base` on
-/// (offsets in messages, in made-up windows and in [`Loaded::valid_end`] are the file's),
+/// (offsets in messages and in [`Loaded::valid_end`] are the file's),
 /// keeping the samples whose commit `keep` takes. Corrupt bytes are skipped with a
 /// warning naming their offsets; an incomplete last record, or a batch whose commit marker
 /// never came, is a torn tail.
@@ -321,7 +331,7 @@ pub fn decode_records(
                         if s.import.is_none() {
                             let w = match legacy {
                                 Some((c, w)) if c == s.commit => w,
-                                _ => LEGACY_WINDOW | at as u64,
+                                _ => legacy_window(payload),
                             };
                             legacy = Some((s.commit, w));
                             s.window = w;
