@@ -341,7 +341,11 @@ impl Workspace {
                 return;
             }
             // Measured on an incremental build that is (or may be) stale.
-            if !s.imported && set_aside.get(&s.commit).is_some_and(|&t| s.time <= t) {
+            if !s.imported
+                && set_aside
+                    .get(&s.commit)
+                    .is_some_and(|&(from, to)| (from..=to).contains(&s.time))
+            {
                 out.set_aside += 1;
                 return;
             }

@@ -583,3 +583,54 @@ fn merged_legacy_records_of_two_old_files_share_no_window() {
     ));
     assert!(out.contains("added 0 samples, 2 already here"), "{out}");
 }
+
+/// Suspected (issue 30, 9): `copy_tree` followed an artifact's symbolic links, pulling files
+/// from outside the worktree into the cache. It did; a link out of the worktree is refused
+/// now, one inside it is copied as what it points to.
+#[test]
+fn artifact_links_out_of_the_worktree_are_not_followed() {
+    let secret = tempfile::tempdir().unwrap();
+    std::fs::write(secret.path().join("key"), "secret bytes\n").unwrap();
+    let build = format!(
+        "[build]\ncommand = \"ln -sfn app.sh lib.sh && ln -sfn {} out\"\nartifacts = [\"app.sh\", \"lib.sh\", \"out\"]\n\n\
+         [tests.t]\ncommand = \"./lib.sh\"\nmetric = {{ regex = \"value: ([0-9.]+)\" }}\n",
+        secret.path().display()
+    );
+    let f = scripts(2, |i| format!("echo value: {i}"), &build);
+    let o = run(&f, &f.cache, &["run", "t", &f.range()]);
+    let err = stderr(&o);
+    assert!(
+        err.contains("outside the worktree") && err.contains(&*secret.path().to_string_lossy()),
+        "{err}"
+    );
+    let leaked = walk(&f.cache)
+        .into_iter()
+        .any(|p| std::fs::read_to_string(&p).is_ok_and(|t| t.contains("secret bytes")));
+    assert!(!leaked, "a file from outside the worktree is in the cache");
+    // A link inside the worktree is fine.
+    f.set_config(
+        &build
+            .replace(&format!(" && ln -sfn {} out", secret.path().display()), "")
+            .replace(", \\\"out\\\"", "")
+            .replace(", \"out\"", ""),
+    );
+    let o = run(&f, &f.cache, &["run", "t", &f.range(), "--retry-failed"]);
+    ok(&o);
+}
+
+/// Every file under `dir`, links not followed.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let t = e.file_type().unwrap();
+            if t.is_dir() {
+                stack.push(e.path());
+            } else if t.is_file() {
+                out.push(e.path());
+            }
+        }
+    }
+    out
+}
