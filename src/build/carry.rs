@@ -92,7 +92,14 @@ pub fn read_foreign(path: &Path, name: &str) -> anyhow::Result<Manifest> {
     }
     let text =
         fs::read(path).with_context(|| format!("cannot read {shown}; nothing was merged"))?;
-    let manifest: Manifest = serde_json::from_slice(&text).map_err(|e| {
+    parse_foreign(&text, &shown)
+}
+
+/// The checks of [`read_foreign`] on a manifest's bytes (`shown` names it in messages): what
+/// it accepts names only files inside its entry, each once. Never panics on any input (the
+/// `manifest` fuzz target).
+pub fn parse_foreign(text: &[u8], shown: &str) -> anyhow::Result<Manifest> {
+    let manifest: Manifest = serde_json::from_slice(text).map_err(|e| {
         UsageError::err(format!(
             "{shown} is not a build manifest ({e}); nothing was merged"
         ))
