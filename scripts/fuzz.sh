@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Fuzz the parsers that read untrusted bytes: the config (`config::parse`), the
-# `detect --input` CSV reader (`stats::read_series_csv`) and the result store decoder
-# (`store::decode_file`). Each target runs for a bounded time; a crash stops the script
+# `detect --input` CSV reader (`stats::read_series_csv`), the result store decoder
+# (`store::decode_file`) and the build manifests `merge` takes from other caches
+# (`build::carry::parse_foreign`). Each target runs for a bounded time; a crash stops the script
 # with the input saved under scripts/fuzz/artifacts/TARGET/.
 #
-# Usage: scripts/fuzz.sh [SECONDS_PER_TARGET (default 60)] [TARGET...]   (targets: config csv store)
+# Usage: scripts/fuzz.sh [SECONDS_PER_TARGET (default 60)] [TARGET...]   (targets: config csv store manifest)
 #
 # Needs cargo-fuzz (installed here with `cargo install cargo-fuzz` if missing, from crates.io)
 # and a nightly toolchain for -Zsanitizer=address. If `rustup toolchain list` shows no nightly
@@ -24,7 +25,7 @@ fuzz=scripts/fuzz
 secs=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(config csv store)
+[ ${#targets[@]} -gt 0 ] || targets=(config csv store manifest)
 
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
 

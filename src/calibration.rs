@@ -236,7 +236,7 @@ pub fn calibrate(
     )?;
     bar.finish_and_clear();
     // Stopped by Ctrl-C: the runs made are in the store, but a calibration from a part of
-    // them would stand for the full count; keep none, exit 130 as `run` does.
+    // them would stand for the full count; keep none, exit 128 + the signal as `run` does.
     if crate::interrupt::requested() {
         return Err(Interrupted.into());
     }

@@ -42,7 +42,8 @@ pub struct Cli {
 const AFTER_HELP: &str = "\
 Exit status: 0 done, whatever the verdict (it is in the output); 1 any other failure; 2 bad usage, \
 bad config, unknown revision or test (the message names the key and line, the revision or the \
-test); 130 interrupted by Ctrl-C (everything measured is kept). `step` follows `git bisect run`: \
+test); 128 + the signal's number when stopped by one (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP; \
+everything measured is kept). `step` follows `git bisect run`: \
 0 old, 1 new, 125 cannot tell, 128 fatal.
 
 Environment: PERFBISECT_CACHE is the cache directory when --cache is not given. NO_COLOR turns \
@@ -152,6 +153,14 @@ pub enum Command {
     Log(LogArgs),
     /// Take in results measured elsewhere (a cron job's rounds): CSV or JSON rows of commit,
     /// test, value and optionally timestamp, round and machine.
+    ///
+    /// What each optional column means for a row: `timestamp` (seconds since the epoch or
+    /// ISO 8601) is when it was measured; `round` names the measuring pass it belongs to
+    /// (`R31`, `31`); `machine` says where it was measured (kept and shown, it groups nothing).
+    /// Rows of one commit that share round and timestamp were taken together: they are one
+    /// measurement, their median, in every statistic. A row without either is a measurement
+    /// of its own: sixty rows of a commit without a timestamp or round count as sixty
+    /// independent runs, not one.
     Import(ImportArgs),
     /// Merge the result stores of other caches (shards of a CI matrix) into this cache.
     Merge(MergeArgs),

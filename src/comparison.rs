@@ -256,7 +256,9 @@ pub fn compare(
         }
         let va: Vec<f64> = got[0].iter().filter_map(|s| s.value).collect();
         let vb: Vec<f64> = got[1].iter().filter_map(|s| s.value).collect();
-        let Some(d) = stats::differ(&va, &vb, test.alpha, test.threshold) else {
+        let Some(d) =
+            stats::differ_declared(&va, &vb, test.alpha, test.threshold, test.deterministic)
+        else {
             break;
         };
         if d.differs || d.deterministic || stopped.iter().any(Option::is_some) {
@@ -278,7 +280,7 @@ pub fn compare(
     let [sa, sb] = got;
     let va: Vec<f64> = sa.iter().filter_map(|s| s.value).collect();
     let vb: Vec<f64> = sb.iter().filter_map(|s| s.value).collect();
-    let diff = stats::differ(&va, &vb, test.alpha, test.threshold);
+    let diff = stats::differ_declared(&va, &vb, test.alpha, test.threshold, test.deterministic);
     let min_detectable = if diff.is_some_and(|d| d.deterministic) {
         Some(0.0)
     } else {

@@ -34,11 +34,21 @@ int main(void) {
         fclose(f);
     } else {
         /* Reproducible noise: the seed, the commit and how many runs this build has made
-           (counted in a file in the working directory) pick the stream. */
+           pick the stream. The runs are counted in a file beside the config, named after
+           the build's directory (perfbisect removes what a run adds to its build, so not
+           there); run by hand, in the working directory. */
         long n = 0;
-        FILE *c = fopen("noise.counter", "r");
+        char path[4096] = "noise.counter";
+        const char *cfg = getenv("PERFBISECT_CONFIG_DIR"), *art = getenv("PERFBISECT_ARTIFACTS");
+        if (cfg && art) {
+            int k = snprintf(path, sizeof path, "%s/.noise-", cfg);
+            for (const char *p = art; *p && k > 0 && k < (int)sizeof path - 1; p++)
+                path[k++] = *p == '/' ? '_' : *p;
+            if (k > 0 && k < (int)sizeof path) path[k] = 0;
+        }
+        FILE *c = fopen(path, "r");
         if (c) { if (fscanf(c, "%ld", &n) != 1) n = 0; fclose(c); }
-        c = fopen("noise.counter", "w");
+        c = fopen(path, "w");
         if (c) { fprintf(c, "%ld\n", n + 1); fclose(c); }
         rng_state = (unsigned long long)NOISE_SEED * 0x9E3779B97F4A7C15ULL
                   ^ (unsigned long long)COMMIT_NO * 0xBF58476D1CE4E5B9ULL

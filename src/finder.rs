@@ -725,8 +725,16 @@ fn imported_step(series: &[Vec<f64>], test: &Test, deterministic: bool) -> Optio
         let left: Vec<f64> = series[k.saturating_sub(w)..k].concat();
         let right: Vec<f64> = series[k..(k + w).min(series.len())].concat();
         // The nearest neighbours must differ too, or a window would place the step early.
-        let near = crate::stats::differ(&series[k - 1], &series[k], 1.0, test.threshold);
-        let Some(d) = crate::stats::differ(&left, &right, test.alpha, test.threshold) else {
+        let near = crate::stats::differ_declared(
+            &series[k - 1],
+            &series[k],
+            1.0,
+            test.threshold,
+            deterministic,
+        );
+        let Some(d) =
+            crate::stats::differ_declared(&left, &right, test.alpha, test.threshold, deterministic)
+        else {
             continue;
         };
         if d.differs

@@ -1,14 +1,51 @@
-//! Ctrl-C handling: the first SIGINT asks perfbisect to stop (after the run in flight, or
-//! now for builds in flight, whose finished siblings are kept); a second one ends the process
-//! at once, killing the process groups of the commands it runs (they are in groups of their
-//! own, so the terminal's Ctrl-C does not reach them). What was kept (builds cached, runs
-//! stored) is counted here, so the message at the end can say it.
+//! Ctrl-C, SIGTERM and SIGHUP: the first of them asks perfbisect to stop (after the run in
+//! flight, or now for builds in flight, whose finished siblings are kept); a second one ends
+//! the process at once, killing the process groups of the commands it runs (they are in
+//! groups of their own, so the terminal's Ctrl-C does not reach them). Messages name the
+//! signal, and the exit code is 128 + its number (130 for Ctrl-C, 143 for SIGTERM, 129 for
+//! SIGHUP), as a service manager or a CI runner that sent it expects. What was kept (builds
+//! cached, runs stored) is counted here, so the message at the end can say it.
+//!
+//! The handler only records the signal and writes its number to a pipe (all a signal handler
+//! may safely do); a thread of its own reads it and does the rest.
 
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-/// Raised by the first SIGINT.
+/// Raised by the first SIGINT, SIGTERM or SIGHUP.
 pub static REQUESTED: AtomicBool = AtomicBool::new(false);
+
+/// The signal that asked perfbisect to stop (0 before any came).
+static SIGNAL: AtomicI32 = AtomicI32::new(0);
+
+/// The write end of the pipe the handler writes signal numbers to (-1 before install).
+static PIPE: AtomicI32 = AtomicI32::new(-1);
+
+/// The signals that stop perfbisect.
+const STOPPING: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
+/// The name of a stopping signal as messages say it.
+pub fn signal_name(sig: libc::c_int) -> &'static str {
+    match sig {
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGHUP => "SIGHUP",
+        _ => "Ctrl-C (SIGINT)",
+    }
+}
+
+/// The signal that stopped perfbisect (SIGINT when none was recorded: an [`Interrupted`] made
+/// by a test, say).
+pub fn signal() -> libc::c_int {
+    match SIGNAL.load(Ordering::SeqCst) {
+        0 => libc::SIGINT,
+        s => s,
+    }
+}
+
+/// The exit code of a stop by [`signal`]: 128 + its number (130 for Ctrl-C).
+pub fn exit_code() -> i32 {
+    128 + signal()
+}
 
 /// What perfbisect is doing now, for the first Ctrl-C's message.
 static ACTIVITY: AtomicU8 = AtomicU8::new(Activity::Other as u8);
@@ -64,16 +101,24 @@ pub fn kept() -> String {
     )
 }
 
-/// The line the first Ctrl-C prints while `activity` is under way.
-fn first_message(activity: u8) -> &'static str {
+/// The line the first stopping signal `sig` prints while `activity` is under way.
+fn first_message(activity: u8, sig: libc::c_int) -> String {
+    let what = match sig {
+        libc::SIGINT => "interrupt received".to_string(),
+        s => format!("{} received", signal_name(s)),
+    };
+    let again = match sig {
+        libc::SIGINT => "Ctrl-C again to stop now".to_string(),
+        s => format!("{} again to stop now", signal_name(s)),
+    };
     match activity {
-        a if a == Activity::Building as u8 => {
-            "\nperfbisect: interrupt received, stopping the builds in flight (finished builds are kept; Ctrl-C again to stop now)"
-        }
+        a if a == Activity::Building as u8 => format!(
+            "\nperfbisect: {what}, stopping the builds in flight (finished builds are kept; {again})"
+        ),
         a if a == Activity::Measuring as u8 => {
-            "\nperfbisect: interrupt received, stopping after the run in flight (Ctrl-C again to stop now)"
+            format!("\nperfbisect: {what}, stopping after the run in flight ({again})")
         }
-        _ => "\nperfbisect: interrupt received, stopping (Ctrl-C again to stop now)",
+        _ => format!("\nperfbisect: {what}, stopping ({again})"),
     }
 }
 
@@ -81,7 +126,7 @@ fn first_message(activity: u8) -> &'static str {
 static GROUPS: Mutex<Vec<i32>> = Mutex::new(Vec::new());
 
 /// Install the handler once; later calls do nothing. A handler that cannot be installed is
-/// reported as a warning on stderr: Ctrl-C then ends perfbisect at once, like `kill -9`
+/// reported as a warning on stderr: a signal then ends perfbisect at once, like `kill -9`
 /// (what is stored stays stored, the run in flight is lost and commands it started live on).
 pub fn install() {
     static INSTALLED: std::sync::Once = std::sync::Once::new();
@@ -89,26 +134,83 @@ pub fn install() {
 }
 
 /// Hand a failure to install the handler to `warn`.
-fn report_failure(installed: Result<(), ctrlc::Error>, warn: impl FnOnce(&str)) {
+fn report_failure(installed: std::io::Result<()>, warn: impl FnOnce(&str)) {
     if let Err(e) = installed {
         warn(&install_warning(&e));
     }
 }
 
-/// Set the process's Ctrl-C (and SIGTERM, SIGHUP) handler.
-fn try_install() -> Result<(), ctrlc::Error> {
-    ctrlc::set_handler(|| {
-        if REQUESTED.swap(true, Ordering::SeqCst) {
-            eprintln!("\nperfbisect: interrupted again, stopping now");
-            kill_groups();
-            std::process::exit(130);
+/// The signal handler: async-signal-safe only (an atomic store and a write).
+extern "C" fn on_signal(sig: libc::c_int) {
+    let _ = SIGNAL.compare_exchange(0, sig, Ordering::SeqCst, Ordering::SeqCst);
+    let fd = PIPE.load(Ordering::SeqCst);
+    if fd >= 0 {
+        let b = sig as u8;
+        // SAFETY: write is async-signal-safe; a full pipe drops the byte (signals keep coming).
+        unsafe {
+            libc::write(fd, (&b as *const u8).cast(), 1);
         }
-        eprintln!("{}", first_message(ACTIVITY.load(Ordering::SeqCst)));
-    })
+    }
+}
+
+/// Set the handler of SIGINT, SIGTERM and SIGHUP, and start the thread that acts on them.
+fn try_install() -> std::io::Result<()> {
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: pipe2 fills two fds; both close on exec, so no command inherits them.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let (read, write) = (fds[0], fds[1]);
+    PIPE.store(write, Ordering::SeqCst);
+    std::thread::Builder::new()
+        .name("perfbisect-signals".into())
+        .spawn(move || loop {
+            let mut b = 0u8;
+            // SAFETY: reading one byte from our own pipe.
+            let n = unsafe { libc::read(read, (&mut b as *mut u8).cast(), 1) };
+            if n == 1 {
+                on_stop(libc::c_int::from(b));
+            } else if n < 0
+                && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted
+            {
+                return;
+            }
+        })?;
+    for sig in STOPPING {
+        // SAFETY: a zeroed sigaction with our handler, SA_RESTART so that reads and waits
+        // elsewhere go on; sigaction only changes this process's disposition.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
+            sa.sa_flags = libc::SA_RESTART;
+            libc::sigemptyset(&mut sa.sa_mask);
+            if libc::sigaction(sig, &sa, std::ptr::null_mut()) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What a stopping signal `sig` does, on the signal thread: the first asks to stop, the next
+/// ends perfbisect now with 128 + its number.
+fn on_stop(sig: libc::c_int) {
+    if REQUESTED.swap(true, Ordering::SeqCst) {
+        eprintln!(
+            "\nperfbisect: {} again, stopping now",
+            match sig {
+                libc::SIGINT => "interrupted".to_string(),
+                s => format!("{} received", signal_name(s)),
+            }
+        );
+        kill_groups();
+        std::process::exit(128 + sig);
+    }
+    eprintln!("{}", first_message(ACTIVITY.load(Ordering::SeqCst), sig));
 }
 
 /// What is printed when the handler cannot be installed.
-fn install_warning(e: &ctrlc::Error) -> String {
+fn install_warning(e: &std::io::Error) -> String {
     format!(
         "perfbisect: warning: cannot install the Ctrl-C handler ({e}); Ctrl-C will stop perfbisect \
          at once, losing the run in flight and leaving the commands it runs behind"
@@ -147,14 +249,24 @@ fn kill_groups() {
     }
 }
 
-/// The run was stopped by Ctrl-C after storing what was measured: exit code 130. Its message
-/// says what this process kept.
+/// The run was stopped by Ctrl-C (or SIGTERM, SIGHUP) after storing what was measured: exit
+/// code 128 + the signal's number ([`exit_code`]). Its message names the signal and says what
+/// this process kept.
 #[derive(Debug, thiserror::Error)]
 #[error(
-    "interrupted; {}, everything measured so far is stored: run the same command again to resume",
+    "{}; {}, everything measured so far is stored: run the same command again to resume",
+    stopped_by(signal()),
     kept()
 )]
 pub struct Interrupted;
+
+/// "interrupted", or which signal stopped perfbisect.
+fn stopped_by(sig: libc::c_int) -> String {
+    match sig {
+        libc::SIGINT => "interrupted".to_string(),
+        s => format!("stopped by {}", signal_name(s)),
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -162,24 +274,34 @@ mod tests {
 
     #[test]
     fn a_handler_that_cannot_be_installed_is_reported() {
-        for e in [
-            ctrlc::Error::MultipleHandlers,
-            ctrlc::Error::System(std::io::Error::from_raw_os_error(libc::EINVAL)),
-        ] {
-            let cause = e.to_string();
-            let mut said = Vec::new();
-            report_failure(Err(e), |w| said.push(w.to_string()));
-            assert_eq!(said.len(), 1);
-            let w = &said[0];
-            assert!(
-                w.starts_with("perfbisect: warning: cannot install the Ctrl-C handler ("),
-                "{w}"
-            );
-            assert!(w.contains(&cause), "{w}");
-            assert!(w.contains("at once"), "{w}");
-        }
+        let e = std::io::Error::from_raw_os_error(libc::EINVAL);
+        let cause = e.to_string();
+        let mut said = Vec::new();
+        report_failure(Err(e), |w| said.push(w.to_string()));
+        assert_eq!(said.len(), 1);
+        let w = &said[0];
+        assert!(
+            w.starts_with("perfbisect: warning: cannot install the Ctrl-C handler ("),
+            "{w}"
+        );
+        assert!(w.contains(&cause) && w.contains("at once"), "{w}");
         let mut said = Vec::new();
         report_failure(Ok(()), |w| said.push(w.to_string()));
         assert!(said.is_empty());
+    }
+
+    #[test]
+    fn messages_name_the_signal() {
+        let m = first_message(Activity::Measuring as u8, libc::SIGTERM);
+        assert!(
+            m.contains("SIGTERM received") && !m.contains("Ctrl-C"),
+            "{m}"
+        );
+        let m = first_message(Activity::Building as u8, libc::SIGHUP);
+        assert!(m.contains("SIGHUP again to stop now"), "{m}");
+        let m = first_message(Activity::Other as u8, libc::SIGINT);
+        assert!(m.contains("Ctrl-C again"), "{m}");
+        assert_eq!(stopped_by(libc::SIGTERM), "stopped by SIGTERM");
+        assert_eq!(stopped_by(libc::SIGINT), "interrupted");
     }
 }

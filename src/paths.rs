@@ -10,6 +10,30 @@ pub fn display_path(p: &Path) -> String {
     normalize(p).display().to_string()
 }
 
+/// Why `rel`, a path read from a file perfbisect did not write itself (a manifest of another
+/// cache, an import), cannot name a file inside the directory it is relative to: it is
+/// empty, absolute, or has a `.`, `..` or empty component (or a NUL). `None`: it stays inside.
+/// Symbolic links on the way are the caller's to refuse (it opens what it names).
+pub fn outside_reason(rel: &str) -> Option<&'static str> {
+    if rel.is_empty() {
+        return Some("it is empty");
+    }
+    if rel.starts_with('/') {
+        return Some("it is absolute");
+    }
+    if rel.contains('\0') {
+        return Some("it holds a NUL byte");
+    }
+    for c in rel.split('/') {
+        match c {
+            ".." => return Some("it climbs out with `..`"),
+            "." | "" => return Some("it has an empty or `.` component"),
+            _ => {}
+        }
+    }
+    None
+}
+
 /// Indent every line by four spaces.
 pub fn indent(s: &str) -> String {
     s.lines()
@@ -62,6 +86,26 @@ pub fn normalize(p: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_clean_relative_paths_stay_inside() {
+        for ok in ["a", "lib/libfoo.so", "a..b/c", ".hidden/x", "p|q.c"] {
+            assert_eq!(outside_reason(ok), None, "{ok}");
+        }
+        for bad in [
+            "",
+            "/etc/passwd",
+            "../x",
+            "a/../../x",
+            "a/./b",
+            "a//b",
+            "a/",
+            "..",
+            "a\0b",
+        ] {
+            assert!(outside_reason(bad).is_some(), "{bad:?}");
+        }
+    }
 
     #[test]
     fn normalize_cleans_dot_dot_and_resolves_what_exists() {

@@ -170,7 +170,7 @@ impl Workspace {
         } else {
             None
         };
-        Ok(Workspace {
+        let ws = Workspace {
             repo,
             config,
             cache,
@@ -179,7 +179,14 @@ impl Workspace {
             any_fingerprint: false,
             fingerprint: OnceLock::new(),
             _lock: lock,
-        })
+        };
+        if ws._lock.is_some() {
+            // A writer may measure: nothing a killed perfbisect left runs beside it.
+            for left in crate::measure::end_leftovers() {
+                ws.warn(&left.to_string());
+            }
+        }
+        Ok(ws)
     }
 
     /// This machine's fingerprint with this config (computed once, when first needed: it
@@ -334,7 +341,11 @@ impl Workspace {
                 return;
             }
             // Measured on an incremental build that is (or may be) stale.
-            if !s.imported && set_aside.get(&s.commit).is_some_and(|&t| s.time <= t) {
+            if !s.imported
+                && set_aside
+                    .get(&s.commit)
+                    .is_some_and(|&(from, to)| (from..=to).contains(&s.time))
+            {
                 out.set_aside += 1;
                 return;
             }

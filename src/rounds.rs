@@ -83,7 +83,7 @@ struct Shared {
 /// One pass of `run` over `ws`. With `check_steps`, the builds on either side of each step
 /// the new numbers show are compared with pristine builds first; `true`: one was stale, and
 /// the summary is left to the pass that follows. `report` prints the summary (also when
-/// Ctrl-C stopped the pass: what was built and stored is said before exit 130).
+/// Ctrl-C stopped the pass: what was built and stored is said before the exit, 130 for Ctrl-C).
 pub fn run_pass(
     ws: &Workspace,
     args: &Options<'_>,
@@ -197,7 +197,7 @@ pub fn run_pass(
         }
     }
     if crate::interrupt::requested() {
-        // Stopped while building: say what was built before exit 130.
+        // Stopped while building: say what was built before the exit.
         report(&summary, started.elapsed())?;
         return Err(Interrupted.into());
     }

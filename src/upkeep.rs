@@ -326,15 +326,26 @@ pub fn prune(ws: &Workspace) -> anyhow::Result<String> {
                 if p.kept == 1 { "" } else { "s" }
             )
             .unwrap();
-            if p.corrupt_bytes > 0 {
-                writeln!(
-                    o,
-                    "  and left out {} corrupt byte{} that no load could read",
-                    p.corrupt_bytes,
-                    if p.corrupt_bytes == 1 { "" } else { "s" }
-                )
-                .unwrap();
-            }
+        }
+        if p.reframed > 0 {
+            writeln!(
+                o,
+                "{}: framed {} batch{} of records again (an older `cache prune` had left {} unread)",
+                test.name,
+                p.reframed,
+                if p.reframed == 1 { "" } else { "es" },
+                if p.reframed == 1 { "it" } else { "them" },
+            )
+            .unwrap();
+        }
+        if (p.removed > 0 || p.reframed > 0) && p.corrupt_bytes > 0 {
+            writeln!(
+                o,
+                "  and left out {} corrupt byte{} that no load could read",
+                p.corrupt_bytes,
+                if p.corrupt_bytes == 1 { "" } else { "s" }
+            )
+            .unwrap();
         }
         // The note about stale samples is news again if some come back.
         let _ = store.stale_note(&test.name, 0);

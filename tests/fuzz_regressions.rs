@@ -1,7 +1,7 @@
 //! Replays the fuzz seeds (`scripts/fuzz/seeds/`) and every input the fuzzers ever crashed on or that
-//! was written to probe a parser's limits (`tests/fuzz-regressions/`) through the three
-//! entry points the fuzz targets exercise: config parsing, the `detect --input` CSV reader
-//! and store decoding. Every input goes through all three; none may panic, and each result
+//! was written to probe a parser's limits (`tests/fuzz-regressions/`) through the four
+//! entry points the fuzz targets exercise: config parsing, the `detect --input` CSV reader,
+//! store decoding and foreign build manifests. Every input goes through all four; none may panic, and each result
 //! must satisfy the same invariants the fuzz targets assert (see `scripts/fuzz/fuzz_targets/`).
 
 use std::path::{Path, PathBuf};
@@ -47,6 +47,17 @@ fn check_one(data: &[u8]) {
         assert_eq!(series.index.len(), series.samples.len());
         assert!(series.index.windows(2).all(|w| w[0] < w[1]));
         assert!(series.samples.iter().flatten().all(|v| v.is_finite()));
+    }
+    // The manifest target: an accepted foreign manifest names only files inside its entry.
+    if let Ok(m) = perfbisect::build::carry::parse_foreign(data, "fuzz.json") {
+        for f in &m.files {
+            assert_eq!(
+                perfbisect::paths::outside_reason(&f.path),
+                None,
+                "{:?}",
+                f.path
+            );
+        }
     }
     let path = Path::new("fuzz.pbs");
     if let Ok(loaded) = perfbisect::store::decode_file(path, data) {

@@ -349,9 +349,13 @@ threshold = "2%"
 fn detect_says_deterministic_and_gives_negative_metrics_the_sign_of_their_move() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("series.csv");
+    // Two equal runs per index: repeated equal runs make a change exact (one run a side
+    // never does, issue 30).
     let mut csv = String::from("index,value\n");
     for i in 1..=12 {
-        csv += &format!("{i},{}\n", if i >= 7 { -110 } else { -100 });
+        for _ in 0..2 {
+            csv += &format!("{i},{}\n", if i >= 7 { -110 } else { -100 });
+        }
     }
     std::fs::write(&path, csv).unwrap();
     let out = assert_cmd::Command::cargo_bin("perfbisect")

@@ -121,7 +121,7 @@ pub struct Driven {
 
 /// Run `policy` to its end on `lab` (positions `0..len`), building up to `jobs` commits at once.
 /// Stored samples and cached builds are fed in first. Returns the outcome and what it cost;
-/// Ctrl-C gives an [`Interrupted`] error (exit 130; everything measured is stored).
+/// Ctrl-C gives an [`Interrupted`] error (exit 128 + the signal, 130 for Ctrl-C; everything measured is stored).
 pub fn drive(
     policy: &mut dyn Policy,
     lab: &mut dyn Lab,

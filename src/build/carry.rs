@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 
 use super::cas::{self, Manifest};
+use crate::error::UsageError;
 use crate::store::cache::Cache;
 
 /// One build another cache holds and this one lacks, checked and ready to be put in place.
@@ -58,14 +59,7 @@ pub fn plan(from: &Path, cache: &Cache, skip: &[String]) -> anyhow::Result<Vec<C
             continue;
         }
         let path = from.join("manifests").join(format!("{name}.json"));
-        let text = fs::read(&path)
-            .with_context(|| format!("cannot read {}; nothing was merged", path.display()))?;
-        let manifest: Manifest = serde_json::from_slice(&text).with_context(|| {
-            format!(
-                "{} is not a build manifest; nothing was merged",
-                path.display()
-            )
-        })?;
+        let manifest = read_foreign(&path, &name)?;
         if let Some(sources) = sources(from, cache, &name, &manifest)? {
             out.push(Carried {
                 name,
@@ -75,6 +69,64 @@ pub fn plan(from: &Path, cache: &Cache, skip: &[String]) -> anyhow::Result<Vec<C
         }
     }
     Ok(out)
+}
+
+/// A manifest of another cache (untrusted: a CI artifact), checked before anything of it is
+/// used: its name is a build's (`<commit>-<recipe>`), it is no symbolic link, its file paths
+/// stay inside the entry ([`crate::paths::outside_reason`], checked as it is decoded), and no
+/// path is listed twice or is also the directory of another. Anything else is bad input
+/// (exit code 2), named.
+pub fn read_foreign(path: &Path, name: &str) -> anyhow::Result<Manifest> {
+    let shown = crate::paths::display_path(path);
+    if !is_build_name(name) {
+        return Err(UsageError::err(format!(
+            "{shown}: not a build's manifest name (`<40 hex>-<16 hex>.json`); nothing was merged"
+        )));
+    }
+    let meta = fs::symlink_metadata(path)
+        .with_context(|| format!("cannot read {shown}; nothing was merged"))?;
+    if !meta.is_file() {
+        return Err(UsageError::err(format!(
+            "{shown}: not a regular file (a symbolic link?); nothing was merged"
+        )));
+    }
+    let text =
+        fs::read(path).with_context(|| format!("cannot read {shown}; nothing was merged"))?;
+    parse_foreign(&text, &shown)
+}
+
+/// The checks of [`read_foreign`] on a manifest's bytes (`shown` names it in messages): what
+/// it accepts names only files inside its entry, each once. Never panics on any input (the
+/// `manifest` fuzz target).
+pub fn parse_foreign(text: &[u8], shown: &str) -> anyhow::Result<Manifest> {
+    let manifest: Manifest = serde_json::from_slice(text).map_err(|e| {
+        UsageError::err(format!(
+            "{shown} is not a build manifest ({e}); nothing was merged"
+        ))
+    })?;
+    let mut paths: Vec<&str> = manifest.files.iter().map(|f| f.path.as_str()).collect();
+    paths.sort_unstable();
+    for w in paths.windows(2) {
+        if w[0] == w[1] || w[1].strip_prefix(w[0]).is_some_and(|r| r.starts_with('/')) {
+            return Err(UsageError::err(format!(
+                "{shown}: the file `{}` is listed {}; nothing was merged",
+                w[0].escape_debug(),
+                if w[0] == w[1] {
+                    "twice".to_string()
+                } else {
+                    format!("and so is `{}` inside it", w[1].escape_debug())
+                }
+            )));
+        }
+    }
+    Ok(manifest)
+}
+
+/// Whether `name` is a cached build's: `<40 hex>-<16 hex>`.
+pub fn is_build_name(name: &str) -> bool {
+    name.split_once('-').is_some_and(|(c, r)| {
+        c.len() == 40 && r.len() == 16 && c.bytes().chain(r.bytes()).all(|b| b.is_ascii_hexdigit())
+    })
 }
 
 /// Where each file of `manifest` comes from, checked against its hash; `None` when one is in
@@ -87,12 +139,6 @@ fn sources(
 ) -> anyhow::Result<Option<Vec<PathBuf>>> {
     let mut out = Vec::new();
     for f in &manifest.files {
-        if f.hash.len() != 64 || !f.hash.bytes().all(|b| b.is_ascii_hexdigit()) {
-            anyhow::bail!(
-                "the manifest of {name} names a file `{}` with a malformed hash; nothing was merged",
-                f.path
-            );
-        }
         let here = cas::object_path_in(&cache.root, &f.hash, f.exec);
         if intact(&here, &f.hash, f.size) {
             out.push(here);
@@ -102,7 +148,12 @@ fn sources(
             cas::object_path_in(from, &f.hash, f.exec),
             from.join("artifacts").join(name).join(&f.path),
         ];
-        let Some(src) = candidates.into_iter().find(|p| p.is_file()) else {
+        // Not through a symbolic link: a link in the other cache would pull in a file from
+        // anywhere on this machine.
+        let Some(src) = candidates
+            .into_iter()
+            .find(|p| fs::symlink_metadata(p).is_ok_and(|m| m.is_file()))
+        else {
             return Ok(None);
         };
         if !intact(&src, &f.hash, f.size) {
@@ -141,9 +192,15 @@ pub fn put(cache: &Cache, carried: &Carried) -> anyhow::Result<()> {
         if let Some(dir) = dest.parent() {
             fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
         }
-        if fs::hard_link(&obj, &dest).is_err() {
+        // The entry is a new directory of this cache's own making, and its paths were checked
+        // ([`read_foreign`]): each file is created new, never written over another.
+        match fs::hard_link(&obj, &dest) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                return Err(e).with_context(|| format!("{} is there already", dest.display()));
+            }
             // No links here (another filesystem, a link limit): a plain copy is right too.
-            fs::copy(&obj, &dest).with_context(|| format!("cannot write {}", dest.display()))?;
+            Err(_) => copy_new(&obj, &dest)?,
         }
     }
     let entry = cache.root.join("artifacts").join(&carried.name);
@@ -157,6 +214,21 @@ pub fn put(cache: &Cache, carried: &Carried) -> anyhow::Result<()> {
             return Err(e).with_context(|| format!("cannot write {}", entry.display()));
         }
     }
+    Ok(())
+}
+
+/// Copy `src` to the new file `dest` (one that is there already is an error, not replaced).
+fn copy_new(src: &Path, dest: &Path) -> anyhow::Result<()> {
+    let mut from = fs::File::open(src).with_context(|| format!("cannot read {}", src.display()))?;
+    let mut to = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(dest)
+        .with_context(|| format!("cannot write {}", dest.display()))?;
+    std::io::copy(&mut from, &mut to)
+        .with_context(|| format!("cannot write {}", dest.display()))?;
+    let mode = fs::metadata(src)?.permissions();
+    to.set_permissions(mode)?;
     Ok(())
 }
 

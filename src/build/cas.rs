@@ -22,16 +22,43 @@ use serde::{Deserialize, Serialize};
 
 use crate::store::cache::Cache;
 
-/// One file of a build's artifacts.
+/// One file of a build's artifacts. A manifest read from disk is checked as it is decoded
+/// (it may come from another cache, through `merge`): a path that would name a file outside
+/// its entry, or a hash that is not 64 hex digits, makes the manifest unreadable.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileEntry {
-    /// Relative to the entry, `/`-separated.
+    /// Relative to the entry, `/`-separated, without `.` or `..`.
+    #[serde(deserialize_with = "inside_path")]
     pub path: String,
     pub size: u64,
     /// BLAKE3 of the content, hex.
+    #[serde(deserialize_with = "hex_hash")]
     pub hash: String,
     /// Any execute bit set.
     pub exec: bool,
+}
+
+fn inside_path<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    let p = String::deserialize(d)?;
+    match crate::paths::outside_reason(&p) {
+        Some(why) => Err(serde::de::Error::custom(format!(
+            "file path `{}` is not inside the build: {why}",
+            p.escape_debug()
+        ))),
+        None => Ok(p),
+    }
+}
+
+fn hex_hash<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    let h = String::deserialize(d)?;
+    if h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()) {
+        Ok(h)
+    } else {
+        Err(serde::de::Error::custom(format!(
+            "file hash `{}` is not 64 hex digits",
+            h.escape_debug()
+        )))
+    }
 }
 
 /// What one cached build holds.

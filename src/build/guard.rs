@@ -5,7 +5,9 @@
 //! the content when the stat data says the file may have been written). A changed file is
 //! never used again: every cached build that links the changed object is dropped (rebuilt when
 //! next needed) and the object leaves the store. The run that changed it started on the build
-//! as stored and counts; a run of a dropped build is recorded as failed, saying why.
+//! as stored and counts; a run of a dropped build is recorded as failed, saying why. The
+//! directory's listing is compared too: what a run adds beside the build's files (a cache it
+//! warms, a state file) is removed after it, so that every run starts on the build as stored.
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -72,6 +74,93 @@ impl Guard {
             }
         }
         out
+    }
+
+    /// What the build's directory holds besides its manifest's files, as paths relative to it
+    /// (a directory none of the manifest's files is in is named once, not file by file):
+    /// what a test or a hook added. Links are listed, never followed.
+    pub fn extra(&self) -> BTreeSet<String> {
+        let mut dirs: BTreeSet<&str> = BTreeSet::new();
+        let mut files: BTreeSet<&str> = BTreeSet::new();
+        for f in &self.manifest.files {
+            files.insert(&f.path);
+            let mut p = f.path.as_str();
+            while let Some((d, _)) = p.rsplit_once('/') {
+                dirs.insert(d);
+                p = d;
+            }
+        }
+        let mut out = BTreeSet::new();
+        let mut stack = vec![String::new()];
+        while let Some(rel) = stack.pop() {
+            let Ok(rd) = fs::read_dir(self.entry.join(&rel)) else {
+                continue;
+            };
+            for e in rd.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let path = if rel.is_empty() {
+                    name
+                } else {
+                    format!("{rel}/{name}")
+                };
+                let is_dir = e.file_type().is_ok_and(|t| t.is_dir());
+                if is_dir && dirs.contains(path.as_str()) {
+                    stack.push(path);
+                } else if is_dir || !files.contains(path.as_str()) {
+                    out.insert(path);
+                }
+            }
+        }
+        out
+    }
+
+    /// Take out of the build what a run added (the paths [`Guard::extra`] lists now and did not
+    /// in `before`), so the next run starts on the build as stored: a test that leaves a
+    /// `warm` file beside its binary would otherwise measure something else from its second
+    /// run on. Says what was taken out, naming `who`; a file that cannot be removed drops the
+    /// build instead, as a changed one does.
+    pub fn remove_added(&self, who: &str, before: &BTreeSet<String>) -> Option<String> {
+        let added: Vec<String> = self.extra().difference(before).cloned().collect();
+        if added.is_empty() {
+            return None;
+        }
+        let stuck = added.iter().any(|rel| {
+            let p = self.entry.join(rel);
+            // `remove_dir_all` removes links themselves, never what they point to.
+            let gone = match fs::symlink_metadata(&p) {
+                Ok(m) if m.is_dir() => fs::remove_dir_all(&p),
+                Ok(_) => fs::remove_file(&p),
+                Err(_) => Ok(()),
+            };
+            gone.is_err()
+        });
+        let names: Vec<String> = added.iter().take(5).map(|p| format!("`{p}`")).collect();
+        let more = if added.len() > 5 {
+            format!(" and {} more", added.len() - 5)
+        } else {
+            String::new()
+        };
+        let (they, were) = if added.len() == 1 {
+            ("it", "was")
+        } else {
+            ("they", "were")
+        };
+        let fate = if stuck {
+            let dropped = self.quarantine(&[]);
+            format!(
+                "{they} could not be removed, so the cached build is dropped ({dropped} \
+                 build{}) and will be built again when next needed",
+                if dropped == 1 { "" } else { "s" }
+            )
+        } else {
+            format!("{they} {were} removed, so the next run starts on the build as stored")
+        };
+        Some(format!(
+            "{who} added {}{more} to the build it ran in: a run must find the build as it was \
+             stored, or its second run measures something else than its first (write to \
+             $PERFBISECT_OUT or a temp directory instead); {fate}",
+            names.join(", ")
+        ))
     }
 
     /// Drop what `changed` touched: when a changed file is still the store's object (written
@@ -253,10 +342,28 @@ mod tests {
         assert!(g.check_after("setup").is_some());
         assert!(!a.exists());
         assert_eq!(fs::read_to_string(b.join("data.txt")).unwrap(), "same");
-        // Files a test adds beside the build's are its own business.
+        // Files a test adds beside the build's change none of its files, and are taken out.
         let gb = Guard::for_entry(&b).unwrap();
+        let before = gb.extra();
         fs::write(b.join("output.log"), "hello").unwrap();
+        fs::create_dir_all(b.join("state/deep")).unwrap();
+        std::os::unix::fs::symlink("/etc", b.join("etc")).unwrap();
         assert!(gb.changed().is_empty());
+        assert_eq!(
+            gb.extra().into_iter().collect::<Vec<_>>(),
+            ["etc", "output.log", "state"]
+        );
+        let msg = gb.remove_added("a run", &before).unwrap();
+        assert!(
+            msg.contains("`output.log`") && msg.contains("removed"),
+            "{msg}"
+        );
+        assert!(gb.extra().is_empty() && b.join("data.txt").exists());
+        assert!(
+            std::path::Path::new("/etc").is_dir(),
+            "a link is removed, not followed"
+        );
+        assert!(gb.remove_added("a run", &before).is_none());
     }
 
     #[test]

@@ -311,7 +311,7 @@ fn copy_artifacts(
             return Err(ArtifactError::Missing(a.clone()));
         }
         let to = tmp.path().join(a);
-        copy_tree(&src, &to).map_err(|e| {
+        copy_tree(worktree, &src, &to).map_err(|e| {
             ArtifactError::Io(e.context(format!("cannot copy artifact `{a}` into the cache")))
         })?;
     }
@@ -320,7 +320,7 @@ fn copy_artifacts(
             return Err(ArtifactError::Missing(name.clone()));
         }
         let to = tmp.path().join(name);
-        copy_tree(src, &to).map_err(|e| {
+        copy_tree(worktree, src, &to).map_err(|e| {
             ArtifactError::Io(e.context(format!("cannot copy executable `{name}` into the cache")))
         })?;
         strip_debug(&to);
@@ -363,15 +363,32 @@ fn strip_debug(exe: &Path) {
         .status();
 }
 
-fn copy_tree(src: &Path, to: &Path) -> anyhow::Result<()> {
+/// Copy the artifact `src` (a file or a directory) of the worktree `root` to `to`. A symbolic
+/// link is copied as what it points to (a `libfoo.so` link to its versioned library) only when
+/// that lies inside the worktree: one pointing out of it (`/etc`, `~/.ssh`, `../..`) would
+/// pull a file from anywhere on the machine into the cache, so it is an error naming it.
+fn copy_tree(root: &Path, src: &Path, to: &Path) -> anyhow::Result<()> {
     if let Some(p) = to.parent() {
         fs::create_dir_all(p)?;
+    }
+    if fs::symlink_metadata(src)?.file_type().is_symlink() {
+        let target = fs::canonicalize(src)
+            .with_context(|| format!("{} is a link to nothing", src.display()))?;
+        let inside = fs::canonicalize(root).is_ok_and(|r| target.starts_with(r));
+        if !inside {
+            anyhow::bail!(
+                "{} is a symbolic link to {}, outside the worktree: perfbisect copies only the \
+                 build's own files into the cache",
+                src.display(),
+                target.display()
+            );
+        }
     }
     if src.is_dir() {
         fs::create_dir_all(to)?;
         for e in fs::read_dir(src)? {
             let e = e?;
-            copy_tree(&e.path(), &to.join(e.file_name()))?;
+            copy_tree(root, &e.path(), &to.join(e.file_name()))?;
         }
     } else {
         fs::copy(src, to)?;

@@ -26,9 +26,14 @@ use crate::store::cache::Cache;
 /// A build whose samples are set aside.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SetAside {
-    /// Samples of the commit (with this recipe, measured here) at or before this second were
-    /// measured on the suspect build.
+    /// Samples of the commit (with this recipe, measured here) from `since` to this second
+    /// were measured on the suspect build.
     pub until: u64,
+    /// When the suspect build was stored (its manifest's time): the commit's runs before it
+    /// were measured on an earlier build (a pristine one, say) and stay counted. 0 in records
+    /// written before this was kept: every earlier run, as then.
+    #[serde(default)]
+    pub since: u64,
     /// The suspect build's digest.
     pub digest: String,
     /// A pristine build showed other bytes: the samples never count again.
@@ -79,8 +84,16 @@ fn set_aside(
     digest: &str,
     stale: bool,
 ) -> anyhow::Result<()> {
+    // The suspect build's manifest is still the one in place (a pristine build replacing it
+    // writes its own after this).
+    let since = fs::metadata(cas::manifest_path(cache, commit, recipe))
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_secs());
     let r = SetAside {
         until: now_secs(),
+        since,
         digest: digest.to_string(),
         stale,
     };
@@ -147,8 +160,9 @@ fn read(path: &Path) -> Option<SetAside> {
     serde_json::from_slice(&fs::read(path).ok()?).ok()
 }
 
-/// The builds of `recipe` whose samples are set aside: commit key, last second set aside.
-pub fn set_aside_until(cache: &Cache, recipe: u64) -> HashMap<[u8; 20], u64> {
+/// The builds of `recipe` whose samples are set aside: commit key, and the seconds of the
+/// runs set aside (from the suspect build's making to when it was found out, both included).
+pub fn set_aside_until(cache: &Cache, recipe: u64) -> HashMap<[u8; 20], (u64, u64)> {
     let suffix = format!("-{recipe:016x}.json");
     let mut out = HashMap::new();
     let Ok(rd) = fs::read_dir(dir(cache)) else {
@@ -162,7 +176,7 @@ pub fn set_aside_until(cache: &Cache, recipe: u64) -> HashMap<[u8; 20], u64> {
         let (Ok(id), Some(r)) = (ObjectId::from_hex(hex.as_bytes()), read(&e.path())) else {
             continue;
         };
-        out.insert(crate::store::commit_key(&id), r.until);
+        out.insert(crate::store::commit_key(&id), (r.since, r.until));
     }
     out
 }
@@ -192,4 +206,46 @@ pub fn drop_entry(cache: &Cache, entry: &Path) -> bool {
         return false;
     };
     fs::rename(entry, away.path().join("entry")).is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Suspected (issue 30, 9): a stale incremental build set aside all of its commit's earlier
+    /// runs, those measured on an earlier pristine build (or merged) included. It did: the
+    /// record held only the last second. Now it holds when the suspect build was made too.
+    #[test]
+    fn a_suspect_build_sets_aside_only_the_runs_made_on_it() {
+        let d = tempfile::tempdir().unwrap();
+        let cache = Cache::open(d.path()).unwrap();
+        let id = ObjectId::from_hex(&[b'a'; 40]).unwrap();
+        let m = Manifest {
+            digest: "d".repeat(64),
+            files: Vec::new(),
+            pristine: false,
+            slot: Some(0),
+        };
+        cas::write_manifest(&cache, &id, 7, &m).unwrap();
+        // The incremental build was made an hour ago; a pristine one measured before that.
+        let built = SystemTime::now() - Duration::from_secs(3600);
+        fs::File::options()
+            .write(true)
+            .open(cas::manifest_path(&cache, &id, 7))
+            .unwrap()
+            .set_modified(built)
+            .unwrap();
+        distrust_incremental(&cache, 7, "test").unwrap();
+        let (since, until) = set_aside_until(&cache, 7)[&crate::store::commit_key(&id)];
+        let built = built.duration_since(UNIX_EPOCH).unwrap().as_secs();
+        assert_eq!(since, built);
+        assert!(until >= built + 3600);
+        let set_aside = |t: u64| (since..=until).contains(&t);
+        assert!(!set_aside(built - 60), "a run on the earlier build counts");
+        assert!(set_aside(built + 60), "a run on the suspect build does not");
+        // Found stale for good by a pristine build: still only the suspect build's runs.
+        mark_stale(&cache, &id, 7, &m.digest).unwrap();
+        let (since, _) = set_aside_until(&cache, 7)[&crate::store::commit_key(&id)];
+        assert_eq!(since, built);
+    }
 }

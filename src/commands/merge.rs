@@ -218,12 +218,19 @@ fn missing(from: &Path, to: &Path) -> anyhow::Result<Vec<(PathBuf, Vec<u8>)>> {
     let mut out = Vec::new();
     for e in rd.flatten() {
         let name = e.file_name();
-        if name.to_string_lossy().starts_with('.') || !e.path().is_file() {
+        // Only regular files, not followed through a link: a link in another cache (a CI
+        // artifact) would copy a file from anywhere on this machine into this cache.
+        if name.to_string_lossy().starts_with('.') || !e.file_type().is_ok_and(|t| t.is_file()) {
             continue;
         }
         let dest = to.join(&name);
-        if dest.exists() || out.iter().any(|(d, _)| *d == dest) {
+        if dest.symlink_metadata().is_ok() || out.iter().any(|(d, _)| *d == dest) {
             continue;
+        }
+        if from.ends_with("manifests") {
+            // Checked now, like the manifests of the builds carried: this cache reads them.
+            let n = name.to_string_lossy();
+            crate::build::carry::read_foreign(&e.path(), n.strip_suffix(".json").unwrap_or(&n))?;
         }
         let bytes = std::fs::read(e.path()).with_context(|| {
             format!(

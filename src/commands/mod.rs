@@ -79,7 +79,7 @@ where
         Ok(code) => code,
         Err(e) if e.is::<Interrupted>() => {
             eprintln!("perfbisect: {e}");
-            130
+            crate::interrupt::exit_code()
         }
         Err(e) => {
             crate::style::error(&format!("{e:#}"));

@@ -98,6 +98,44 @@ pub fn run_if_launcher() {
     std::process::exit(launch(&rest));
 }
 
+/// In a child between fork and exec: SIGKILL it when the process that forked it (`parent`)
+/// dies, so a test never outlives a `kill -9` of perfbisect (or of this launcher). A parent
+/// already gone before the call would never send it: then the child ends itself now.
+///
+/// # Safety
+/// Only async-signal-safe calls: fit for a `pre_exec` hook or a forked child.
+pub unsafe fn set_parent_death_signal(parent: libc::pid_t) {
+    // SAFETY: prctl, getppid and kill are async-signal-safe system calls.
+    unsafe {
+        libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGKILL as libc::c_ulong,
+            0,
+            0,
+            0,
+        );
+        if libc::getppid() != parent {
+            libc::kill(libc::getpid(), libc::SIGKILL);
+        }
+    }
+}
+
+/// Make the child `cmd` starts get SIGKILL when this process dies
+/// ([`set_parent_death_signal`]). The signal follows the thread that forked: `cmd` must be
+/// waited for by the thread that spawns it, as every command perfbisect runs is.
+pub fn die_with_parent(cmd: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: getpid has no failure mode.
+    let parent = unsafe { libc::getpid() };
+    // SAFETY: the hook only makes async-signal-safe calls.
+    unsafe {
+        cmd.pre_exec(move || {
+            set_parent_death_signal(parent);
+            Ok(())
+        });
+    }
+}
+
 fn launch(rest: &[OsString]) -> i32 {
     // SAFETY: FD was set up by perfbisect for this process; the command must not inherit it.
     unsafe {
@@ -120,7 +158,10 @@ fn launch(rest: &[OsString]) -> i32 {
             }
         }
     } else {
-        match std::process::Command::new(program).args(args).spawn() {
+        let mut cmd = std::process::Command::new(program);
+        cmd.args(args);
+        die_with_parent(&mut cmd);
+        match cmd.spawn() {
             Ok(c) => (c.id() as libc::pid_t, None),
             Err(e) => {
                 eprintln!(
@@ -214,8 +255,10 @@ fn spawn_counted(
         return Err(format!("pipe: {}", std::io::Error::last_os_error()));
     }
     let (r, w) = (fds[0], fds[1]);
+    // SAFETY: getpid has no failure mode.
+    let parent = unsafe { libc::getpid() };
     // SAFETY: the launcher is single-threaded; the child only calls async-signal-safe
-    // functions (close, read, execvp, _exit) before exec.
+    // functions (close, prctl, getppid, kill, read, execvp, _exit) before exec.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
         return Err(format!("fork: {}", std::io::Error::last_os_error()));
@@ -224,6 +267,7 @@ fn spawn_counted(
         // SAFETY: see above.
         unsafe {
             libc::close(w);
+            set_parent_death_signal(parent);
             let mut go = 0u8;
             if libc::read(r, (&mut go as *mut u8).cast(), 1) != 1 {
                 libc::_exit(127);

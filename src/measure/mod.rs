@@ -8,6 +8,8 @@ pub mod launch;
 pub mod process;
 mod reaper;
 
+pub use reaper::{end_leftovers, Leftover};
+
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -65,6 +67,13 @@ impl Context<'_> {
 
     fn hook(&self, cmd: Option<&str>, what: &str) -> anyhow::Result<Result<(), String>> {
         let Some(cmd) = cmd else { return Ok(Ok(())) };
+        if what == "setup" {
+            // A batch starts on the build as stored: what an earlier batch's setup, or a run
+            // a kill stopped before it was cleaned up after, left beside it goes.
+            if let Some(g) = crate::build::guard::Guard::for_entry(self.artifacts) {
+                let _ = g.remove_added("", &Default::default());
+            }
+        }
         // Hooks may start servers that outlive them, so their output goes to a file, not a pipe.
         let log = tempfile::tempfile().context("cannot create a temp file")?;
         let mut log_read = log.try_clone()?;
@@ -219,6 +228,19 @@ fn execute(ctxs: &[&Context<'_>], warn: &dyn Fn(&str)) -> anyhow::Result<Ran> {
             return Ok(Ran::void(why));
         }
     }
+    // What the directory holds besides the build now: what `setup` put there stays for the
+    // batch; without a setup nothing may be there (a run a kill stopped left it), so it goes.
+    // The run's own additions are what it holds after and did not before.
+    let listed = match &guard {
+        Some(g) if first.test.setup.is_some() => g.extra(),
+        Some(g) => {
+            if let Some(why) = g.remove_added("something before this run", &Default::default()) {
+                warn(&why);
+            }
+            Default::default()
+        }
+        None => Default::default(),
+    };
     let mut regexes = Vec::new();
     let mut regex_of = Vec::new();
     let mut keep = 0;
@@ -309,8 +331,12 @@ fn execute(ctxs: &[&Context<'_>], warn: &dyn Fn(&str)) -> anyhow::Result<Ran> {
         },
     })?;
     drop(cg_dir);
-    if let Some(why) = guard.and_then(|g| g.check_after(&who)) {
-        warn(&why);
+    if let Some(g) = &guard {
+        if let Some(why) = g.check_after(&who) {
+            warn(&why);
+        } else if let Some(why) = g.remove_added(&who, &listed) {
+            warn(&why);
+        }
     }
     Ok(Ran {
         fin,

@@ -172,6 +172,10 @@ pub fn run(spec: Spec<'_>) -> anyhow::Result<Finished> {
         .current_dir(spec.dir)
         .stdin(Stdio::null())
         .process_group(0);
+    // A `kill -9` of perfbisect takes the command with it (its group is its own, so nothing
+    // else would); what the command started and left is found by the next perfbisect
+    // ([`super::reaper::end_leftovers`]).
+    super::launch::die_with_parent(&mut cmd);
     // Quiet runs: the CPUs and the personality are inherited by every child.
     let cpuset = spec.extra.cpus.as_ref().map(|cpus| {
         // SAFETY: a zeroed cpu_set_t is the empty set.

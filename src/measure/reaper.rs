@@ -199,6 +199,122 @@ pub fn kill_tree(root: Option<libc::pid_t>, group: libc::pid_t, mark: &str) -> u
     outside
 }
 
+/// A process a killed perfbisect left running, found and killed by [`end_leftovers`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Leftover {
+    pub pid: libc::pid_t,
+    /// Its command line, arguments joined by spaces.
+    pub command: String,
+    /// The perfbisect it descends from (no longer alive).
+    pub owner: libc::pid_t,
+}
+
+impl std::fmt::Display for Leftover {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "killed pid {} (`{}`), left running by perfbisect {}, which is no longer alive \
+             (a kill -9?): nothing is measured beside it",
+            self.pid, self.command, self.owner
+        )
+    }
+}
+
+/// Find the processes that commands of a perfbisect no longer alive left running (their
+/// environment holds a [`MARK_VAR`] naming a perfbisect that has ended: a `kill -9` of it,
+/// whose parent-death signal reached only the commands themselves, not what they started),
+/// and kill them, so nothing runs beside what is measured now. Processes of a perfbisect that
+/// is alive (another cache, another terminal) are left alone. Returns what was killed.
+pub fn end_leftovers() -> Vec<Leftover> {
+    // SAFETY: getpid has no failure mode.
+    let me = unsafe { libc::getpid() };
+    let mut out = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for e in dir.flatten() {
+        let Some(pid) = e
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<libc::pid_t>().ok())
+        else {
+            continue;
+        };
+        if pid == me || stat(pid).is_none_or(|s| s.zombie) {
+            continue;
+        }
+        let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
+            continue;
+        };
+        let Some(mark) = env.split(|&b| b == 0).find_map(|v| {
+            v.strip_prefix(MARK_VAR.as_bytes())
+                .and_then(|r| r.strip_prefix(b"="))
+        }) else {
+            continue;
+        };
+        let Some((owner, started)) = parse_mark(mark) else {
+            continue;
+        };
+        if owner == me || alive_since(owner, started) {
+            continue;
+        }
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let command = String::from_utf8_lossy(&cmdline)
+            .trim_end_matches('\0')
+            .replace('\0', " ");
+        // SAFETY: kill only sends a signal.
+        if unsafe { libc::kill(pid, libc::SIGKILL) } == 0 {
+            out.push(Leftover {
+                pid,
+                command,
+                owner,
+            });
+        }
+    }
+    out
+}
+
+/// The perfbisect pid and the time (nanoseconds since the epoch) of a [`MARK_VAR`] value,
+/// `<pid>-<nanoseconds, hex>.<n>` ([`run_id`], [`new_mark`]).
+fn parse_mark(mark: &[u8]) -> Option<(libc::pid_t, u128)> {
+    let text = std::str::from_utf8(mark).ok()?;
+    let (pid, rest) = text.split_once('-')?;
+    let nanos = rest.split('.').next()?;
+    Some((pid.parse().ok()?, u128::from_str_radix(nanos, 16).ok()?))
+}
+
+/// Whether process `pid` is alive and is the one that was alive at `nanos` (since the epoch):
+/// a pid used again by a process started later is not it.
+fn alive_since(pid: libc::pid_t, nanos: u128) -> bool {
+    let Some(start) = start_time(pid) else {
+        return false;
+    };
+    // The start time counts clock ticks: a second's slack.
+    start <= nanos / 1_000_000_000 + 1
+}
+
+/// When process `pid` started, seconds since the epoch (from its stat and the boot time).
+fn start_time(pid: libc::pid_t) -> Option<u128> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let ticks: u128 = text[text.rfind(')')? + 1..]
+        .split_whitespace()
+        .nth(19)?
+        .parse()
+        .ok()?;
+    let boot: u128 = std::fs::read_to_string("/proc/stat")
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("btime "))?
+        .trim()
+        .parse()
+        .ok()?;
+    // SAFETY: sysconf has no failure mode for this name on Linux.
+    let hz = u128::try_from(unsafe { libc::sysconf(libc::_SC_CLK_TCK) })
+        .ok()
+        .filter(|&h| h > 0)?;
+    Some(boot + ticks / hz)
+}
+
 /// Whether process `pid` was started with the environment entry `entry`.
 fn carries(pid: libc::pid_t, entry: &str) -> bool {
     std::fs::read(format!("/proc/{pid}/environ"))
@@ -244,6 +360,23 @@ fn processes() -> HashMap<libc::pid_t, Stat> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn marks_name_their_perfbisect_and_it_is_alive() {
+        assert_eq!(parse_mark(b"123-1f.4"), Some((123, 31)));
+        assert_eq!(parse_mark(b"junk"), None);
+        let me = unsafe { libc::getpid() };
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        assert!(alive_since(me, now));
+        // A mark made before this process started is another's, whose pid this one reuses.
+        assert!(!alive_since(me, 1_000_000_000));
+        // Nothing of this test process's is a leftover.
+        let mark = new_mark();
+        assert!(parse_mark(mark.as_bytes()).is_some_and(|(p, _)| p == me));
+    }
 
     #[test]
     fn stat_lines_with_odd_command_names_parse() {

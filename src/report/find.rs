@@ -784,24 +784,19 @@ pub fn markdown(r: &FindReport<'_>) -> String {
             );
         }
         let _ = writeln!(o, "| | commit | median | runs |\n|---|---|---:|---:|");
-        let _ = writeln!(
-            o,
-            "| before | `{}` {} | {}{} | {} |",
-            parent.short(),
-            md_escape(&parent.subject),
-            fmt_num(c.before),
-            unit,
-            c.n_before
-        );
-        let _ = writeln!(
-            o,
-            "| after | `{}` {} | {}{} | {} |\n",
-            at.short(),
-            md_escape(&at.subject),
-            fmt_num(c.after),
-            unit,
-            c.n_after
-        );
+        for (role, commit, median, n) in [
+            ("before", parent, c.before, c.n_before),
+            ("after", at, c.after, c.n_after),
+        ] {
+            let cells = [
+                role.to_string(),
+                format!("`{}` {}", commit.short(), md_escape(&commit.subject)),
+                format!("{}{unit}", fmt_num(median)),
+                n.to_string(),
+            ];
+            let _ = writeln!(o, "{}", md::row(&cells));
+        }
+        let _ = writeln!(o);
         let _ = writeln!(
             o,
             "- **{}**: {:+.2} % ({}{}), {}; {}{}",

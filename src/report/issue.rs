@@ -301,21 +301,20 @@ fn around_table(o: &mut String, x: &Issue<'_>, c: &Culprit, confirmed: bool) {
         } else {
             ""
         };
-        let cells = match stats::summarize(&row.values) {
-            Some(s) => format!(
-                "{} | {} | {} | {}",
-                s.n,
+        let numbers = match stats::summarize(&row.values) {
+            Some(s) => [
+                s.n.to_string(),
                 x.quantity(s.median),
                 x.quantity(s.min),
-                x.quantity(s.max)
-            ),
+                x.quantity(s.max),
+            ],
             None => {
                 let what = match row.status {
                     Status::BuildFailed => "does not build",
                     Status::RunFailed => "runs failed",
                     _ => "not measured",
                 };
-                format!("0 | {what} | | ")
+                ["0".into(), what.into(), String::new(), String::new()]
             }
         };
         let vs = match parent_row.filter(|_| p != c.parent) {
@@ -324,17 +323,15 @@ fn around_table(o: &mut String, x: &Issue<'_>, c: &Culprit, confirmed: bool) {
                 .unwrap_or_else(|| "—".to_string()),
             None => String::new(),
         };
-        let cells = format!("{cells} | {vs}");
         let hash = if p == c.pos {
             format!("**`{}`**", row.commit.short())
         } else {
             format!("`{}`", row.commit.short())
         };
-        let _ = writeln!(
-            o,
-            "| {role} | {hash} | {} | {cells} |",
-            md_escape(&row.commit.subject)
-        );
+        let mut cells = vec![role.to_string(), hash, md_escape(&row.commit.subject)];
+        cells.extend(numbers);
+        cells.push(vs);
+        let _ = writeln!(o, "{}", md::row(&cells));
     }
     let _ = writeln!(
         o,
@@ -403,14 +400,12 @@ fn change_points(o: &mut String, x: &Issue<'_>) {
         if !is_culprit {
             extra.push(row.commit.short());
         }
-        let _ = writeln!(
-            o,
-            "| `{}` | {} | {} | {} | {:+.2} % | {} | {} |",
-            row.commit.short(),
+        let cells = [
+            format!("`{}`", row.commit.short()),
             md_escape(&row.commit.subject),
             x.quantity(cp.before),
             x.quantity(cp.after),
-            cp.rel_change * 100.0,
+            format!("{:+.2} %", cp.rel_change * 100.0),
             if cp.deterministic {
                 "deterministic".to_string()
             } else {
@@ -424,8 +419,9 @@ fn change_points(o: &mut String, x: &Issue<'_>) {
                     }
                 )
             },
-            if is_culprit { "culprit" } else { "not named" }
-        );
+            if is_culprit { "culprit" } else { "not named" }.to_string(),
+        ];
+        let _ = writeln!(o, "{}", md::row(&cells));
     }
     let _ = writeln!(o);
     if !extra.is_empty() {

@@ -1,7 +1,8 @@
 //! Untrusted text (commit subjects and authors, output tails, units, descriptions) in
 //! GitHub-flavoured Markdown, so that it renders as the text it is: no HTML (`<!--` would hide
 //! the rest of a comment), no images or links, no `@` mentions or `#1` cross-references, no
-//! emphasis, tables cut by a `|` or lines broken by a newline.
+//! emphasis, bare `www.` links, tables cut by a `|` (in a code span too: [`row`]) or lines
+//! broken by a newline.
 
 /// Invisible, and breaks what GitHub links: `@name` and `#12` are only recognised with the
 /// name or number right after the sign, `https://` only whole.
@@ -42,6 +43,15 @@ pub fn text(s: &str) -> String {
                 o.push(':');
                 o.push(JOINER);
             }
+            // GitHub links a bare `www.host/path` too (an extended autolink, recognised
+            // only with `www.` whole at the start of a word).
+            '.' if i >= 3
+                && chars[i - 3..i].iter().all(|c| c.eq_ignore_ascii_case(&'w'))
+                && (i == 3 || !chars[i - 4].is_alphanumeric()) =>
+            {
+                o.push(JOINER);
+                o.push('.');
+            }
             '-' | '+' if i == 0 && marker => {
                 o.push('\\');
                 o.push(c);
@@ -73,6 +83,27 @@ pub fn code(s: &str) -> String {
         ""
     };
     format!("{fence}{pad}{s}{pad}{fence}")
+}
+
+/// One row of a Markdown table of `cells` (each already Markdown: [`text`], [`code`], or
+/// plain numbers). A `|` splits a cell even inside a code span on GitHub, so every `|` not
+/// already escaped is escaped here (`\|`; the table drops the backslash again, inside code
+/// spans too). Every table row goes through here.
+pub fn row<S: AsRef<str>>(cells: &[S]) -> String {
+    let mut o = String::from("|");
+    for c in cells {
+        o.push(' ');
+        let mut backslashes = 0;
+        for ch in c.as_ref().chars() {
+            if ch == '|' && backslashes % 2 == 0 {
+                o.push('\\');
+            }
+            backslashes = if ch == '\\' { backslashes + 1 } else { 0 };
+            o.push(if ch.is_control() { ' ' } else { ch });
+        }
+        o.push_str(" |");
+    }
+    o
 }
 
 /// The fence of a fenced code block holding `body`: three backticks, or one more than the
@@ -110,6 +141,30 @@ mod tests {
         assert_eq!(text("1. item"), "1\\. item");
         assert_eq!(text("- item"), "\\- item");
         assert_eq!(text("# head"), "\\#\u{2060} head");
+    }
+
+    #[test]
+    fn bare_www_hosts_are_no_links() {
+        let t = text("see www.evil.example/x and WWW.Other.org, not awww.x or www");
+        assert!(!t.contains("www.evil") && !t.contains("WWW.Other"), "{t}");
+        assert!(
+            t.contains("www\u{2060}.evil") && t.contains("WWW\u{2060}.Other"),
+            "{t}"
+        );
+        assert!(t.contains("awww.x") && t.ends_with("www"), "{t}");
+    }
+
+    #[test]
+    fn a_pipe_in_a_cell_never_splits_it() {
+        assert_eq!(row(&[code("p|q.c"), text("a|b")]), "| `p\\|q.c` | a\\|b |");
+        assert_eq!(row(&["1", ""]), "| 1 |  |");
+        // Cells are split only at the row's own pipes: one more per cell.
+        let r = row(&[code("x|y||z"), code("\\|")]);
+        let unescaped = r
+            .char_indices()
+            .filter(|&(i, c)| c == '|' && (i == 0 || &r[i - 1..i] != "\\"))
+            .count();
+        assert_eq!(unescaped, 3, "{r}");
     }
 
     #[test]

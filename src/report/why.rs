@@ -173,9 +173,7 @@ pub fn markdown(why: &Result<Why, String>) -> String {
             );
             for c in &w.changes {
                 let at = place(c);
-                let _ = writeln!(
-                    o,
-                    "| {} | {} | {} | {} | {}{} | {:+.2} % |",
+                let cells = [
                     md::code(&c.function),
                     if at.is_empty() {
                         String::new()
@@ -184,12 +182,16 @@ pub fn markdown(why: &Result<Why, String>) -> String {
                     },
                     count(c.before as i64),
                     count(c.after as i64),
-                    signed(c.delta),
-                    c.pct_of_function
-                        .map(|p| format!(" ({p:+.1} %)"))
-                        .unwrap_or_default(),
-                    c.pct_of_total
-                );
+                    format!(
+                        "{}{}",
+                        signed(c.delta),
+                        c.pct_of_function
+                            .map(|p| format!(" ({p:+.1} %)"))
+                            .unwrap_or_default()
+                    ),
+                    format!("{:+.2} %", c.pct_of_total),
+                ];
+                let _ = writeln!(o, "{}", md::row(&cells));
             }
             let _ = writeln!(o, "\n{}.\n", md::text(&explained(w)));
         }

@@ -27,8 +27,8 @@
 //!    of runs.
 //!
 //! Deterministic metrics (every commit's samples equal, and either declared deterministic by
-//! [`Options::deterministic`] or changing value at no more than 10 % of the consecutive
-//! commits, or one) skip the statistics: every change of value between consecutive measured
+//! [`Options::deterministic`] or, with at least two runs of every commit, changing value at no
+//! more than 10 % of the consecutive commits, or one) skip the statistics: every change of value between consecutive measured
 //! commits that reaches the threshold is a change point at its exact commit, with the two
 //! measured values as before and after (not segment levels) and p = 0. Noisy series keep
 //! robust segment levels.
@@ -318,8 +318,9 @@ pub fn detect_all_tuned(series: &[Vec<f64>], opts: &Options, tu: &Tuning) -> Det
     }
 }
 
-/// Every commit's samples are equal and either the metric is declared deterministic or at
-/// most 10 % of consecutive commits (or one) differ: a struct size, an allocation count.
+/// Every commit's samples are equal and either the metric is declared deterministic or every
+/// commit was run at least twice and at most 10 % of consecutive commits (or one) differ: a
+/// struct size, an allocation count.
 fn is_deterministic(kept: &Kept, medians: &[f64], declared: bool) -> bool {
     let flat = kept.samples.iter().all(|s| s.iter().all(|x| *x == s[0]));
     if !flat {
@@ -327,6 +328,11 @@ fn is_deterministic(kept: &Kept, medians: &[f64], declared: bool) -> bool {
     }
     if declared {
         return true;
+    }
+    // Without the declaration only repeated equal runs show a commit's number does not
+    // move: one run of a commit (ten 5s, then one 6) is no exact step.
+    if kept.samples.iter().any(|s| s.len() < 2) {
+        return false;
     }
     // Quantised noise (timings in whole ms, one run per commit) also repeats values, but it
     // changes value far more often than a struct size does.
@@ -703,7 +709,11 @@ mod tests {
         lv.extend(vec![3072.0; 1]);
         lv.extend(vec![3080.0; 30]);
         let s: Vec<Vec<f64>> = lv.iter().map(|&v| vec![v]).collect();
-        let cps = detect(&s, &Options::default());
+        let declared = Options {
+            deterministic: true,
+            ..Options::default()
+        };
+        let cps = detect(&s, &declared);
         let idx: Vec<usize> = cps.iter().map(|c| c.index).collect();
         assert_eq!(idx, vec![20, 21]);
         assert_eq!(cps[0].p_value, 0.0);
@@ -711,18 +721,42 @@ mod tests {
         // threshold filters a small step
         let o = Options {
             threshold: Threshold::Relative(0.005),
-            ..Options::default()
+            ..declared
         };
         let cps = detect(&s, &o);
         assert!(cps.is_empty(), "{cps:?}");
+        // The same runs twice each, undeclared: repeated equal runs are exact too.
+        let twice: Vec<Vec<f64>> = lv.iter().map(|&v| vec![v, v]).collect();
+        let cps = detect(&twice, &Options::default());
+        assert_eq!(cps.iter().map(|c| c.index).collect::<Vec<_>>(), [20, 21]);
+        assert!(cps.iter().all(|c| c.deterministic && c.p_value == 0.0));
+    }
+
+    #[test]
+    fn one_run_per_commit_is_never_an_exact_step_unless_declared() {
+        let mut ten_then_six: Vec<Vec<f64>> = vec![vec![5.0]; 10];
+        ten_then_six.push(vec![6.0]);
+        for s in [ten_then_six, vec![vec![100.0], vec![101.0]]] {
+            let cps = detect(&s, &Options::default());
+            assert!(
+                cps.iter().all(|c| !c.deterministic && c.p_value > 0.0),
+                "{s:?}: {cps:?}"
+            );
+        }
     }
 
     #[test]
     fn deterministic_small_and_repeated() {
         let o = Options::default();
         let s = vec![vec![3064.0], vec![3064.0], vec![3072.0]];
-        let idx: Vec<usize> = detect(&s, &o).iter().map(|c| c.index).collect();
+        let declared = Options {
+            deterministic: true,
+            ..Options::default()
+        };
+        let idx: Vec<usize> = detect(&s, &declared).iter().map(|c| c.index).collect();
         assert_eq!(idx, vec![2]);
+        // Undeclared, one run each says too little.
+        assert!(detect(&s, &o).is_empty());
         // three equal runs per commit, an unmeasured commit, a sub-threshold step, a blip
         let mut s: Vec<Vec<f64>> = Vec::new();
         for i in 0..40 {

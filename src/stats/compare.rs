@@ -344,10 +344,26 @@ fn zero_spread(x: &[f64]) -> bool {
 
 /// The DESIGN rule: two samples differ when MWU rejects at alpha AND the threshold is reached by
 /// the medians. For zero-spread data (every value in a equal, every value in b equal —
-/// deterministic metrics like struct sizes) the p-value is 0 if the values differ and 1 if
-/// equal, whatever n (one run each is enough). `None` if a side is empty (NaN dropped).
+/// deterministic metrics like struct sizes) of at least two runs a side the p-value is 0 if
+/// the values differ and 1 if equal; one run a side is compared exactly only for a test
+/// declared deterministic ([`differ_declared`]). `None` if a side is empty (NaN dropped).
 pub fn differ(a: &[f64], b: &[f64], alpha: f64, threshold: Threshold) -> Option<Difference> {
-    difference(clean(a), clean(b), alpha, threshold, &|a, b| {
+    differ_declared(a, b, alpha, threshold, false)
+}
+
+/// [`differ`] for a test that may be declared deterministic (`deterministic = true`): then one
+/// run a side compares exactly. Without the declaration only repeated equal runs do: one run
+/// is no evidence that the next would give the same number.
+pub fn differ_declared(
+    a: &[f64],
+    b: &[f64],
+    alpha: f64,
+    threshold: Threshold,
+    declared: bool,
+) -> Option<Difference> {
+    let (a, b) = (clean(a), clean(b));
+    let exact_ok = declared || (a.len() >= 2 && b.len() >= 2);
+    exact_or_test(a, b, alpha, threshold, exact_ok, &|a, b| {
         mann_whitney_u(a, b).map(|t| t.p_value)
     })
 }
@@ -358,16 +374,30 @@ type PValue<'a> = dyn Fn(&[f64], &[f64]) -> Option<f64> + 'a;
 /// The shared rule of [`differ`], [`differ_t`] and [`differ_strata`]: `test` gives the p-value
 /// of the (NaN-free) samples unless both have zero spread, which compare exactly (p 0 or 1).
 fn difference(
+    a: Vec<f64>,
+    b: Vec<f64>,
+    alpha: f64,
+    threshold: Threshold,
+    test: &PValue<'_>,
+) -> Option<Difference> {
+    let exact_ok = a.len() >= 2 && b.len() >= 2;
+    exact_or_test(a, b, alpha, threshold, exact_ok, test)
+}
+
+/// [`difference`], comparing zero-spread samples exactly only when `exact_ok` (repeated runs
+/// on both sides, or a test declared deterministic).
+fn exact_or_test(
     mut a: Vec<f64>,
     mut b: Vec<f64>,
     alpha: f64,
     threshold: Threshold,
+    exact_ok: bool,
     test: &PValue<'_>,
 ) -> Option<Difference> {
     if a.is_empty() || b.is_empty() {
         return None;
     }
-    let deterministic = zero_spread(&a) && zero_spread(&b);
+    let deterministic = exact_ok && zero_spread(&a) && zero_spread(&b);
     let p_value = if deterministic {
         if a[0] == b[0] {
             1.0
@@ -696,10 +726,16 @@ mod tests {
         let d = differ(&neg(&a), &neg(&b), 0.05, Threshold::Relative(0.02)).unwrap();
         assert!(d.differs && d.rel_change < 0.0, "{d:?}");
         assert!((d.rel_change + (103.05 / 100.05 - 1.0)).abs() < 1e-12);
-        // deterministic metrics: one run each is enough
-        let d = differ(&[3064.0], &[3072.0], 0.001, Threshold::Relative(0.0)).unwrap();
+        // a test declared deterministic: one run each is enough
+        let d =
+            differ_declared(&[3064.0], &[3072.0], 0.001, Threshold::Relative(0.0), true).unwrap();
         assert_eq!((d.p_value, d.differs), (0.0, true));
         assert!(d.deterministic);
+        // without the declaration one run a side is never exact; repeated equal runs are
+        let d = differ(&[100.0], &[101.0], 0.05, Threshold::Relative(0.0)).unwrap();
+        assert!(!d.deterministic && !d.differs && d.p_value > 0.05, "{d:?}");
+        let d = differ(&[5.0, 5.0], &[6.0, 6.0], 0.05, Threshold::Relative(0.0)).unwrap();
+        assert!(d.deterministic && d.differs && d.p_value == 0.0, "{d:?}");
         let d = differ(
             &[3064.0],
             &[3064.0, 3064.0],
@@ -709,7 +745,7 @@ mod tests {
         .unwrap();
         assert_eq!((d.p_value, d.differs), (1.0, false));
         assert!(differ(&[], &[1.0], 0.05, Threshold::Absolute(0.0)).is_none());
-        let d = differ(&[0.0, 0.0], &[1.0], 0.05, Threshold::Relative(0.1)).unwrap();
+        let d = differ(&[0.0, 0.0], &[1.0, 1.0], 0.05, Threshold::Relative(0.1)).unwrap();
         assert!(d.differs && d.rel_change.is_infinite());
     }
 

@@ -7,8 +7,9 @@ use std::path::PathBuf;
 use anyhow::Context;
 
 use super::fs::{is_temp_name, read_own, temp_file, try_sync_dir};
-use super::record::{decode_file, decode_record, frame_at};
-use super::sample::{Sample, FORMAT_VERSION, FRAME_HEAD, HEADER_LEN, MAGIC, RECORD_VERSION};
+use super::record::{decode_file, decode_record};
+use super::rewrite::rewrite;
+use super::sample::{Sample, RECORD_VERSION};
 
 /// The store directory (`cache/results`).
 #[derive(Debug, Clone)]
@@ -94,13 +95,18 @@ pub struct Pruned {
     /// Corrupt bytes and a torn tail left out of the rewritten file (they were skipped on
     /// every load anyway).
     pub corrupt_bytes: usize,
+    /// Batches whose markers an older `cache prune` had copied so that they framed nothing
+    /// (every reader left their records out): framed again, so they count.
+    pub reframed: usize,
 }
 
 impl Store {
     /// Rewrite `test`'s file without the samples `stale` picks: the kept records are copied
-    /// as they are into a temp file beside it, which is synced and renamed over the file, so
+    /// as they are, with their batches framed again where they now lie (`store::rewrite`),
+    /// into a temp file beside it, which is synced and renamed over the file, so
     /// a crash leaves the old file or the new one, never half of one. Records of a newer
-    /// format or that cannot be decoded are kept. Nothing is written when nothing is stale.
+    /// format or that cannot be decoded are kept. Nothing is written when nothing is stale and
+    /// every batch is framed right.
     /// The caller holds the cache lock (no appender may be open).
     pub fn prune(&self, test: &str, stale: &dyn Fn(&Sample) -> bool) -> anyhow::Result<Pruned> {
         let path = self.path(test);
@@ -109,36 +115,19 @@ impl Store {
         };
         // Refuses files that are not stores or are of a newer format.
         decode_file(&path, &bytes)?;
-        let mut out = Vec::with_capacity(bytes.len());
-        out.extend_from_slice(MAGIC);
-        out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
-        let mut p = Pruned::default();
-        let mut off = HEADER_LEN.min(bytes.len());
-        while off < bytes.len() {
-            match frame_at(&bytes, off) {
-                Some((end, ver, payload)) => {
-                    let drop = ver <= RECORD_VERSION
-                        && decode_record(ver, payload).is_ok_and(|s| stale(&s));
-                    if drop {
-                        p.removed += 1;
-                    } else {
-                        out.extend_from_slice(&bytes[off..end]);
-                        p.kept += 1;
-                    }
-                    off = end;
-                }
-                None => {
-                    let next = (off + 1..bytes.len().saturating_sub(FRAME_HEAD - 1))
-                        .find(|&o| frame_at(&bytes, o).is_some())
-                        .unwrap_or(bytes.len());
-                    p.corrupt_bytes += next - off;
-                    off = next;
-                }
-            }
-        }
-        if p.removed == 0 {
+        let r = rewrite(&bytes, &mut |ver, payload| {
+            ver <= RECORD_VERSION && decode_record(ver, payload).is_ok_and(|s| stale(&s))
+        });
+        let p = Pruned {
+            kept: r.kept,
+            removed: r.removed,
+            corrupt_bytes: r.corrupt_bytes,
+            reframed: r.reframed,
+        };
+        if p.removed == 0 && p.reframed == 0 {
             return Ok(p);
         }
+        let out = r.bytes;
         let mut tmp = temp_file(&self.dir, &format!(".{test}.pbs."))?;
         // The store keeps the mode it had.
         let mode = std::fs::metadata(&path).map(|m| m.permissions());

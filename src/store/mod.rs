@@ -11,6 +11,7 @@ mod index;
 mod observation;
 mod read;
 mod record;
+mod rewrite;
 mod sample;
 
 pub use append::Appender;
@@ -24,7 +25,7 @@ pub use record::{
 };
 pub use sample::{
     commit_key, intern, moment_values, new_window, Import, Loaded, Run, Sample, StoreError,
-    FORMAT_VERSION, LEGACY_WINDOW, MAX_RECORD, RECORD_VERSION,
+    FORMAT_VERSION, INDEPENDENT, LEGACY_WINDOW, MAX_RECORD, RECORD_VERSION,
 };
 
 #[cfg(test)]

@@ -161,6 +161,16 @@ impl From<SampleV2> for Sample {
     }
 }
 
+/// The made-up window of a run of legacy records, from the first record's bytes: the same
+/// on every load of any file holding it, and another for every other record. (Not its
+/// offset: `merge` and exports keep a window for good, and two old files have records at the
+/// same offsets, which would then look taken side by side.)
+fn legacy_window(payload: &[u8]) -> u64 {
+    let h = blake3::hash(payload);
+    let id = u64::from_le_bytes(h.as_bytes()[..8].try_into().expect("8 bytes"));
+    LEGACY_WINDOW | id
+}
+
 /// Decode the payload of a record of layout `version` (at most [`RECORD_VERSION`]).
 pub fn decode_record(version: u8, payload: &[u8]) -> Result<Sample, String> {
     let config = bincode::config::standard();
@@ -271,7 +281,7 @@ pub fn decode_file_where(
 }
 
 /// Decode the records in `bytes[start..]`, where `bytes` are a file's from offset `base` on
-/// (offsets in messages, in made-up windows and in [`Loaded::valid_end`] are the file's),
+/// (offsets in messages and in [`Loaded::valid_end`] are the file's),
 /// keeping the samples whose commit `keep` takes. Corrupt bytes are skipped with a
 /// warning naming their offsets; an incomplete last record, or a batch whose commit marker
 /// never came, is a torn tail.
@@ -289,6 +299,10 @@ pub fn decode_records(
     let mut legacy: Option<([u8; 20], u64)> = None;
     // The open batch: its begin marker's offset and the samples kept before it.
     let mut batch: Option<(usize, usize)> = None;
+    // A commit marker came while a batch was open, naming another batch: the open one is
+    // not a crash's leftover at the end of the file but a batch a byte-for-byte rewrite
+    // (`cache prune` before it re-framed batches) moved away from the offset its marker holds.
+    let mut misframed = false;
     while off < bytes.len() {
         let at = off + base;
         match frame_at(bytes, off) {
@@ -296,12 +310,15 @@ pub fn decode_records(
                 if ver == MARKER_VERSION {
                     if let Some(m) = Marker::parse(payload) {
                         match m {
-                            Marker::Begin => batch = Some((at, out.samples.len())),
-                            Marker::Commit { begin } => {
-                                if batch.is_some_and(|(b, _)| b as u64 == begin) {
-                                    batch = None;
-                                }
+                            Marker::Begin => {
+                                batch = Some((at, out.samples.len()));
+                                misframed = false;
                             }
+                            Marker::Commit { begin } => match batch {
+                                Some((b, _)) if b as u64 == begin => batch = None,
+                                Some(_) => misframed = true,
+                                None => {}
+                            },
                         }
                         legacy = None;
                         off = end;
@@ -314,7 +331,7 @@ pub fn decode_records(
                         if s.import.is_none() {
                             let w = match legacy {
                                 Some((c, w)) if c == s.commit => w,
-                                _ => LEGACY_WINDOW | at as u64,
+                                _ => legacy_window(payload),
                             };
                             legacy = Some((s.commit, w));
                             s.window = w;
@@ -379,7 +396,15 @@ pub fn decode_records(
             }
         }
     }
-    if let Some((begin, kept)) = batch {
+    if let Some((begin, kept)) = batch.filter(|_| misframed) {
+        // Not a torn tail: nothing may cut it off, and the records count again once
+        // `cache prune` frames the batch where it lies.
+        out.samples.truncate(kept);
+        out.warnings.push(format!(
+            "{}: the batch of records from offset {begin} has a commit marker naming another offset (an older `perfbisect cache prune` moved it); its records are left out until `perfbisect cache prune` frames it again",
+            path.display(),
+        ));
+    } else if let Some((begin, kept)) = batch {
         // A batch (an import, a merge) that a crash or a kill cut short, or one being written
         // now by another process: none of it counts.
         out.samples.truncate(kept);

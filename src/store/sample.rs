@@ -80,8 +80,9 @@ impl Sample {
     }
 
     /// What makes runs one measurement: its window and moment (runs of one commit taken back
-    /// to back share it). An imported row (no window) is a measurement of its own, told apart
-    /// by its round and time.
+    /// to back share it). An imported row (no window) is told apart by its round and time:
+    /// rows of one commit that share both were taken together; a row with neither is a
+    /// measurement of its own ([`INDEPENDENT`]), never one with the commit's other rows.
     pub fn moment_key(&self) -> (u64, u64) {
         let round = self.import.as_ref().and_then(|i| i.round.as_deref());
         moment_key(
@@ -92,6 +93,12 @@ impl Sample {
         )
     }
 }
+
+/// The moment key of a run that shares its moment with no other run: an imported row with no
+/// round and no timestamp (nothing says it was taken together with another row). Every
+/// grouping by moment gives such a run a group of its own. No measured run has it (their
+/// windows are never 0).
+pub const INDEPENDENT: (u64, u64) = (0, 0);
 
 /// [`Sample::moment_key`] of a record's fields (the round's name as bytes).
 pub(crate) fn moment_key(window: u64, moment: u32, round: Option<&[u8]>, time: u64) -> (u64, u64) {
@@ -160,7 +167,12 @@ pub fn moment_values<'s, R: Run + 's>(records: impl IntoIterator<Item = &'s R>) 
             continue;
         };
         let next = counts.len();
-        let g = *at.entry(s.moment_key()).or_insert(next);
+        let key = s.moment_key();
+        let g = if key == INDEPENDENT {
+            next
+        } else {
+            *at.entry(key).or_insert(next)
+        };
         if g == next {
             counts.push(0);
         }
@@ -351,7 +363,7 @@ mod tests {
                 continue;
             };
             let k = s.moment_key();
-            match groups.iter_mut().find(|(g, _)| *g == k) {
+            match groups.iter_mut().find(|(g, _)| *g == k && k != INDEPENDENT) {
                 Some((_, vs)) => vs.push(v),
                 None => groups.push((k, vec![v])),
             }
@@ -360,6 +372,24 @@ mod tests {
             .into_iter()
             .filter_map(|(_, vs)| crate::stats::median(&vs))
             .collect()
+    }
+
+    #[test]
+    fn imported_rows_without_round_or_time_are_each_a_measurement() {
+        let rows = [
+            sample(0, 0, None, 0, Some(1.0)),
+            sample(0, 0, None, 0, Some(2.0)),
+            sample(0, 0, None, 0, Some(6.0)),
+        ];
+        assert_eq!(moment_values(&rows), [1.0, 2.0, 6.0]);
+        // A shared round (or timestamp) says they were taken together.
+        let rows = [
+            sample(0, 0, Some(1), 0, Some(1.0)),
+            sample(0, 0, Some(1), 0, Some(2.0)),
+            sample(0, 0, None, 5, Some(6.0)),
+            sample(0, 0, None, 5, Some(8.0)),
+        ];
+        assert_eq!(moment_values(&rows), [1.5, 7.0]);
     }
 
     proptest! {

@@ -328,7 +328,10 @@ impl Ctx<'_> {
         if lo >= b || b >= hi {
             return 1.0;
         }
-        if let (Some(x), Some(y)) = (self.kept.flat(lo, b), self.kept.flat(b, hi)) {
+        // Two flat sides compare exactly, but only when each holds repeated runs: a side of
+        // one run is no evidence that it would give the same number again.
+        let repeated = self.kept.count(lo, b) >= 2 && self.kept.count(b, hi) >= 2;
+        if let (true, Some(x), Some(y)) = (repeated, self.kept.flat(lo, b), self.kept.flat(b, hi)) {
             return if x == y { 1.0 } else { 0.0 };
         }
         if self.per_commit {
