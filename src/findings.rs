@@ -1,0 +1,529 @@
+//! The findings `triage` keeps in the cache, one per culprit commit: which tests it moved and
+//! by how much, and where it stands — *new* (confirmed, not posted yet), *posted* (the issue
+//! it went to), *unconfirmed* (a change point `find` could not confirm: listed with why, never
+//! posted) or *fixed* (a later step returned the level). The state machine is pure
+//! ([`Findings`]' methods, property-tested); [`load`] and [`save`] keep it as durable as the
+//! samples: written whole to a temp file, synced, renamed over the old one, the directory
+//! synced, so a crash leaves the old state or the new, never half of one.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+
+/// Where a finding stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum State {
+    /// Confirmed by interleaved re-runs; not posted yet.
+    New,
+    /// Posted as an issue (`url`).
+    Posted,
+    /// A change point `find` could not confirm: listed, never posted.
+    Unconfirmed,
+    /// A later step returned the level (`fixed_by`).
+    Fixed,
+}
+
+impl State {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::New => "new",
+            State::Posted => "posted",
+            State::Unconfirmed => "unconfirmed",
+            State::Fixed => "fixed",
+        }
+    }
+}
+
+/// One test's step at a finding's commit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TestStep {
+    pub test: String,
+    /// The last commit measured at the old level (40 hex).
+    pub parent: String,
+    /// Medians of the runs taken side by side, and the change estimated window by window.
+    pub before: f64,
+    pub after: f64,
+    pub rel_change: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval: Option<(f64, f64)>,
+    pub p_value: f64,
+    /// Runs behind `before` and `after`.
+    pub runs: (usize, usize),
+    pub unit: String,
+    /// "regression" or "improvement".
+    pub kind: String,
+    /// The functions whose cost moved most, when profiled ("name +12.3 %").
+    #[serde(default)]
+    pub why: Vec<String>,
+    /// Said on the finding's issue (in its body or a comment).
+    #[serde(default)]
+    pub posted: bool,
+}
+
+/// A culprit commit and what it moved.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Finding {
+    /// The culprit (40 hex); for an unconfirmed finding, the change point's commit.
+    pub commit: String,
+    pub subject: String,
+    pub state: State,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// The issue's number, once posted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub issue: Option<u64>,
+    pub tests: Vec<TestStep>,
+    /// Why an unconfirmed finding is not one (per test: "h2-req-mem: …").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unconfirmed: Vec<String>,
+    /// The commit whose step returned the level, once fixed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fixed_by: Option<String>,
+    /// The "fixed by" comment went to the issue.
+    #[serde(default)]
+    pub fixed_posted: bool,
+    /// Seconds since the epoch when first found and last changed.
+    pub first_seen: u64,
+    pub updated: u64,
+}
+
+/// A gap of one test's history that a search settled: the change point between `from` (the
+/// last commit measured at the old level) and `to`, and what the search named (if anything).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Searched {
+    pub test: String,
+    pub from: String,
+    pub to: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub culprit: Option<String>,
+}
+
+/// Everything `triage` keeps between runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Findings {
+    /// Version of this file's shape.
+    #[serde(default = "version")]
+    pub version: u32,
+    pub findings: Vec<Finding>,
+    /// Gaps searched already: a change point over one of them is settled.
+    #[serde(default)]
+    pub searched: Vec<Searched>,
+}
+
+fn version() -> u32 {
+    1
+}
+
+impl Default for Findings {
+    fn default() -> Self {
+        Findings {
+            version: version(),
+            findings: Vec::new(),
+            searched: Vec::new(),
+        }
+    }
+}
+
+/// What posting has still to do for a finding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Post {
+    /// Open an issue for it.
+    Create { commit: String },
+    /// Comment that these tests moved too.
+    Join { commit: String, tests: Vec<String> },
+    /// Comment that `by` returned the level.
+    Fixed { commit: String, by: String },
+}
+
+impl Findings {
+    /// The finding of `commit`, if any.
+    pub fn get(&self, commit: &str) -> Option<&Finding> {
+        self.findings.iter().find(|f| f.commit == commit)
+    }
+
+    fn get_mut(&mut self, commit: &str) -> Option<&mut Finding> {
+        self.findings.iter_mut().find(|f| f.commit == commit)
+    }
+
+    /// Whether a search already settled `test`'s change point over `from..to`.
+    pub fn settled(&self, test: &str, from: &str, to: &str) -> bool {
+        self.searched
+            .iter()
+            .any(|s| s.test == test && s.from == from && s.to == to)
+    }
+
+    /// Remember that `test`'s gap `from..to` was searched, naming `culprit` or nothing.
+    pub fn mark_searched(&mut self, test: &str, from: &str, to: &str, culprit: Option<&str>) {
+        if let Some(s) = self
+            .searched
+            .iter_mut()
+            .find(|s| s.test == test && s.from == from && s.to == to)
+        {
+            s.culprit = culprit.map(str::to_string);
+            return;
+        }
+        self.searched.push(Searched {
+            test: test.into(),
+            from: from.into(),
+            to: to.into(),
+            culprit: culprit.map(str::to_string),
+        });
+    }
+
+    /// A confirmed step of one test at `commit`: a new finding, or a test joining (or updating)
+    /// the finding of that commit. An unconfirmed finding of the commit becomes new; a posted
+    /// one stays posted, the joining test left to say in a comment.
+    pub fn confirmed(&mut self, commit: &str, subject: &str, step: TestStep, now: u64) {
+        match self.get_mut(commit) {
+            Some(f) => {
+                match f.tests.iter_mut().find(|t| t.test == step.test) {
+                    Some(t) => {
+                        let posted = t.posted;
+                        *t = TestStep { posted, ..step };
+                    }
+                    None => f.tests.push(step),
+                }
+                if f.state == State::Unconfirmed {
+                    f.state = State::New;
+                    f.unconfirmed.clear();
+                }
+                f.updated = now;
+            }
+            None => self.findings.push(Finding {
+                commit: commit.into(),
+                subject: subject.into(),
+                state: State::New,
+                url: None,
+                issue: None,
+                tests: vec![step],
+                unconfirmed: Vec::new(),
+                fixed_by: None,
+                fixed_posted: false,
+                first_seen: now,
+                updated: now,
+            }),
+        }
+    }
+
+    /// A change point of `test` at `commit` that the search could not confirm (`why`): listed
+    /// as unconfirmed unless the commit already has a confirmed finding.
+    pub fn unconfirmed(&mut self, commit: &str, subject: &str, test: &str, why: &str, now: u64) {
+        let line = format!("{test}: {why}");
+        match self.get_mut(commit) {
+            Some(f) if f.state == State::Unconfirmed => {
+                f.unconfirmed.retain(|l| !l.starts_with(&format!("{test}: ")));
+                f.unconfirmed.push(line);
+                f.updated = now;
+            }
+            Some(_) => {}
+            None => self.findings.push(Finding {
+                commit: commit.into(),
+                subject: subject.into(),
+                state: State::Unconfirmed,
+                url: None,
+                issue: None,
+                tests: Vec::new(),
+                unconfirmed: vec![line],
+                fixed_by: None,
+                fixed_posted: false,
+                first_seen: now,
+                updated: now,
+            }),
+        }
+    }
+
+    /// `by`'s step returned the level `commit` moved `test` away from: a new or posted finding
+    /// becomes fixed (the issue is told, once).
+    pub fn fixed(&mut self, commit: &str, by: &str, now: u64) {
+        if let Some(f) = self.get_mut(commit) {
+            if matches!(f.state, State::New | State::Posted) {
+                f.state = State::Fixed;
+                f.fixed_by = Some(by.into());
+                f.fixed_posted = f.url.is_none();
+                f.updated = now;
+            }
+        }
+    }
+
+    /// What posting still has to do, oldest finding first: issues to open for new findings,
+    /// comments for tests that joined a posted one, "fixed by" comments.
+    pub fn pending(&self) -> Vec<Post> {
+        let mut out = Vec::new();
+        for f in &self.findings {
+            match f.state {
+                State::New if f.url.is_none() => out.push(Post::Create {
+                    commit: f.commit.clone(),
+                }),
+                State::Posted | State::New => {
+                    let tests: Vec<String> = f
+                        .tests
+                        .iter()
+                        .filter(|t| !t.posted)
+                        .map(|t| t.test.clone())
+                        .collect();
+                    if !tests.is_empty() {
+                        out.push(Post::Join {
+                            commit: f.commit.clone(),
+                            tests,
+                        });
+                    }
+                }
+                State::Fixed if !f.fixed_posted && f.url.is_some() => out.push(Post::Fixed {
+                    commit: f.commit.clone(),
+                    by: f.fixed_by.clone().unwrap_or_default(),
+                }),
+                _ => {}
+            }
+        }
+        out
+    }
+
+    /// The issue for `commit` exists at `url` (created now, or found by its marker): posted,
+    /// every test it lists said.
+    pub fn posted(&mut self, commit: &str, url: &str, issue: Option<u64>, now: u64) {
+        if let Some(f) = self.get_mut(commit) {
+            f.url = Some(url.into());
+            f.issue = issue;
+            for t in &mut f.tests {
+                t.posted = true;
+            }
+            if f.state == State::New {
+                f.state = State::Posted;
+            }
+            f.updated = now;
+        }
+    }
+
+    /// The comment that `tests` moved too went to the issue.
+    pub fn joined(&mut self, commit: &str, tests: &[String], now: u64) {
+        if let Some(f) = self.get_mut(commit) {
+            for t in f.tests.iter_mut().filter(|t| tests.contains(&t.test)) {
+                t.posted = true;
+            }
+            f.updated = now;
+        }
+    }
+
+    /// The "fixed by" comment went to the issue.
+    pub fn fix_posted(&mut self, commit: &str, now: u64) {
+        if let Some(f) = self.get_mut(commit) {
+            f.fixed_posted = true;
+            f.updated = now;
+        }
+    }
+}
+
+/// The marker a posted issue's body carries, which `gh issue list --search` finds: a culprit
+/// is posted once, whatever this cache remembers.
+pub fn marker(commit: &str) -> String {
+    format!("perfbisect-finding-{commit}")
+}
+
+/// The findings file of a cache.
+pub fn path(cache_root: &Path) -> PathBuf {
+    cache_root.join("findings.json")
+}
+
+/// The findings kept at `path` (none when there is no file yet). A file that cannot be read is
+/// an error naming it, never taken for an empty one: that would post everything again.
+pub fn load(path: &Path) -> anyhow::Result<Findings> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Findings::default()),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+    };
+    let f: Findings = serde_json::from_str(&text).with_context(|| {
+        format!(
+            "{} is not a findings file perfbisect wrote (move it aside to start afresh: every finding would be posted again)",
+            path.display()
+        )
+    })?;
+    if f.version > version() {
+        anyhow::bail!(
+            "{} was written by a newer perfbisect (version {} of its shape; this one reads {})",
+            path.display(),
+            f.version,
+            version()
+        );
+    }
+    Ok(f)
+}
+
+/// Write `findings` to `path` durably: a temp file beside it, synced, renamed over it, the
+/// directory synced.
+pub fn save(path: &Path, findings: &Findings) -> anyhow::Result<()> {
+    use std::io::Write;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut tmp = crate::store::temp_file(dir, ".findings.json.")?;
+    let text = serde_json::to_string_pretty(findings)?;
+    tmp.write_all(text.as_bytes())
+        .and_then(|()| tmp.write_all(b"\n"))
+        .and_then(|()| tmp.as_file().sync_all())
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    tmp.persist(path)
+        .map_err(|e| e.error)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    crate::store::try_sync_dir(dir)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn step(test: &str, rel: f64) -> TestStep {
+        TestStep {
+            test: test.into(),
+            parent: "p".into(),
+            before: 100.0,
+            after: 100.0 * (1.0 + rel),
+            rel_change: rel,
+            interval: None,
+            p_value: 1e-6,
+            runs: (10, 10),
+            unit: "bytes".into(),
+            kind: "regression".into(),
+            why: Vec::new(),
+            posted: false,
+        }
+    }
+
+    #[test]
+    fn a_finding_is_posted_once_joined_by_later_tests_and_fixed_on_its_issue() {
+        let mut f = Findings::default();
+        f.confirmed("c1", "s", step("a", 0.1), 1);
+        f.confirmed("c1", "s", step("b", 0.2), 1);
+        assert_eq!(
+            f.pending(),
+            vec![Post::Create {
+                commit: "c1".into()
+            }]
+        );
+        f.posted("c1", "https://x/1", Some(1), 2);
+        assert!(f.pending().is_empty());
+        assert_eq!(f.get("c1").unwrap().state, State::Posted);
+        // The same finding again: nothing to post.
+        f.confirmed("c1", "s", step("a", 0.1), 3);
+        assert!(f.pending().is_empty());
+        // A third test joins: one comment.
+        f.confirmed("c1", "s", step("c", 0.3), 4);
+        assert_eq!(
+            f.pending(),
+            vec![Post::Join {
+                commit: "c1".into(),
+                tests: vec!["c".into()]
+            }]
+        );
+        f.joined("c1", &["c".into()], 5);
+        f.fixed("c1", "c9", 6);
+        assert_eq!(
+            f.pending(),
+            vec![Post::Fixed {
+                commit: "c1".into(),
+                by: "c9".into()
+            }]
+        );
+        f.fix_posted("c1", 7);
+        assert!(f.pending().is_empty());
+    }
+
+    #[test]
+    fn unconfirmed_change_points_are_listed_never_posted() {
+        let mut f = Findings::default();
+        f.unconfirmed("c2", "s", "a", "verification failed", 1);
+        assert!(f.pending().is_empty());
+        assert_eq!(f.get("c2").unwrap().state, State::Unconfirmed);
+        // Confirmed later: new, and posted then.
+        f.confirmed("c2", "s", step("a", 0.1), 2);
+        assert_eq!(f.pending().len(), 1);
+        // An unconfirmed test beside a confirmed finding changes nothing.
+        f.unconfirmed("c2", "s", "b", "no", 3);
+        assert_eq!(f.get("c2").unwrap().state, State::New);
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Confirmed(usize, usize),
+        Unconfirmed(usize, usize),
+        Fixed(usize, usize),
+        /// Carry out everything pending (a `gh` that works).
+        PostAll,
+        /// Carry out the first pending action only, then "crash".
+        PostOne,
+        /// Save and load again (a new run).
+        Reload,
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            (0usize..3, 0usize..3).prop_map(|(c, t)| Op::Confirmed(c, t)),
+            (0usize..3, 0usize..3).prop_map(|(c, t)| Op::Unconfirmed(c, t)),
+            (0usize..3, 3usize..5).prop_map(|(c, b)| Op::Fixed(c, b)),
+            Just(Op::PostAll),
+            Just(Op::PostOne),
+            Just(Op::Reload),
+        ]
+    }
+
+    /// Carries out `p`, counting the issues opened per commit.
+    fn carry(f: &mut Findings, p: &Post, opened: &mut std::collections::HashMap<String, usize>) {
+        match p {
+            Post::Create { commit } => {
+                *opened.entry(commit.clone()).or_default() += 1;
+                f.posted(commit, &format!("https://x/{commit}"), None, 9);
+            }
+            Post::Join { commit, tests } => f.joined(commit, tests, 9),
+            Post::Fixed { commit, .. } => f.fix_posted(commit, 9),
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+        /// Whatever happens in whatever order: never two issues for one culprit, an unconfirmed
+        /// finding is never posted, every confirmed finding ends up posted once posting has
+        /// run with nothing failing, and the file reads back what was written.
+        #[test]
+        fn never_two_issues_for_one_culprit_and_nothing_lost(ops in proptest::collection::vec(op(), 0..40)) {
+            let dir = tempfile::tempdir().unwrap();
+            let file = path(dir.path());
+            let mut f = Findings::default();
+            let mut opened = std::collections::HashMap::new();
+            let tests = ["a", "b", "c"];
+            for o in &ops {
+                match *o {
+                    Op::Confirmed(c, t) => f.confirmed(&format!("c{c}"), "s", step(tests[t], 0.1), 1),
+                    Op::Unconfirmed(c, t) => f.unconfirmed(&format!("c{c}"), "s", tests[t], "why", 1),
+                    Op::Fixed(c, b) => f.fixed(&format!("c{c}"), &format!("c{b}"), 1),
+                    Op::PostAll => for p in f.pending() { carry(&mut f, &p, &mut opened) },
+                    Op::PostOne => if let Some(p) = f.pending().first() { carry(&mut f, p, &mut opened) },
+                    Op::Reload => {
+                        save(&file, &f).unwrap();
+                        let back = load(&file).unwrap();
+                        prop_assert_eq!(&back, &f);
+                        f = back;
+                    }
+                }
+                for p in f.pending() {
+                    if let Post::Create { commit } = &p {
+                        prop_assert_eq!(f.get(commit).unwrap().state, State::New);
+                    }
+                }
+                prop_assert!(opened.values().all(|&n| n == 1), "{:?}", opened);
+            }
+            for p in f.pending() { carry(&mut f, &p, &mut opened) }
+            prop_assert!(f.pending().is_empty());
+            prop_assert!(opened.values().all(|&n| n == 1));
+            for x in &f.findings {
+                match x.state {
+                    State::Unconfirmed => prop_assert!(x.url.is_none() && !opened.contains_key(&x.commit)),
+                    State::Posted => prop_assert!(x.url.is_some() && x.tests.iter().all(|t| t.posted)),
+                    State::New => prop_assert!(false, "left new: {:?}", x),
+                    State::Fixed => {}
+                }
+            }
+        }
+    }
+}
