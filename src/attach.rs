@@ -141,6 +141,54 @@ fn run_with_timeout(mut cmd: Command, timeout: Duration) -> std::io::Result<Opti
     }))
 }
 
+/// Run `gh ARGS` (prompts off, stdin closed) within [`GH_TIMEOUT`] and return what it printed
+/// on stdout; `what` names the command in errors ("`gh issue create`"). A missing `gh`, a
+/// failing one or one that does not answer in time is an error carrying gh's own message or
+/// the time it was given.
+pub fn gh(args: &[&std::ffi::OsStr], what: &str) -> anyhow::Result<String> {
+    let mut cmd = Command::new("gh");
+    cmd.args(args)
+        .env("GH_PROMPT_DISABLED", "1")
+        .stdin(Stdio::null());
+    let timeout = gh_timeout();
+    let out = match run_with_timeout(cmd, timeout) {
+        Ok(Some(o)) => o,
+        Ok(None) => anyhow::bail!(
+            "{what} did not answer in {} and was killed (is the network or GitHub down?)",
+            crate::build::fmt_secs(timeout.as_secs_f64())
+        ),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => anyhow::bail!(
+            "`gh` (GitHub's command line tool, Debian package `gh`) is not on PATH; install it and \
+             run `gh auth login`"
+        ),
+        Err(e) => anyhow::bail!("cannot run `gh`: {e}"),
+    };
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    if !out.status.success() {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let msg = [stderr.trim(), stdout.trim()]
+            .into_iter()
+            .find(|m| !m.is_empty())
+            .unwrap_or("no message");
+        let code = out
+            .status
+            .code()
+            .map_or_else(|| "was killed".to_string(), |c| format!("exited with {c}"));
+        anyhow::bail!("{what} {code}: {msg}");
+    }
+    Ok(stdout)
+}
+
+/// The last line of `gh`'s output that is a URL (the issue or comment it made).
+pub fn url_in(stdout: &str) -> String {
+    stdout
+        .lines()
+        .map(str::trim)
+        .rfind(|l| l.starts_with("https://") || l.starts_with("http://"))
+        .map(str::to_string)
+        .unwrap_or_else(|| stdout.trim().to_string())
+}
+
 /// Post the file `body` as a comment on `target` with `gh issue comment`; the comment's URL.
 /// A missing `gh`, a failing one or one that does not answer in time is an error carrying
 /// gh's own message or the time it was given.
