@@ -28,7 +28,9 @@ pub struct SampleRow {
     pub wall: f64,
     pub user: f64,
     pub sys: f64,
-    pub max_rss: u64,
+    /// Peak resident set of the run's process tree, bytes; `null` when not measured (only
+    /// runs made through the launcher, those of max-rss tests, measure it).
+    pub max_rss: Option<u64>,
     /// Why the run failed.
     pub error: Option<String>,
     /// What the number depends on besides the commit (machine, kernel, compiler, counter):
@@ -64,7 +66,7 @@ pub fn samples(test: &Test, rows: &[CommitRow]) -> Vec<SampleRow> {
                 wall: s.wall,
                 user: s.user,
                 sys: s.sys,
-                max_rss: s.max_rss,
+                max_rss: (s.max_rss > 0).then_some(s.max_rss),
                 error: s.error.clone(),
                 fingerprint: fingerprint_of(s),
                 window: (s.window != 0).then(|| format!("{:016x}", s.window)),
@@ -229,7 +231,7 @@ pub fn csv(test: &Test, rows: &[CommitRow]) -> anyhow::Result<String> {
             s.wall.to_string(),
             s.user.to_string(),
             s.sys.to_string(),
-            s.max_rss.to_string(),
+            s.max_rss.map(|m| m.to_string()).unwrap_or_default(),
             s.error.unwrap_or_default(),
             s.test,
             s.unit,
@@ -378,5 +380,32 @@ mod tests {
         assert_eq!(&recs[1][0], id);
         assert_eq!(&recs[1][3], "", "a failed run has no value");
         assert_eq!(&recs[1][8], error, "the whole error text comes back");
+    }
+
+    #[test]
+    fn a_peak_not_measured_is_absent_not_zero() {
+        let mut unmeasured = sample(Some(1.5), None);
+        unmeasured.max_rss = 0;
+        let row = CommitRow {
+            same_build_as: None,
+            own: 2,
+            joins_previous: false,
+            commit: CommitInfo {
+                id: gix::ObjectId::from_bytes_or_panic(&[7; 20]),
+                subject: "s".into(),
+                author: "x".into(),
+                time: 0,
+            },
+            values: vec![1.5, 3.0],
+            records: vec![unmeasured, sample(Some(3.0), None)],
+            status: Status::Ok,
+        };
+        let text = csv(&test_def(), std::slice::from_ref(&row)).unwrap();
+        let mut r = ::csv::Reader::from_reader(text.as_bytes());
+        let cells: Vec<String> = r.records().map(|rec| rec.unwrap()[7].to_string()).collect();
+        assert_eq!(cells, ["", "4096"], "{text}");
+        let json = json_value(&test_def(), &[row]).unwrap();
+        assert!(json["samples"][0]["max_rss"].is_null(), "{json}");
+        assert_eq!(json["samples"][1]["max_rss"], 4096);
     }
 }
