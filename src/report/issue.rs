@@ -193,16 +193,19 @@ pub fn markdown(x: &Issue<'_>) -> String {
     }
     let _ = writeln!(
         o,
-        "{}{} ({}, {} is better); range {}, {} on the first-parent chain.\n",
+        "{}{} ({}{} is better); range {}, {} on the first-parent chain.\n",
         t.description
             .as_deref()
             .map(|d| format!("{} — ", md_escape(d)))
             .unwrap_or_default(),
         md::code(&t.metric.describe()),
         if t.unit().is_empty() {
-            "no unit".to_string()
+            "no unit, ".to_string()
+        } else if t.unit() == t.metric.describe() {
+            // "`instructions` (instructions, ...)" would say one word twice.
+            String::new()
         } else {
-            md_escape(&t.unit())
+            format!("{}, ", md_escape(&t.unit()))
         },
         t.direction.as_str(),
         md::code(r.range),

@@ -259,20 +259,26 @@ pub fn summarize(test: &Test, rows: &[CommitRow]) -> Option<RangeSummary> {
     })
 }
 
+/// The metric and its unit, "wall, s", or the metric alone when the unit is its own name
+/// ("instructions", not "instructions, instructions") or there is none.
+pub fn metric_and_unit(test: &Test) -> String {
+    let (metric, unit) = (test.metric.describe(), test.unit());
+    if unit.is_empty() || unit == metric {
+        metric
+    } else {
+        format!("{metric}, {unit}")
+    }
+}
+
 /// Text for the terminal; `scope` says which commits these are (a range, or every commit
 /// with results when none was given) and is printed under the test's line.
 pub fn text(test: &Test, scope: &str, rows: &[CommitRow]) -> String {
     let mut o = String::new();
-    let unit = if test.unit().is_empty() {
-        String::new()
-    } else {
-        format!(", {}", test.unit())
-    };
     let _ = writeln!(
         o,
-        "{} ({}{unit}, {} is better){}",
+        "{} ({}, {} is better){}",
         test.name,
-        test.metric.describe(),
+        metric_and_unit(test),
         test.direction.as_str(),
         test.description
             .as_deref()
@@ -408,4 +414,21 @@ pub fn text(test: &Test, scope: &str, rows: &[CommitRow]) -> String {
         }
     }
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_header_names_a_unit_that_is_the_metrics_own_name_once() {
+        let cfg = crate::config::parse(
+            "[build]\ncommand = \"true\"\n[tests.i]\ncommand = \"./app\"\nmetric = \"instructions\"\n[tests.w]\ncommand = \"./app\"\n",
+            std::path::Path::new("/tmp/perfbisect.toml"),
+        )
+        .unwrap();
+        let t = text(cfg.test("i").unwrap(), "", &[]);
+        assert!(t.starts_with("i (instructions, lower is better)"), "{t}");
+        assert_eq!(metric_and_unit(cfg.test("w").unwrap()), "wall, s");
+    }
 }
