@@ -121,7 +121,10 @@ fn show(f: &Fixture, cache: &Path, test: &str, extra: &[&str]) -> (serde_json::V
     let o = output(c);
     no_panic(&o);
     assert_eq!(o.code, 0, "show failed: {}", o.stderr);
-    (serde_json::from_str(&o.stdout).unwrap(), o.stderr)
+    (
+        common::range_only(serde_json::from_str(&o.stdout).unwrap()),
+        o.stderr,
+    )
 }
 
 /// Sample count per commit of the range, oldest first.

@@ -241,7 +241,8 @@ repeats = 5
     );
     let text = f.cmd().args(["show", "value", &range]).output().unwrap();
     let text = String::from_utf8_lossy(&text.stdout);
-    assert!(text.contains("10 samples over 10 of 10 commits"), "{text}");
+    // The old end is shown first (not measured here): 10 of the 11 commits shown.
+    assert!(text.contains("10 samples over 10 of 11 commits"), "{text}");
     // `detect` weighs two builds of five runs each, as an exact test over them would.
     let v = f.json(&["detect", "value", &range, "--format", "json"]);
     for cp in v["change_points"].as_array().unwrap() {

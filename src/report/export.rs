@@ -41,6 +41,9 @@ pub struct SampleRow {
     pub window: Option<String>,
     /// Its back-to-back group within the window: runs sharing one are one measurement.
     pub moment: u32,
+    /// A run of the range's old end (`A` of `A..B`), shown before the range's commits.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub old_end: bool,
 }
 
 /// The fingerprint a sample was measured under, as exports write it: the 16 hex digits of its
@@ -51,10 +54,13 @@ pub fn fingerprint_of(sample: &Sample) -> Option<String> {
 
 /// Every sample of `rows`, failed runs included, in commit order then as stored: each real run
 /// once, under the commit that made it (not again under commits of identical builds).
-pub fn samples(test: &Test, rows: &[CommitRow]) -> Vec<SampleRow> {
+/// `old_end`: the first row is the range's old end.
+pub fn samples(test: &Test, rows: &[CommitRow], old_end: bool) -> Vec<SampleRow> {
     rows.iter()
-        .flat_map(|r| {
+        .enumerate()
+        .flat_map(|(i, r)| {
             let commit = r.commit.id.to_string();
+            let old_end = old_end && i == 0;
             r.own_records().iter().map(move |s| SampleRow {
                 commit: commit.clone(),
                 test: test.name.clone(),
@@ -71,6 +77,7 @@ pub fn samples(test: &Test, rows: &[CommitRow]) -> Vec<SampleRow> {
                 fingerprint: fingerprint_of(s),
                 window: (s.window != 0).then(|| format!("{:016x}", s.window)),
                 moment: s.moment,
+                old_end,
             })
         })
         .collect()
@@ -150,6 +157,9 @@ struct JsonCommit<'a> {
     imported: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     same_build_as: Option<String>,
+    /// The range's old end (`A` of `A..B`): the first entry, before the range's commits.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    old_end: bool,
 }
 
 #[derive(Serialize)]
@@ -163,16 +173,21 @@ struct JsonShow<'a> {
     samples: Vec<SampleRow>,
 }
 
-/// `--format json`, one object.
-pub fn json(test: &Test, rows: &[CommitRow]) -> anyhow::Result<String> {
-    Ok(super::text::json_pretty(&json_value(test, rows)?)?)
+/// `--format json`, one object; `old_end`: the first row is the range's old end.
+pub fn json(test: &Test, rows: &[CommitRow], old_end: bool) -> anyhow::Result<String> {
+    Ok(super::text::json_pretty(&json_value(test, rows, old_end)?)?)
 }
 
 /// The object `--format json` prints, for reports that add to it.
-pub fn json_value(test: &Test, rows: &[CommitRow]) -> anyhow::Result<serde_json::Value> {
+pub fn json_value(
+    test: &Test,
+    rows: &[CommitRow],
+    old_end: bool,
+) -> anyhow::Result<serde_json::Value> {
     let commits = rows
         .iter()
-        .map(|r| {
+        .enumerate()
+        .map(|(i, r)| {
             let s = stats::summarize(&r.values);
             JsonCommit {
                 commit: r.commit.id.to_string(),
@@ -185,6 +200,7 @@ pub fn json_value(test: &Test, rows: &[CommitRow]) -> anyhow::Result<serde_json:
                 values: r.own_values(),
                 imported: r.imported(),
                 same_build_as: r.same_build_as.map(|t| t.to_string()),
+                old_end: old_end && i == 0,
             }
         })
         .collect();
@@ -194,7 +210,7 @@ pub fn json_value(test: &Test, rows: &[CommitRow]) -> anyhow::Result<serde_json:
         direction: test.direction,
         commits,
         summary: summarize(test, rows),
-        samples: samples(test, rows),
+        samples: samples(test, rows, old_end),
     };
     Ok(serde_json::to_value(&out)?)
 }
@@ -202,8 +218,10 @@ pub fn json_value(test: &Test, rows: &[CommitRow]) -> anyhow::Result<serde_json:
 /// `--format csv`: one row per sample, failed runs included with their whole error text.
 /// Written with the `csv` crate, so quotes, commas and line breaks in an error round-trip.
 /// `time` is seconds since the epoch, `timestamp` the same in ISO 8601; the columns after
-/// `error` were added later and stay at the end, so readers by position keep working.
-pub fn csv(test: &Test, rows: &[CommitRow]) -> anyhow::Result<String> {
+/// `error` were added later and stay at the end, so readers by position keep working
+/// (`old_end`, last: `true` for the runs of the range's old end, the first row when
+/// `old_end`).
+pub fn csv(test: &Test, rows: &[CommitRow], old_end: bool) -> anyhow::Result<String> {
     let mut w = ::csv::Writer::from_writer(Vec::new());
     w.write_record([
         "commit",
@@ -221,8 +239,9 @@ pub fn csv(test: &Test, rows: &[CommitRow]) -> anyhow::Result<String> {
         "fingerprint",
         "window",
         "moment",
+        "old_end",
     ])?;
-    for s in samples(test, rows) {
+    for s in samples(test, rows, old_end) {
         w.write_record([
             s.commit,
             s.round.to_string(),
@@ -239,6 +258,7 @@ pub fn csv(test: &Test, rows: &[CommitRow]) -> anyhow::Result<String> {
             s.fingerprint.unwrap_or_default(),
             s.window.unwrap_or_default(),
             s.moment.to_string(),
+            s.old_end.to_string(),
         ])?;
     }
     let bytes = w
@@ -332,7 +352,7 @@ mod tests {
             records: vec![sample(Some(3064.5), None), sample(None, Some(error))],
             status: Status::Ok,
         };
-        let text = csv(&test_def(), &[row]).unwrap();
+        let text = csv(&test_def(), &[row], false).unwrap();
         let mut r = ::csv::Reader::from_reader(text.as_bytes());
         assert_eq!(
             r.headers().unwrap(),
@@ -351,7 +371,8 @@ mod tests {
                 "timestamp",
                 "fingerprint",
                 "window",
-                "moment"
+                "moment",
+                "old_end"
             ]
         );
         let recs: Vec<::csv::StringRecord> = r.records().map(Result::unwrap).collect();
@@ -374,7 +395,8 @@ mod tests {
                 "2023-11-14T22:13:20Z",
                 "",
                 "0000000000000001",
-                "0"
+                "0",
+                "false"
             ]
         );
         assert_eq!(&recs[1][0], id);
@@ -400,12 +422,14 @@ mod tests {
             records: vec![unmeasured, sample(Some(3.0), None)],
             status: Status::Ok,
         };
-        let text = csv(&test_def(), std::slice::from_ref(&row)).unwrap();
+        let text = csv(&test_def(), std::slice::from_ref(&row), true).unwrap();
         let mut r = ::csv::Reader::from_reader(text.as_bytes());
         let cells: Vec<String> = r.records().map(|rec| rec.unwrap()[7].to_string()).collect();
         assert_eq!(cells, ["", "4096"], "{text}");
-        let json = json_value(&test_def(), &[row]).unwrap();
+        let json = json_value(&test_def(), &[row], true).unwrap();
         assert!(json["samples"][0]["max_rss"].is_null(), "{json}");
         assert_eq!(json["samples"][1]["max_rss"], 4096);
+        assert_eq!(json["commits"][0]["old_end"], true, "{json}");
+        assert!(text.lines().skip(1).all(|l| l.ends_with(",true")), "{text}");
     }
 }

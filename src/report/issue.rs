@@ -495,7 +495,8 @@ fn measured(o: &mut String, x: &Issue<'_>) {
 pub fn json(x: &Issue<'_>, find_json: serde_json::Value) -> anyhow::Result<String> {
     let r = x.find;
     let chain = &x.rows[..=r.searched.min(x.rows.len().saturating_sub(1))];
-    let mut v = super::export::json_value(r.test, chain)?;
+    // The chain starts at the old end the search measured.
+    let mut v = super::export::json_value(r.test, chain, true)?;
     let cps: Vec<serde_json::Value> = x
         .change_points
         .iter()

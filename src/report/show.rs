@@ -271,8 +271,9 @@ pub fn metric_and_unit(test: &Test) -> String {
 }
 
 /// Text for the terminal; `scope` says which commits these are (a range, or every commit
-/// with results when none was given) and is printed under the test's line.
-pub fn text(test: &Test, scope: &str, rows: &[CommitRow]) -> String {
+/// with results when none was given) and is printed under the test's line. `old_end`: the
+/// first row is the range's old end (marked so).
+pub fn text(test: &Test, scope: &str, rows: &[CommitRow], old_end: bool) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
@@ -293,7 +294,7 @@ pub fn text(test: &Test, scope: &str, rows: &[CommitRow]) -> String {
         "{:<10}  {:>4}  {:>12}  {:>12}  {:>12}  subject",
         "commit", "n", "min", "median", "max"
     );
-    for r in rows {
+    for (i, r) in rows.iter().enumerate() {
         let (n, min, med, max) = match stats::summarize(&r.values) {
             Some(s) => (
                 s.n.to_string(),
@@ -311,6 +312,9 @@ pub fn text(test: &Test, scope: &str, rows: &[CommitRow]) -> String {
             }
         };
         let mut marks = Vec::new();
+        if old_end && i == 0 {
+            marks.push("old end".to_string());
+        }
         let imported = r.imported();
         if imported > 0 {
             marks.push(format!("{imported} imported"));
@@ -427,7 +431,7 @@ mod tests {
             std::path::Path::new("/tmp/perfbisect.toml"),
         )
         .unwrap();
-        let t = text(cfg.test("i").unwrap(), "", &[]);
+        let t = text(cfg.test("i").unwrap(), "", &[], false);
         assert!(t.starts_with("i (instructions, lower is better)"), "{t}");
         assert_eq!(metric_and_unit(cfg.test("w").unwrap()), "wall, s");
     }
