@@ -536,6 +536,34 @@ fn report_markdown_and_json_on_a_real_repository() {
     }
 }
 
+/// A build recipe of several lines is shown as it is written, in a fenced block that pastes
+/// into a shell (flattened onto one line, `./configure ... make` would not run).
+#[test]
+fn a_multi_line_build_recipe_is_a_block_in_the_markdown() {
+    let f = Fixture::new(
+        &specs(2, |_, _| {}),
+        &CONFIG.replace(
+            "command = \"cc -O1 -o app app.c -lm\"",
+            "command = \"\"\"\ncc -O1 -c app.c\ncc -o app app.o -lm\n\"\"\"",
+        ),
+    );
+    let out = f
+        .cmd()
+        .args(["report", "value", &f.range(), "--format", "md"])
+        .output()
+        .unwrap();
+    let md = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        md.contains("- build, artifacts `app`:\n\n  ```sh\n  cc -O1 -c app.c\n  cc -o app app.o -lm\n  ```\n"),
+        "{md}"
+    );
+}
+
 /// `show A..B` lists the old end `A` first, marked, as `report` does (`find` measures it):
 /// in the text, as the first entry of the JSON `commits` (`"old_end": true`), and in the CSV.
 #[test]
@@ -999,7 +1027,7 @@ fn reproduce_commands_name_a_config_found_elsewhere() {
     let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("perfbisect"))
         .args(["--no-progress", "--repo"])
         .arg(&f.repo)
-        .args(["find", "value", &f.range(), "--format", "md", "--no-why"])
+        .args(["find", "value", &f.range(), "--format", "md"])
         .current_dir(f.dir.path())
         .output()
         .unwrap();

@@ -474,7 +474,7 @@ fn measured(o: &mut String, x: &Issue<'_>) {
                         .join(", ")
                 )
             };
-            let _ = writeln!(o, "- build: {}{artifacts}", md::code(b));
+            o.push_str(&md::command_item("build", b, &artifacts));
         }
         None => {
             let _ = writeln!(o, "- build: none (artifacts copied as checked out)");
