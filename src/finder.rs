@@ -119,7 +119,7 @@ impl FindRun {
             plot: None,
             imported: self.imported.as_ref(),
             facts: &self.tally.facts,
-            why: None,
+            why: &[],
         }
     }
 
@@ -223,30 +223,32 @@ impl FindRun {
     }
 }
 
-/// The functions whose cost changed from the first culprit's parent to it (see
-/// [`crate::profile`]): with `--why`, or by default for tests of a time or a count where
-/// Valgrind is installed; `None` when not profiled.
+/// The functions whose cost changed from each culprit's parent to it (see
+/// [`crate::profile`]), culprit by culprit (its position in the run's commits with the
+/// answer): with `--why`, or by default for tests of a time or a count where Valgrind is
+/// installed; empty when not profiled.
 pub fn why(
     ws: &Workspace,
     run: &FindRun,
     asked: bool,
     refused: bool,
-) -> anyhow::Result<Option<Result<crate::profile::Why, String>>> {
+) -> anyhow::Result<Vec<crate::profile::Profiled>> {
     let Outcome::Culprits(cs) = &run.outcome else {
-        return Ok(None);
-    };
-    let Some(c) = cs.first() else {
-        return Ok(None);
+        return Ok(Vec::new());
     };
     let valgrind =
         crate::measure::counter::select(crate::measure::counter::Choice::Cachegrind).is_ok();
     if refused || !(asked || (valgrind && crate::profile::worth_profiling(&run.test))) {
-        return Ok(None);
+        return Ok(Vec::new());
     }
-    let (parent, culprit) = (&run.commits[c.parent], &run.commits[c.pos]);
-    Ok(Some(crate::profile::why(
-        ws, &run.test, parent.id, culprit.id,
-    )?))
+    let mut out = Vec::with_capacity(cs.len());
+    for c in cs {
+        let (parent, culprit) = (&run.commits[c.parent], &run.commits[c.pos]);
+        // A parent shared by two culprits is profiled once: its profile is kept.
+        let w = crate::profile::why(ws, &run.test, parent.id, culprit.id)?;
+        out.push((c.pos, w));
+    }
+    Ok(out)
 }
 
 /// Run `find`'s search of `test` over `range_spec` (descending into merges unless

@@ -131,6 +131,10 @@ pub struct Change {
     pub pct_of_function: Option<f64>,
 }
 
+/// A culprit (its position among a search's commits) and why it moved, or why that is not
+/// known (no Valgrind, a test that cannot run under it).
+pub type Profiled = (usize, Result<Why, String>);
+
 /// The functions that moved between the parent's and the culprit's runs.
 #[derive(Debug, Clone, Serialize)]
 pub struct Why {

@@ -176,7 +176,7 @@ fn markdown_report_snapshot() {
     let r = FindReport {
         imported: None,
         facts: &Default::default(),
-        why: None,
+        why: &[],
         test: &t,
         range: "a..b",
         commits: &commits,
@@ -949,7 +949,7 @@ fn markdown_reports_say_no_change_and_inconclusive_plainly() {
         let r = FindReport {
             imported: None,
             facts: &Default::default(),
-            why: None,
+            why: &[],
             test: &t,
             range: "a..b",
             commits: &commits,

@@ -58,7 +58,7 @@ pub fn find(g: &Global, args: FindArgs) -> anyhow::Result<()> {
     );
     let render = |plot_ref: Option<String>, format: Format| -> anyhow::Result<String> {
         let mut report = run.report(&invocation);
-        report.why = why.as_ref();
+        report.why = &why;
         report.sparkline = spark.clone();
         report.plot = plot_ref;
         Ok(match format {

@@ -59,7 +59,7 @@ pub fn report(g: &Global, args: ReportArgs) -> anyhow::Result<()> {
     let measured = crate::publish::measured(&ws, &run.test);
     let render = |plot_ref: Option<String>| -> anyhow::Result<String> {
         let mut r = run.report(&invocation);
-        r.why = why.as_ref();
+        r.why = &why;
         r.sparkline = spark.clone();
         r.plot = plot_ref;
         let x = Issue {

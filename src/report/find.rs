@@ -48,9 +48,9 @@ pub struct FindReport<'a> {
     /// How the runs were taken: windows side by side, the machine's drift, what could have
     /// been seen, the instructions counter.
     pub facts: &'a SearchFacts,
-    /// The functions whose cost changed from the parent to the (first) culprit, or why they
-    /// were not profiled; `None` when profiling was not asked for.
-    pub why: Option<&'a Result<crate::profile::Why, String>>,
+    /// Per culprit (by position), the functions whose cost changed from its parent to it, or
+    /// why they were not profiled; empty when profiling was not asked for.
+    pub why: &'a [crate::profile::Profiled],
 }
 
 /// How a search measured, for the report.
@@ -207,6 +207,9 @@ struct JsonCulprit {
     /// The merge commit that brought this culprit into the searched range's first-parent chain.
     #[serde(skip_serializing_if = "Option::is_none")]
     merge: Option<String>,
+    /// Why this culprit moved (the profile's answer, or `{"unavailable": why}`), when profiled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    why: Option<serde_json::Value>,
 }
 
 #[derive(Serialize)]
@@ -247,7 +250,7 @@ struct JsonFind {
     /// Windows side by side, drift, what could have been seen, counter.
     measured: SearchFacts,
     /// The functions whose cost changed from the parent to the first culprit (or
-    /// `{"unavailable": why}`), when profiled.
+    /// `{"unavailable": why}`), when profiled; each of `culprits` carries its own.
     #[serde(skip_serializing_if = "Option::is_none")]
     why: Option<serde_json::Value>,
 }
@@ -295,7 +298,13 @@ impl FindReport<'_> {
             verified: c.verified,
             kind: judge(self.test.direction, c.rel_change),
             merge: self.merge_of(c.pos).map(|m| self.commits[m].id.to_string()),
+            why: self.why_of(c.pos).map(super::why::json),
         }
+    }
+
+    /// Why the culprit at `pos` moved, when it was profiled.
+    pub(crate) fn why_of(&self, pos: usize) -> Option<&Result<crate::profile::Why, String>> {
+        self.why.iter().find(|(p, _)| *p == pos).map(|(_, w)| w)
     }
 
     pub(crate) fn unit(&self) -> String {
@@ -468,7 +477,7 @@ pub fn text(r: &FindReport<'_>) -> String {
                     "culprit".into()
                 };
                 r.culprit_lines(&mut o, c, &label);
-                if let (0, Some(w)) = (i, r.why) {
+                if let Some(w) = r.why_of(c.pos) {
                     o.push_str(&super::why::text(w));
                 }
             }
@@ -640,7 +649,11 @@ pub fn json_value(r: &FindReport<'_>) -> anyhow::Result<serde_json::Value> {
         deterministic: r.deterministic,
         imported: r.imported.cloned(),
         measured: r.facts.clone(),
-        why: r.why.map(super::why::json),
+        why: match r.outcome {
+            Outcome::Culprits(cs) => cs.first().and_then(|c| r.why_of(c.pos)),
+            _ => None,
+        }
+        .map(super::why::json),
     };
     Ok(serde_json::to_value(&out)?)
 }
@@ -773,7 +786,7 @@ pub fn markdown(r: &FindReport<'_>) -> String {
             );
         }
         let _ = writeln!(o);
-        if let (0, true, Some(w)) = (k, *confirmed, r.why) {
+        if let (true, Some(w)) = (*confirmed, r.why_of(c.pos)) {
             o.push_str(&super::why::markdown(w));
         }
         reproduce(&mut o, r, c);
@@ -949,6 +962,15 @@ mod tests {
     }
 
     fn render(test: &Test, outcome: &Outcome, deterministic: bool) -> (String, String, String) {
+        render_with(test, outcome, deterministic, &[])
+    }
+
+    fn render_with(
+        test: &Test,
+        outcome: &Outcome,
+        deterministic: bool,
+        why: &[crate::profile::Profiled],
+    ) -> (String, String, String) {
         let commits = commits();
         let r = FindReport {
             test,
@@ -971,9 +993,69 @@ mod tests {
             deterministic,
             imported: None,
             facts: &SearchFacts::default(),
-            why: None,
+            why,
         };
         (text(&r), markdown(&r), json(&r).unwrap())
+    }
+
+    #[test]
+    fn every_culprit_shows_why_it_moved() {
+        let t = test_def("lower");
+        let mut second = culprit(1000.0, 1100.0, 1e-4);
+        (second.pos, second.parent, second.candidates) = (1, 0, vec![1]);
+        let o = Outcome::Culprits(vec![culprit(1100.0, 1300.0, 1e-5), second]);
+        let why = |parent: u8, culprit: u8, function: &str| crate::profile::Why {
+            parent: format!("{parent:02x}").repeat(20),
+            culprit: format!("{culprit:02x}").repeat(20),
+            total_before: 1_000_000,
+            total_after: 1_200_000,
+            changes: vec![crate::profile::Change {
+                function: function.into(),
+                file: "app.c".into(),
+                line: Some(7),
+                before: 100_000,
+                after: 300_000,
+                delta: 200_000,
+                pct_of_total: 20.0,
+                pct_of_function: Some(200.0),
+            }],
+            explained: Some(1.0),
+            parent_profile: "p".into(),
+            culprit_profile: "c".into(),
+        };
+        let profiled = [
+            (2, Ok(why(2, 3, "slow_path"))),
+            (
+                1,
+                Err("the test under Valgrind ended with signal 11".to_string()),
+            ),
+        ];
+        let (text, md, json) = render_with(&t, &o, false, &profiled);
+        let (first, rest) = text.split_once("culprit 2:").unwrap();
+        assert!(first.contains("slow_path"), "{text}");
+        assert!(
+            rest.contains("why: not profiled: the test under Valgrind ended with signal 11"),
+            "{text}"
+        );
+        let (md1, md2) = md.split_once("#### 2 of 2").unwrap();
+        assert!(
+            md1.contains("`slow_path`") && !md2.contains("`slow_path`"),
+            "{md}"
+        );
+        assert!(
+            md2.contains("Not profiled: the test under Valgrind"),
+            "{md}"
+        );
+        let j: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(
+            j["why"]["changes"][0]["function"], "slow_path",
+            "the first's: {j}"
+        );
+        assert_eq!(
+            j["culprits"][0]["why"]["changes"][0]["function"],
+            "slow_path"
+        );
+        assert!(j["culprits"][1]["why"]["unavailable"].is_string(), "{j}");
     }
 
     #[test]

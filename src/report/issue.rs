@@ -231,13 +231,20 @@ pub fn markdown(x: &Issue<'_>) -> String {
     for (c, confirmed) in &culprits {
         around_table(&mut o, x, c, *confirmed);
     }
-    if let Some(w) = r.why {
+    if !r.why.is_empty() {
         let _ = writeln!(
             o,
             "### Why it moved
 "
         );
-        o.push_str(&super::why::markdown(w));
+        // Each culprit its own section when there are several.
+        for (pos, w) in r.why {
+            if r.why.len() > 1 {
+                let at = &r.commits[*pos];
+                let _ = writeln!(o, "#### `{}` {}\n", at.short(), md_escape(&at.subject));
+            }
+            o.push_str(&super::why::markdown(w));
+        }
     }
     if !r.notes.is_empty() || !r.skipped.is_empty() {
         for n in r.notes {
