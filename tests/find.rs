@@ -675,6 +675,35 @@ fn find_without_a_terminal_prints_a_line_per_probe() {
     }
     assert!(err.contains("perfbisect: build "), "{err}");
     assert!(err.contains("perfbisect: measure "), "{err}");
+    // Medians in the test's unit, and where the search placed each probe between the ends.
+    assert!(
+        err.lines()
+            .filter(|l| l.starts_with("perfbisect: probed ")
+                || l.starts_with("perfbisect: side by side"))
+            .all(|l| l.contains(" bytes")),
+        "{err}"
+    );
+    let mut placed = 0;
+    for (i, id) in f.ids.iter().enumerate().skip(1) {
+        let short = &id[..10];
+        let Some(line) = err
+            .lines()
+            .find(|l| l.starts_with(&format!("perfbisect: {short} ")) && l.contains(" is "))
+        else {
+            continue;
+        };
+        placed += 1;
+        let expected = if i >= 8 { "is new-like" } else { "is old-like" };
+        assert!(line.contains(expected), "{line}\n{err}");
+        assert!(
+            line.contains("against the old level 3064 bytes and the new level 3072 bytes"),
+            "{line}"
+        );
+    }
+    assert!(
+        placed + 2 >= probed.len(),
+        "a line for every probe placed:\n{err}"
+    );
     // --quiet: no step lines.
     let quiet = f
         .cmd()
