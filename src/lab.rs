@@ -226,7 +226,15 @@ impl Lab for WorkspaceLab<'_> {
             runs,
             round: 0,
         };
-        let got = self.ws.measure(self.appender, batch, &mut |_| bar.inc(1))?;
+        let doing = |k: usize| format!("measuring {} (run {} of {runs})", c.short(), k + 1);
+        let beat = self.ws.progress.heartbeat(doing(0));
+        let mut k = 0;
+        let got = self.ws.measure(self.appender, batch, &mut |_| {
+            bar.inc(1);
+            k += 1;
+            beat.set(doing(k));
+        })?;
+        drop(beat);
         if let Some(e) = got.iter().rev().find_map(|s| s.error.clone()) {
             self.last_error.insert(pos, e);
         }
@@ -288,9 +296,24 @@ impl Lab for WorkspaceLab<'_> {
             .collect();
         let first_moment = window.map_or(0, |(_, m)| m);
         let limit = self.test.repeats.max(2);
+        let all = positions.len() * runs;
+        let doing = |k: usize| {
+            format!(
+                "measuring {} side by side (run {} of {all})",
+                names.join(", "),
+                k + 1
+            )
+        };
+        let beat = self.ws.progress.heartbeat(doing(0));
+        let mut k = 0;
         let (id, got, done) =
             self.ws
-                .measure_window(self.appender, &batches, window, limit, &mut |_| bar.inc(1))?;
+                .measure_window(self.appender, &batches, window, limit, &mut |_| {
+                    bar.inc(1);
+                    k += 1;
+                    beat.set(doing(k));
+                })?;
+        drop(beat);
         let mut values_out = Vec::with_capacity(positions.len());
         for (i, &p) in positions.iter().enumerate() {
             if let Some(e) = got[i].iter().rev().find_map(|s| s.error.clone()) {

@@ -237,12 +237,14 @@ fn dir_in(root: &Path, recipe: u64, test: &Test, commit: &ObjectId) -> PathBuf {
     ))
 }
 
-/// Profile `test` on `commit` (built), or reuse the profile kept from before.
+/// Profile `test` on `commit` (built), or reuse the profile kept from before; `made` counts
+/// the profiles run now.
 fn profile_of(
     ws: &Workspace,
     test: &Test,
     commit: ObjectId,
     valgrind: &Path,
+    made: &mut usize,
 ) -> anyhow::Result<Result<(Profile, PathBuf), String>> {
     let dir = profile_dir(ws, test, &commit);
     if dir.is_dir() {
@@ -272,7 +274,14 @@ fn profile_of(
         crate::git::short(&commit)
     ));
     let ctx = ws.run_context(test, commit, &artifacts);
-    if let Err(why) = crate::measure::profile_once(&ctx, valgrind, tmp.path(), SLOWER)? {
+    *made += 1;
+    let beat = ws.progress.heartbeat(format!(
+        "profiling {} under Cachegrind",
+        crate::git::short(&commit)
+    ));
+    let once = crate::measure::profile_once(&ctx, valgrind, tmp.path(), SLOWER)?;
+    drop(beat);
+    if let Err(why) = once {
         return Ok(Err(why));
     }
     let p = Profile::read_dir(tmp.path())?;
@@ -334,6 +343,17 @@ pub fn why(
     parent: ObjectId,
     culprit: ObjectId,
 ) -> anyhow::Result<Result<Why, String>> {
+    why_counted(ws, test, parent, culprit, &mut 0)
+}
+
+/// [`why`], adding the profiles it ran now (not those kept from before) to `made`.
+pub fn why_counted(
+    ws: &Workspace,
+    test: &Test,
+    parent: ObjectId,
+    culprit: ObjectId,
+    made: &mut usize,
+) -> anyhow::Result<Result<Why, String>> {
     let valgrind =
         match crate::measure::counter::select(crate::measure::counter::Choice::Cachegrind) {
             Ok(s) => match s.counter {
@@ -344,11 +364,11 @@ pub fn why(
             },
             Err(e) => return Ok(Err(e.to_string())),
         };
-    let (before, bdir) = match profile_of(ws, test, parent, &valgrind)? {
+    let (before, bdir) = match profile_of(ws, test, parent, &valgrind, made)? {
         Ok(x) => x,
         Err(e) => return Ok(Err(e)),
     };
-    let (after, adir) = match profile_of(ws, test, culprit, &valgrind)? {
+    let (after, adir) = match profile_of(ws, test, culprit, &valgrind, made)? {
         Ok(x) => x,
         Err(e) => return Ok(Err(e)),
     };

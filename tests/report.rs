@@ -191,6 +191,7 @@ fn markdown_report_snapshot() {
             measuring: 9.5,
             build_rounds: 6,
             most_parallel: 1,
+            ..TimeSpent::default()
         },
         skipped: &skipped,
         searched: 11,

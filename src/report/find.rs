@@ -147,7 +147,8 @@ pub struct GapEnd {
     pub machines: Vec<String>,
 }
 
-/// Where a search's wall time went.
+/// Where the wall time of a `find` went, from the command's start to its report: the parts
+/// and the rest ([`TimeSpent::other`]) add up to the total.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct TimeSpent {
     /// Seconds waiting for build rounds.
@@ -158,6 +159,21 @@ pub struct TimeSpent {
     pub build_rounds: usize,
     /// Most builds run at once.
     pub most_parallel: usize,
+    /// Seconds checking the verdict's builds against pristine rebuilds, and how many
+    /// rebuilds that made (they are among the report's builds).
+    pub checking: f64,
+    pub checks: usize,
+    /// Seconds profiling culprits under Cachegrind, and the profiles made (one run each).
+    pub profiling: f64,
+    pub profiles: usize,
+}
+
+impl TimeSpent {
+    /// What the parts leave of `total` seconds: loading the stored samples, waiting for the
+    /// cache's lock, the analysis, a second search's setup.
+    pub fn other(&self, total: f64) -> f64 {
+        (total - self.building - self.checking - self.measuring - self.profiling).max(0.0)
+    }
 }
 
 /// A commit stepped around, and why: it does not build, or its test failed every run (with
@@ -233,10 +249,16 @@ struct JsonFind {
     reason: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     best_guess: Option<JsonCulprit>,
+    /// Builds performed, the pristine rebuilds that checked the verdict's builds included.
     builds: usize,
+    /// Of `builds`, the pristine rebuilds.
+    pristine_checks: usize,
     runs: usize,
+    /// Cachegrind runs made to profile culprits (kept ones reused are not counted).
+    profiles: usize,
     reused_samples: usize,
-    /// Wall time in seconds: total, building, measuring and the rest (waiting, analysis).
+    /// Wall time in seconds from the command's start: total, building, checking, measuring,
+    /// profiling and the rest (waiting, loading, analysis).
     time: JsonTime,
     skipped: Vec<String>,
     /// `skipped` with the reason of each (README: "JSON output").
@@ -260,9 +282,14 @@ struct JsonTime {
     total_s: f64,
     building_s: f64,
     measuring_s: f64,
+    /// The rest of `total_s`: loading samples, waiting for the lock, analysis.
     waiting_s: f64,
     build_rounds: usize,
     most_parallel_builds: usize,
+    /// Pristine rebuilds of the verdict's builds.
+    checking_s: f64,
+    /// Cachegrind runs of the culprits and their parents.
+    profiling_s: f64,
 }
 
 #[derive(Serialize)]
@@ -315,13 +342,24 @@ impl FindReport<'_> {
         }
     }
 
+    /// "9 builds (2 of them pristine checks), 45 runs, 2 profiles in 19m 9s; building ...".
     pub(crate) fn spent(&self) -> String {
+        let t = &self.time;
         format!(
-            "{} build{}, {} run{} in {}{}",
+            "{} build{}{}, {} run{}{} in {}{}",
             self.builds,
             if self.builds == 1 { "" } else { "s" },
+            match t.checks {
+                0 => String::new(),
+                1 => " (1 of them a pristine check)".to_string(),
+                n => format!(" ({n} of them pristine checks)"),
+            },
             self.runs,
             if self.runs == 1 { "" } else { "s" },
+            match t.profiles {
+                0 => String::new(),
+                n => format!(", {}", count(n, "profile")),
+            },
             crate::build::fmt_secs(self.seconds),
             if self.reused > 0 {
                 format!(" ({} stored samples reused)", self.reused)
@@ -332,13 +370,14 @@ impl FindReport<'_> {
             + &self.facts.interleaving_text()
     }
 
-    /// "; building 12s in 3 rounds (up to 4 at once), measuring 2s, other 0.3s"
+    /// "; building 12s in 3 rounds (up to 4 at once), checking builds 40s, measuring 2s,
+    /// profiling 9s, other 0.3s": the parts of the total, which add up to it.
     fn time_line(&self) -> String {
         let t = &self.time;
-        if t.build_rounds == 0 && t.measuring == 0.0 {
+        if t.build_rounds == 0 && t.measuring == 0.0 && t.checks == 0 && t.profiles == 0 {
             return String::new();
         }
-        let other = (self.seconds - t.building - t.measuring).max(0.0);
+        let other = t.other(self.seconds);
         let mut parts = Vec::new();
         if t.build_rounds > 0 {
             parts.push(format!(
@@ -352,7 +391,16 @@ impl FindReport<'_> {
                 }
             ));
         }
+        if t.checks > 0 {
+            parts.push(format!(
+                "checking builds {}",
+                crate::build::fmt_secs(t.checking)
+            ));
+        }
         parts.push(format!("measuring {}", crate::build::fmt_secs(t.measuring)));
+        if t.profiles > 0 {
+            parts.push(format!("profiling {}", crate::build::fmt_secs(t.profiling)));
+        }
         parts.push(format!("other {}", crate::build::fmt_secs(other)));
         format!("; {}", parts.join(", "))
     }
@@ -617,15 +665,19 @@ pub fn json_value(r: &FindReport<'_>) -> anyhow::Result<serde_json::Value> {
         reason,
         best_guess,
         builds: r.builds,
+        pristine_checks: r.time.checks,
         runs: r.runs,
+        profiles: r.time.profiles,
         reused_samples: r.reused,
         time: JsonTime {
             total_s: r.seconds,
             building_s: r.time.building,
             measuring_s: r.time.measuring,
-            waiting_s: (r.seconds - r.time.building - r.time.measuring).max(0.0),
+            waiting_s: r.time.other(r.seconds),
             build_rounds: r.time.build_rounds,
             most_parallel_builds: r.time.most_parallel,
+            checking_s: r.time.checking,
+            profiling_s: r.time.profiling,
         },
         skipped: r
             .skipped
@@ -996,6 +1048,66 @@ mod tests {
             why,
         };
         (text(&r), markdown(&r), json(&r).unwrap())
+    }
+
+    #[test]
+    fn the_summary_counts_pristine_checks_and_profiles_and_its_parts_add_up() {
+        let t = test_def("lower");
+        let commits = commits();
+        let o = Outcome::Culprits(vec![culprit(1000.0, 1100.0, 1e-5)]);
+        let time = TimeSpent {
+            building: 480.0,
+            measuring: 240.0,
+            build_rounds: 5,
+            most_parallel: 1,
+            checking: 180.0,
+            checks: 2,
+            profiling: 150.0,
+            profiles: 2,
+        };
+        let r = FindReport {
+            test: &t,
+            range: "a..b",
+            commits: &commits,
+            outcome: &o,
+            probed: &[1, 2],
+            notes: &[],
+            builds: 9,
+            runs: 45,
+            reused: 0,
+            time,
+            skipped: &[],
+            merges: &[],
+            searched: 2,
+            invocation: "",
+            sparkline: None,
+            plot: None,
+            seconds: 1149.0,
+            deterministic: false,
+            imported: None,
+            facts: &SearchFacts::default(),
+            why: &[],
+        };
+        assert_eq!(
+            r.spent(),
+            "9 builds (2 of them pristine checks), 45 runs, 2 profiles in 19m 9s; building 8m \
+             in 5 rounds, checking builds 3m, measuring 4m, profiling 2m 30s, other 1m 39s"
+        );
+        let j: serde_json::Value = serde_json::from_str(&json(&r).unwrap()).unwrap();
+        let part = |k: &str| j["time"][k].as_f64().unwrap();
+        assert_eq!(j["pristine_checks"], 2);
+        assert_eq!(j["profiles"], 2);
+        let sum = [
+            "building_s",
+            "checking_s",
+            "measuring_s",
+            "profiling_s",
+            "waiting_s",
+        ]
+        .iter()
+        .map(|k| part(k))
+        .sum::<f64>();
+        assert_eq!(sum, part("total_s"), "{j}");
     }
 
     #[test]
