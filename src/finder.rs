@@ -286,7 +286,8 @@ pub fn find(
         run = search(ws, test, ask.range, ask.jobs, ask.no_descend)?;
         run.tally.absorb(&first.tally);
         run.notes.push(
-            "the first search stood on a stale incremental build, so the range was searched              again with pristine builds; the builds, runs and times above are of both searches"
+            "the first search stood on a stale incremental build, so the range was searched \
+             again with pristine builds; the builds, runs and times above are of both searches"
                 .to_string(),
         );
     }
