@@ -118,7 +118,14 @@ fn side(commit: &crate::git::CommitInfo, samples: &[Sample], stopped_after: Opti
         wall: col(timed, |s| s.wall),
         user: col(timed, |s| s.user),
         sys: col(timed, |s| s.sys),
-        max_rss: col(timed, |s| s.max_rss as f64),
+        // 0 is "not measured" (a run not made through the launcher), never a peak of 0 bytes.
+        max_rss: stats::summarize(
+            &timed
+                .iter()
+                .filter(|s| s.max_rss > 0)
+                .map(|s| s.max_rss as f64)
+                .collect::<Vec<_>>(),
+        ),
         times_of_failed_runs: ok.is_empty() && !ran.is_empty(),
         first_failure: samples
             .iter()

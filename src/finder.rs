@@ -33,9 +33,28 @@ struct Tally {
     shared_notes: Vec<String>,
     /// How the runs were taken (windows, drift, ...), over every search.
     facts: SearchFacts,
+    /// Pristine rebuilds that checked the verdict's builds, and their wall time.
+    checks: usize,
+    checking: std::time::Duration,
+    /// Cachegrind runs of the culprits and their parents, and their wall time.
+    profiles: usize,
+    profiling: std::time::Duration,
 }
 
 impl Tally {
+    /// What an earlier search of the same invocation spent (one found stale, searched again).
+    fn absorb(&mut self, earlier: &Tally) {
+        self.builds += earlier.builds;
+        self.runs += earlier.runs;
+        self.build_rounds += earlier.build_rounds;
+        self.most_parallel = self.most_parallel.max(earlier.most_parallel);
+        self.building += earlier.building;
+        self.measuring += earlier.measuring;
+        self.runs_saved += earlier.runs_saved;
+        self.checks += earlier.checks;
+        self.checking += earlier.checking;
+    }
+
     fn add(&mut self, d: &Driven) {
         self.builds += d.builds;
         self.runs += d.runs;
@@ -102,7 +121,8 @@ impl FindRun {
             outcome: &self.outcome,
             probed: &self.probed,
             notes: &self.notes,
-            builds: self.tally.builds,
+            // A pristine rebuild is a build this invocation performed.
+            builds: self.tally.builds + self.tally.checks,
             runs: self.tally.runs,
             reused: self.tally.reused,
             time: view::TimeSpent {
@@ -110,6 +130,10 @@ impl FindRun {
                 measuring: self.tally.measuring.as_secs_f64(),
                 build_rounds: self.tally.build_rounds,
                 most_parallel: self.tally.most_parallel,
+                checking: self.tally.checking.as_secs_f64(),
+                checks: self.tally.checks,
+                profiling: self.tally.profiling.as_secs_f64(),
+                profiles: self.tally.profiles,
             },
             skipped: &self.skips,
             merges: &self.merges,
@@ -119,8 +143,15 @@ impl FindRun {
             plot: None,
             imported: self.imported.as_ref(),
             facts: &self.tally.facts,
-            why: None,
+            why: &[],
         }
+    }
+
+    /// Stop the run's clock: its total is the wall time since `started`, the command's start
+    /// (everything it did, the loading of stored samples and the rendering's preparation
+    /// included). Called again just before the report is printed.
+    pub fn stop_clock(&mut self, started: Instant) {
+        self.seconds = started.elapsed().as_secs_f64();
     }
 
     /// A plot's title that says the finding: "value: +8.08 % regression at edf5fc6 in a..b".
@@ -223,30 +254,79 @@ impl FindRun {
     }
 }
 
-/// The functions whose cost changed from the first culprit's parent to it (see
-/// [`crate::profile`]): with `--why`, or by default for tests of a time or a count where
-/// Valgrind is installed; `None` when not profiled.
+/// What `find` and `report` ask of [`find`].
+pub struct Ask<'a> {
+    pub range: &'a str,
+    pub jobs: usize,
+    pub no_descend: bool,
+    /// `--why` and `--no-why`.
+    pub why: bool,
+    pub no_why: bool,
+}
+
+/// `find`'s whole job, which `report` does too: the search; the check of the builds its
+/// verdict stands on against pristine builds (an incremental build that missed a changed
+/// header would measure another program), and the search again, pristine, when one was stale;
+/// the profile of every culprit. Each phase's time and count goes into the run's tally, so
+/// its summary accounts for all of them; the run's clock starts at `started`, the command's
+/// start ([`FindRun::stop_clock`] ends it).
+pub fn find(
+    ws: &Workspace,
+    test: Test,
+    ask: &Ask<'_>,
+    started: Instant,
+) -> anyhow::Result<(FindRun, Vec<crate::profile::Profiled>)> {
+    let mut run = search(ws, test.clone(), ask.range, ask.jobs, ask.no_descend)?;
+    let checked = ws.check_builds(&run.evidence())?;
+    run.tally.checks += checked.builds;
+    run.tally.checking += std::time::Duration::from_secs_f64(checked.seconds);
+    if checked.stale {
+        ws.note("perfbisect: searching again, with pristine builds");
+        let first = run;
+        run = search(ws, test, ask.range, ask.jobs, ask.no_descend)?;
+        run.tally.absorb(&first.tally);
+        run.notes.push(
+            "the first search stood on a stale incremental build, so the range was searched \
+             again with pristine builds; the builds, runs and times above are of both searches"
+                .to_string(),
+        );
+    }
+    let t = Instant::now();
+    let mut profiles = 0;
+    let why = why(ws, &run, ask.why, ask.no_why, &mut profiles)?;
+    run.tally.profiling += t.elapsed();
+    run.tally.profiles += profiles;
+    run.stop_clock(started);
+    Ok((run, why))
+}
+
+/// The functions whose cost changed from each culprit's parent to it (see
+/// [`crate::profile`]), culprit by culprit (its position in the run's commits with the
+/// answer): with `--why`, or by default for tests of a time or a count where Valgrind is
+/// installed; empty when not profiled. `made` counts the profiles run now.
 pub fn why(
     ws: &Workspace,
     run: &FindRun,
     asked: bool,
     refused: bool,
-) -> anyhow::Result<Option<Result<crate::profile::Why, String>>> {
+    made: &mut usize,
+) -> anyhow::Result<Vec<crate::profile::Profiled>> {
     let Outcome::Culprits(cs) = &run.outcome else {
-        return Ok(None);
-    };
-    let Some(c) = cs.first() else {
-        return Ok(None);
+        return Ok(Vec::new());
     };
     let valgrind =
         crate::measure::counter::select(crate::measure::counter::Choice::Cachegrind).is_ok();
     if refused || !(asked || (valgrind && crate::profile::worth_profiling(&run.test))) {
-        return Ok(None);
+        return Ok(Vec::new());
     }
-    let (parent, culprit) = (&run.commits[c.parent], &run.commits[c.pos]);
-    Ok(Some(crate::profile::why(
-        ws, &run.test, parent.id, culprit.id,
-    )?))
+    let mut out = Vec::with_capacity(cs.len());
+    for c in cs {
+        let (parent, culprit) = (&run.commits[c.parent], &run.commits[c.pos]);
+        // A parent shared by two culprits is profiled once: its profile is kept.
+        let w = crate::profile::why_counted(ws, &run.test, parent.id, culprit.id, made)?;
+        out.push((c.pos, w));
+    }
+    Ok(out)
 }
 
 /// Run `find`'s search of `test` over `range_spec` (descending into merges unless

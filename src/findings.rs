@@ -213,7 +213,8 @@ impl Findings {
         let line = format!("{test}: {why}");
         match self.get_mut(commit) {
             Some(f) if f.state == State::Unconfirmed => {
-                f.unconfirmed.retain(|l| !l.starts_with(&format!("{test}: ")));
+                f.unconfirmed
+                    .retain(|l| !l.starts_with(&format!("{test}: ")));
                 f.unconfirmed.push(line);
                 f.updated = now;
             }

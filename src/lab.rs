@@ -109,6 +109,11 @@ fn values<'s>(samples: impl IntoIterator<Item = &'s crate::store::Sample>) -> Ve
 }
 
 impl WorkspaceLab<'_> {
+    /// A value of the test in its unit, as reports write it: "1.009 ms", "1008.6 units".
+    fn quantity(&self, v: f64) -> String {
+        crate::report::units::quantity(v, &self.test.unit())
+    }
+
     /// Whether each step and each probe's result gets a line on stderr: with `-v`, or when no
     /// progress bar is drawn (a CI log, `--no-progress`) unless `--quiet`, so a long search
     /// is never silent.
@@ -221,7 +226,15 @@ impl Lab for WorkspaceLab<'_> {
             runs,
             round: 0,
         };
-        let got = self.ws.measure(self.appender, batch, &mut |_| bar.inc(1))?;
+        let doing = |k: usize| format!("measuring {} (run {} of {runs})", c.short(), k + 1);
+        let beat = self.ws.progress.heartbeat(doing(0));
+        let mut k = 0;
+        let got = self.ws.measure(self.appender, batch, &mut |_| {
+            bar.inc(1);
+            k += 1;
+            beat.set(doing(k));
+        })?;
+        drop(beat);
         if let Some(e) = got.iter().rev().find_map(|s| s.error.clone()) {
             self.last_error.insert(pos, e);
         }
@@ -238,7 +251,7 @@ impl Lab for WorkspaceLab<'_> {
                 c.short(),
                 c.subject,
                 crate::report::text::count(vals.len(), "run"),
-                crate::report::fmt_num(med)
+                self.quantity(med)
             ));
         }
         Ok(vals)
@@ -283,9 +296,24 @@ impl Lab for WorkspaceLab<'_> {
             .collect();
         let first_moment = window.map_or(0, |(_, m)| m);
         let limit = self.test.repeats.max(2);
+        let all = positions.len() * runs;
+        let doing = |k: usize| {
+            format!(
+                "measuring {} side by side (run {} of {all})",
+                names.join(", "),
+                k + 1
+            )
+        };
+        let beat = self.ws.progress.heartbeat(doing(0));
+        let mut k = 0;
         let (id, got, done) =
             self.ws
-                .measure_window(self.appender, &batches, window, limit, &mut |_| bar.inc(1))?;
+                .measure_window(self.appender, &batches, window, limit, &mut |_| {
+                    bar.inc(1);
+                    k += 1;
+                    beat.set(doing(k));
+                })?;
+        drop(beat);
         let mut values_out = Vec::with_capacity(positions.len());
         for (i, &p) in positions.iter().enumerate() {
             if let Some(e) = got[i].iter().rev().find_map(|s| s.error.clone()) {
@@ -309,7 +337,7 @@ impl Lab for WorkspaceLab<'_> {
                     format!(
                         "{} {}",
                         self.commits[p].short(),
-                        crate::report::fmt_num(crate::stats::median(&fin).unwrap_or(f64::NAN))
+                        self.quantity(crate::stats::median(&fin).unwrap_or(f64::NAN))
                     )
                 })
                 .collect();
@@ -329,6 +357,37 @@ impl Lab for WorkspaceLab<'_> {
 
     fn interrupted(&self) -> bool {
         crate::interrupt::requested()
+    }
+
+    /// With `-v`, or without a progress bar, where the search placed the probe just measured:
+    /// "old-like", "new-like", between the levels, or still unknown.
+    fn decided(&mut self, d: &crate::bisect::Decision) {
+        use crate::bisect::Placed;
+        if !self.step_lines() {
+            return;
+        }
+        let c = &self.commits[d.pos];
+        let what = match d.placed {
+            Placed::OldLike => "old-like".to_string(),
+            Placed::NewLike => "new-like".to_string(),
+            Placed::Between => {
+                "between the levels (a second step: both sides are searched)".to_string()
+            }
+            Placed::Unknown { more_runs: true } => "still unknown; more runs".to_string(),
+            Placed::Unknown { more_runs: false } => {
+                format!(
+                    "still unknown after {}; given up",
+                    crate::report::text::count(d.runs, "run")
+                )
+            }
+        };
+        self.ws.note(&format!(
+            "perfbisect: {} is {what}: median {} against the old level {} and the new level {}",
+            c.short(),
+            self.quantity(d.probe),
+            self.quantity(d.old),
+            self.quantity(d.new)
+        ));
     }
 
     /// With `-v`, or without a progress bar, a line per step of the search (what is built,

@@ -24,6 +24,7 @@ pub mod lint;
 pub mod measure;
 pub mod paths;
 pub mod pipeline;
+pub mod pristine;
 pub mod profile;
 pub mod progress;
 pub mod publish;

@@ -174,7 +174,7 @@ impl Workspace {
             repo,
             config,
             cache,
-            progress: Progress::new(verbosity.progress),
+            progress: Progress::new(verbosity.progress, verbosity.quiet),
             verbosity,
             any_fingerprint: false,
             fingerprint: OnceLock::new(),
@@ -542,68 +542,6 @@ impl Workspace {
         build::state(&self.cache, &self.config.build, id)
     }
 
-    /// Compare the cached incremental builds of `ids` (the evidence for a step) with pristine
-    /// builds of the same commits (see [`build::stale`]). When one was stale, every build of
-    /// this project is pristine from now on and every cached incremental build is dropped, its
-    /// samples set aside: returns true, and the caller searches again.
-    pub fn check_builds(&self, ids: &[ObjectId]) -> anyhow::Result<bool> {
-        let build = &self.config.build;
-        let mut stale = Vec::new();
-        let mut same = Vec::new();
-        for id in ids {
-            let check = build::check_pristine(self.repo.git_dir(), &self.cache, build, *id)?;
-            match check {
-                build::Check::Same => same.push(git::short(id)),
-                build::Check::Stale { .. } => stale.push(git::short(id)),
-                build::Check::Unconfirmed(why) => self.warn(&format!(
-                    "a pristine build of {} (to check its incremental build) failed; the \
-                     incremental build stands unconfirmed:\n{}",
-                    git::short(id),
-                    indent(why.trim_end())
-                )),
-                _ => {}
-            }
-        }
-        if !same.is_empty() && self.verbosity.verbose > 0 {
-            self.note(&format!(
-                "the incremental builds of {} are byte-identical to pristine builds",
-                same.join(" and ")
-            ));
-        }
-        if stale.is_empty() {
-            return Ok(false);
-        }
-        let list = match stale.as_slice() {
-            [one] => one.clone(),
-            [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
-            [] => String::new(),
-        };
-        let one = stale.len() == 1;
-        let why = if one {
-            format!(
-                "the incremental build of {list} differs from a pristine build of the same commit"
-            )
-        } else {
-            format!(
-                "the incremental builds of {list} differ from pristine builds of the same commits"
-            )
-        };
-        let dropped = build::stale::distrust_incremental(&self.cache, build.recipe_hash(), &why)?;
-        self.warn(&format!(
-            "{why}: the build missed a changed dependency (a Makefile that does not list a \
-             header, say), so {} numbers were not the commit's. {} runs are set aside, the \
-             {dropped} other cached incremental build{} of this project {} dropped (their runs set \
-             aside until a pristine build shows the same bytes), and from now on every build \
-             here starts from a clean worktree (`[build] incremental = false` does this from \
-             the start)",
-            if one { "its" } else { "their" },
-            if one { "Its" } else { "Their" },
-            if dropped == 1 { "" } else { "s" },
-            if dropped == 1 { "is" } else { "are" },
-        ));
-        Ok(true)
-    }
-
     /// Build the given commits that are not cached (skipping recorded failures unless
     /// `retry_failed`), up to `jobs` at once.
     pub fn build_missing(
@@ -630,7 +568,16 @@ impl Workspace {
         let bar = self.progress.bar(todo.len() as u64, "build");
         let verbose = self.verbosity.verbose > 0;
         let (progress, quiet) = (&self.progress, self.verbosity.quiet);
+        let names: Vec<String> = todo.iter().map(git::short).collect();
+        let building = |done: usize| match names.as_slice() {
+            [one] => format!("building {one}"),
+            all => format!("building {} ({done} of {} done)", all.join(", "), all.len()),
+        };
+        let beat = self.progress.heartbeat(building(0));
+        let finished = std::sync::atomic::AtomicUsize::new(0);
         let done = |o: &build::Outcome| {
+            let n = finished.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+            beat.set(building(n));
             // Above the bars (plainly on stderr when they are hidden: CI logs, --no-progress),
             // and not at all with -q, like `note` (the build threads cannot share `self`).
             let say = |msg: String| {

@@ -131,6 +131,10 @@ pub struct Change {
     pub pct_of_function: Option<f64>,
 }
 
+/// A culprit (its position among a search's commits) and why it moved, or why that is not
+/// known (no Valgrind, a test that cannot run under it).
+pub type Profiled = (usize, Result<Why, String>);
+
 /// The functions that moved between the parent's and the culprit's runs.
 #[derive(Debug, Clone, Serialize)]
 pub struct Why {
@@ -141,8 +145,9 @@ pub struct Why {
     pub total_after: u64,
     /// The functions whose cost changed most, largest change first.
     pub changes: Vec<Change>,
-    /// How much of the run's change the listed functions add up to (1 = all of it); `None`
-    /// when the totals are equal.
+    /// How much of the run's change the listed functions add up to: the sum of their changes
+    /// (`delta`, with their signs) over `total_after - total_before` (1 = all of it; more
+    /// than 1 when unlisted functions moved the other way); `None` when the totals are equal.
     pub explained: Option<f64>,
     /// Where the two profiles are (`cg_annotate` or `cg_diff` open them).
     pub parent_profile: String,
@@ -201,13 +206,11 @@ pub fn diff(before: &Profile, after: &Profile, top: usize) -> (Vec<Change>, Opti
     changes.truncate(top);
     let step = after.total as i64 - before.total as i64;
     let explained = (step != 0).then(|| {
-        // The listed changes that go the way of the step, against the step.
-        let with: i64 = changes
-            .iter()
-            .filter(|c| c.delta.signum() == step.signum())
-            .map(|c| c.delta)
-            .sum();
-        with as f64 / step as f64
+        // Every listed change with its sign, over the step: a function that got cheaper
+        // offsets one that got dearer, as in the run's total (summing only the changes that go
+        // the step's way said "123 %" of a step the list accounts for 99 % of).
+        let sum: i64 = changes.iter().map(|c| c.delta).sum();
+        sum as f64 / step as f64
     });
     (changes, explained)
 }
@@ -234,12 +237,14 @@ fn dir_in(root: &Path, recipe: u64, test: &Test, commit: &ObjectId) -> PathBuf {
     ))
 }
 
-/// Profile `test` on `commit` (built), or reuse the profile kept from before.
+/// Profile `test` on `commit` (built), or reuse the profile kept from before; `made` counts
+/// the profiles run now.
 fn profile_of(
     ws: &Workspace,
     test: &Test,
     commit: ObjectId,
     valgrind: &Path,
+    made: &mut usize,
 ) -> anyhow::Result<Result<(Profile, PathBuf), String>> {
     let dir = profile_dir(ws, test, &commit);
     if dir.is_dir() {
@@ -269,7 +274,14 @@ fn profile_of(
         crate::git::short(&commit)
     ));
     let ctx = ws.run_context(test, commit, &artifacts);
-    if let Err(why) = crate::measure::profile_once(&ctx, valgrind, tmp.path(), SLOWER)? {
+    *made += 1;
+    let beat = ws.progress.heartbeat(format!(
+        "profiling {} under Cachegrind",
+        crate::git::short(&commit)
+    ));
+    let once = crate::measure::profile_once(&ctx, valgrind, tmp.path(), SLOWER)?;
+    drop(beat);
+    if let Err(why) = once {
         return Ok(Err(why));
     }
     let p = Profile::read_dir(tmp.path())?;
@@ -331,6 +343,17 @@ pub fn why(
     parent: ObjectId,
     culprit: ObjectId,
 ) -> anyhow::Result<Result<Why, String>> {
+    why_counted(ws, test, parent, culprit, &mut 0)
+}
+
+/// [`why`], adding the profiles it ran now (not those kept from before) to `made`.
+pub fn why_counted(
+    ws: &Workspace,
+    test: &Test,
+    parent: ObjectId,
+    culprit: ObjectId,
+    made: &mut usize,
+) -> anyhow::Result<Result<Why, String>> {
     let valgrind =
         match crate::measure::counter::select(crate::measure::counter::Choice::Cachegrind) {
             Ok(s) => match s.counter {
@@ -341,11 +364,11 @@ pub fn why(
             },
             Err(e) => return Ok(Err(e.to_string())),
         };
-    let (before, bdir) = match profile_of(ws, test, parent, &valgrind)? {
+    let (before, bdir) = match profile_of(ws, test, parent, &valgrind, made)? {
         Ok(x) => x,
         Err(e) => return Ok(Err(e)),
     };
-    let (after, adir) = match profile_of(ws, test, culprit, &valgrind)? {
+    let (after, adir) = match profile_of(ws, test, culprit, &valgrind, made)? {
         Ok(x) => x,
         Err(e) => return Ok(Err(e)),
     };
@@ -404,5 +427,23 @@ mod tests {
         assert_eq!(changes.len(), 1);
         // +230 of a +225 step (the shell got 10 cheaper): more than all of it.
         assert!(explained.unwrap() > 1.0);
+    }
+
+    #[test]
+    fn the_share_explained_is_the_signed_sum_over_the_step() {
+        let run = |a, b, c, d| {
+            let mut p = Profile::default();
+            p.add_cachegrind(&format!(
+                "events: Ir\nfl=x.c\nfn=a\n1 {a}\nfn=b\n2 {b}\nfn=c\n3 {c}\nfn=d\n4 {d}\n"
+            ));
+            p
+        };
+        let before = run(100_000, 100_000, 100_000, 100_000);
+        // +12300, -2300 and -100 listed; +99 of `d` is under the floor (1 % of the step).
+        let after = run(112_300, 97_700, 99_900, 100_099);
+        let (changes, explained) = diff(&before, &after, TOP);
+        assert_eq!(changes.len(), 3, "{changes:?}");
+        // 9900 of the 9999 the run moved: 99 %, not the 123 % of the dearer one alone.
+        assert!((explained.unwrap() - 9900.0 / 9999.0).abs() < 1e-12);
     }
 }

@@ -1,19 +1,71 @@
-//! Progress bars on stderr (indicatif), hidden when stderr is not a terminal or when asked.
+//! Progress bars on stderr (indicatif), hidden when stderr is not a terminal or when asked;
+//! without them, a heartbeat line during a long step (a build, a run, a profile), so stderr is
+//! never silent for long.
 
 use std::io::IsTerminal;
-use std::time::Duration;
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+/// Seconds between heartbeat lines; tests set a short one.
+const HEARTBEAT_VAR: &str = "PERFBISECT_HEARTBEAT_SECS";
+/// The default: a CI log shows the command is alive well within half a minute.
+const HEARTBEAT: Duration = Duration::from_secs(20);
 
 /// A set of progress bars that can also print lines without tearing them.
 pub struct Progress {
     multi: MultiProgress,
     visible: bool,
+    /// `-q`: no heartbeat lines either.
+    quiet: bool,
+}
+
+/// While it lives, a line on stderr every [`HEARTBEAT`] ("perfbisect: still building
+/// 3a4b5c6d7e (40s so far)") saying what is in progress; inert when bars are drawn or with
+/// `-q`. [`Heartbeat::set`] changes what the next line says.
+pub struct Heartbeat {
+    beat: Option<Beating>,
+}
+
+/// A heartbeat's line to say, the sender whose drop stops its thread, and the thread.
+type Beating = (
+    Arc<Mutex<String>>,
+    mpsc::Sender<()>,
+    std::thread::JoinHandle<()>,
+);
+
+impl Heartbeat {
+    /// What is in progress now, for the next line.
+    pub fn set(&self, what: impl Into<String>) {
+        if let Some((w, _, _)) = &self.beat {
+            *w.lock().unwrap_or_else(|e| e.into_inner()) = what.into();
+        }
+    }
+}
+
+impl Drop for Heartbeat {
+    fn drop(&mut self) {
+        if let Some((_, stop, thread)) = self.beat.take() {
+            drop(stop);
+            let _ = thread.join();
+        }
+    }
+}
+
+/// The heartbeat's interval: [`HEARTBEAT_VAR`] (seconds) when set to a positive number.
+fn interval() -> Duration {
+    std::env::var(HEARTBEAT_VAR)
+        .ok()
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .map_or(HEARTBEAT, Duration::from_secs_f64)
 }
 
 impl Progress {
-    /// Bars are drawn only when `enabled` and stderr is a terminal.
-    pub fn new(enabled: bool) -> Progress {
+    /// Bars are drawn only when `enabled` and stderr is a terminal; `quiet` (`-q`) silences
+    /// the heartbeat.
+    pub fn new(enabled: bool, quiet: bool) -> Progress {
         let visible = enabled && std::io::stderr().is_terminal();
         let target = if visible {
             ProgressDrawTarget::stderr()
@@ -23,6 +75,34 @@ impl Progress {
         Progress {
             multi: MultiProgress::with_draw_target(target),
             visible,
+            quiet,
+        }
+    }
+
+    /// A [`Heartbeat`] saying `what` is in progress ("building 3a4b5c6d7e"), when no bars are
+    /// drawn and not `-q`.
+    pub fn heartbeat(&self, what: impl Into<String>) -> Heartbeat {
+        if self.visible || self.quiet {
+            return Heartbeat { beat: None };
+        }
+        let what = Arc::new(Mutex::new(what.into()));
+        let (stop, stopped) = mpsc::channel::<()>();
+        let said = Arc::clone(&what);
+        let every = interval();
+        let start = Instant::now();
+        let thread = std::thread::spawn(move || {
+            // Ends when the sender is dropped (recv sees it disconnected).
+            while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(every) {
+                let now = said.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                let so_far = Duration::from_secs(start.elapsed().as_secs());
+                eprintln!(
+                    "perfbisect: still {now} ({} so far)",
+                    humantime::format_duration(so_far)
+                );
+            }
+        });
+        Heartbeat {
+            beat: Some((what, stop, thread)),
         }
     }
 
@@ -54,5 +134,30 @@ impl Progress {
         } else {
             eprintln!("{msg}");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_heartbeat_is_inert_when_quiet_and_stops_when_dropped() {
+        let p = Progress::new(false, true);
+        let hb = p.heartbeat("building");
+        assert!(hb.beat.is_none());
+        let p = Progress::new(false, false);
+        let hb = p.heartbeat("building");
+        hb.set("building 3a4b5c6d7e");
+        assert_eq!(
+            *hb.beat.as_ref().unwrap().0.lock().unwrap(),
+            "building 3a4b5c6d7e"
+        );
+        let t = Instant::now();
+        drop(hb);
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "the thread ends at once"
+        );
     }
 }

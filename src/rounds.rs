@@ -28,9 +28,54 @@ pub struct Options<'a> {
     pub build_only: bool,
 }
 
+/// What the passes of one `run` did before this one (a pass whose steps stood on a stale
+/// incremental build is measured again in another), from the command's start.
+#[derive(Debug)]
+pub struct Spent {
+    started: Instant,
+    builds: usize,
+    checks: usize,
+    runs: usize,
+    failed_runs: usize,
+    building: Duration,
+    checking: Duration,
+    measuring: Duration,
+}
+
+impl Spent {
+    /// Nothing done yet; the clock started at `started` (the command's start).
+    pub fn new(started: Instant) -> Spent {
+        Spent {
+            started,
+            builds: 0,
+            checks: 0,
+            runs: 0,
+            failed_runs: 0,
+            building: Duration::ZERO,
+            checking: Duration::ZERO,
+            measuring: Duration::ZERO,
+        }
+    }
+}
+
+/// Where the wall time of a `run` went: the parts and the rest add up to the total.
+#[derive(Debug, Default, Serialize)]
+struct Time {
+    total_s: f64,
+    building_s: f64,
+    /// Pristine rebuilds of the builds the steps stand on.
+    checking_s: f64,
+    measuring_s: f64,
+    /// The rest: loading samples, waiting for the lock, planning.
+    waiting_s: f64,
+}
+
 #[derive(Debug, Serialize)]
 pub struct Summary {
+    /// Builds performed, pristine checks included.
     builds: usize,
+    /// Of `builds`, the pristine rebuilds that checked the builds a step stands on.
+    pristine_checks: usize,
     cache_hits: usize,
     runs: usize,
     failed_builds: Vec<String>,
@@ -56,6 +101,37 @@ pub struct Summary {
     /// how much the machine's speed moved between rounds. `null` when nothing was measured
     /// or `[measure] interleave = false`.
     interleaved: Option<Interleaved>,
+    /// Where the wall time went (filled in when the summary is printed).
+    time: Time,
+    #[serde(skip)]
+    building: Duration,
+    #[serde(skip)]
+    checking: Duration,
+    #[serde(skip)]
+    measuring: Duration,
+}
+
+impl Summary {
+    /// The summary as printed now: its time split, from the command's start.
+    fn timed(&mut self, started: Instant) -> Duration {
+        let total = started.elapsed();
+        let secs = |d: Duration| d.as_secs_f64();
+        self.time = Time {
+            total_s: secs(total),
+            building_s: secs(self.building),
+            checking_s: secs(self.checking),
+            measuring_s: secs(self.measuring),
+            waiting_s: secs(total.saturating_sub(self.building + self.checking + self.measuring)),
+        };
+        total
+    }
+
+    /// Add what a pristine check rebuilt and cost.
+    fn checked(&mut self, c: &crate::pristine::Checked) {
+        self.builds += c.builds;
+        self.pristine_checks += c.builds;
+        self.checking += Duration::from_secs_f64(c.seconds);
+    }
 }
 
 /// `run`'s interleaved rounds.
@@ -82,14 +158,21 @@ struct Shared {
 
 /// One pass of `run` over `ws`. With `check_steps`, the builds on either side of each step
 /// the new numbers show are compared with pristine builds first; `true`: one was stale, and
-/// the summary is left to the pass that follows. `report` prints the summary (also when
-/// Ctrl-C stopped the pass: what was built and stored is said before the exit, 130 for Ctrl-C).
+/// the summary is left to the pass that follows (what this pass did goes into `spent`, which
+/// the next one starts from). `report` prints the summary (also when Ctrl-C stopped the pass:
+/// what was built and stored is said before the exit, 130 for Ctrl-C), with the time since the command's start.
 pub fn run_pass(
     ws: &Workspace,
     args: &Options<'_>,
     check_steps: bool,
+    spent: &mut Spent,
     report: &dyn Fn(&Summary, Duration) -> anyhow::Result<()>,
 ) -> anyhow::Result<bool> {
+    let started = spent.started;
+    let report = |s: &mut Summary| {
+        let total = s.timed(started);
+        report(s, total)
+    };
     let shard = args.shard;
     let tests = ws.config.select(args.tests)?;
     for t in tests.iter().filter(|_| !args.build_only) {
@@ -123,7 +206,6 @@ pub fn run_pass(
             range.spec
         ));
     }
-    let started = Instant::now();
 
     // What each (commit, test) still needs, as far as is known before building: a commit not
     // built yet may turn out to be byte-identical to a measured one.
@@ -145,12 +227,14 @@ pub fn run_pass(
             .map(|(test, samples)| need(test, samples, &commits[ci].id, args.again, args.gaps))
             .collect()
     };
+    // Counted on from the passes before this one.
     let mut summary = Summary {
-        builds: 0,
+        builds: spent.builds,
+        pristine_checks: spent.checks,
         cache_hits: 0,
-        runs: 0,
+        runs: spent.runs,
         failed_builds: Vec::new(),
-        failed_runs: 0,
+        failed_runs: spent.failed_runs,
         runs_saved: 0,
         topped_up: 0,
         identical_builds: Vec::new(),
@@ -159,6 +243,10 @@ pub fn run_pass(
         commits: commits.len(),
         failed_reasons: Vec::new(),
         interleaved: None,
+        time: Time::default(),
+        building: spent.building,
+        checking: spent.checking,
+        measuring: spent.measuring,
     };
     let incremental = !crate::build::stale::pristine_required(
         &ws.cache,
@@ -179,7 +267,9 @@ pub fn run_pass(
                 _ => {}
             }
         }
+        let t = Instant::now();
         let outcomes = ws.build_missing(&to_build, args.jobs, args.retry_failed)?;
+        summary.building += t.elapsed();
         // Failed builds are listed in `failed_builds`, not counted here.
         summary.builds += outcomes.iter().filter(|o| o.result.is_ok()).count();
         if attempt > 0 || !incremental || crate::interrupt::requested() {
@@ -188,7 +278,12 @@ pub fn run_pass(
         // The newest build of each worktree stands for the builds before it there: one that
         // is stale means the project's dependency tracking misses something, and every
         // incremental build (of this run and of runs before) is set aside and made again.
-        if !check_steps || !ws.check_builds(&newest_per_slot(&outcomes, &to_build, args.jobs))? {
+        if !check_steps {
+            break;
+        }
+        let checked = ws.check_builds(&newest_per_slot(&outcomes, &to_build, args.jobs))?;
+        summary.checked(&checked);
+        if !checked.stale {
             break;
         }
         samples.clear();
@@ -198,7 +293,7 @@ pub fn run_pass(
     }
     if crate::interrupt::requested() {
         // Stopped while building: say what was built before the exit.
-        report(&summary, started.elapsed())?;
+        report(&mut summary)?;
         return Err(Interrupted.into());
     }
 
@@ -215,7 +310,7 @@ pub fn run_pass(
                     .push(tail.lines().next().unwrap_or("").trim().to_string());
             }
         }
-        report(&summary, started.elapsed())?;
+        report(&mut summary)?;
         return Ok(false);
     }
     // (Read again: an identical build outside the commits read has samples to share.)
@@ -234,6 +329,7 @@ pub fn run_pass(
         appenders.push(ws.appender(t)?);
     }
     let interleave = tests.iter().all(|t| t.interleave);
+    let measuring = Instant::now();
     if interleave {
         measure_rounds(
             ws,
@@ -290,6 +386,12 @@ pub fn run_pass(
                     .collect();
                 // What was measured now, for later commits whose build turns out identical.
                 let mut fresh: Vec<(usize, crate::store::Sample)> = Vec::new();
+                // A test of minutes per run says it is alive (without progress bars).
+                let _beat = ws.progress.heartbeat(format!(
+                    "measuring {} on {}",
+                    names.join(","),
+                    c.short()
+                ));
                 if let [_] = group.as_slice() {
                     let batch = batches.into_iter().next().expect("one batch");
                     let got = ws.measure(&mut appenders[group[0]], batch, &mut |_| bar.inc(1))?;
@@ -336,23 +438,32 @@ pub fn run_pass(
             &mut summary,
         )?;
     }
+    summary.measuring += measuring.elapsed();
     if crate::interrupt::requested() {
-        report(&summary, started.elapsed())?;
+        report(&mut summary)?;
         return Err(Interrupted.into());
     }
     // Every step in the numbers now stands on two builds: those must be what the commits
     // build, whatever the project's dependency tracking missed (a header no rule lists).
     // Only when this pass built something: builds made before were checked by the run that
     // made them, and reading every test's store again is not free on a run of 500 repeats.
-    if check_steps
-        && incremental
-        && summary.builds > 0
-        && ws.check_builds(&step_evidence(ws, &tests, &range.commits)?)?
-    {
-        ws.note("perfbisect: measuring again, with pristine builds");
-        return Ok(true);
+    if check_steps && incremental && summary.builds > 0 {
+        let checked = ws.check_builds(&step_evidence(ws, &tests, &range.commits)?)?;
+        summary.checked(&checked);
+        if checked.stale {
+            ws.note("perfbisect: measuring again, with pristine builds");
+            // The next pass counts on from here.
+            spent.builds = summary.builds;
+            spent.checks = summary.pristine_checks;
+            spent.runs = summary.runs;
+            spent.failed_runs = summary.failed_runs;
+            spent.building = summary.building;
+            spent.checking = summary.checking;
+            spent.measuring = summary.measuring;
+            return Ok(true);
+        }
     }
-    report(&summary, started.elapsed())?;
+    report(&mut summary)?;
     // Nothing could be built: that is a failure (exit 1), with why the first build failed.
     if !commits.is_empty() && summary.failed_builds.len() == commits.len() {
         let first = &commits[0];
@@ -529,7 +640,26 @@ fn measure_rounds(
             .filter(|(ti, _)| group.contains(ti))
             .map(|(_, a)| a)
             .collect();
-        let (done, got) = ws.measure_session(&mut mine, &visits, &mut |_, _| bar.inc(1))?;
+        let all: usize = visits
+            .iter()
+            .map(|v| v.batches.iter().map(|b| b.runs).max().unwrap_or(0))
+            .sum();
+        let doing = |k: usize| {
+            format!(
+                "measuring {} on {} commits, round by round (run {} of {all})",
+                names.join(","),
+                visits.len(),
+                (k + 1).min(all)
+            )
+        };
+        let beat = ws.progress.heartbeat(doing(0));
+        let mut k = 0;
+        let (done, got) = ws.measure_session(&mut mine, &visits, &mut |_, _| {
+            bar.inc(1);
+            k += 1;
+            beat.set(doing(k));
+        })?;
+        drop(beat);
         let first = tests[group[0]];
         let with_setup = if first.setup.is_some() {
             visits.len()
@@ -685,16 +815,35 @@ pub fn print_summary(
     match json {
         true => println!("{}", crate::report::json_line(s)?),
         false => {
+            let t = &s.time;
+            let mut parts = vec![format!("building {}", crate::build::fmt_secs(t.building_s))];
+            if s.pristine_checks > 0 {
+                parts.push(format!(
+                    "checking builds {}",
+                    crate::build::fmt_secs(t.checking_s)
+                ));
+            }
+            parts.push(format!(
+                "measuring {}",
+                crate::build::fmt_secs(t.measuring_s)
+            ));
+            parts.push(format!("other {}", crate::build::fmt_secs(t.waiting_s)));
             println!(
-                "{} built, {} cached, {} build{} failed, {} run{} ({} failed) in {}",
+                "{} built{}, {} cached, {} build{} failed, {} run{} ({} failed) in {}; {}",
                 s.builds,
+                match s.pristine_checks {
+                    0 => String::new(),
+                    1 => " (1 of them a pristine check)".to_string(),
+                    n => format!(" ({n} of them pristine checks)"),
+                },
                 s.cache_hits,
                 s.failed_builds.len(),
                 if s.failed_builds.len() == 1 { "" } else { "s" },
                 s.runs,
                 if s.runs == 1 { "" } else { "s" },
                 s.failed_runs,
-                crate::build::fmt_secs(elapsed.as_secs_f64())
+                crate::build::fmt_secs(elapsed.as_secs_f64()),
+                parts.join(", ")
             );
             if s.topped_up > 0 {
                 println!(

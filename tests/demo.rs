@@ -56,8 +56,8 @@ fn demo_finds_the_planted_changes_and_reuses_everything_the_second_time() {
     );
 }
 
-/// What `find` spent, from its line `searched RANGE (N commits): B builds, R runs in T
-/// (S stored samples reused)`.
+/// What `find` spent, from its line `searched RANGE (N commits): B builds (K of them pristine
+/// checks), R runs in T (S stored samples reused)`.
 struct Spent {
     builds: u64,
     runs: u64,
@@ -86,9 +86,13 @@ fn spent(out: &str) -> Spent {
             .unwrap_or_else(|| bad()),
         None => 0,
     };
+    // "B builds (K of them pristine checks), R runs": the runs after the parenthesis.
+    let runs_at = (2..w.len().saturating_sub(1))
+        .find(|&i| w[i + 1].starts_with("run") && w[i].parse::<u64>().is_ok())
+        .unwrap_or_else(|| bad());
     Spent {
         builds: number(0, "build"),
-        runs: number(2, "run"),
+        runs: number(runs_at, "run"),
         reused,
     }
 }

@@ -42,6 +42,12 @@ fn noisy(n: usize, f: impl Fn(usize, &mut CommitSpec)) -> Fixture {
     )
 }
 
+/// The builds a `find` made for its search: its `builds` less the pristine rebuilds that
+/// checked the verdict's builds.
+fn search_builds(j: &serde_json::Value) -> u64 {
+    j["builds"].as_u64().unwrap() - j["pristine_checks"].as_u64().unwrap()
+}
+
 fn find(f: &Fixture, test: &str) -> serde_json::Value {
     f.json(&["find", test, &f.range(), "--format", "json"])
 }
@@ -75,7 +81,7 @@ fn single_regression_is_named_with_few_builds() {
     assert!(j["culprit"]["rel_change"].as_f64().unwrap() > 0.04, "{j}");
     assert!(j["culprit"]["p_value"].as_f64().unwrap() < 0.01, "{j}");
     assert_eq!(j["culprits"].as_array().unwrap().len(), 1);
-    assert!(j["builds"].as_u64().unwrap() <= budget(32), "{j}");
+    assert!(search_builds(&j) <= budget(32), "{j}");
     // The same question again is answered from the store and the cache.
     let again = find(&f, "value");
     assert_eq!(again["culprit"]["commit"], f.ids[20].as_str());
@@ -109,7 +115,7 @@ fn deterministic_metric_takes_one_run_per_commit() {
     });
     let j = find(&f, "size");
     assert_eq!(j["culprit"]["commit"], f.ids[11].as_str(), "{j}");
-    let (builds, runs) = (j["builds"].as_u64().unwrap(), j["runs"].as_u64().unwrap());
+    let (builds, runs) = (search_builds(&j), j["runs"].as_u64().unwrap());
     assert!(builds <= budget(32), "{j}");
     assert!(
         runs <= builds + 2,
@@ -173,7 +179,7 @@ fn no_change_says_what_it_could_have_seen() {
     assert!(j["culprit"].is_null());
     let mdc = j["no_change"]["min_detectable"].as_f64().unwrap();
     assert!(mdc > 0.0 && mdc < 0.1, "{j}");
-    assert_eq!(j["builds"], 2, "only the ends: {j}");
+    assert_eq!(search_builds(&j), 2, "only the ends: {j}");
 }
 
 #[test]
@@ -675,6 +681,35 @@ fn find_without_a_terminal_prints_a_line_per_probe() {
     }
     assert!(err.contains("perfbisect: build "), "{err}");
     assert!(err.contains("perfbisect: measure "), "{err}");
+    // Medians in the test's unit, and where the search placed each probe between the ends.
+    assert!(
+        err.lines()
+            .filter(|l| l.starts_with("perfbisect: probed ")
+                || l.starts_with("perfbisect: side by side"))
+            .all(|l| l.contains(" bytes")),
+        "{err}"
+    );
+    let mut placed = 0;
+    for (i, id) in f.ids.iter().enumerate().skip(1) {
+        let short = &id[..10];
+        let Some(line) = err
+            .lines()
+            .find(|l| l.starts_with(&format!("perfbisect: {short} ")) && l.contains(" is "))
+        else {
+            continue;
+        };
+        placed += 1;
+        let expected = if i >= 8 { "is new-like" } else { "is old-like" };
+        assert!(line.contains(expected), "{line}\n{err}");
+        assert!(
+            line.contains("against the old level 3064 bytes and the new level 3072 bytes"),
+            "{line}"
+        );
+    }
+    assert!(
+        placed + 2 >= probed.len(),
+        "a line for every probe placed:\n{err}"
+    );
     // --quiet: no step lines.
     let quiet = f
         .cmd()

@@ -136,6 +136,29 @@ fn find_names_the_header_commit_a_stale_incremental_build_hid() {
         err.contains("from a pristine build"),
         "the stale build is reported: {err}"
     );
+    // Both searches are in the summary: the rebuilds that found the stale build, the first
+    // search's builds and runs, and the time of all of it.
+    assert!(v["pristine_checks"].as_u64().unwrap() >= 1, "{v}");
+    assert!(
+        v["notes"].as_array().unwrap().iter().any(|n| n
+            .as_str()
+            .unwrap()
+            .contains("searched again with pristine builds")),
+        "{v}"
+    );
+    let t = &v["time"];
+    let sum: f64 = [
+        "building_s",
+        "checking_s",
+        "measuring_s",
+        "profiling_s",
+        "waiting_s",
+    ]
+    .iter()
+    .map(|k| t[k].as_f64().unwrap())
+    .sum();
+    assert!((sum - t["total_s"].as_f64().unwrap()).abs() < 0.01, "{t}");
+    assert!(t["checking_s"].as_f64().unwrap() > 0.0, "{t}");
     // Builds stay pristine in this cache, and `find` again says the same.
     let again = f
         .cmd()
@@ -152,10 +175,25 @@ fn run_then_detect_puts_the_step_on_the_header_commit() {
         return;
     }
     let f = header_fixture("");
-    let out = f.cmd().args(["run", "value", &f.range()]).output().unwrap();
+    let out = f
+        .cmd()
+        .args(["run", "value", &f.range(), "--format", "json"])
+        .output()
+        .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert!(err.contains("from a pristine build"), "{err}");
+    // The rebuild that found the stale build is among the summary's builds, and its time
+    // among the parts of the total.
+    let last = String::from_utf8_lossy(&out.stdout);
+    let s: serde_json::Value = serde_json::from_str(last.lines().last().unwrap()).unwrap();
+    assert!(s["pristine_checks"].as_u64().unwrap() >= 1, "{s}");
+    let t = &s["time"];
+    let sum: f64 = ["building_s", "checking_s", "measuring_s", "waiting_s"]
+        .iter()
+        .map(|k| t[k].as_f64().unwrap())
+        .sum();
+    assert!((sum - t["total_s"].as_f64().unwrap()).abs() < 0.01, "{t}");
     let show = f.show("value", &f.range());
     let m = medians(&show);
     // The range's commits are 2..=10; the header changed in commit 6.
@@ -241,7 +279,8 @@ repeats = 5
     );
     let text = f.cmd().args(["show", "value", &range]).output().unwrap();
     let text = String::from_utf8_lossy(&text.stdout);
-    assert!(text.contains("10 samples over 10 of 10 commits"), "{text}");
+    // The old end is shown first (not measured here): 10 of the 11 commits shown.
+    assert!(text.contains("10 samples over 10 of 11 commits"), "{text}");
     // `detect` weighs two builds of five runs each, as an exact test over them would.
     let v = f.json(&["detect", "value", &range, "--format", "json"]);
     for cp in v["change_points"].as_array().unwrap() {
@@ -302,6 +341,10 @@ deterministic = true
     assert!(err.contains("from a pristine build"), "{err}");
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(text.trim().lines().count(), 1, "one summary: {text}");
+    // That summary, printed by the second pass, is of both: the first pass's rebuilds (of
+    // each worktree's newest build, then of the step's) are in it.
+    let s: serde_json::Value = serde_json::from_str(text.trim()).unwrap();
+    assert!(s["pristine_checks"].as_u64().unwrap() >= 2, "{s}");
     let m = medians(&f.show("value", &f.range()));
     // The range is commits 2..=10; the header changed in commit 4.
     assert_eq!(m[..2], [Some(100.0); 2], "{m:?}");

@@ -71,7 +71,9 @@ fn find_with_four_jobs_names_the_same_culprit_in_fewer_build_rounds() {
     // Where the time went adds up.
     let t = &four["time"];
     let sum = t["building_s"].as_f64().unwrap()
+        + t["checking_s"].as_f64().unwrap()
         + t["measuring_s"].as_f64().unwrap()
+        + t["profiling_s"].as_f64().unwrap()
         + t["waiting_s"].as_f64().unwrap();
     assert!((sum - t["total_s"].as_f64().unwrap()).abs() < 0.01, "{t}");
 }

@@ -180,7 +180,7 @@ fn markdown_report_snapshot() {
     let r = FindReport {
         imported: None,
         facts: &Default::default(),
-        why: None,
+        why: &[],
         test: &t,
         range: "a..b",
         commits: &commits,
@@ -195,6 +195,7 @@ fn markdown_report_snapshot() {
             measuring: 9.5,
             build_rounds: 6,
             most_parallel: 1,
+            ..TimeSpent::default()
         },
         skipped: &skipped,
         searched: 11,
@@ -544,6 +545,90 @@ fn report_markdown_and_json_on_a_real_repository() {
     }
 }
 
+/// A build recipe of several lines is shown as it is written, in a fenced block that pastes
+/// into a shell (flattened onto one line, `./configure ... make` would not run).
+#[test]
+fn a_multi_line_build_recipe_is_a_block_in_the_markdown() {
+    let f = Fixture::new(
+        &specs(2, |_, _| {}),
+        &CONFIG.replace(
+            "command = \"cc -O1 -o app app.c -lm\"",
+            "command = \"\"\"\ncc -O1 -c app.c\ncc -o app app.o -lm\n\"\"\"",
+        ),
+    );
+    let out = f
+        .cmd()
+        .args(["report", "value", &f.range(), "--format", "md"])
+        .output()
+        .unwrap();
+    let md = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        md.contains("- build, artifacts `app`:\n\n  ```sh\n  cc -O1 -c app.c\n  cc -o app app.o -lm\n  ```\n"),
+        "{md}"
+    );
+}
+
+/// `show A..B` lists the old end `A` first, marked, as `report` does (`find` measures it):
+/// in the text, as the first entry of the JSON `commits` (`"old_end": true`), and in the CSV.
+#[test]
+fn show_lists_the_old_end_of_a_range_first_and_marks_it() {
+    let f = Fixture::new(&specs(3, |_, _| {}), CONFIG);
+    let range = format!("{}..{}", f.ids[0], f.ids[2]);
+    f.run_json("value", &f.ids[0], &[]);
+    f.run_json("value", &range, &[]);
+    let j = f.json(&["show", "value", &range, "--format", "json"]);
+    let commits = j["commits"].as_array().unwrap();
+    assert_eq!(
+        commits.len(),
+        3,
+        "the old end and the range's 2 commits: {j}"
+    );
+    assert_eq!(commits[0]["commit"], f.ids[0], "{j}");
+    assert_eq!(commits[0]["old_end"], true, "{j}");
+    assert_eq!(commits[0]["n"], 5, "its runs are shown: {j}");
+    assert!(commits[1].get("old_end").is_none(), "{j}");
+    let old_samples = j["samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["old_end"] == true)
+        .inspect(|s| assert_eq!(s["commit"], f.ids[0], "{s}"))
+        .count();
+    assert_eq!(old_samples, 5, "{j}");
+    // The same commits as report's chain.
+    let text = f.cmd().args(["show", "value", &range]).output().unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    let first = text
+        .lines()
+        .find(|l| l.starts_with(&f.ids[0][..10]))
+        .unwrap_or_else(|| panic!("no row of the old end: {text}"));
+    assert!(first.ends_with("[old end]"), "{text}");
+    assert!(text.contains("the old end and the 2 commits of"), "{text}");
+    let out = f
+        .cmd()
+        .args(["show", "value", &range, "--format", "csv"])
+        .output()
+        .unwrap();
+    let csv = String::from_utf8(out.stdout).unwrap();
+    let rows: Vec<&str> = csv.lines().skip(1).collect();
+    assert_eq!(rows.len(), 15, "{csv}");
+    for r in &rows {
+        assert_eq!(
+            r.starts_with(&f.ids[0]),
+            r.ends_with(",true"),
+            "only the old end's runs are marked: {csv}"
+        );
+    }
+    // A single revision is that commit alone.
+    let one = f.json(&["show", "value", &f.ids[1], "--format", "json"]);
+    assert_eq!(one["commits"].as_array().unwrap().len(), 1, "{one}");
+}
+
 #[test]
 fn show_exports_every_sample_and_otavas_csv() {
     let f = stepped();
@@ -564,7 +649,7 @@ fn show_exports_every_sample_and_otavas_csv() {
     let mut lines = csv.lines();
     assert_eq!(
         lines.next().unwrap(),
-        "commit,round,time,value,wall,user,sys,max_rss,error,test,unit,timestamp,fingerprint,window,moment"
+        "commit,round,time,value,wall,user,sys,max_rss,error,test,unit,timestamp,fingerprint,window,moment,old_end"
     );
     assert_eq!(lines.count(), 20);
 
@@ -873,7 +958,7 @@ fn markdown_reports_say_no_change_and_inconclusive_plainly() {
         let r = FindReport {
             imported: None,
             facts: &Default::default(),
-            why: None,
+            why: &[],
             test: &t,
             range: "a..b",
             commits: &commits,
@@ -953,7 +1038,7 @@ fn reproduce_commands_name_a_config_found_elsewhere() {
     let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("perfbisect"))
         .args(["--no-progress", "--repo"])
         .arg(&f.repo)
-        .args(["find", "value", &f.range(), "--format", "md", "--no-why"])
+        .args(["find", "value", &f.range(), "--format", "md"])
         .current_dir(f.dir.path())
         .output()
         .unwrap();

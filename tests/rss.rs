@@ -78,3 +78,89 @@ repeats = 1
     let csv = String::from_utf8_lossy(&out.stdout);
     assert!(csv.contains("exit code 3"), "{csv}");
 }
+
+/// A test of another metric (wall time) runs without the launcher: `wait4` would report at
+/// least perfbisect's own peak for it (Linux carries a parent's peak RSS into a forked child),
+/// so its runs store no peak at all. Stored runs, the export and `compare` say "not measured",
+/// never perfbisect's number, while a max-rss test's runs keep their own.
+#[test]
+fn a_wall_time_test_stores_no_peak_that_is_perfbisects() {
+    let f = Fixture::new(
+        &specs(2, |_, c| {
+            c.megabytes = 0;
+            c.work = 0;
+        }),
+        &common::with_build(
+            r#"
+[tests.time]
+command = "./app"
+metric = "wall"
+repeats = 3
+[tests.rss]
+command = "./app"
+metric = "max-rss"
+repeats = 3
+"#,
+        ),
+    );
+    let range = format!("{}..{}", f.ids[0], f.ids[1]);
+    f.run_json("time,rss", &f.ids[1], &[]);
+    const MB: u64 = 1024 * 1024;
+    // The program (with the shell around it) peaks near 1.5 MB; perfbisect itself is well
+    // above 5 MB here (git, the store, a debug build).
+    let samples = |test: &str| f.show(test, &range)["samples"].as_array().unwrap().clone();
+    let time = samples("time");
+    assert_eq!(time.len(), 3, "{time:?}");
+    for s in &time {
+        assert!(
+            s["max_rss"].is_null() || s["max_rss"].as_u64().unwrap() < 5 * MB,
+            "a wall-time run stored a peak of perfbisect's size: {s}"
+        );
+    }
+    let csv = f
+        .cmd()
+        .args(["show", "time", &range, "--format", "csv"])
+        .output()
+        .unwrap();
+    let csv = String::from_utf8_lossy(&csv.stdout).into_owned();
+    let mut r = csv::Reader::from_reader(csv.as_bytes());
+    let col = r
+        .headers()
+        .unwrap()
+        .iter()
+        .position(|h| h == "max_rss")
+        .unwrap();
+    for rec in r.records() {
+        let cell = rec.unwrap()[col].to_string();
+        assert!(
+            cell.is_empty() || cell.parse::<u64>().unwrap() < 5 * MB,
+            "CSV max_rss {cell:?}: {csv}"
+        );
+        assert_ne!(cell, "0", "an unmeasured peak is absent, not 0: {csv}");
+    }
+    for s in samples("rss") {
+        let rss = s["max_rss"]
+            .as_u64()
+            .expect("a max-rss run measures its peak");
+        assert!(rss > 0 && rss < 5 * MB, "{s}");
+    }
+
+    let out = f
+        .cmd()
+        .args(["compare", "time", &f.ids[0], &f.ids[1], "--runs", "3"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    // compare's runs of a wall-time test measure no peak: no row (it used to say 14 MB and
+    // 100.0 %: perfbisect's own peak on both sides).
+    assert!(text.contains("wall"), "{text}");
+    assert!(!text.contains("max-rss"), "no peak was measured: {text}");
+    let json = f.json(&[
+        "compare", "time", &f.ids[0], &f.ids[1], "--runs", "3", "--format", "json",
+    ]);
+    assert!(
+        json["a"]["max_rss"].is_null() && json["b"]["max_rss"].is_null(),
+        "{json}"
+    );
+}

@@ -154,6 +154,75 @@ metric = "instructions"
     );
 }
 
+/// Two culprits, two answers: each is profiled against its own parent and shown in its own
+/// section (text, JSON `culprits[i].why`; `why` stays the first's).
+#[test]
+fn find_profiles_every_culprit() {
+    if !have_tool("valgrind", "the profiles of the culprits") {
+        return;
+    }
+    let params2 = |hash: u32, emit: u32| {
+        format!("#define PARSE 300000\n#define HASH {hash}\n#define EMIT {emit}\n")
+    };
+    let mut commits: Vec<FilesCommit<'_>> = vec![(
+        "Program",
+        vec![
+            ("app.c", program()),
+            ("params.h", params2(200_000, 100_000)),
+        ],
+    )];
+    for i in 2..=8 {
+        let files = match i {
+            // hash_block does 30 % more work, then emit_output 60 % more.
+            3 => vec![("params.h", params2(260_000, 100_000))],
+            6 => vec![("params.h", params2(260_000, 160_000))],
+            _ => vec![("NOTES", format!("{i}\n"))],
+        };
+        commits.push((Box::leak(format!("Commit {i}").into_boxed_str()), files));
+    }
+    let f = Fixture::with_files(
+        &commits,
+        r#"
+[build]
+command = "cc -O1 -g -o app app.c"
+artifacts = ["app"]
+
+[measure]
+counter = "cachegrind"
+
+[tests.work]
+command = "./app"
+metric = "instructions"
+"#,
+    );
+    let v = f.json(&["find", "work", &f.range(), "--format", "json"]);
+    let culprits = v["culprits"].as_array().unwrap();
+    assert_eq!(culprits.len(), 2, "{v}");
+    let top = |c: &serde_json::Value| c["why"]["changes"][0]["function"].clone();
+    for c in culprits {
+        let expected = if c["commit"] == f.ids[2] {
+            "hash_block"
+        } else {
+            assert_eq!(c["commit"], f.ids[5], "{v}");
+            "emit_output"
+        };
+        assert_eq!(top(c), expected, "each culprit's own profile: {c}");
+        assert_eq!(
+            c["why"]["parent"], c["parent"],
+            "against its own parent: {c}"
+        );
+    }
+    assert_eq!(
+        v["why"], culprits[0]["why"],
+        "`why` is the first culprit's: {v}"
+    );
+    let out = f.cmd().args(["find", "work", &f.range()]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let (first, second) = text.split_once("culprit 2:").unwrap();
+    assert_eq!(first.matches("why: the functions").count(), 1, "{text}");
+    assert_eq!(second.matches("why: the functions").count(), 1, "{text}");
+}
+
 #[test]
 fn compare_profiles_two_commits_that_differ() {
     if !have_tool("valgrind", "the profile of the culprit") {

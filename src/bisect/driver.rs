@@ -47,6 +47,35 @@ pub trait Lab {
     fn interrupted(&self) -> bool;
     /// Progress: what the driver is about to do (for a progress bar or `-v`).
     fn status(&mut self, _what: Doing<'_>) {}
+    /// Progress: what the search concluded about a probe (said after its runs' medians).
+    fn decided(&mut self, _what: &Decision) {}
+}
+
+/// Where a search placed a probe once its runs were compared with the levels around it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Placed {
+    OldLike,
+    NewLike,
+    /// At neither level: a level between two steps, so both sides are searched.
+    Between,
+    /// Not placed: `more_runs` when more are being taken, else given up on (stepped around,
+    /// or the sub-range ends inconclusive).
+    Unknown {
+        more_runs: bool,
+    },
+}
+
+/// A probe the search just placed (or could not place yet), with the medians it compared: of
+/// the commits at the old level beside it, of its own runs, of those at the new level.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Decision {
+    pub pos: usize,
+    pub placed: Placed,
+    pub old: f64,
+    pub probe: f64,
+    pub new: f64,
+    /// The probe's runs compared.
+    pub runs: usize,
 }
 
 /// What the driver is about to do, by position, for [`Lab::status`].
@@ -99,6 +128,10 @@ pub trait Policy {
         let _ = jobs;
         vec![pos]
     }
+    /// The probes placed (or found still unknown) since the last call, in order.
+    fn take_decisions(&mut self) -> Vec<Decision> {
+        Vec::new()
+    }
 }
 
 /// What a driven search did, besides its outcome.
@@ -148,7 +181,12 @@ pub fn drive(
         if lab.interrupted() {
             return Err(Interrupted.into());
         }
-        match policy.next_action() {
+        let action = policy.next_action();
+        // Decided while choosing this action: said before it is performed.
+        for decision in policy.take_decisions() {
+            lab.decided(&decision);
+        }
+        match action {
             Action::Done(o) => return Ok((o, d)),
             Action::Measure { pos, runs } => {
                 if !ready[pos] {
@@ -271,4 +309,50 @@ fn build_round(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::sim::World;
+    use super::super::{Params, Search};
+    use super::*;
+
+    #[test]
+    fn the_lab_hears_where_each_probe_was_placed() {
+        // A 5 % step at position 6 of 0..=12, 0.5 % noise.
+        let levels: Vec<f64> = (0..=12)
+            .map(|p| if p >= 6 { 1050.0 } else { 1000.0 })
+            .collect();
+        let mut world = World::new(levels, 0.005, 7);
+        let mut search = Search::new(13, Params::default());
+        let (outcome, _) = drive(&mut search, &mut world, 13, 1).unwrap();
+        assert!(
+            matches!(outcome, Outcome::Culprits(ref cs) if cs[0].pos == 6),
+            "{outcome:?}"
+        );
+        assert!(!world.decided.is_empty());
+        for d in &world.decided {
+            match d.placed {
+                Placed::OldLike => assert!(d.pos < 6, "{d:?}"),
+                Placed::NewLike => assert!(d.pos >= 6, "{d:?}"),
+                _ => {}
+            }
+            assert!(
+                (d.old - 1000.0).abs() < 20.0 && (d.new - 1050.0).abs() < 20.0,
+                "{d:?}"
+            );
+            assert!(d.runs >= 5, "{d:?}");
+        }
+        // Every probe but the culprit's neighbours was placed once, each on its side.
+        let placed: Vec<usize> = world
+            .decided
+            .iter()
+            .filter(|d| matches!(d.placed, Placed::OldLike | Placed::NewLike))
+            .map(|d| d.pos)
+            .collect();
+        let mut unique = placed.clone();
+        unique.dedup();
+        assert_eq!(placed, unique, "{:?}", world.decided);
+        assert!(placed.contains(&5) || placed.contains(&6), "{placed:?}");
+    }
 }

@@ -64,7 +64,7 @@ mod verify;
 mod window;
 
 pub use classify::classify;
-pub use driver::{drive, Doing, Driven, Lab, Measured, Policy};
+pub use driver::{drive, Decision, Doing, Driven, Lab, Measured, Placed, Policy};
 pub use state::Search;
 pub use step::{StepSearch, StepVerdict};
 pub use types::{Action, Class, Culprit, Outcome, Params, Stored};

@@ -24,6 +24,7 @@ impl Search {
             labels: Vec::new(),
             no_det: false,
             min_detectable: None,
+            decisions: Vec::new(),
         }
     }
 
@@ -595,8 +596,17 @@ impl Search {
         let confirmed =
             self.det || !self.points[x].measurable() || ax >= (2 * self.params.repeats).min(max);
         match cls.verdict {
-            Verdict::New | Verdict::Old => self.settle(seg, x, cls.verdict),
+            Verdict::New | Verdict::Old => {
+                let placed = if cls.verdict == Verdict::New {
+                    Placed::NewLike
+                } else {
+                    Placed::OldLike
+                };
+                self.decided(x, placed, &ev);
+                self.settle(seg, x, cls.verdict)
+            }
             Verdict::Between if confirmed => {
+                self.decided(x, Placed::Between, &ev);
                 let m_lo = stats::median(&ev.pooled(0)).unwrap_or(0.0);
                 let m_x = stats::median(&ev.pooled(1)).unwrap_or(0.0);
                 let m_hi = stats::median(&ev.pooled(2)).unwrap_or(0.0);
@@ -634,6 +644,20 @@ impl Search {
         let co = self.compare_ev(ev, 0, 1)?;
         let cn = self.compare_ev(ev, 1, 2)?;
         Some(classify_cmp(co, cn, mo, mn, mx, &self.params, self.det))
+    }
+
+    /// Keep what was concluded about probe `x` from `ev` (old side, probe, new side) for the
+    /// driver to say.
+    pub(super) fn decided(&mut self, x: usize, placed: Placed, ev: &Evidence) {
+        let med = |i: usize| stats::median(&ev.pooled(i)).unwrap_or(f64::NAN);
+        self.decisions.push(Decision {
+            pos: x,
+            placed,
+            old: med(0),
+            probe: med(1),
+            new: med(2),
+            runs: ev.attempts[1],
+        });
     }
 
     pub(super) fn settle(&mut self, seg: &mut Segment, x: usize, verdict: Verdict) -> SegFlow {
@@ -675,12 +699,20 @@ impl Search {
         };
         if have < max {
             if let Some(a) = self.ensure(ps, (2 * have.max(1)).min(max)) {
+                self.decided(x, Placed::Unknown { more_runs: true }, ev);
                 return SegFlow::Act(a);
             }
         }
         if let Some(v) = cls.fallback {
+            let placed = if v == Verdict::New {
+                Placed::NewLike
+            } else {
+                Placed::OldLike
+            };
+            self.decided(x, placed, ev);
             return self.settle(seg, x, v);
         }
+        self.decided(x, Placed::Unknown { more_runs: false }, ev);
         if !self.points[x].measurable() {
             // Stored samples that cannot be topped up: like an unbuildable commit, step around it.
             self.step_around(seg, x, "stayed unclassified and cannot be measured further");
@@ -830,5 +862,8 @@ impl Policy for Search {
     }
     fn build_set(&self, pos: usize, jobs: usize) -> Vec<usize> {
         Search::build_set(self, pos, jobs)
+    }
+    fn take_decisions(&mut self) -> Vec<Decision> {
+        std::mem::take(&mut self.decisions)
     }
 }

@@ -50,6 +50,8 @@ pub(super) struct World {
     pub(super) build_secs: f64,
     /// Windows opened so far (their ids).
     pub(super) windows: u64,
+    /// What the driver said the search decided about probes, in order.
+    pub(super) decided: Vec<Decision>,
 }
 
 impl World {
@@ -69,6 +71,7 @@ impl World {
             run_secs: 0.05,
             build_secs: 3.0,
             windows: 0,
+            decided: Vec::new(),
         }
     }
 
@@ -104,6 +107,9 @@ impl World {
 }
 
 impl Lab for World {
+    fn decided(&mut self, what: &Decision) {
+        self.decided.push(*what);
+    }
     fn build(&mut self, set: &[usize], _jobs: usize) -> anyhow::Result<(Vec<bool>, usize)> {
         let mut builds = 0;
         let ok = set

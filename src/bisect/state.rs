@@ -28,6 +28,8 @@ pub struct Search {
     pub(super) no_det: bool,
     /// The smallest change the ends' runs could have seen, once the ends were compared.
     pub(super) min_detectable: Option<f64>,
+    /// Probes placed since the driver last asked ([`super::driver::Policy::take_decisions`]).
+    pub(super) decisions: Vec<super::driver::Decision>,
 }
 
 #[derive(Debug, Clone, Default)]

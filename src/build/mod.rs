@@ -440,12 +440,14 @@ pub enum Check {
 }
 
 /// Rebuild `commit` in a clean worktree at the path of the slot it was built in and compare
-/// its artifacts with the cached incremental build's (see [`stale`]).
+/// its artifacts with the cached incremental build's (see [`stale`]). `rebuilding` is called
+/// when that rebuild starts (not when there is nothing to compare).
 pub fn check_pristine(
     git_dir: &Path,
     cache: &Cache,
     build: &Build,
     commit: ObjectId,
+    rebuilding: &dyn Fn(),
 ) -> anyhow::Result<Check> {
     let recipe = build.recipe_hash();
     if build.cargo.is_some() {
@@ -466,6 +468,7 @@ pub fn check_pristine(
         .tempdir_in(cache.tmp())
         .context("cannot create a directory for a pristine build")?;
     let dest = scratch.path().join("entry");
+    rebuilding();
     let (outcome, built) = build_into(&repo, cache, build, &wt, commit, true, &dest, false)?;
     let new = match (outcome.result, built) {
         (Ok(_), Some(m)) => m,

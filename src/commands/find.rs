@@ -12,6 +12,8 @@ use super::common::{check_format, locations, verbosity};
 /// Exit code 0 for a verdict (culprit or no change), [`crate::error::INCONCLUSIVE`] when the
 /// search could not decide.
 pub fn find(g: &Global, args: FindArgs) -> anyhow::Result<i32> {
+    // The summary's clock: every minute from here to the report is accounted for.
+    let started = std::time::Instant::now();
     check_format(
         args.format,
         &[Format::Text, Format::Json, Format::Md],
@@ -36,15 +38,14 @@ pub fn find(g: &Global, args: FindArgs) -> anyhow::Result<i32> {
     ws.any_fingerprint = args.any_fingerprint;
     let ws = ws;
     let test = ws.config.test(&args.test)?.clone();
-    let mut run =
-        crate::finder::search(&ws, test.clone(), &args.range, args.jobs, args.no_descend)?;
-    // Before a culprit is named, its build and its parent's are checked against pristine
-    // builds; a stale one means every incremental build may be: search again, pristine.
-    if ws.check_builds(&run.evidence())? {
-        ws.note("perfbisect: searching again, with pristine builds");
-        run = crate::finder::search(&ws, test, &args.range, args.jobs, args.no_descend)?;
-    }
-    let why = crate::finder::why(&ws, &run, args.why, args.no_why)?;
+    let ask = crate::finder::Ask {
+        range: &args.range,
+        jobs: args.jobs,
+        no_descend: args.no_descend,
+        why: args.why,
+        no_why: args.no_why,
+    };
+    let (mut run, why) = crate::finder::find(&ws, test, &ask, started)?;
     let code = match run.outcome {
         crate::bisect::Outcome::Inconclusive { .. } => crate::error::INCONCLUSIVE,
         _ => 0,
@@ -62,9 +63,11 @@ pub fn find(g: &Global, args: FindArgs) -> anyhow::Result<i32> {
         run.markers(),
         charts::WIDE,
     );
+    run.stop_clock(started);
+    let run = run;
     let render = |plot_ref: Option<String>, format: Format| -> anyhow::Result<String> {
         let mut report = run.report(&invocation);
-        report.why = why.as_ref();
+        report.why = &why;
         report.sparkline = spark.clone();
         report.plot = plot_ref;
         Ok(match format {

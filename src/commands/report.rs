@@ -12,6 +12,8 @@ use crate::report::{charts, find as find_view, spark};
 use super::common::{check_format, locations, verbosity};
 
 pub fn report(g: &Global, args: ReportArgs) -> anyhow::Result<()> {
+    // The summary's clock: every minute from here to the report is accounted for.
+    let started = std::time::Instant::now();
     check_format(
         args.format,
         &[Format::Md, Format::Json, Format::Html],
@@ -43,9 +45,16 @@ pub fn report(g: &Global, args: ReportArgs) -> anyhow::Result<()> {
     }
     let ws = Workspace::open(&locations(g), verbosity(g), true)?;
     let test = ws.config.test(&args.test)?.clone();
-    let run = crate::finder::search(&ws, test, range, args.jobs, args.no_descend)?;
-    // The profiles `find` made are kept: a report after it reuses them.
-    let why = crate::finder::why(&ws, &run, false, false)?;
+    // The same as `find`: the search, its builds checked, every culprit profiled (the
+    // profiles `find` made are kept: a report after it reuses them).
+    let ask = crate::finder::Ask {
+        range,
+        jobs: args.jobs,
+        no_descend: args.no_descend,
+        why: false,
+        no_why: false,
+    };
+    let (mut run, why) = crate::finder::find(&ws, test, &ask, started)?;
     let invocation = super::common::invocation(g, &ws);
 
     let samples = ws.samples(&run.test)?;
@@ -57,9 +66,11 @@ pub fn report(g: &Global, args: ReportArgs) -> anyhow::Result<()> {
     markers.extend(charts::change_point_markers(chain, &cps));
     let chart = charts::commit_chart(&run.test, &run.chart_title(), chain, markers, charts::WIDE);
     let measured = crate::publish::measured(&ws, &run.test);
+    run.stop_clock(started);
+    let run = run;
     let render = |plot_ref: Option<String>| -> anyhow::Result<String> {
         let mut r = run.report(&invocation);
-        r.why = why.as_ref();
+        r.why = &why;
         r.sparkline = spark.clone();
         r.plot = plot_ref;
         let x = Issue {

@@ -23,12 +23,14 @@ pub fn run(g: &Global, args: RunArgs) -> anyhow::Result<()> {
         build_only: args.build_only,
     };
     let json = args.format == Format::Json;
-    let pass = |check_steps: bool| -> anyhow::Result<bool> {
+    // The summary's clock, from the command's start, over every pass.
+    let mut spent = rounds::Spent::new(std::time::Instant::now());
+    let mut pass = |check_steps: bool| -> anyhow::Result<bool> {
         let mut ws = Workspace::open(&locations(g), verbosity(g), true)?;
         // A runner that only builds builds for another machine: a commit measured by any
         // machine (a restored store's samples) is not a gap.
         ws.any_fingerprint = args.build_only;
-        rounds::run_pass(&ws, &opts, check_steps, &|s, elapsed| {
+        rounds::run_pass(&ws, &opts, check_steps, &mut spent, &|s, elapsed| {
             rounds::print_summary(&ws, s, json, elapsed)
         })
     };

@@ -22,10 +22,18 @@ pub fn show(g: &Global, args: ShowArgs) -> anyhow::Result<()> {
         return otava(&ws, &args);
     }
     let test = ws.config.test(&args.test)?;
-    // With a range, only its commits' records are read (through the store's index).
+    // With a range, only its commits' records are read (through the store's index). An
+    // `A..B` range shows its old end `A` first, as `report` does: `find` measures it.
+    let mut old_end = false;
     let (mut samples, commits) = match args.range.as_deref() {
         Some(r) => {
-            let commits = ws.range_commits(r)?;
+            let range = ws.repo.range(r)?;
+            let mut commits = Vec::new();
+            if let Some(base) = range.base.filter(|_| r.contains("..")) {
+                old_end = true;
+                commits.push(base);
+            }
+            commits.extend(range.commits);
             let ids: Vec<_> = commits.iter().map(|c| c.id).collect();
             (ws.samples_for(test, Some(&ids))?, commits)
         }
@@ -55,19 +63,22 @@ pub fn show(g: &Global, args: ShowArgs) -> anyhow::Result<()> {
         ws.note(&format!("plot written to {}", path.display()));
     }
     let out = match args.format {
-        Format::Json => export::json(test, &rows)?,
-        Format::Csv => export::csv(test, &rows)?,
+        Format::Json => export::json(test, &rows, old_end)?,
+        Format::Csv => export::csv(test, &rows, old_end)?,
         _ => {
-            let n = rows.len();
+            let n = rows.len() - usize::from(old_end);
             let s = if n == 1 { "" } else { "s" };
             let scope = match &args.range {
+                Some(r) if old_end => {
+                    format!("the old end and the {n} commit{s} of {r}, oldest first")
+                }
                 Some(r) => format!("{n} commit{s} of {r}, oldest first"),
                 None => format!(
                     "all {n} commit{s} with results of {}, oldest first (no RANGE given; also those HEAD does not reach)",
                     test.name
                 ),
             };
-            view::text(test, &scope, &rows)
+            view::text(test, &scope, &rows, old_end)
         }
     };
     print!("{out}");

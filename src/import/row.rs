@@ -58,7 +58,7 @@ pub(crate) fn opt(s: &str) -> Option<&str> {
 }
 
 /// The columns a CSV may have: a cron's (the first six) and those `show --format csv` adds.
-pub(crate) const COLUMNS: [&str; 16] = [
+pub(crate) const COLUMNS: [&str; 17] = [
     "commit",
     "test",
     "value",
@@ -75,6 +75,8 @@ pub(crate) const COLUMNS: [&str; 16] = [
     "error",
     "unit",
     "fingerprint",
+    // Which runs were of the old end `show` put first: read, and not needed.
+    "old_end",
 ];
 
 /// Position of a column in [`COLUMNS`].

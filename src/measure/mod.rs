@@ -740,6 +740,11 @@ fn read_metric(test: &Test, ran: &Ran, index: usize) -> Result<f64, String> {
         Metric::Wall => Ok(fin.wall),
         Metric::User => Ok(fin.user),
         Metric::Sys => Ok(fin.sys),
+        // 0: the launcher reported nothing (it is not enabled in this process).
+        Metric::MaxRss if fin.max_rss == 0 => Err(format!(
+            "no peak memory was measured (runs of max-rss tests go through perfbisect-launch, which did not report)\n{}",
+            tail()
+        )),
         Metric::MaxRss => Ok(fin.max_rss as f64),
         Metric::Instructions => match &fin.instructions {
             Some(Ok(n)) => Ok(*n as f64),

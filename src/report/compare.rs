@@ -55,13 +55,17 @@ pub fn text(c: &Comparison, test: &crate::config::Test) -> String {
         }
         None => "-".into(),
     };
-    let rows: [(&str, Option<stats::Summary>, Option<stats::Summary>, &str); 5] = [
+    let mut rows: Vec<(&str, Option<stats::Summary>, Option<stats::Summary>, &str)> = vec![
         (&c.test, c.a.metric, c.b.metric, &c.unit),
         ("wall", c.a.wall, c.b.wall, "s"),
         ("user", c.a.user, c.b.user, "s"),
         ("sys", c.a.sys, c.b.sys, "s"),
-        ("max-rss", c.a.max_rss, c.b.max_rss, "bytes"),
     ];
+    // Peak memory is measured only by runs made through the launcher (max-rss tests): for
+    // the others there is no number, and no row (a number there would be perfbisect's own).
+    if c.a.max_rss.is_some() || c.b.max_rss.is_some() {
+        rows.push(("max-rss", c.a.max_rss, c.b.max_rss, "bytes"));
+    }
     let cells: Vec<(String, String)> = rows
         .iter()
         .map(|(_, a, b, u)| (cell(*a, u), cell(*b, u)))
@@ -234,5 +238,13 @@ mod tests {
         assert!(!t.contains("165969758"), "{t}");
         assert!(t.contains("12.40 ms"), "{t}");
         assert!(t.contains("13.30 MB"), "{t}");
+        let mut unmeasured = c;
+        unmeasured.a.max_rss = None;
+        unmeasured.b.max_rss = None;
+        let t = text(&unmeasured, test);
+        assert!(
+            !t.contains("max-rss"),
+            "no row for a peak not measured: {t}"
+        );
     }
 }

@@ -28,7 +28,9 @@ pub struct SampleRow {
     pub wall: f64,
     pub user: f64,
     pub sys: f64,
-    pub max_rss: u64,
+    /// Peak resident set of the run's process tree, bytes; `null` when not measured (only
+    /// runs made through the launcher, those of max-rss tests, measure it).
+    pub max_rss: Option<u64>,
     /// Why the run failed.
     pub error: Option<String>,
     /// What the number depends on besides the commit (machine, kernel, compiler, counter):
@@ -39,6 +41,9 @@ pub struct SampleRow {
     pub window: Option<String>,
     /// Its back-to-back group within the window: runs sharing one are one measurement.
     pub moment: u32,
+    /// A run of the range's old end (`A` of `A..B`), shown before the range's commits.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub old_end: bool,
 }
 
 /// The fingerprint a sample was measured under, as exports write it: the 16 hex digits of its
@@ -49,10 +54,13 @@ pub fn fingerprint_of(sample: &Sample) -> Option<String> {
 
 /// Every sample of `rows`, failed runs included, in commit order then as stored: each real run
 /// once, under the commit that made it (not again under commits of identical builds).
-pub fn samples(test: &Test, rows: &[CommitRow]) -> Vec<SampleRow> {
+/// `old_end`: the first row is the range's old end.
+pub fn samples(test: &Test, rows: &[CommitRow], old_end: bool) -> Vec<SampleRow> {
     rows.iter()
-        .flat_map(|r| {
+        .enumerate()
+        .flat_map(|(i, r)| {
             let commit = r.commit.id.to_string();
+            let old_end = old_end && i == 0;
             r.own_records().iter().map(move |s| SampleRow {
                 commit: commit.clone(),
                 test: test.name.clone(),
@@ -64,11 +72,12 @@ pub fn samples(test: &Test, rows: &[CommitRow]) -> Vec<SampleRow> {
                 wall: s.wall,
                 user: s.user,
                 sys: s.sys,
-                max_rss: s.max_rss,
+                max_rss: (s.max_rss > 0).then_some(s.max_rss),
                 error: s.error.clone(),
                 fingerprint: fingerprint_of(s),
                 window: (s.window != 0).then(|| format!("{:016x}", s.window)),
                 moment: s.moment,
+                old_end,
             })
         })
         .collect()
@@ -148,6 +157,9 @@ struct JsonCommit<'a> {
     imported: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     same_build_as: Option<String>,
+    /// The range's old end (`A` of `A..B`): the first entry, before the range's commits.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    old_end: bool,
 }
 
 #[derive(Serialize)]
@@ -161,16 +173,21 @@ struct JsonShow<'a> {
     samples: Vec<SampleRow>,
 }
 
-/// `--format json`, one object.
-pub fn json(test: &Test, rows: &[CommitRow]) -> anyhow::Result<String> {
-    Ok(super::text::json_pretty(&json_value(test, rows)?)?)
+/// `--format json`, one object; `old_end`: the first row is the range's old end.
+pub fn json(test: &Test, rows: &[CommitRow], old_end: bool) -> anyhow::Result<String> {
+    Ok(super::text::json_pretty(&json_value(test, rows, old_end)?)?)
 }
 
 /// The object `--format json` prints, for reports that add to it.
-pub fn json_value(test: &Test, rows: &[CommitRow]) -> anyhow::Result<serde_json::Value> {
+pub fn json_value(
+    test: &Test,
+    rows: &[CommitRow],
+    old_end: bool,
+) -> anyhow::Result<serde_json::Value> {
     let commits = rows
         .iter()
-        .map(|r| {
+        .enumerate()
+        .map(|(i, r)| {
             let s = stats::summarize(&r.values);
             JsonCommit {
                 commit: r.commit.id.to_string(),
@@ -183,6 +200,7 @@ pub fn json_value(test: &Test, rows: &[CommitRow]) -> anyhow::Result<serde_json:
                 values: r.own_values(),
                 imported: r.imported(),
                 same_build_as: r.same_build_as.map(|t| t.to_string()),
+                old_end: old_end && i == 0,
             }
         })
         .collect();
@@ -192,7 +210,7 @@ pub fn json_value(test: &Test, rows: &[CommitRow]) -> anyhow::Result<serde_json:
         direction: test.direction,
         commits,
         summary: summarize(test, rows),
-        samples: samples(test, rows),
+        samples: samples(test, rows, old_end),
     };
     Ok(serde_json::to_value(&out)?)
 }
@@ -200,8 +218,10 @@ pub fn json_value(test: &Test, rows: &[CommitRow]) -> anyhow::Result<serde_json:
 /// `--format csv`: one row per sample, failed runs included with their whole error text.
 /// Written with the `csv` crate, so quotes, commas and line breaks in an error round-trip.
 /// `time` is seconds since the epoch, `timestamp` the same in ISO 8601; the columns after
-/// `error` were added later and stay at the end, so readers by position keep working.
-pub fn csv(test: &Test, rows: &[CommitRow]) -> anyhow::Result<String> {
+/// `error` were added later and stay at the end, so readers by position keep working
+/// (`old_end`, last: `true` for the runs of the range's old end, the first row when
+/// `old_end`).
+pub fn csv(test: &Test, rows: &[CommitRow], old_end: bool) -> anyhow::Result<String> {
     let mut w = ::csv::Writer::from_writer(Vec::new());
     w.write_record([
         "commit",
@@ -219,8 +239,9 @@ pub fn csv(test: &Test, rows: &[CommitRow]) -> anyhow::Result<String> {
         "fingerprint",
         "window",
         "moment",
+        "old_end",
     ])?;
-    for s in samples(test, rows) {
+    for s in samples(test, rows, old_end) {
         w.write_record([
             s.commit,
             s.round.to_string(),
@@ -229,7 +250,7 @@ pub fn csv(test: &Test, rows: &[CommitRow]) -> anyhow::Result<String> {
             s.wall.to_string(),
             s.user.to_string(),
             s.sys.to_string(),
-            s.max_rss.to_string(),
+            s.max_rss.map(|m| m.to_string()).unwrap_or_default(),
             s.error.unwrap_or_default(),
             s.test,
             s.unit,
@@ -237,6 +258,7 @@ pub fn csv(test: &Test, rows: &[CommitRow]) -> anyhow::Result<String> {
             s.fingerprint.unwrap_or_default(),
             s.window.unwrap_or_default(),
             s.moment.to_string(),
+            s.old_end.to_string(),
         ])?;
     }
     let bytes = w
@@ -330,7 +352,7 @@ mod tests {
             records: vec![sample(Some(3064.5), None), sample(None, Some(error))],
             status: Status::Ok,
         };
-        let text = csv(&test_def(), &[row]).unwrap();
+        let text = csv(&test_def(), &[row], false).unwrap();
         let mut r = ::csv::Reader::from_reader(text.as_bytes());
         assert_eq!(
             r.headers().unwrap(),
@@ -349,7 +371,8 @@ mod tests {
                 "timestamp",
                 "fingerprint",
                 "window",
-                "moment"
+                "moment",
+                "old_end"
             ]
         );
         let recs: Vec<::csv::StringRecord> = r.records().map(Result::unwrap).collect();
@@ -372,11 +395,41 @@ mod tests {
                 "2023-11-14T22:13:20Z",
                 "",
                 "0000000000000001",
-                "0"
+                "0",
+                "false"
             ]
         );
         assert_eq!(&recs[1][0], id);
         assert_eq!(&recs[1][3], "", "a failed run has no value");
         assert_eq!(&recs[1][8], error, "the whole error text comes back");
+    }
+
+    #[test]
+    fn a_peak_not_measured_is_absent_not_zero() {
+        let mut unmeasured = sample(Some(1.5), None);
+        unmeasured.max_rss = 0;
+        let row = CommitRow {
+            same_build_as: None,
+            own: 2,
+            joins_previous: false,
+            commit: CommitInfo {
+                id: gix::ObjectId::from_bytes_or_panic(&[7; 20]),
+                subject: "s".into(),
+                author: "x".into(),
+                time: 0,
+            },
+            values: vec![1.5, 3.0],
+            records: vec![unmeasured, sample(Some(3.0), None)],
+            status: Status::Ok,
+        };
+        let text = csv(&test_def(), std::slice::from_ref(&row), true).unwrap();
+        let mut r = ::csv::Reader::from_reader(text.as_bytes());
+        let cells: Vec<String> = r.records().map(|rec| rec.unwrap()[7].to_string()).collect();
+        assert_eq!(cells, ["", "4096"], "{text}");
+        let json = json_value(&test_def(), &[row], true).unwrap();
+        assert!(json["samples"][0]["max_rss"].is_null(), "{json}");
+        assert_eq!(json["samples"][1]["max_rss"], 4096);
+        assert_eq!(json["commits"][0]["old_end"], true, "{json}");
+        assert!(text.lines().skip(1).all(|l| l.ends_with(",true")), "{text}");
     }
 }

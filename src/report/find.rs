@@ -48,9 +48,9 @@ pub struct FindReport<'a> {
     /// How the runs were taken: windows side by side, the machine's drift, what could have
     /// been seen, the instructions counter.
     pub facts: &'a SearchFacts,
-    /// The functions whose cost changed from the parent to the (first) culprit, or why they
-    /// were not profiled; `None` when profiling was not asked for.
-    pub why: Option<&'a Result<crate::profile::Why, String>>,
+    /// Per culprit (by position), the functions whose cost changed from its parent to it, or
+    /// why they were not profiled; empty when profiling was not asked for.
+    pub why: &'a [crate::profile::Profiled],
 }
 
 /// How a search measured, for the report.
@@ -147,7 +147,8 @@ pub struct GapEnd {
     pub machines: Vec<String>,
 }
 
-/// Where a search's wall time went.
+/// Where the wall time of a `find` went, from the command's start to its report: the parts
+/// and the rest ([`TimeSpent::other`]) add up to the total.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct TimeSpent {
     /// Seconds waiting for build rounds.
@@ -158,6 +159,21 @@ pub struct TimeSpent {
     pub build_rounds: usize,
     /// Most builds run at once.
     pub most_parallel: usize,
+    /// Seconds checking the verdict's builds against pristine rebuilds, and how many
+    /// rebuilds that made (they are among the report's builds).
+    pub checking: f64,
+    pub checks: usize,
+    /// Seconds profiling culprits under Cachegrind, and the profiles made (one run each).
+    pub profiling: f64,
+    pub profiles: usize,
+}
+
+impl TimeSpent {
+    /// What the parts leave of `total` seconds: loading the stored samples, waiting for the
+    /// cache's lock, the analysis, a second search's setup.
+    pub fn other(&self, total: f64) -> f64 {
+        (total - self.building - self.checking - self.measuring - self.profiling).max(0.0)
+    }
 }
 
 /// A commit stepped around, and why: it does not build, or its test failed every run (with
@@ -213,6 +229,9 @@ struct JsonCulprit {
     /// The merge commit that brought this culprit into the searched range's first-parent chain.
     #[serde(skip_serializing_if = "Option::is_none")]
     merge: Option<String>,
+    /// Why this culprit moved (the profile's answer, or `{"unavailable": why}`), when profiled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    why: Option<serde_json::Value>,
 }
 
 #[derive(Serialize)]
@@ -236,10 +255,16 @@ struct JsonFind {
     reason: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     best_guess: Option<JsonCulprit>,
+    /// Builds performed, the pristine rebuilds that checked the verdict's builds included.
     builds: usize,
+    /// Of `builds`, the pristine rebuilds.
+    pristine_checks: usize,
     runs: usize,
+    /// Cachegrind runs made to profile culprits (kept ones reused are not counted).
+    profiles: usize,
     reused_samples: usize,
-    /// Wall time in seconds: total, building, measuring and the rest (waiting, analysis).
+    /// Wall time in seconds from the command's start: total, building, checking, measuring,
+    /// profiling and the rest (waiting, loading, analysis).
     time: JsonTime,
     skipped: Vec<String>,
     /// `skipped` with the reason of each (README: "JSON output").
@@ -253,7 +278,7 @@ struct JsonFind {
     /// Windows side by side, drift, what could have been seen, counter.
     measured: SearchFacts,
     /// The functions whose cost changed from the parent to the first culprit (or
-    /// `{"unavailable": why}`), when profiled.
+    /// `{"unavailable": why}`), when profiled; each of `culprits` carries its own.
     #[serde(skip_serializing_if = "Option::is_none")]
     why: Option<serde_json::Value>,
 }
@@ -263,9 +288,14 @@ struct JsonTime {
     total_s: f64,
     building_s: f64,
     measuring_s: f64,
+    /// The rest of `total_s`: loading samples, waiting for the lock, analysis.
     waiting_s: f64,
     build_rounds: usize,
     most_parallel_builds: usize,
+    /// Pristine rebuilds of the verdict's builds.
+    checking_s: f64,
+    /// Cachegrind runs of the culprits and their parents.
+    profiling_s: f64,
 }
 
 #[derive(Serialize)]
@@ -303,7 +333,13 @@ impl FindReport<'_> {
             verified: c.verified,
             kind: judge(self.test.direction, c.rel_change),
             merge: self.merge_of(c.pos).map(|m| self.commits[m].id.to_string()),
+            why: self.why_of(c.pos).map(super::why::json),
         }
+    }
+
+    /// Why the culprit at `pos` moved, when it was profiled.
+    pub(crate) fn why_of(&self, pos: usize) -> Option<&Result<crate::profile::Why, String>> {
+        self.why.iter().find(|(p, _)| *p == pos).map(|(_, w)| w)
     }
 
     pub(crate) fn unit(&self) -> String {
@@ -314,13 +350,24 @@ impl FindReport<'_> {
         }
     }
 
+    /// "9 builds (2 of them pristine checks), 45 runs, 2 profiles in 19m 9s; building ...".
     pub(crate) fn spent(&self) -> String {
+        let t = &self.time;
         format!(
-            "{} build{}, {} run{} in {}{}",
+            "{} build{}{}, {} run{}{} in {}{}",
             self.builds,
             if self.builds == 1 { "" } else { "s" },
+            match t.checks {
+                0 => String::new(),
+                1 => " (1 of them a pristine check)".to_string(),
+                n => format!(" ({n} of them pristine checks)"),
+            },
             self.runs,
             if self.runs == 1 { "" } else { "s" },
+            match t.profiles {
+                0 => String::new(),
+                n => format!(", {}", count(n, "profile")),
+            },
             crate::build::fmt_secs(self.seconds),
             if self.reused > 0 {
                 format!(" ({} stored samples reused)", self.reused)
@@ -331,13 +378,14 @@ impl FindReport<'_> {
             + &self.facts.interleaving_text()
     }
 
-    /// "; building 12s in 3 rounds (up to 4 at once), measuring 2s, other 0.3s"
+    /// "; building 12s in 3 rounds (up to 4 at once), checking builds 40s, measuring 2s,
+    /// profiling 9s, other 0.3s": the parts of the total, which add up to it.
     fn time_line(&self) -> String {
         let t = &self.time;
-        if t.build_rounds == 0 && t.measuring == 0.0 {
+        if t.build_rounds == 0 && t.measuring == 0.0 && t.checks == 0 && t.profiles == 0 {
             return String::new();
         }
-        let other = (self.seconds - t.building - t.measuring).max(0.0);
+        let other = t.other(self.seconds);
         let mut parts = Vec::new();
         if t.build_rounds > 0 {
             parts.push(format!(
@@ -351,7 +399,16 @@ impl FindReport<'_> {
                 }
             ));
         }
+        if t.checks > 0 {
+            parts.push(format!(
+                "checking builds {}",
+                crate::build::fmt_secs(t.checking)
+            ));
+        }
         parts.push(format!("measuring {}", crate::build::fmt_secs(t.measuring)));
+        if t.profiles > 0 {
+            parts.push(format!("profiling {}", crate::build::fmt_secs(t.profiling)));
+        }
         parts.push(format!("other {}", crate::build::fmt_secs(other)));
         format!("; {}", parts.join(", "))
     }
@@ -537,7 +594,7 @@ pub fn text(r: &FindReport<'_>) -> String {
                     "culprit".into()
                 };
                 r.culprit_lines(&mut o, c, &label);
-                if let (0, Some(w)) = (i, r.why) {
+                if let Some(w) = r.why_of(c.pos) {
                     o.push_str(&super::why::text(w));
                 }
             }
@@ -677,15 +734,19 @@ pub fn json_value(r: &FindReport<'_>) -> anyhow::Result<serde_json::Value> {
         reason,
         best_guess,
         builds: r.builds,
+        pristine_checks: r.time.checks,
         runs: r.runs,
+        profiles: r.time.profiles,
         reused_samples: r.reused,
         time: JsonTime {
             total_s: r.seconds,
             building_s: r.time.building,
             measuring_s: r.time.measuring,
-            waiting_s: (r.seconds - r.time.building - r.time.measuring).max(0.0),
+            waiting_s: r.time.other(r.seconds),
             build_rounds: r.time.build_rounds,
             most_parallel_builds: r.time.most_parallel,
+            checking_s: r.time.checking,
+            profiling_s: r.time.profiling,
         },
         skipped: r
             .skipped
@@ -709,7 +770,11 @@ pub fn json_value(r: &FindReport<'_>) -> anyhow::Result<serde_json::Value> {
         deterministic: r.deterministic,
         imported: r.imported.cloned(),
         measured: r.facts.clone(),
-        why: r.why.map(super::why::json),
+        why: match r.outcome {
+            Outcome::Culprits(cs) => cs.first().and_then(|c| r.why_of(c.pos)),
+            _ => None,
+        }
+        .map(super::why::json),
     };
     Ok(serde_json::to_value(&out)?)
 }
@@ -841,7 +906,7 @@ pub fn markdown(r: &FindReport<'_>) -> String {
             );
         }
         let _ = writeln!(o);
-        if let (0, true, Some(w)) = (k, *confirmed, r.why) {
+        if let (true, Some(w)) = (*confirmed, r.why_of(c.pos)) {
             o.push_str(&super::why::markdown(w));
         }
         reproduce(&mut o, r, c);
@@ -1019,6 +1084,15 @@ mod tests {
     }
 
     fn render(test: &Test, outcome: &Outcome, deterministic: bool) -> (String, String, String) {
+        render_with(test, outcome, deterministic, &[])
+    }
+
+    fn render_with(
+        test: &Test,
+        outcome: &Outcome,
+        deterministic: bool,
+        why: &[crate::profile::Profiled],
+    ) -> (String, String, String) {
         let commits = commits();
         let r = FindReport {
             test,
@@ -1041,9 +1115,129 @@ mod tests {
             deterministic,
             imported: None,
             facts: &SearchFacts::default(),
-            why: None,
+            why,
         };
         (text(&r), markdown(&r), json(&r).unwrap())
+    }
+
+    #[test]
+    fn the_summary_counts_pristine_checks_and_profiles_and_its_parts_add_up() {
+        let t = test_def("lower");
+        let commits = commits();
+        let o = Outcome::Culprits(vec![culprit(1000.0, 1100.0, 1e-5)]);
+        let time = TimeSpent {
+            building: 480.0,
+            measuring: 240.0,
+            build_rounds: 5,
+            most_parallel: 1,
+            checking: 180.0,
+            checks: 2,
+            profiling: 150.0,
+            profiles: 2,
+        };
+        let r = FindReport {
+            test: &t,
+            range: "a..b",
+            commits: &commits,
+            outcome: &o,
+            probed: &[1, 2],
+            notes: &[],
+            builds: 9,
+            runs: 45,
+            reused: 0,
+            time,
+            skipped: &[],
+            merges: &[],
+            searched: 2,
+            invocation: "",
+            sparkline: None,
+            plot: None,
+            seconds: 1149.0,
+            deterministic: false,
+            imported: None,
+            facts: &SearchFacts::default(),
+            why: &[],
+        };
+        assert_eq!(
+            r.spent(),
+            "9 builds (2 of them pristine checks), 45 runs, 2 profiles in 19m 9s; building 8m \
+             in 5 rounds, checking builds 3m, measuring 4m, profiling 2m 30s, other 1m 39s"
+        );
+        let j: serde_json::Value = serde_json::from_str(&json(&r).unwrap()).unwrap();
+        let part = |k: &str| j["time"][k].as_f64().unwrap();
+        assert_eq!(j["pristine_checks"], 2);
+        assert_eq!(j["profiles"], 2);
+        let sum = [
+            "building_s",
+            "checking_s",
+            "measuring_s",
+            "profiling_s",
+            "waiting_s",
+        ]
+        .iter()
+        .map(|k| part(k))
+        .sum::<f64>();
+        assert_eq!(sum, part("total_s"), "{j}");
+    }
+
+    #[test]
+    fn every_culprit_shows_why_it_moved() {
+        let t = test_def("lower");
+        let mut second = culprit(1000.0, 1100.0, 1e-4);
+        (second.pos, second.parent, second.candidates) = (1, 0, vec![1]);
+        let o = Outcome::Culprits(vec![culprit(1100.0, 1300.0, 1e-5), second]);
+        let why = |parent: u8, culprit: u8, function: &str| crate::profile::Why {
+            parent: format!("{parent:02x}").repeat(20),
+            culprit: format!("{culprit:02x}").repeat(20),
+            total_before: 1_000_000,
+            total_after: 1_200_000,
+            changes: vec![crate::profile::Change {
+                function: function.into(),
+                file: "app.c".into(),
+                line: Some(7),
+                before: 100_000,
+                after: 300_000,
+                delta: 200_000,
+                pct_of_total: 20.0,
+                pct_of_function: Some(200.0),
+            }],
+            explained: Some(1.0),
+            parent_profile: "p".into(),
+            culprit_profile: "c".into(),
+        };
+        let profiled = [
+            (2, Ok(why(2, 3, "slow_path"))),
+            (
+                1,
+                Err("the test under Valgrind ended with signal 11".to_string()),
+            ),
+        ];
+        let (text, md, json) = render_with(&t, &o, false, &profiled);
+        let (first, rest) = text.split_once("culprit 2:").unwrap();
+        assert!(first.contains("slow_path"), "{text}");
+        assert!(
+            rest.contains("why: not profiled: the test under Valgrind ended with signal 11"),
+            "{text}"
+        );
+        let (md1, md2) = md.split_once("#### 2 of 2").unwrap();
+        assert!(
+            md1.contains("`slow_path`") && !md2.contains("`slow_path`"),
+            "{md}"
+        );
+        assert!(
+            md2.contains("Not profiled: the test under Valgrind"),
+            "{md}"
+        );
+        let j: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(
+            j["why"]["changes"][0]["function"], "slow_path",
+            "the first's: {j}"
+        );
+        assert_eq!(
+            j["culprits"][0]["why"]["changes"][0]["function"],
+            "slow_path"
+        );
+        assert!(j["culprits"][1]["why"]["unavailable"].is_string(), "{j}");
     }
 
     #[test]

@@ -198,16 +198,19 @@ pub fn markdown(x: &Issue<'_>) -> String {
     }
     let _ = writeln!(
         o,
-        "{}{} ({}, {} is better); range {}, {} on the first-parent chain.\n",
+        "{}{} ({}{} is better); range {}, {} on the first-parent chain.\n",
         t.description
             .as_deref()
             .map(|d| format!("{} — ", md_escape(d)))
             .unwrap_or_default(),
         md::code(&t.metric.describe()),
         if t.unit().is_empty() {
-            "no unit".to_string()
+            "no unit, ".to_string()
+        } else if t.unit() == t.metric.describe() {
+            // "`instructions` (instructions, ...)" would say one word twice.
+            String::new()
         } else {
-            md_escape(&t.unit())
+            format!("{}, ", md_escape(&t.unit()))
         },
         t.direction.as_str(),
         md::code(r.range),
@@ -233,13 +236,20 @@ pub fn markdown(x: &Issue<'_>) -> String {
     for (c, confirmed) in &culprits {
         around_table(&mut o, x, c, *confirmed);
     }
-    if let Some(w) = r.why {
+    if !r.why.is_empty() {
         let _ = writeln!(
             o,
             "### Why it moved
 "
         );
-        o.push_str(&super::why::markdown(w));
+        // Each culprit its own section when there are several.
+        for (pos, w) in r.why {
+            if r.why.len() > 1 {
+                let at = &r.commits[*pos];
+                let _ = writeln!(o, "#### `{}` {}\n", at.short(), md_escape(&at.subject));
+            }
+            o.push_str(&super::why::markdown(w));
+        }
     }
     if !r.notes.is_empty() || !r.skipped.is_empty() {
         for n in r.notes {
@@ -496,7 +506,7 @@ fn measured(o: &mut String, x: &Issue<'_>) {
                         .join(", ")
                 )
             };
-            let _ = writeln!(o, "- build: {}{artifacts}", md::code(b));
+            o.push_str(&md::command_item("build", b, &artifacts));
         }
         None => {
             let _ = writeln!(o, "- build: none (artifacts copied as checked out)");
@@ -517,7 +527,8 @@ fn measured(o: &mut String, x: &Issue<'_>) {
 pub fn json(x: &Issue<'_>, find_json: serde_json::Value) -> anyhow::Result<String> {
     let r = x.find;
     let chain = &x.rows[..=r.searched.min(x.rows.len().saturating_sub(1))];
-    let mut v = super::export::json_value(r.test, chain)?;
+    // The chain starts at the old end the search measured.
+    let mut v = super::export::json_value(r.test, chain, true)?;
     let cps: Vec<serde_json::Value> = x
         .change_points
         .iter()

@@ -112,6 +112,29 @@ pub fn fence(body: &str) -> String {
     "`".repeat((longest_run(body, '`') + 1).max(3))
 }
 
+/// A list item `- {label}: {command}{rest}`: a one-line command inline as code, a multi-line
+/// one (a build recipe of several commands) as a fenced `sh` block inside the item
+/// (`- {label}{rest}:` above it), each line as written, so it can be pasted into a shell.
+pub fn command_item(label: &str, command: &str, rest: &str) -> String {
+    let body = command.trim_end();
+    if !body.contains('\n') {
+        return format!("- {label}: {}{rest}\n", code(body));
+    }
+    let fence = fence(body);
+    let mut o = format!("- {label}{rest}:\n\n  {fence}sh\n");
+    for line in body.lines() {
+        if line.trim().is_empty() {
+            o.push('\n');
+        } else {
+            o.push_str("  ");
+            o.push_str(line);
+            o.push('\n');
+        }
+    }
+    o.push_str(&format!("  {fence}\n\n"));
+    o
+}
+
 /// The longest run of `c` in `s`.
 fn longest_run(s: &str, c: char) -> usize {
     let (mut best, mut run) = (0, 0);
@@ -125,6 +148,22 @@ fn longest_run(s: &str, c: char) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_multi_line_command_is_a_block_that_pastes_as_written() {
+        assert_eq!(
+            command_item("build", "make -j2\n", ", artifacts `app`"),
+            "- build: `make -j2`, artifacts `app`\n"
+        );
+        let recipe = "./buildconf\n./configure --with-openssl\n\nmake -j2 `nproc`";
+        let item = command_item("build", recipe, ", artifacts `src/curl`");
+        assert_eq!(
+            item,
+            "- build, artifacts `src/curl`:\n\n  ```sh\n  ./buildconf\n  ./configure --with-openssl\n\n  make -j2 `nproc`\n  ```\n\n"
+        );
+        let fenced = command_item("build", "a\necho ```", "");
+        assert!(fenced.contains("  ````sh\n"), "{fenced}");
+    }
 
     #[test]
     fn active_forms_become_text() {

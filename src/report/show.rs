@@ -355,20 +355,27 @@ pub fn summarize(test: &Test, rows: &[CommitRow]) -> Option<RangeSummary> {
     })
 }
 
-/// Text for the terminal; `scope` says which commits these are (a range, or every commit
-/// with results when none was given) and is printed under the test's line.
-pub fn text(test: &Test, scope: &str, rows: &[CommitRow]) -> String {
-    let mut o = String::new();
-    let unit = if test.unit().is_empty() {
-        String::new()
+/// The metric and its unit, "wall, s", or the metric alone when the unit is its own name
+/// ("instructions", not "instructions, instructions") or there is none.
+pub fn metric_and_unit(test: &Test) -> String {
+    let (metric, unit) = (test.metric.describe(), test.unit());
+    if unit.is_empty() || unit == metric {
+        metric
     } else {
-        format!(", {}", test.unit())
-    };
+        format!("{metric}, {unit}")
+    }
+}
+
+/// Text for the terminal; `scope` says which commits these are (a range, or every commit
+/// with results when none was given) and is printed under the test's line. `old_end`: the
+/// first row is the range's old end (marked so).
+pub fn text(test: &Test, scope: &str, rows: &[CommitRow], old_end: bool) -> String {
+    let mut o = String::new();
     let _ = writeln!(
         o,
-        "{} ({}{unit}, {} is better){}",
+        "{} ({}, {} is better){}",
         test.name,
-        test.metric.describe(),
+        metric_and_unit(test),
         test.direction.as_str(),
         test.description
             .as_deref()
@@ -383,7 +390,7 @@ pub fn text(test: &Test, scope: &str, rows: &[CommitRow]) -> String {
         "{:<10}  {:>4}  {:>12}  {:>12}  {:>12}  subject",
         "commit", "n", "min", "median", "max"
     );
-    for r in rows {
+    for (i, r) in rows.iter().enumerate() {
         let (n, min, med, max) = match stats::summarize(&r.values) {
             Some(s) => (
                 s.n.to_string(),
@@ -401,6 +408,9 @@ pub fn text(test: &Test, scope: &str, rows: &[CommitRow]) -> String {
             }
         };
         let mut marks = Vec::new();
+        if old_end && i == 0 {
+            marks.push("old end".to_string());
+        }
         let imported = r.imported();
         if imported > 0 {
             marks.push(format!("{imported} imported"));
@@ -504,4 +514,21 @@ pub fn text(test: &Test, scope: &str, rows: &[CommitRow]) -> String {
         }
     }
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_header_names_a_unit_that_is_the_metrics_own_name_once() {
+        let cfg = crate::config::parse(
+            "[build]\ncommand = \"true\"\n[tests.i]\ncommand = \"./app\"\nmetric = \"instructions\"\n[tests.w]\ncommand = \"./app\"\n",
+            std::path::Path::new("/tmp/perfbisect.toml"),
+        )
+        .unwrap();
+        let t = text(cfg.test("i").unwrap(), "", &[], false);
+        assert!(t.starts_with("i (instructions, lower is better)"), "{t}");
+        assert_eq!(metric_and_unit(cfg.test("w").unwrap()), "wall, s");
+    }
 }

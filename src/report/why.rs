@@ -45,18 +45,25 @@ fn own(c: &Change) -> String {
         .unwrap_or_default()
 }
 
+/// What share of the run's change the list accounts for: the sum of the listed changes, signs
+/// kept, over the change of the run's total.
 fn explained(w: &Why) -> String {
+    let step = w.total_after as i64 - w.total_before as i64;
+    let sum: i64 = w.changes.iter().map(|c| c.delta).sum();
     match w.explained {
-        Some(e) if w.changes.len() == 1 => {
-            format!(
-                "the function listed accounts for {:.0} % of the change",
-                e * 100.0
-            )
-        }
+        Some(e) if w.changes.len() == 1 => format!(
+            "the function listed accounts for {:.0} % of the run's change ({} of {})",
+            e * 100.0,
+            signed(sum),
+            signed(step)
+        ),
         Some(e) => format!(
-            "the {} functions listed add up to {:.0} % of the change",
+            "the {} functions listed add up to {:.0} % of the run's change (their changes \
+             summed with their signs, {}, over the run's {})",
             w.changes.len(),
-            e * 100.0
+            e * 100.0,
+            signed(sum),
+            signed(step)
         ),
         None => "the run's total did not change".to_string(),
     }
@@ -240,5 +247,24 @@ mod tests {
         let m = markdown(&Ok(why(1_000_000, 1_200_000)));
         assert!(m.contains("| `hack_digit` | `printf_fp.c:170` |"), "{m}");
         assert!(text(&Err("Valgrind is not installed".into())).contains("not profiled"));
+    }
+
+    #[test]
+    fn the_share_is_said_as_the_signed_sum_over_the_runs_change() {
+        let mut w = why(1_000_000, 1_010_000);
+        let mut cheaper = w.changes[0].clone();
+        cheaper.function = "cheaper".into();
+        cheaper.delta = -2_600;
+        w.changes[0].delta = 12_500;
+        w.changes.push(cheaper);
+        w.explained = Some(0.99);
+        let t = text(&Ok(w));
+        assert!(
+            t.contains(
+                "the 2 functions listed add up to 99 % of the run's change (their changes summed \
+                 with their signs, +9.9 k, over the run's +10.0 k)"
+            ),
+            "{t}"
+        );
     }
 }

@@ -107,9 +107,9 @@ impl Fixture {
         v.unwrap_or_else(|| panic!("{args:?}: stdout is not JSON"))
     }
 
-    /// `show TEST RANGE --format json`, parsed.
+    /// `show TEST RANGE --format json`, parsed, the range's commits only ([`range_only`]).
     pub fn show(&self, test: &str, range: &str) -> serde_json::Value {
-        self.json(&["show", test, range, "--format", "json"])
+        range_only(self.json(&["show", test, range, "--format", "json"]))
     }
 
     /// `run TESTS RANGE --format json`, parsed; asserts success.
@@ -255,4 +255,16 @@ pub fn last_cpu() -> usize {
         .filter_map(|n| n.trim().parse().ok())
         .max()
         .unwrap()
+}
+
+/// `show`'s JSON with the range's commits only: the entry of the old end of an `A..B` range
+/// (`"old_end": true`, first) and its samples are dropped, so `commits[i]` is the range's
+/// `i`th commit.
+pub fn range_only(mut show: serde_json::Value) -> serde_json::Value {
+    for key in ["commits", "samples"] {
+        if let Some(a) = show[key].as_array_mut() {
+            a.retain(|c| c["old_end"] != true);
+        }
+    }
+    show
 }
