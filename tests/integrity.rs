@@ -281,11 +281,25 @@ repeats = 5
     let text = String::from_utf8_lossy(&text.stdout);
     // The old end is shown first (not measured here): 10 of the 11 commits shown.
     assert!(text.contains("10 samples over 10 of 11 commits"), "{text}");
-    // `detect` weighs two builds of five runs each, as an exact test over them would.
+    // `detect` weighs two builds of five runs each, as a test over those ten runs would: the
+    // rank test's floor for 5 vs 5, or Welch's t test on them when they are cleanly apart
+    // (few runs), never the p of fifty runs a side.
     let v = f.json(&["detect", "value", &range, "--format", "json"]);
+    let runs = |i: usize| -> Vec<f64> {
+        show["commits"][i]["values"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap().ln())
+            .collect()
+    };
+    let (old, new) = (runs(0), runs(5));
+    assert_eq!((old.len(), new.len()), (5, 5), "{show}");
+    let welch = perfbisect::stats::welch_t(&old, &new).unwrap().p_value;
     for cp in v["change_points"].as_array().unwrap() {
         assert_eq!(cp["commit"], f.ids[6], "{v}");
-        assert!(cp["p_value"].as_f64().unwrap() >= 0.5 / 252.0, "{v}");
+        let p = cp["p_value"].as_f64().unwrap();
+        assert!(p >= (0.5 / 252.0f64).min(welch) * 0.999, "{v} (Welch on 5 vs 5: {welch})");
     }
 }
 
