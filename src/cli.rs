@@ -193,6 +193,45 @@ pub enum Command {
     /// culprit, change points, a sparkline, how it was measured, how to reproduce it), the
     /// same as JSON with every sample, or a static HTML site of every test.
     Report(ReportArgs),
+    /// The nightly perf sheriff: measure the newest commit, find every test's change points
+    /// over its stored and imported history, search each new one (one search per gap for all
+    /// the tests that moved there), confirm each culprit, keep the findings in the cache, and
+    /// with --attach post one issue per culprit (a comment when tests join it or it is fixed).
+    Triage(TriageArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct TriageArgs {
+    /// Comma-separated test names, or `all`.
+    pub tests: String,
+    /// Revision range `A..B` to look at (default: the stored history of the tests, up to
+    /// HEAD).
+    pub range: Option<String>,
+    /// Build up to N commits at once when a search needs builds.
+    #[arg(short, long, default_value_t = 1)]
+    pub jobs: usize,
+    /// Start no new search once N builds were made; what is left is said and searched next
+    /// time.
+    #[arg(long, value_name = "N")]
+    pub max_builds: Option<usize>,
+    /// Start no new search once this much time went by (`90m`, `2h`); what is left is said
+    /// and searched next time.
+    #[arg(long, value_name = "DURATION")]
+    pub max_time: Option<String>,
+    /// Post to GitHub repository OWNER/REPO with `gh`: one issue per new culprit, a comment
+    /// when more tests join it or when it is fixed. Never two issues for one culprit.
+    #[arg(long, value_name = "OWNER/REPO")]
+    pub attach: Option<String>,
+    /// Label of the issues --attach opens.
+    #[arg(long, default_value = "performance")]
+    pub label: String,
+    /// Print what --attach would post; post nothing and change no finding's state.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Output format: a summary for a CI log, JSON (a `findings` list, one object per culprit
+    /// commit), or a Markdown digest for a job summary.
+    #[arg(long, value_parser = formats(&[Format::Text, Format::Json, Format::Md]), default_value = "text")]
+    pub format: Format,
 }
 
 #[derive(Debug, Args)]
@@ -242,7 +281,8 @@ pub fn formats(allowed: &'static [Format]) -> impl clap::builder::TypedValuePars
 
 #[derive(Debug, Args)]
 pub struct FindArgs {
-    /// Test name from the config.
+    /// Test name from the config; `a,b` or `all` searches each over the same builds, a
+    /// verdict per test (JSON: `{"tests": [...]}`).
     pub test: String,
     /// Revision range `OLD..NEW`.
     pub range: String,

@@ -154,6 +154,11 @@ impl FindRun {
         self.seconds = started.elapsed().as_secs_f64();
     }
 
+    /// Builds this run performed (pristine checks included) and runs it stored.
+    pub fn counts(&self) -> (usize, usize) {
+        (self.tally.builds + self.tally.checks, self.tally.runs)
+    }
+
     /// A plot's title that says the finding: "value: +8.08 % regression at edf5fc6 in a..b".
     pub fn chart_title(&self) -> String {
         let what = match &self.outcome {

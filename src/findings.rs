@@ -248,6 +248,18 @@ impl Findings {
         }
     }
 
+    /// `test`'s step at `commit` was a fix of another finding's: it is said there ("fixed
+    /// by"), not as a finding of its own; a new finding left without tests goes.
+    pub fn drop_test(&mut self, commit: &str, test: &str) {
+        if let Some(f) = self.get_mut(commit) {
+            if f.state == State::New {
+                f.tests.retain(|t| t.test != test);
+            }
+        }
+        self.findings
+            .retain(|f| !(f.state == State::New && f.tests.is_empty()));
+    }
+
     /// What posting still has to do, oldest finding first: issues to open for new findings,
     /// comments for tests that joined a posted one, "fixed by" comments.
     pub fn pending(&self) -> Vec<Post> {

@@ -35,6 +35,7 @@ pub mod shards;
 pub mod stats;
 pub mod store;
 pub mod style;
+pub mod triage;
 pub mod upkeep;
 
 /// Parse arguments, run the command, print errors, and return the process exit code.

@@ -298,3 +298,29 @@ fn check_site_dir(out: &Path) -> anyhow::Result<()> {
         }
     }
 }
+
+/// The Markdown report of a finished search, as `report TEST RANGE --format md` prints it
+/// (without a plot): what `triage` puts in the issue of each culprit.
+pub fn issue_markdown(
+    ws: &Workspace,
+    run: &crate::finder::FindRun,
+    why: &[crate::profile::Profiled],
+    invocation: &str,
+) -> anyhow::Result<String> {
+    let samples = ws.samples(&run.test)?;
+    let all_rows = rows(ws, &samples, run.commits.clone());
+    let chain = &all_rows[..=run.searched.min(all_rows.len().saturating_sub(1))];
+    let cps = change_points(&run.test, chain);
+    let measured = measured(ws, &run.test);
+    let mut r = run.report(invocation);
+    r.why = why;
+    r.sparkline = crate::report::spark::medians_line(chain, &run.test.unit());
+    let x = crate::report::issue::Issue {
+        find: &r,
+        rows: &all_rows,
+        blocks: &run.blocks,
+        change_points: &cps,
+        measured: &measured,
+    };
+    Ok(crate::report::issue::markdown(&x))
+}

@@ -112,6 +112,11 @@ pub struct Summary {
 }
 
 impl Summary {
+    /// Builds performed (pristine checks included) and runs stored.
+    pub fn counts(&self) -> (usize, usize) {
+        (self.builds, self.runs)
+    }
+
     /// The summary as printed now: its time split, from the command's start.
     fn timed(&mut self, started: Instant) -> Duration {
         let total = started.elapsed();

@@ -87,7 +87,12 @@ fn a_cargo_workspace_is_built_measured_and_bisected_without_paths() {
         serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last().unwrap()).unwrap();
     assert_eq!(s["builds"], 2, "{s}");
     assert_eq!(s["failed_builds"].as_array().unwrap().len(), 0, "{s}");
-    assert_eq!(s["runs"], 2 * 3, "{s}");
+    // Its repeats, and the runs `run` added beside a step too few runs left undecided.
+    assert_eq!(
+        s["runs"].as_u64().unwrap() - s["topped_up"].as_u64().unwrap(),
+        2 * 3,
+        "{s}"
+    );
     assert_eq!(s["failed_runs"], 0, "{s}");
 
     // Each commit's cache entry holds the two executables under their target names.

@@ -299,7 +299,10 @@ repeats = 5
     for cp in v["change_points"].as_array().unwrap() {
         assert_eq!(cp["commit"], f.ids[6], "{v}");
         let p = cp["p_value"].as_f64().unwrap();
-        assert!(p >= (0.5 / 252.0f64).min(welch) * 0.999, "{v} (Welch on 5 vs 5: {welch})");
+        assert!(
+            p >= (0.5 / 252.0f64).min(welch) * 0.999,
+            "{v} (Welch on 5 vs 5: {welch})"
+        );
     }
 }
 

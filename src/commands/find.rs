@@ -37,6 +37,15 @@ pub fn find(g: &Global, args: FindArgs) -> anyhow::Result<i32> {
     let mut ws = Workspace::open(&locations(g), verbosity(g), true)?;
     ws.any_fingerprint = args.any_fingerprint;
     let ws = ws;
+    if args.test == "all" || args.test.contains(',') {
+        if args.plot.is_some() || target.is_some() {
+            crate::usage!(
+                "--plot and --attach take one test; `find {}` names several (`triage --attach` posts one issue per culprit)",
+                args.test
+            );
+        }
+        return several(g, &ws, &args, started);
+    }
     let test = ws.config.test(&args.test)?.clone();
     let ask = crate::finder::Ask {
         range: &args.range,
@@ -96,5 +105,71 @@ pub fn find(g: &Global, args: FindArgs) -> anyhow::Result<i32> {
     }
     let plot_ref = args.plot.as_ref().map(|p| p.display().to_string());
     print!("{}", render(plot_ref, args.format)?);
+    Ok(code)
+}
+
+/// `find a,b RANGE` and `find all RANGE`: one search per test over the same builds (the cache
+/// serves every test, and a search prefers commits already built), a verdict per test.
+fn several(
+    g: &Global,
+    ws: &Workspace,
+    args: &FindArgs,
+    started: std::time::Instant,
+) -> anyhow::Result<i32> {
+    let tests: Vec<crate::config::Test> =
+        ws.config.select(&args.test)?.into_iter().cloned().collect();
+    let ask = crate::finder::Ask {
+        range: &args.range,
+        jobs: args.jobs,
+        no_descend: args.no_descend,
+        why: args.why,
+        no_why: args.no_why,
+    };
+    let invocation = super::common::invocation(g, ws);
+    let (mut texts, mut values) = (Vec::new(), Vec::new());
+    let (mut builds, mut runs, mut code) = (0, 0, 0);
+    for t in tests {
+        let (mut run, why) = crate::finder::find(ws, t, &ask, std::time::Instant::now())?;
+        if matches!(run.outcome, crate::bisect::Outcome::Inconclusive { .. }) {
+            code = crate::error::INCONCLUSIVE;
+        }
+        let (b, r) = run.counts();
+        builds += b;
+        runs += r;
+        let samples = ws.samples(&run.test)?;
+        let rows = crate::history::rows(ws, &samples, run.chain().to_vec());
+        let line = spark::medians_line(&rows, &run.test.unit());
+        run.stop_clock(started);
+        let mut report = run.report(&invocation);
+        report.why = &why;
+        report.sparkline = line;
+        match args.format {
+            Format::Json => values.push(view::json_value(&report)?),
+            Format::Md => texts.push(view::markdown(&report)),
+            _ => texts.push(format!("== {} ==\n{}", run.test.name, view::text(&report))),
+        }
+    }
+    match args.format {
+        Format::Json => print!(
+            "{}",
+            crate::report::text::json_pretty(&serde_json::json!({
+                "range": args.range,
+                "tests": values,
+                "builds": builds,
+                "runs": runs,
+                "time_s": started.elapsed().as_secs_f64(),
+            }))?
+        ),
+        _ => {
+            print!("{}", texts.join("\n"));
+            if args.format == Format::Text {
+                println!(
+                    "\nall {} tests: {builds} builds, {runs} runs in {} (one set of builds)",
+                    texts.len(),
+                    crate::build::fmt_secs(started.elapsed().as_secs_f64())
+                );
+            }
+        }
+    }
     Ok(code)
 }

@@ -16,6 +16,7 @@ mod report;
 mod run;
 mod show;
 mod step;
+mod triage;
 
 use crate::cli::{Cli, Command, FindArgs, Global};
 // For import.rs, until it names `common` itself.
@@ -73,6 +74,7 @@ where
         Command::Completions { shell } => done(docs::completions(shell)),
         Command::Man { dir } => done(docs::man(dir.as_deref())),
         Command::Report(a) => done(report::report(&g, a)),
+        Command::Triage(a) => done(triage::triage(&g, a)),
         Command::Step(_) => unreachable!("handled above"),
     };
     match result {

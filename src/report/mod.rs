@@ -12,6 +12,7 @@ pub mod plot;
 pub mod show;
 pub mod spark;
 pub mod text;
+pub mod triage;
 pub mod units;
 pub mod why;
 

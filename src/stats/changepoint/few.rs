@@ -163,6 +163,11 @@ impl Ctx<'_> {
         if m < 2 || found.iter().any(|c| c.deterministic) {
             return Vec::new();
         }
+        // Every commit's runs repeat one number: more of them would say the same.
+        let exact = |s: &Vec<f64>| s.len() >= 2 && s.iter().all(|x| *x == s[0]);
+        if self.kept.samples.iter().all(exact) {
+            return Vec::new();
+        }
         let bs = self.kept_of(found);
         let mut cands: Vec<usize> = proposed.to_vec();
         let short = self.min_seg.saturating_sub(1).max(1);

@@ -1,0 +1,474 @@
+//! What `triage` prints and posts: the summary a person reads in a CI log, `--format json`
+//! (a top-level `findings` list, one object per culprit commit), `--format md` (a digest for a
+//! job summary), and the issue bodies and comments that go to the bug tracker.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::findings::{marker, Finding, Findings, State, TestStep};
+
+use super::md;
+use super::text::{count, fmt_num};
+use super::units::quantity_pair;
+
+/// A search the budget left for the next run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Left {
+    pub test: String,
+    pub from: String,
+    pub to: String,
+}
+
+/// One thing posted (or, with `--dry-run`, that would be).
+#[derive(Debug, Clone, Serialize)]
+pub struct Posted {
+    pub commit: String,
+    /// `created`, `found` (an issue with its marker existed already), `commented`, `fixed`.
+    pub what: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    pub title: String,
+    pub dry_run: bool,
+}
+
+/// Everything one `triage` run says.
+pub struct View<'a> {
+    pub findings: &'a Findings,
+    /// Commits whose finding is new or changed this run.
+    pub changed: &'a [String],
+    pub left: &'a [Left],
+    pub posted: &'a [Posted],
+    pub failures: &'a [String],
+    pub searches: usize,
+    pub builds: usize,
+    pub runs: usize,
+    pub seconds: f64,
+}
+
+fn short(c: &str) -> &str {
+    c.get(..10).unwrap_or(c)
+}
+
+/// "h2-req-mem: 130.0 KB → 146.4 KB (+12.60 %, a regression), p = 1.0e-6, 10 vs 10 runs"
+fn step_line(s: &TestStep) -> String {
+    let (b, a) = quantity_pair(s.before, s.after, &s.unit);
+    format!(
+        "{}: {b} -> {a} ({:+.2} %, {}{}), p = {:.1e}, {} vs {} runs",
+        s.test,
+        s.rel_change * 100.0,
+        if s.kind == "regression" {
+            "a regression"
+        } else {
+            "an improvement"
+        },
+        s.interval
+            .filter(|(lo, hi)| lo != hi)
+            .map(|(lo, hi)| format!(
+                "; 95 % interval {:+.2} % to {:+.2} %",
+                lo * 100.0,
+                hi * 100.0
+            ))
+            .unwrap_or_default(),
+        s.p_value,
+        s.runs.0,
+        s.runs.1
+    )
+}
+
+fn states(f: &Findings) -> String {
+    let mut parts = Vec::new();
+    for st in [State::New, State::Posted, State::Unconfirmed, State::Fixed] {
+        let n = f.findings.iter().filter(|x| x.state == st).count();
+        if n > 0 {
+            parts.push(format!("{n} {}", st.as_str()));
+        }
+    }
+    if parts.is_empty() {
+        "none".into()
+    } else {
+        parts.join(", ")
+    }
+}
+
+fn spent(v: &View<'_>) -> String {
+    format!(
+        "{}, {}, {} in {}",
+        count(v.searches, "search"),
+        count(v.builds, "build"),
+        count(v.runs, "run"),
+        crate::build::fmt_secs(v.seconds)
+    )
+}
+
+/// The text for a CI log: one line when nothing is new, else each finding that changed.
+pub fn text(v: &View<'_>) -> String {
+    let mut o = String::new();
+    let nothing = v.changed.is_empty() && v.posted.is_empty() && v.left.is_empty();
+    if nothing && v.failures.is_empty() {
+        let _ = writeln!(
+            o,
+            "triage: nothing new ({} known: {}); {}",
+            count(v.findings.findings.len(), "finding"),
+            states(v.findings),
+            spent(v)
+        );
+        return o;
+    }
+    let _ = writeln!(
+        o,
+        "triage: {} changed this run; {} known: {}; {}",
+        count(v.changed.len(), "finding"),
+        count(v.findings.findings.len(), "finding"),
+        states(v.findings),
+        spent(v)
+    );
+    for x in v
+        .findings
+        .findings
+        .iter()
+        .filter(|x| v.changed.contains(&x.commit))
+    {
+        let where_ = match (&x.state, &x.url) {
+            (State::Posted, Some(u)) => format!(" [posted: {u}]"),
+            (State::Fixed, _) => format!(
+                " [fixed by {}]",
+                x.fixed_by.as_deref().map(short).unwrap_or("?")
+            ),
+            (State::Unconfirmed, _) => " [unconfirmed: not posted]".into(),
+            _ => " [new]".into(),
+        };
+        let what = if x.state == State::Unconfirmed {
+            "change point"
+        } else {
+            "culprit"
+        };
+        let _ = writeln!(o, "{what} {} {}{where_}", short(&x.commit), x.subject);
+        for s in &x.tests {
+            let _ = writeln!(o, "  {}", step_line(s));
+            if !s.why.is_empty() {
+                let _ = writeln!(o, "    why: {}", s.why.join(", "));
+            }
+        }
+        for u in &x.unconfirmed {
+            let _ = writeln!(o, "  {u}");
+        }
+    }
+    for p in v.posted {
+        let _ = writeln!(
+            o,
+            "{} {}: {}{}",
+            if p.dry_run { "would post" } else { "posted" },
+            p.what,
+            p.title,
+            p.url
+                .as_deref()
+                .map(|u| format!(" ({u})"))
+                .unwrap_or_default()
+        );
+    }
+    for l in v.left {
+        let _ = writeln!(
+            o,
+            "left for the next run (budget): {} over {}..{}",
+            l.test,
+            short(&l.from),
+            short(&l.to)
+        );
+    }
+    for f in v.failures {
+        let _ = writeln!(o, "not posted: {f}");
+    }
+    o
+}
+
+#[derive(Serialize)]
+struct Json<'a> {
+    findings: Vec<JsonFinding<'a>>,
+    changed: &'a [String],
+    posted: &'a [Posted],
+    left: &'a [Left],
+    failures: &'a [String],
+    searches: usize,
+    builds: usize,
+    runs: usize,
+    time_s: f64,
+}
+
+#[derive(Serialize)]
+struct JsonFinding<'a> {
+    commit: &'a str,
+    subject: &'a str,
+    state: &'static str,
+    url: Option<&'a str>,
+    tests: &'a [TestStep],
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    unconfirmed: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fixed_by: Option<&'a str>,
+}
+
+/// `--format json`: every finding kept, one object per culprit commit, with what this run did.
+pub fn json(v: &View<'_>) -> anyhow::Result<String> {
+    let out = Json {
+        findings: v
+            .findings
+            .findings
+            .iter()
+            .map(|x| JsonFinding {
+                commit: &x.commit,
+                subject: &x.subject,
+                state: x.state.as_str(),
+                url: x.url.as_deref(),
+                tests: &x.tests,
+                unconfirmed: &x.unconfirmed,
+                fixed_by: x.fixed_by.as_deref(),
+            })
+            .collect(),
+        changed: v.changed,
+        posted: v.posted,
+        left: v.left,
+        failures: v.failures,
+        searches: v.searches,
+        builds: v.builds,
+        runs: v.runs,
+        time_s: v.seconds,
+    };
+    Ok(super::text::json_pretty(&serde_json::to_value(&out)?)?)
+}
+
+fn table(o: &mut String, x: &Finding) {
+    let _ = writeln!(
+        o,
+        "{}\n|---|---:|---:|---:|---:|---:|---|",
+        md::row(&[
+            "test",
+            "before",
+            "after",
+            "change",
+            "p",
+            "runs",
+            "why it moved"
+        ])
+    );
+    for s in &x.tests {
+        let (b, a) = quantity_pair(s.before, s.after, &s.unit);
+        let cells = [
+            md::code(&s.test),
+            md::text(&b),
+            md::text(&a),
+            format!(
+                "{:+.2} % ({}){}",
+                s.rel_change * 100.0,
+                md::text(&s.kind),
+                s.interval
+                    .filter(|(lo, hi)| lo != hi)
+                    .map(|(lo, hi)| format!(
+                        ", 95 % interval {:+.2} to {:+.2} %",
+                        lo * 100.0,
+                        hi * 100.0
+                    ))
+                    .unwrap_or_default()
+            ),
+            format!("{:.1e}", s.p_value),
+            format!("{} vs {}", s.runs.0, s.runs.1),
+            md::text(&s.why.join(", ")),
+        ];
+        let _ = writeln!(o, "{}", md::row(&cells));
+    }
+}
+
+/// `--format md`: a digest for a job summary.
+pub fn markdown(v: &View<'_>) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "## perfbisect triage\n");
+    let _ = writeln!(
+        o,
+        "{} changed this run; {} known ({}); {}.\n",
+        count(v.changed.len(), "finding"),
+        count(v.findings.findings.len(), "finding"),
+        states(v.findings),
+        spent(v)
+    );
+    for x in &v.findings.findings {
+        let link = x
+            .url
+            .as_deref()
+            .map(|u| format!(" — [issue]({u})"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            o,
+            "### {} `{}` {}{link}\n",
+            x.state.as_str(),
+            short(&x.commit),
+            md::text(&x.subject)
+        );
+        if !x.tests.is_empty() {
+            table(&mut o, x);
+            let _ = writeln!(o);
+        }
+        for u in &x.unconfirmed {
+            let _ = writeln!(o, "- unconfirmed: {}", md::text(u));
+        }
+        if let Some(b) = &x.fixed_by {
+            let _ = writeln!(o, "- fixed by `{}`", short(b));
+        }
+        if !x.unconfirmed.is_empty() || x.fixed_by.is_some() {
+            let _ = writeln!(o);
+        }
+    }
+    for l in v.left {
+        let _ = writeln!(
+            o,
+            "- left for the next run (budget): {} over `{}..{}`",
+            md::code(&l.test),
+            short(&l.from),
+            short(&l.to)
+        );
+    }
+    for f in v.failures {
+        let _ = writeln!(o, "- not posted: {}", md::text(f));
+    }
+    o
+}
+
+/// The body of the issue a new culprit gets: every test it moved, the full report of each
+/// test searched in this run, the commands that reproduce it, and the marker that keeps it
+/// from being posted twice.
+pub fn issue_body(x: &Finding, reports: &[String], invocation: &str) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "Commit `{}` {} moved {}, found by `perfbisect triage` and confirmed by interleaved re-runs of the commit and the one before it.\n",
+        x.commit,
+        md::text(&x.subject),
+        count(x.tests.len(), "test")
+    );
+    table(&mut o, x);
+    let _ = writeln!(o);
+    for (t, r) in x.tests.iter().zip(reports) {
+        let _ = writeln!(
+            o,
+            "<details><summary>{}: the whole report</summary>\n\n{r}\n</details>\n",
+            md::text(&t.test)
+        );
+    }
+    let body: String = x
+        .tests
+        .iter()
+        .map(|t| {
+            format!(
+                "perfbisect {invocation}compare {} {} {}\n",
+                t.test, t.parent, x.commit
+            )
+        })
+        .collect();
+    let fence = md::fence(&body);
+    let _ = writeln!(o, "Reproduce:\n\n{fence}sh\n{body}{fence}\n");
+    let _ = writeln!(o, "<sub>{}</sub>", marker(&x.commit));
+    o
+}
+
+/// The comment when `tests` join a posted culprit.
+pub fn join_comment(x: &Finding, tests: &[String]) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "`perfbisect triage`: `{}` moved {} more:\n",
+        short(&x.commit),
+        count(tests.len(), "test")
+    );
+    for s in x.tests.iter().filter(|s| tests.contains(&s.test)) {
+        let _ = writeln!(o, "- {}", md::text(&step_line(s)));
+    }
+    o
+}
+
+/// The comment when a later commit returned the level.
+pub fn fixed_comment(x: &Finding, by: &str, subject: &str) -> String {
+    format!(
+        "`perfbisect triage`: fixed by `{}` {} — a later step returned the level of {} ({}).\n",
+        short(by),
+        md::text(subject),
+        x.tests
+            .iter()
+            .map(|t| md::code(&t.test))
+            .collect::<Vec<_>>()
+            .join(", "),
+        x.tests
+            .iter()
+            .map(|t| format!("{} before `{}`", fmt_num(t.before), short(&x.commit)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn finding(state: State) -> Finding {
+        Finding {
+            commit: "eb73af253c0123456789012345678901234567aa".into(),
+            subject: "tool: fix memory | leak www.example.com/x".into(),
+            state,
+            url: None,
+            issue: None,
+            tests: vec![TestStep {
+                test: "h2-req-mem".into(),
+                parent: "aa".into(),
+                before: 130_000.0,
+                after: 146_380.0,
+                rel_change: 0.126,
+                interval: Some((0.11, 0.14)),
+                p_value: 1e-6,
+                runs: (10, 10),
+                unit: "bytes".into(),
+                kind: "regression".into(),
+                why: vec!["Curl_h2 +1.20 %".into()],
+                posted: false,
+            }],
+            unconfirmed: Vec::new(),
+            fixed_by: None,
+            fixed_posted: false,
+            first_seen: 1,
+            updated: 1,
+        }
+    }
+
+    #[test]
+    fn an_issue_body_names_the_tests_keeps_its_columns_and_carries_its_marker() {
+        let x = finding(State::New);
+        let b = issue_body(&x, &[], "");
+        assert!(b.contains(&marker(&x.commit)), "{b}");
+        assert!(b.contains("| `h2-req-mem` |"), "{b}");
+        assert!(b.contains("\\|"), "the subject's pipe is escaped: {b}");
+        assert!(!b.contains("www.example"), "no live autolink: {b}");
+        assert!(b.contains("compare h2-req-mem aa eb73af253c"), "{b}");
+    }
+
+    #[test]
+    fn nothing_new_is_one_line() {
+        let f = Findings {
+            findings: vec![finding(State::Posted)],
+            ..Findings::default()
+        };
+        let v = View {
+            findings: &f,
+            changed: &[],
+            left: &[],
+            posted: &[],
+            failures: &[],
+            searches: 0,
+            builds: 0,
+            runs: 0,
+            seconds: 1.0,
+        };
+        let t = text(&v);
+        assert_eq!(t.lines().count(), 1, "{t}");
+        assert!(
+            t.starts_with("triage: nothing new (1 finding known: 1 posted)"),
+            "{t}"
+        );
+    }
+}

@@ -1,0 +1,356 @@
+//! Issue 31, the nightly perf sheriff: `triage` turns cron rounds into confirmed,
+//! deduplicated findings, one per culprit commit, posted once through a `gh` stand-in that
+//! records its calls (tests/fixtures/gh-stand-in), whatever fails or is killed on the way.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{specs, with_build, Fixture};
+
+const CONFIG: &str = r#"
+[tests.value]
+command = "./app"
+metric = { regex = "^value: ([0-9.]+)" }
+threshold = "2%"
+repeats = 3
+
+[tests.value2]
+command = "./app"
+metric = { regex = "^value: ([0-9.]+)" }
+threshold = "3%"
+repeats = 3
+
+[tests.rss]
+command = "./app"
+metric = "max-rss"
+threshold = "10%"
+repeats = 3
+"#;
+
+/// 34 commits: `value` and `value2` step +8 % at commit 14 and again at 32; `rss` steps up at
+/// commit 22 and back down at 32 (a fix).
+fn fixture() -> Fixture {
+    Fixture::new(
+        &specs(34, |i, c| {
+            c.metric = match i {
+                ..=13 => 1000.0,
+                14..=31 => 1080.0,
+                _ => 1170.0,
+            };
+            c.megabytes = if (22..32).contains(&i) { 8 } else { 1 };
+            c.work = 0;
+        }),
+        &with_build(CONFIG),
+    )
+}
+
+/// A folder holding `gh` (the stand-in) and the stand-in's state.
+struct Gh {
+    bin: PathBuf,
+    state: PathBuf,
+}
+
+impl Gh {
+    fn new(f: &Fixture) -> Gh {
+        let bin = f.dir.path().join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let stand_in = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/gh-stand-in");
+        std::os::unix::fs::symlink(stand_in, bin.join("gh")).unwrap();
+        let state = f.dir.path().join("gh-state");
+        std::fs::create_dir_all(&state).unwrap();
+        Gh { bin, state }
+    }
+
+    fn path(&self) -> String {
+        format!("{}:{}", self.bin.display(), std::env::var("PATH").unwrap())
+    }
+
+    /// Every issue the stand-in holds.
+    fn issues(&self) -> Vec<serde_json::Value> {
+        let dir = self.state.join("issues");
+        let mut out: Vec<serde_json::Value> = std::fs::read_dir(&dir)
+            .map(|d| {
+                d.map(|e| {
+                    serde_json::from_str(&std::fs::read_to_string(e.unwrap().path()).unwrap())
+                        .unwrap()
+                })
+                .collect()
+            })
+            .unwrap_or_default();
+        out.sort_by_key(|i| i["number"].as_u64());
+        out
+    }
+
+    /// The issues whose body names `commit`.
+    fn about(&self, commit: &str) -> Vec<serde_json::Value> {
+        self.issues()
+            .into_iter()
+            .filter(|i| i["body"].as_str().unwrap().contains(commit))
+            .collect()
+    }
+}
+
+/// `run TESTS REV` on the cron's commits (1-based numbers): what a cron job measured.
+fn cron(f: &Fixture, rounds: &[usize]) {
+    for &n in rounds {
+        f.run_json("value,value2,rss", &f.ids[n - 1], &[]);
+    }
+}
+
+/// `triage all OLD..NEW --attach o/r --format json` with the stand-in on PATH.
+fn triage(f: &Fixture, gh: &Gh, newest: usize, extra: &[&str]) -> (i32, serde_json::Value, String) {
+    let range = format!("{}..{}", f.ids[0], f.ids[newest - 1]);
+    let out = f
+        .cmd()
+        .args([
+            "triage", "all", &range, "--attach", "o/r", "--format", "json",
+        ])
+        .args(extra)
+        .env("PATH", gh.path())
+        .env("GH_STATE", &gh.state)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let j = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("no JSON ({e}): {err}"));
+    (out.status.code().unwrap_or(-1), j, err)
+}
+
+fn finding<'a>(j: &'a serde_json::Value, commit: &str) -> &'a serde_json::Value {
+    j["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["commit"] == commit)
+        .unwrap_or_else(|| panic!("no finding of {commit}: {j:#}"))
+}
+
+fn tests_of(x: &serde_json::Value) -> Vec<String> {
+    let mut t: Vec<String> = x["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["test"].as_str().unwrap().to_string())
+        .collect();
+    t.sort();
+    t
+}
+
+#[test]
+fn a_night_of_cron_rounds_becomes_one_issue_per_culprit_posted_once_then_fixed() {
+    let f = fixture();
+    let gh = Gh::new(&f);
+    cron(&f, &[1, 5, 9, 13, 17, 21, 25, 29]);
+    let (code, j, err) = triage(&f, &gh, 30, &[]);
+    assert_eq!(code, 0, "{err}");
+    // Both culprits, the first with both of its tests.
+    let (x14, x22) = (&f.ids[13], &f.ids[21]);
+    assert_eq!(tests_of(finding(&j, x14)), ["value", "value2"], "{j:#}");
+    assert_eq!(tests_of(finding(&j, x22)), ["rss"], "{j:#}");
+    for c in [x14, x22] {
+        assert_eq!(finding(&j, c)["state"], "posted", "{j:#}");
+        assert_eq!(gh.about(c).len(), 1, "one issue for {c}");
+    }
+    let issue = &gh.about(x14)[0];
+    let title = issue["title"].as_str().unwrap();
+    assert!(
+        title.starts_with("perf: value") && title.contains(&x14[..10]),
+        "{title}"
+    );
+    assert!(
+        issue["body"].as_str().unwrap().contains("value2"),
+        "{issue}"
+    );
+    assert_eq!(issue["labels"][0], "performance");
+    // One search per gap: value and value2 share their builds.
+    let builds = j["builds"].as_u64().unwrap();
+    assert!(builds < 20, "{j:#}");
+
+    // Again, nothing new: nothing posted, one line.
+    let (code, j2, err) = triage(&f, &gh, 30, &[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(j2["posted"].as_array().unwrap().is_empty(), "{j2:#}");
+    assert_eq!(j2["searches"], 0, "{j2:#}");
+    assert_eq!(gh.issues().len(), 2);
+    let text = f
+        .cmd()
+        .args(["triage", "all", &format!("{}..{}", f.ids[0], f.ids[29])])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert_eq!(text.lines().count(), 1, "{text}");
+    assert!(text.starts_with("triage: nothing new"), "{text}");
+
+    // The next night: commit 32 steps value and value2 again and brings rss back.
+    cron(&f, &[33]);
+    let (code, j3, err) = triage(&f, &gh, 34, &[]);
+    assert_eq!(code, 0, "{err}");
+    let x32 = &f.ids[31];
+    assert_eq!(tests_of(finding(&j3, x32)), ["value", "value2"], "{j3:#}");
+    assert_eq!(gh.about(x32).len(), 1, "only the new culprit is posted");
+    assert_eq!(gh.issues().len(), 3);
+    assert_eq!(finding(&j3, x22)["state"], "fixed", "{j3:#}");
+    assert_eq!(finding(&j3, x22)["fixed_by"], x32.as_str(), "{j3:#}");
+    let rss_issue = &gh.about(x22)[0];
+    let comments = rss_issue["comments"].as_array().unwrap();
+    assert_eq!(comments.len(), 1, "{rss_issue}");
+    assert!(
+        comments[0].as_str().unwrap().contains("fixed by"),
+        "{rss_issue}"
+    );
+}
+
+#[test]
+fn a_gh_that_fails_leaves_the_finding_new_and_the_next_run_posts_it_once() {
+    let f = fixture();
+    let gh = Gh::new(&f);
+    cron(&f, &[1, 5, 9, 13, 17, 21, 25, 29]);
+    let range = format!("{}..{}", f.ids[0], f.ids[29]);
+    let out = f
+        .cmd()
+        .args([
+            "triage", "value", &range, "--attach", "o/r", "--format", "json",
+        ])
+        .env("PATH", gh.path())
+        .env("GH_STATE", &gh.state)
+        .env("GH_FAIL", "1")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("502"), "gh's own message: {err}");
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(finding(&j, &f.ids[13])["state"], "new", "{j:#}");
+    assert!(gh.issues().is_empty());
+    // Dry run: says what it would post, posts nothing.
+    let out = f
+        .cmd()
+        .args(["triage", "value", &range, "--attach", "o/r", "--dry-run"])
+        .env("PATH", gh.path())
+        .env("GH_STATE", &gh.state)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("would post created: perf: value"), "{text}");
+    assert!(gh.issues().is_empty());
+    // Two at once: one issue.
+    let spawn = || {
+        f.std_cmd()
+            .args(["triage", "value", &range, "--attach", "o/r"])
+            .env("PATH", gh.path())
+            .env("GH_STATE", &gh.state)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let (mut a, mut b) = (spawn(), spawn());
+    assert!(a.wait().unwrap().success());
+    assert!(b.wait().unwrap().success());
+    assert_eq!(gh.about(&f.ids[13]).len(), 1, "{:?}", gh.issues());
+}
+
+#[test]
+fn killed_mid_post_then_run_again_posts_every_culprit_once() {
+    let f = fixture();
+    let gh = Gh::new(&f);
+    cron(&f, &[1, 5, 9, 13, 17, 21, 25, 29]);
+    let range = format!("{}..{}", f.ids[0], f.ids[29]);
+    // gh answers slowly: the kill lands after an issue is created, before it is saved.
+    let mut child = f
+        .std_cmd()
+        .args(["triage", "all", &range, "--attach", "o/r"])
+        .env("PATH", gh.path())
+        .env("GH_STATE", &gh.state)
+        .env("GH_SLEEP", "1")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(600);
+    while gh.issues().is_empty() && std::time::Instant::now() < deadline {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    child.wait().unwrap();
+    let (code, j, err) = triage(&f, &gh, 30, &[]);
+    assert_eq!(code, 0, "{err}");
+    for c in [&f.ids[13], &f.ids[21]] {
+        assert_eq!(finding(&j, c)["state"], "posted", "{j:#}");
+        assert_eq!(gh.about(c).len(), 1, "{c}: {:?}", gh.issues());
+    }
+}
+
+#[test]
+fn a_step_imported_rounds_show_but_this_machine_does_not_is_unconfirmed_never_posted() {
+    let f = Fixture::new(&specs(12, |_, c| c.work = 0), &with_build(CONFIG));
+    let gh = Gh::new(&f);
+    // Another machine's rounds put a +10 % step at commit 7; here there is none.
+    let mut csv = String::from("commit,test,value,timestamp,round\n");
+    for (k, n) in [1, 3, 5, 7, 9, 11, 12].iter().enumerate() {
+        for r in 0..4 {
+            let v = if *n >= 7 { 1100.0 } else { 1000.0 } + r as f64;
+            csv += &format!(
+                "{},value,{v},{},R{k}\n",
+                f.ids[n - 1],
+                1_700_000_000 + 100 * k + r
+            );
+        }
+    }
+    let path = f.dir.path().join("rounds.csv");
+    std::fs::write(&path, csv).unwrap();
+    f.cmd().args(["import"]).arg(&path).assert().success();
+    let (code, j, err) = triage(&f, &gh, 12, &[]);
+    assert_eq!(code, 0, "{err}");
+    let x = j["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["state"] == "unconfirmed")
+        .unwrap_or_else(|| panic!("{j:#}"));
+    assert!(!x["unconfirmed"][0].as_str().unwrap().is_empty(), "{x}");
+    assert!(gh.issues().is_empty(), "{:?}", gh.issues());
+    // Budget: none left to spend means the search waits for the next run, said so.
+    let f2 = fixture();
+    cron(&f2, &[1, 5, 9, 13, 17, 21, 25, 29]);
+    let out = f2
+        .cmd()
+        .args(["triage", "all", &format!("{}..{}", f2.ids[0], f2.ids[29])])
+        .args(["--max-builds", "0", "--format", "json"])
+        .output()
+        .unwrap();
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j["searches"], 0, "{j:#}");
+    assert_eq!(j["left"].as_array().unwrap().len(), 3, "{j:#}");
+}
+
+#[test]
+fn find_over_several_tests_gives_a_verdict_each_on_one_set_of_builds() {
+    let f = fixture();
+    let range = format!("{}..{}", f.ids[0], f.ids[29]);
+    let j = f.json(&["find", "value,value2", &range, "--format", "json"]);
+    let tests = j["tests"].as_array().unwrap();
+    assert_eq!(tests.len(), 2, "{j:#}");
+    for (t, name) in tests.iter().zip(["value", "value2"]) {
+        assert_eq!(t["test"], name);
+        assert_eq!(t["culprit"]["commit"], f.ids[13].as_str(), "{t:#}");
+    }
+    // The second search stood on the first one's builds.
+    let second = tests[1]["builds"].as_u64().unwrap();
+    let first = tests[0]["builds"].as_u64().unwrap();
+    assert!(second <= 2 && first >= 5, "{first} then {second}: {j:#}");
+    assert_eq!(j["builds"].as_u64().unwrap(), first + second);
+    let text = f
+        .cmd()
+        .args(["find", "value,value2", &range])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("== value ==") && text.contains("== value2 =="),
+        "{text}"
+    );
+}
