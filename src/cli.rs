@@ -232,6 +232,12 @@ pub struct TriageArgs {
     /// commit), or a Markdown digest for a job summary.
     #[arg(long, value_parser = formats(&[Format::Text, Format::Json, Format::Md]), default_value = "text")]
     pub format: Format,
+    /// Also write the JSON to FILE (whatever --format prints).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Also write the Markdown digest to FILE (e.g. "$GITHUB_STEP_SUMMARY").
+    #[arg(long, value_name = "FILE")]
+    pub md: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -55,6 +55,17 @@ pub fn triage(g: &Global, args: TriageArgs) -> anyhow::Result<()> {
         runs: out.runs,
         seconds: out.seconds,
     };
+    let write = |path: &std::path::Path, text: String| {
+        std::fs::write(path, text).map_err(|e| {
+            crate::error::UsageError::err(format!("cannot write {}: {e}", path.display()))
+        })
+    };
+    if let Some(p) = &args.json {
+        write(p, view::json(&v)?)?;
+    }
+    if let Some(p) = &args.md {
+        write(p, view::markdown(&v))?;
+    }
     print!(
         "{}",
         match args.format {

@@ -304,14 +304,8 @@ pub fn detect_all_tuned(series: &[Vec<f64>], opts: &Options, tu: &Tuning) -> Det
     let found = ctx.edges(found);
     // As the end tests do, these look at the samples as they are: a drift fitted over the
     // series would make steps of its own between close neighbours.
-    // (Not beside a fitted drift: a short stretch of a drifting series differs from a long one
-    // next to it without any step.)
     let flat = Ctx { slope: 0.0, ..ctx };
-    let found = if ctx.slope == 0.0 {
-        flat.split_close(found)
-    } else {
-        found
-    };
+    let found = flat.split_close(found);
     Detection {
         undecided: flat.undecided(&found, &proposed),
         points: found,

@@ -14,6 +14,8 @@ const FEW_FLOOR: f64 = 1e-6;
 /// A boundary with a p-value under this (before any correction) whose runs are few and
 /// cleanly apart is worth more runs: undecided.
 const UNDECIDED_P: f64 = 0.05;
+/// Commits on the far side of a close second step that its test compares it with.
+const CLOSE_SPAN: usize = 10;
 /// Most undecided steps reported (the most certain first).
 const MAX_UNDECIDED: usize = 3;
 /// Power asked of the runs an undecided step needs.
@@ -111,10 +113,12 @@ impl Ctx<'_> {
                     if b2 <= a || b2 >= c || b2 == 0 {
                         continue;
                     }
+                    // Against the commits next to it only: beside a drift, a long stretch
+                    // differs from a short one without any step.
                     let t = if b2 > b {
-                        self.test(b, b2, c)
+                        self.test(b, b2, c.min(b2 + CLOSE_SPAN))
                     } else {
-                        self.test(a, b2, b)
+                        self.test(a.max(b2.saturating_sub(CLOSE_SPAN)), b2, b)
                     };
                     if self.passes(&t, tries) && best.is_none_or(|(_, p)| t.p < p) {
                         best = Some((b2, t.p));
