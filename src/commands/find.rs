@@ -80,7 +80,7 @@ pub fn find(g: &Global, args: FindArgs) -> anyhow::Result<i32> {
         report.sparkline = spark.clone();
         report.plot = plot_ref;
         Ok(match format {
-            Format::Json => view::json(&report)?,
+            Format::Json => crate::report::find_json::json(&report)?,
             Format::Md => view::markdown(&report),
             _ => view::text(&report),
         })
@@ -144,7 +144,7 @@ fn several(
         report.why = &why;
         report.sparkline = line;
         match args.format {
-            Format::Json => values.push(view::json_value(&report)?),
+            Format::Json => values.push(crate::report::find_json::json_value(&report)?),
             Format::Md => texts.push(view::markdown(&report)),
             _ => texts.push(format!("== {} ==\n{}", run.test.name, view::text(&report))),
         }

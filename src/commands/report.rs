@@ -7,7 +7,7 @@ use crate::cli::{Format, Global, ReportArgs};
 use crate::pipeline::Workspace;
 use crate::report::issue::{self, Issue};
 use crate::report::plot::{self};
-use crate::report::{charts, find as find_view, spark};
+use crate::report::{charts, spark};
 
 use super::common::{check_format, locations, verbosity};
 
@@ -81,7 +81,7 @@ pub fn report(g: &Global, args: ReportArgs) -> anyhow::Result<()> {
             measured: &measured,
         };
         Ok(match args.format {
-            Format::Json => issue::json(&x, find_view::json_value(&r)?)?,
+            Format::Json => issue::json(&x, crate::report::find_json::json_value(&r)?)?,
             _ => issue::markdown(&x),
         })
     };

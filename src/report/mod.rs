@@ -5,6 +5,7 @@ pub mod charts;
 pub mod compare;
 pub mod export;
 pub mod find;
+pub mod find_json;
 pub mod html;
 pub mod issue;
 pub mod md;
