@@ -39,6 +39,8 @@ struct Tally {
     /// Cachegrind runs of the culprits and their parents, and their wall time.
     profiles: usize,
     profiling: std::time::Duration,
+    /// Builds beside measurements: the time both went on at once.
+    overlap: std::time::Duration,
 }
 
 impl Tally {
@@ -53,6 +55,10 @@ impl Tally {
         self.runs_saved += earlier.runs_saved;
         self.checks += earlier.checks;
         self.checking += earlier.checking;
+        self.overlap += earlier.overlap;
+        self.facts.ahead += earlier.facts.ahead;
+        self.facts.ahead_unused += earlier.facts.ahead_unused;
+        self.facts.parallel_runs += earlier.facts.parallel_runs;
     }
 
     fn add(&mut self, d: &Driven) {
@@ -63,6 +69,7 @@ impl Tally {
         self.most_parallel = self.most_parallel.max(d.most_parallel);
         self.building += d.building;
         self.measuring += d.measuring;
+        self.overlap += d.overlap;
     }
 }
 
@@ -134,6 +141,7 @@ impl FindRun {
                 checks: self.tally.checks,
                 profiling: self.tally.profiling.as_secs_f64(),
                 profiles: self.tally.profiles,
+                both: self.tally.overlap.as_secs_f64(),
             },
             skipped: &self.skips,
             merges: &self.merges,
@@ -718,10 +726,25 @@ fn drive(
     let mut lab = WorkspaceLab::new(ws, test, commits, appender, stored, "find");
     // Another machine's numbers set no level for a noisy test: it measures here.
     lab.trust_imported(params.deterministic);
+    // A count the machine's load does not move: runs of different commits on every core at
+    // once, and the next probes building while one is measured. Never a time or a peak.
+    let dep = crate::shards::dependence(test);
+    if jobs > 1 && dep.independent() {
+        lab.parallel = jobs;
+        lab.why_parallel = format!("{}: the machine's load does not move it", dep.why());
+        tally.facts.parallel_why = Some(lab.why_parallel.clone());
+    }
     let driven = bisect::drive(&mut search, &mut lab, commits.len(), jobs);
     lab.finish();
     let (outcome, d) = driven?;
     tally.add(&d);
+    tally.facts.parallel_runs += lab.overlapped;
+    tally.facts.ahead += d.ahead.len();
+    tally.facts.ahead_unused += d
+        .ahead
+        .iter()
+        .filter(|p| !search.probed().contains(p))
+        .count();
     let (windows, window_runs, beside) = search.interleaving();
     tally.facts.windows += windows;
     tally.facts.window_runs += window_runs;

@@ -40,6 +40,18 @@ pub struct WorkspaceLab<'a> {
     /// Windows of interleaved runs this search opened or extended, and the runs in them.
     pub windows: usize,
     pub window_runs: usize,
+    /// Runs of a window that may go at once (other commits each): `jobs` for a metric the
+    /// machine's load does not move, else 1.
+    pub parallel: usize,
+    /// Runs that went side by side with another (the most at once), for the report.
+    pub overlapped: usize,
+    /// Why runs may go side by side and builds beside them (the metric), for the messages.
+    pub why_parallel: String,
+    /// Builds asked to run beside the next measurement, with how many at once, and what the
+    /// last such builds did.
+    ahead: Vec<usize>,
+    ahead_jobs: usize,
+    beside: (Vec<(usize, bool)>, usize, std::time::Duration),
 }
 
 impl<'a> WorkspaceLab<'a> {
@@ -79,6 +91,12 @@ impl<'a> WorkspaceLab<'a> {
             shared: Vec::new(),
             windows: 0,
             window_runs: 0,
+            parallel: 1,
+            overlapped: 0,
+            why_parallel: String::new(),
+            ahead: Vec::new(),
+            ahead_jobs: 1,
+            beside: Default::default(),
         }
     }
 
@@ -191,70 +209,7 @@ impl Lab for WorkspaceLab<'_> {
     }
 
     fn measure(&mut self, pos: usize, runs: usize) -> anyhow::Result<Vec<f64>> {
-        let art = self
-            .artifacts(pos)
-            .ok_or_else(|| anyhow::anyhow!("{} is not built", self.commits[pos].short()))?;
-        // Built just now and byte-identical to a commit with samples: those stand in for runs.
-        if let Some((twin, vals)) = self.identical_build_samples(pos) {
-            self.runs_saved += runs;
-            self.stood_in += vals.len();
-            self.shared.push((pos, twin));
-            if self.ws.verbosity.verbose > 0 {
-                self.ws.progress.println(&format!(
-                    "{} {}: same build as {} (byte-identical artifacts): its {} samples are used",
-                    self.commits[pos].short(),
-                    self.commits[pos].subject,
-                    crate::git::short(&twin),
-                    vals.len()
-                ));
-            }
-            return Ok(vals);
-        }
-        let c = &self.commits[pos];
-        self.bar.set_message(format!(
-            "{} {} ({runs} run{})",
-            c.short(),
-            c.subject,
-            if runs == 1 { "" } else { "s" }
-        ));
-        self.bar.inc_length(runs as u64);
-        let bar = self.bar.clone();
-        let batch = Batch {
-            test: self.test,
-            commit: c.id,
-            artifacts: &art,
-            runs,
-            round: 0,
-        };
-        let doing = |k: usize| format!("measuring {} (run {} of {runs})", c.short(), k + 1);
-        let beat = self.ws.progress.heartbeat(doing(0));
-        let mut k = 0;
-        let got = self.ws.measure(self.appender, batch, &mut |_| {
-            bar.inc(1);
-            k += 1;
-            beat.set(doing(k));
-        })?;
-        drop(beat);
-        if let Some(e) = got.iter().rev().find_map(|s| s.error.clone()) {
-            self.last_error.insert(pos, e);
-        }
-        let vals = values(&got);
-        self.fresh
-            .entry(crate::store::commit_key(&c.id))
-            .or_default()
-            .extend(&vals);
-        if self.step_lines() {
-            let fin: Vec<f64> = vals.iter().copied().filter(|v| v.is_finite()).collect();
-            let med = crate::stats::median(&fin).unwrap_or(f64::NAN);
-            self.ws.progress.println(&format!(
-                "perfbisect: probed {} {}: {}, median {}",
-                c.short(),
-                c.subject,
-                crate::report::text::count(vals.len(), "run"),
-                self.quantity(med)
-            ));
-        }
-        Ok(vals)
+        self.with_beside(|lab| lab.measure_now(pos, runs))
     }
 
     fn measure_window(
@@ -263,96 +218,20 @@ impl Lab for WorkspaceLab<'_> {
         runs: usize,
         window: Option<(u64, u32)>,
     ) -> anyhow::Result<Measured> {
-        let mut arts = Vec::with_capacity(positions.len());
-        for &p in positions {
-            match self.artifacts(p) {
-                Some(a) => arts.push(a),
-                None => anyhow::bail!(
-                    "{} is not built, but a window asked for it",
-                    self.commits[p].short()
-                ),
-            }
-        }
-        let names: Vec<String> = positions
-            .iter()
-            .map(|&p| self.commits[p].short().to_string())
-            .collect();
-        self.bar.set_message(format!(
-            "{} side by side ({runs} interleaved runs each)",
-            names.join(", ")
-        ));
-        self.bar.inc_length((positions.len() * runs) as u64);
-        let bar = self.bar.clone();
-        let batches: Vec<Batch<'_>> = positions
-            .iter()
-            .zip(&arts)
-            .map(|(&p, a)| Batch {
-                test: self.test,
-                commit: self.commits[p].id,
-                artifacts: a,
-                runs,
-                round: 0,
-            })
-            .collect();
-        let first_moment = window.map_or(0, |(_, m)| m);
-        let limit = self.test.repeats.max(2);
-        let all = positions.len() * runs;
-        let doing = |k: usize| {
-            format!(
-                "measuring {} side by side (run {} of {all})",
-                names.join(", "),
-                k + 1
-            )
-        };
-        let beat = self.ws.progress.heartbeat(doing(0));
-        let mut k = 0;
-        let (id, got, done) =
-            self.ws
-                .measure_window(self.appender, &batches, window, limit, &mut |_| {
-                    bar.inc(1);
-                    k += 1;
-                    beat.set(doing(k));
-                })?;
-        drop(beat);
-        let mut values_out = Vec::with_capacity(positions.len());
-        for (i, &p) in positions.iter().enumerate() {
-            if let Some(e) = got[i].iter().rev().find_map(|s| s.error.clone()) {
-                self.last_error.insert(p, e);
-            }
-            let vals = values(&got[i]);
-            self.fresh
-                .entry(crate::store::commit_key(&self.commits[p].id))
-                .or_default()
-                .extend(&vals);
-            values_out.push(vals);
-        }
-        self.windows += 1;
-        self.window_runs += done.runs;
-        if self.step_lines() {
-            let meds: Vec<String> = positions
-                .iter()
-                .zip(&values_out)
-                .map(|(&p, v)| {
-                    let fin: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
-                    format!(
-                        "{} {}",
-                        self.commits[p].short(),
-                        self.quantity(crate::stats::median(&fin).unwrap_or(f64::NAN))
-                    )
-                })
-                .collect();
-            self.ws.progress.println(&format!(
-                "perfbisect: side by side, {} each: medians {}",
-                crate::report::text::count(runs, "interleaved run"),
-                meds.join(", ")
-            ));
-        }
-        Ok(Measured {
-            window: id,
-            first_moment,
-            rounds: done.rounds as u32,
-            values: values_out,
-        })
+        self.with_beside(|lab| lab.measure_window_now(positions, runs, window))
+    }
+
+    fn builds_beside(&self) -> bool {
+        self.parallel > 1
+    }
+
+    fn build_beside(&mut self, set: &[usize], jobs: usize) {
+        self.ahead = set.to_vec();
+        self.ahead_jobs = jobs.max(1);
+    }
+
+    fn take_beside(&mut self) -> (Vec<(usize, bool)>, usize, std::time::Duration) {
+        std::mem::take(&mut self.beside)
     }
 
     fn interrupted(&self) -> bool {
@@ -420,5 +299,239 @@ impl Lab for WorkspaceLab<'_> {
             ),
         };
         self.ws.note(&format!("perfbisect: {line}"));
+    }
+}
+
+impl WorkspaceLab<'_> {
+    /// Run `f` (a measurement), with the builds asked for by [`Lab::build_beside`] going on
+    /// beside it on another thread (worktree builds need no part of the measurement), and keep
+    /// what they built for [`Lab::take_beside`].
+    fn with_beside<T>(
+        &mut self,
+        f: impl FnOnce(&mut Self) -> anyhow::Result<T>,
+    ) -> anyhow::Result<T> {
+        let set = std::mem::take(&mut self.ahead);
+        if set.is_empty() {
+            return f(self);
+        }
+        let ids: Vec<gix::ObjectId> = set.iter().map(|&p| self.commits[p].id).collect();
+        let names: Vec<String> = ids.iter().map(crate::git::short).collect();
+        self.ws.note(&format!(
+            "perfbisect: building {} beside the measurement (what the search may probe next; {})",
+            names.join(", "),
+            self.why_parallel
+        ));
+        let git_dir = self.ws.repo.git_dir().to_path_buf();
+        let cache = self.ws.cache.clone();
+        let build = self.ws.config.build.clone();
+        let jobs = self.ahead_jobs;
+        let say = !self.ws.verbosity.quiet;
+        let (res, built) = std::thread::scope(|scope| {
+            let h = scope.spawn(move || {
+                let t = std::time::Instant::now();
+                let out = crate::build::build_all(&git_dir, &cache, &build, &ids, jobs, &|o| {
+                    if say {
+                        match &o.result {
+                            Ok(_) => eprintln!(
+                                "perfbisect: built {} beside the measurement in {}",
+                                crate::git::short(&o.commit),
+                                crate::build::fmt_secs(o.seconds)
+                            ),
+                            Err(tail) if !o.interrupted => eprintln!(
+                                "perfbisect: build of {} failed; it will be skipped:\n{}",
+                                crate::git::short(&o.commit),
+                                crate::paths::indent(tail.trim_end())
+                            ),
+                            _ => {}
+                        }
+                    }
+                });
+                (out, t.elapsed())
+            });
+            let res = f(self);
+            (res, h.join())
+        });
+        let (out, took) = built.map_err(|_| anyhow::anyhow!("a build thread panicked"))?;
+        let outcomes = out?;
+        let n = outcomes.iter().filter(|o| !o.interrupted).count();
+        let done: Vec<(usize, bool)> = set
+            .iter()
+            .map(|&p| (p, self.artifacts(p).is_some()))
+            .collect();
+        self.beside = (done, n, took);
+        res
+    }
+
+    fn measure_now(&mut self, pos: usize, runs: usize) -> anyhow::Result<Vec<f64>> {
+        let art = self
+            .artifacts(pos)
+            .ok_or_else(|| anyhow::anyhow!("{} is not built", self.commits[pos].short()))?;
+        // Built just now and byte-identical to a commit with samples: those stand in for runs.
+        if let Some((twin, vals)) = self.identical_build_samples(pos) {
+            self.runs_saved += runs;
+            self.stood_in += vals.len();
+            self.shared.push((pos, twin));
+            if self.ws.verbosity.verbose > 0 {
+                self.ws.progress.println(&format!(
+                    "{} {}: same build as {} (byte-identical artifacts): its {} samples are used",
+                    self.commits[pos].short(),
+                    self.commits[pos].subject,
+                    crate::git::short(&twin),
+                    vals.len()
+                ));
+            }
+            return Ok(vals);
+        }
+        let c = &self.commits[pos];
+        self.bar.set_message(format!(
+            "{} {} ({runs} run{})",
+            c.short(),
+            c.subject,
+            if runs == 1 { "" } else { "s" }
+        ));
+        self.bar.inc_length(runs as u64);
+        let bar = self.bar.clone();
+        let batch = Batch {
+            test: self.test,
+            commit: c.id,
+            artifacts: &art,
+            runs,
+            round: 0,
+        };
+        let doing = |k: usize| format!("measuring {} (run {} of {runs})", c.short(), k + 1);
+        let beat = self.ws.progress.heartbeat(doing(0));
+        let mut k = 0;
+        let got = self.ws.measure(self.appender, batch, &mut |_| {
+            bar.inc(1);
+            k += 1;
+            beat.set(doing(k));
+        })?;
+        drop(beat);
+        if let Some(e) = got.iter().rev().find_map(|s| s.error.clone()) {
+            self.last_error.insert(pos, e);
+        }
+        let vals = values(&got);
+        self.fresh
+            .entry(crate::store::commit_key(&c.id))
+            .or_default()
+            .extend(&vals);
+        if self.step_lines() {
+            let fin: Vec<f64> = vals.iter().copied().filter(|v| v.is_finite()).collect();
+            let med = crate::stats::median(&fin).unwrap_or(f64::NAN);
+            self.ws.progress.println(&format!(
+                "perfbisect: probed {} {}: {}, median {}",
+                c.short(),
+                c.subject,
+                crate::report::text::count(vals.len(), "run"),
+                self.quantity(med)
+            ));
+        }
+        Ok(vals)
+    }
+
+    fn measure_window_now(
+        &mut self,
+        positions: &[usize],
+        runs: usize,
+        window: Option<(u64, u32)>,
+    ) -> anyhow::Result<Measured> {
+        let mut arts = Vec::with_capacity(positions.len());
+        for &p in positions {
+            match self.artifacts(p) {
+                Some(a) => arts.push(a),
+                None => anyhow::bail!(
+                    "{} is not built, but a window asked for it",
+                    self.commits[p].short()
+                ),
+            }
+        }
+        let names: Vec<String> = positions
+            .iter()
+            .map(|&p| self.commits[p].short().to_string())
+            .collect();
+        self.bar.set_message(format!(
+            "{} side by side ({runs} interleaved runs each)",
+            names.join(", ")
+        ));
+        self.bar.inc_length((positions.len() * runs) as u64);
+        let bar = self.bar.clone();
+        let batches: Vec<Batch<'_>> = positions
+            .iter()
+            .zip(&arts)
+            .map(|(&p, a)| Batch {
+                test: self.test,
+                commit: self.commits[p].id,
+                artifacts: a,
+                runs,
+                round: 0,
+            })
+            .collect();
+        let first_moment = window.map_or(0, |(_, m)| m);
+        let limit = self.test.repeats.max(2);
+        let all = positions.len() * runs;
+        let doing = |k: usize| {
+            format!(
+                "measuring {} side by side (run {} of {all})",
+                names.join(", "),
+                k + 1
+            )
+        };
+        let beat = self.ws.progress.heartbeat(doing(0));
+        let mut k = 0;
+        let (id, got, done) = self.ws.measure_window(
+            self.appender,
+            &batches,
+            window,
+            limit,
+            self.parallel,
+            &mut |_| {
+                bar.inc(1);
+                k += 1;
+                beat.set(doing(k));
+            },
+        )?;
+        drop(beat);
+        let mut values_out = Vec::with_capacity(positions.len());
+        for (i, &p) in positions.iter().enumerate() {
+            if let Some(e) = got[i].iter().rev().find_map(|s| s.error.clone()) {
+                self.last_error.insert(p, e);
+            }
+            let vals = values(&got[i]);
+            self.fresh
+                .entry(crate::store::commit_key(&self.commits[p].id))
+                .or_default()
+                .extend(&vals);
+            values_out.push(vals);
+        }
+        self.windows += 1;
+        self.window_runs += done.runs;
+        if self.parallel > 1 && positions.len() > 1 {
+            self.overlapped += done.runs;
+        }
+        if self.step_lines() {
+            let meds: Vec<String> = positions
+                .iter()
+                .zip(&values_out)
+                .map(|(&p, v)| {
+                    let fin: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
+                    format!(
+                        "{} {}",
+                        self.commits[p].short(),
+                        self.quantity(crate::stats::median(&fin).unwrap_or(f64::NAN))
+                    )
+                })
+                .collect();
+            self.ws.progress.println(&format!(
+                "perfbisect: side by side, {} each: medians {}",
+                crate::report::text::count(runs, "interleaved run"),
+                meds.join(", ")
+            ));
+        }
+        Ok(Measured {
+            window: id,
+            first_moment,
+            rounds: done.rounds as u32,
+            values: values_out,
+        })
     }
 }

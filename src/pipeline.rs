@@ -813,12 +813,18 @@ impl Workspace {
     /// numbered from the given moment on; `None` starts a new one. A commit whose test fails
     /// `limit` runs in a row gets no more runs. Returns the window, the samples of each batch
     /// and what the rounds cost.
+    ///
+    /// With `parallel` above 1 up to that many runs of a round go at once, each on another
+    /// commit: only for metrics the machine's load does not move (those [`crate::shards::dependence`]
+    /// finds independent of the machine: Cachegrind counts, declared deterministic values).
+    #[allow(clippy::too_many_arguments)]
     pub fn measure_window(
         &self,
         appender: &mut Appender,
         batches: &[Batch<'_>],
         window: Option<(u64, u32)>,
         limit: usize,
+        parallel: usize,
         each: &mut dyn FnMut(&Sample),
     ) -> anyhow::Result<(u64, Vec<Vec<Sample>>, measure::RoundsDone)> {
         let (window, first_moment) = window.unwrap_or_else(|| (crate::store::new_window(), 0));
@@ -835,10 +841,11 @@ impl Workspace {
         let mut got: Vec<Vec<Sample>> = vec![Vec::new(); batches.len()];
         let mut streak = vec![0usize; batches.len()];
         let mut warned = false;
-        let done = measure::rounds(
+        let done = measure::rounds_parallel(
             &units,
             window ^ u64::from(first_moment).wrapping_mul(0x9E37_79B9_7F4A_7C15),
             first_moment,
+            parallel,
             &mut |u, _, s| {
                 appender.append(&s)?;
                 crate::interrupt::kept_run();
@@ -874,10 +881,12 @@ impl Workspace {
     /// falls on every commit alike. `appenders[t]` stores test `t`'s samples (`visits[v].tests`
     /// index into them), each before the next run starts. Returns what the rounds cost and
     /// every sample with its visit and test.
+    /// `parallel` as for [`Workspace::measure_window`].
     pub fn measure_session(
         &self,
         appenders: &mut [&mut Appender],
         visits: &[Visit<'_>],
+        parallel: usize,
         each: &mut dyn FnMut(usize, &Sample),
     ) -> anyhow::Result<(measure::RoundsDone, Vec<SessionSample>)> {
         let window = crate::store::new_window();
@@ -900,10 +909,11 @@ impl Workspace {
             .collect();
         let mut got = Vec::new();
         let mut warned = vec![false; appenders.len()];
-        let done = measure::rounds(
+        let done = measure::rounds_parallel(
             &units,
             window,
             0,
+            parallel,
             &mut |u, i, s| {
                 let t = visits[u].tests[i];
                 appenders[t].append(&s)?;

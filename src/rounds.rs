@@ -345,6 +345,7 @@ pub fn run_pass(
             &mut summary,
             &bar,
             &|samples: &[crate::pipeline::Samples], ci: usize| needs(samples, ci),
+            args.jobs,
         )?;
     } else {
         'commits: for (ci, c) in commits.iter().enumerate() {
@@ -441,6 +442,7 @@ pub fn run_pass(
             &mut samples,
             &mut appenders,
             &mut summary,
+            args.jobs,
         )?;
     }
     summary.measuring += measuring.elapsed();
@@ -543,6 +545,7 @@ fn measure_rounds(
     summary: &mut Summary,
     bar: &indicatif::ProgressBar,
     needs: &Needs<'_>,
+    jobs: usize,
 ) -> anyhow::Result<()> {
     let mut arts: Vec<Option<std::path::PathBuf>> = Vec::with_capacity(commits.len());
     let now: Vec<Vec<(usize, u32, usize)>> =
@@ -659,7 +662,16 @@ fn measure_rounds(
         };
         let beat = ws.progress.heartbeat(doing(0));
         let mut k = 0;
-        let (done, got) = ws.measure_session(&mut mine, &visits, &mut |_, _| {
+        // Counts the machine's load does not move may run on every core at once.
+        let parallel = if group
+            .iter()
+            .all(|&ti| crate::shards::dependence(tests[ti]).independent())
+        {
+            jobs
+        } else {
+            1
+        };
+        let (done, got) = ws.measure_session(&mut mine, &visits, parallel, &mut |_, _| {
             bar.inc(1);
             k += 1;
             beat.set(doing(k));
@@ -710,6 +722,7 @@ const TOP_UP_PASSES: usize = 6;
 /// by round, as many as the step's test says it needs (at least `repeats`, at most up to
 /// `max_repeats` runs of each), and look again, until no step is undecided or nothing more
 /// may be measured.
+#[allow(clippy::too_many_arguments)]
 fn top_up(
     ws: &Workspace,
     tests: &[&crate::config::Test],
@@ -717,6 +730,7 @@ fn top_up(
     samples: &mut [crate::pipeline::Samples],
     appenders: &mut [crate::store::Appender],
     summary: &mut Summary,
+    jobs: usize,
 ) -> anyhow::Result<()> {
     let ids: Vec<gix::ObjectId> = chain.iter().map(|c| c.id).collect();
     let main = summary.interleaved.take();
@@ -782,7 +796,7 @@ fn top_up(
                 .collect()
         };
         measure_rounds(
-            ws, tests, &commits, samples, appenders, summary, &bar, &needs,
+            ws, tests, &commits, samples, appenders, summary, &bar, &needs, jobs,
         )?;
         bar.finish_and_clear();
     }

@@ -43,6 +43,18 @@ pub trait Lab {
         runs: usize,
         window: Option<(u64, u32)>,
     ) -> anyhow::Result<Measured>;
+    /// Whether commits may build while this lab measures (a metric the machine's load does
+    /// not move: Cachegrind counts, declared deterministic values). Default: no.
+    fn builds_beside(&self) -> bool {
+        false
+    }
+    /// Build `set` while the next measurement runs (only asked when [`Lab::builds_beside`]).
+    fn build_beside(&mut self, _set: &[usize], _jobs: usize) {}
+    /// The builds made beside the last measurement: each position and whether it is built
+    /// now, how many builds ran, and their wall time.
+    fn take_beside(&mut self) -> (Vec<(usize, bool)>, usize, Duration) {
+        (Vec::new(), 0, Duration::ZERO)
+    }
     /// Ctrl-C was pressed: the driver stops before the next step.
     fn interrupted(&self) -> bool;
     /// Progress: what the driver is about to do (for a progress bar or `-v`).
@@ -128,6 +140,11 @@ pub trait Policy {
         let _ = jobs;
         vec![pos]
     }
+    /// The positions worth building while the current probe is measured (see
+    /// [`crate::bisect::Search::speculative`]); none by default.
+    fn speculative(&self, _jobs: usize) -> Vec<usize> {
+        Vec::new()
+    }
     /// The probes placed (or found still unknown) since the last call, in order.
     fn take_decisions(&mut self) -> Vec<Decision> {
         Vec::new()
@@ -150,6 +167,10 @@ pub struct Driven {
     /// Wall time in builds and in measurements.
     pub building: Duration,
     pub measuring: Duration,
+    /// Of that, the time builds ran beside a measurement (counted in both).
+    pub overlap: Duration,
+    /// Positions built ahead, beside a measurement, for what the search might ask next.
+    pub ahead: Vec<usize>,
 }
 
 /// Run `policy` to its end on `lab` (positions `0..len`), building up to `jobs` commits at once.
@@ -200,9 +221,12 @@ pub fn drive(
                     return Err(Interrupted.into());
                 }
                 lab.status(Doing::Measure { pos, runs });
+                ahead(policy, lab, &ready, jobs);
                 let t = Instant::now();
                 let got = lab.measure(pos, runs)?;
-                d.measuring += t.elapsed();
+                let took = t.elapsed();
+                d.measuring += took;
+                beside(policy, lab, &mut ready, &mut d, took);
                 d.runs += got.len();
                 policy.add_samples(pos, &got);
             }
@@ -233,9 +257,12 @@ pub fn drive(
                     positions: &positions,
                     runs,
                 });
+                ahead(policy, lab, &ready, jobs);
                 let t = Instant::now();
                 let got = lab.measure_window(&positions, runs, window)?;
-                d.measuring += t.elapsed();
+                let took = t.elapsed();
+                d.measuring += took;
+                beside(policy, lab, &mut ready, &mut d, took);
                 d.runs += got.values.iter().map(Vec::len).sum::<usize>();
                 let values: Vec<(usize, Vec<f64>)> =
                     positions.iter().copied().zip(got.values).collect();
@@ -274,6 +301,48 @@ pub fn drive(
                 let (a, b) = (v.next().unwrap_or_default(), v.next().unwrap_or_default());
                 policy.record_verify(got.window, &a, &b);
             }
+        }
+    }
+}
+
+/// Ask the lab to build, beside the measurement about to start, what the search may probe
+/// next (when it may: a metric the load does not move, more than one job).
+fn ahead(policy: &dyn Policy, lab: &mut dyn Lab, ready: &[bool], jobs: usize) {
+    if jobs < 2 || !lab.builds_beside() {
+        return;
+    }
+    let set: Vec<usize> = policy
+        .speculative(jobs)
+        .into_iter()
+        .filter(|&p| !ready[p] && !lab.unbuildable(p))
+        .collect();
+    if !set.is_empty() {
+        lab.build_beside(&set, jobs);
+    }
+}
+
+/// What was built beside the measurement that took `took`: ready for the search, counted.
+fn beside(
+    policy: &mut dyn Policy,
+    lab: &mut dyn Lab,
+    ready: &mut [bool],
+    d: &mut Driven,
+    took: Duration,
+) {
+    let (built, n, secs) = lab.take_beside();
+    if built.is_empty() {
+        return;
+    }
+    d.builds += n;
+    d.building += secs;
+    d.overlap += secs.min(took);
+    for (p, ok) in built {
+        d.ahead.push(p);
+        if ok {
+            ready[p] = true;
+            policy.mark_built(p);
+        } else {
+            policy.mark_unbuildable(p);
         }
     }
 }

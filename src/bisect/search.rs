@@ -757,6 +757,46 @@ impl Search {
 }
 
 impl Search {
+    /// The commits worth building while the probe of the active sub-range is measured: the
+    /// probe each verdict would pick next (old-like: in `(probe, hi)`, new-like: in
+    /// `(lo, probe)`), not built and not known unbuildable, at most `jobs`. Empty outside
+    /// the bisection of a sub-range. (Builds beside a measurement are for metrics the
+    /// machine's load does not move; the caller decides.)
+    pub fn speculative(&self, jobs: usize) -> Vec<usize> {
+        let (Phase::Hunt, Some(seg)) = (&self.phase, &self.hunt.active) else {
+            return Vec::new();
+        };
+        let (Some(x), Stage::Bisect) = (seg.probe, &seg.stage) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        let halves = [
+            Segment {
+                lo: x,
+                probe: None,
+                ..seg.clone()
+            },
+            Segment {
+                hi: x,
+                probe: None,
+                ..seg.clone()
+            },
+        ];
+        for half in halves {
+            if half.hi <= half.lo + 1 {
+                continue;
+            }
+            if let Some(p) = self.pick(&half) {
+                let pt = &self.points[p];
+                if p != x && !pt.built && pt.measurable() && !out.contains(&p) {
+                    out.push(p);
+                }
+            }
+        }
+        out.truncate(jobs.max(1));
+        out
+    }
+
     /// The positions to build in the same round as `pos` when `jobs` builds can run at once:
     /// `pos`, then (while the ends are measured) the other end, then the points that cut the
     /// range still in doubt into `jobs + 1` parts (k-ary search), except where a cached commit
@@ -862,6 +902,9 @@ impl Policy for Search {
     }
     fn build_set(&self, pos: usize, jobs: usize) -> Vec<usize> {
         Search::build_set(self, pos, jobs)
+    }
+    fn speculative(&self, jobs: usize) -> Vec<usize> {
+        Search::speculative(self, jobs)
     }
     fn take_decisions(&mut self) -> Vec<Decision> {
         std::mem::take(&mut self.decisions)

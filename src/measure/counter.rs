@@ -160,6 +160,7 @@ pub fn cachegrind_args(dir: &Path) -> Vec<String> {
     vec![
         "--tool=cachegrind".into(),
         "--cache-sim=no".into(),
+        "--branch-sim=no".into(),
         "--trace-children=yes".into(),
         format!("--cachegrind-out-file={}/cg.%p", dir.display()),
         format!("--log-file={}/vg.%p", dir.display()),

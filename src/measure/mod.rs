@@ -628,6 +628,23 @@ pub fn rounds(
     sink: &mut dyn FnMut(usize, usize, Sample) -> anyhow::Result<bool>,
     warn: &dyn Fn(&str),
 ) -> anyhow::Result<RoundsDone> {
+    rounds_parallel(units, seed, first_moment, 1, sink, warn)
+}
+
+/// [`rounds`], with up to `parallel` runs of a round at once, each of another commit (a
+/// commit's runs never overlap: they share its build's directory). Only for metrics the load
+/// of the machine does not move (instructions under Cachegrind, declared deterministic values):
+/// the caller decides. Setups and warm-ups still run one at a time, before their unit's first
+/// run; samples reach `sink` in the round's order, once every run of their group has ended.
+pub fn rounds_parallel(
+    units: &[Unit<'_, '_>],
+    seed: u64,
+    first_moment: u32,
+    parallel: usize,
+    sink: &mut dyn FnMut(usize, usize, Sample) -> anyhow::Result<bool>,
+    warn: &dyn Fn(&str),
+) -> anyhow::Result<RoundsDone> {
+    let parallel = parallel.max(1);
     let _doing = crate::interrupt::doing(crate::interrupt::Activity::Measuring);
     let mut done = RoundsDone::default();
     let mut left: Vec<Vec<usize>> = units.iter().map(|u| u.runs.clone()).collect();
@@ -648,6 +665,73 @@ pub fn rounds(
                 break;
             }
             shuffle(&mut order, &mut rng);
+            if parallel > 1 {
+                for group in order.chunks(parallel) {
+                    if crate::interrupt::requested() {
+                        return Ok(());
+                    }
+                    let mut ready = Vec::with_capacity(group.len());
+                    for &u in group {
+                        if start_unit(
+                            &units[u],
+                            &mut active[u],
+                            &left[u],
+                            &mut done,
+                            u,
+                            sink,
+                            warn,
+                        )? {
+                            ready.push(u);
+                        } else {
+                            going[u] = false;
+                        }
+                    }
+                    let said = std::sync::Mutex::new(Vec::new());
+                    let ran: Vec<anyhow::Result<Ran>> = std::thread::scope(|scope| {
+                        let handles: Vec<_> = ready
+                            .iter()
+                            .map(|&u| {
+                                let said = &said;
+                                let ctxs = &units[u].ctxs;
+                                scope.spawn(move || {
+                                    let collect = |w: &str| {
+                                        if let Ok(mut v) = said.lock() {
+                                            v.push(w.to_string());
+                                        }
+                                    };
+                                    execute(ctxs, &collect)
+                                })
+                            })
+                            .collect();
+                        handles
+                            .into_iter()
+                            .map(|h| {
+                                h.join().unwrap_or_else(|_| {
+                                    Err(anyhow::anyhow!("a run's thread panicked"))
+                                })
+                            })
+                            .collect()
+                    });
+                    for w in said.into_inner().unwrap_or_default() {
+                        warn(&w);
+                    }
+                    for (&u, r) in ready.iter().zip(ran) {
+                        let r = r?;
+                        done.runs += 1;
+                        for (t, c) in units[u].ctxs.iter().enumerate() {
+                            if left[u][t] > 0 {
+                                left[u][t] -= 1;
+                                if !sink(u, t, c.sample(&r, t, round))? {
+                                    going[u] = false;
+                                }
+                            }
+                        }
+                    }
+                }
+                round += 1;
+                done.rounds += 1;
+                continue;
+            }
             for u in order {
                 if crate::interrupt::requested() {
                     return Ok(());
@@ -698,6 +782,43 @@ pub fn rounds(
     }
     result?;
     Ok(done)
+}
+
+/// A unit's setup and warm-ups before its first run of [`rounds_parallel`] (nothing once it is
+/// active); `false` when it cannot run (its setup failed, said to `sink`, or Ctrl-C).
+fn start_unit(
+    unit: &Unit<'_, '_>,
+    active: &mut bool,
+    left: &[usize],
+    done: &mut RoundsDone,
+    u: usize,
+    sink: &mut dyn FnMut(usize, usize, Sample) -> anyhow::Result<bool>,
+    warn: &dyn Fn(&str),
+) -> anyhow::Result<bool> {
+    if *active {
+        return Ok(true);
+    }
+    *active = true;
+    let first = unit.ctxs[0];
+    if first.test.setup.is_some() {
+        done.setups += 1;
+    }
+    if let Err(why) = first.setup()? {
+        for (t, c) in unit.ctxs.iter().enumerate() {
+            if left[t] > 0 {
+                sink(u, t, c.failed_sample(why.clone()))?;
+            }
+        }
+        return Ok(false);
+    }
+    for _ in 0..first.test.warmup {
+        if crate::interrupt::requested() {
+            return Ok(false);
+        }
+        execute(&unit.ctxs, warn)?;
+        done.warmups += 1;
+    }
+    Ok(true)
 }
 
 /// Fisher-Yates with xorshift (state `rng`, never 0): a different order every round, the same

@@ -71,6 +71,15 @@ pub struct SearchFacts {
     /// What counted the instructions of an instructions test.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub counter: Option<String>,
+    /// Runs of a window that went on several cores at once (each of another commit), and
+    /// why they may: the metric does not follow the machine's load.
+    pub parallel_runs: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parallel_why: Option<String>,
+    /// Builds made beside measurements, for what the search might probe next, and how many of
+    /// them it then did not need (they stay in the cache).
+    pub ahead: usize,
+    pub ahead_unused: usize,
 }
 
 /// How much this machine's speed moved during a search: one build measured at different times.
@@ -87,6 +96,20 @@ pub struct DriftFact {
 }
 
 impl SearchFacts {
+    /// "14 runs went side by side (other commits each, on several cores) and 3 builds beside
+    /// the runs: instructions counted by Cachegrind, …", when any did.
+    pub fn parallel_line(&self) -> Option<String> {
+        let why = self.parallel_why.as_ref()?;
+        if self.parallel_runs == 0 && self.ahead == 0 {
+            return None;
+        }
+        Some(format!(
+            "{} went side by side (each of another commit, on several cores) and {} beside the runs: {why}; a time or a memory peak is always measured one run at a time",
+            count(self.parallel_runs, "run"),
+            count(self.ahead, "build")
+        ))
+    }
+
     /// "this machine's speed moved 6.10 % during the search (...)", when it did.
     pub fn drift_line(&self, commits: &[CommitInfo]) -> Option<String> {
         let d = self.drift.as_ref().filter(|d| d.significant)?;
@@ -166,13 +189,16 @@ pub struct TimeSpent {
     /// Seconds profiling culprits under Cachegrind, and the profiles made (one run each).
     pub profiling: f64,
     pub profiles: usize,
+    /// Seconds builds ran beside a measurement (counted in `building` and `measuring` both).
+    pub both: f64,
 }
 
 impl TimeSpent {
     /// What the parts leave of `total` seconds: loading the stored samples, waiting for the
     /// cache's lock, the analysis, a second search's setup.
     pub fn other(&self, total: f64) -> f64 {
-        (total - self.building - self.checking - self.measuring - self.profiling).max(0.0)
+        (total - self.building - self.checking - self.measuring - self.profiling + self.both)
+            .max(0.0)
     }
 }
 
@@ -221,10 +247,32 @@ impl FindReport<'_> {
             "{} build{}{}, {} run{}{} in {}{}",
             self.builds,
             if self.builds == 1 { "" } else { "s" },
-            match t.checks {
-                0 => String::new(),
-                1 => " (1 of them a pristine check)".to_string(),
-                n => format!(" ({n} of them pristine checks)"),
+            {
+                // The distance to the limit: a bisection of N commits needs ⌈log2 N⌉ builds.
+                let least = (self.searched.max(1) as f64).log2().ceil() as usize;
+                let mut parts = Vec::new();
+                if self.searched > 1 {
+                    parts.push(format!(
+                        "{least} at least for {}",
+                        count(self.searched, "commit")
+                    ));
+                }
+                match t.checks {
+                    0 => {}
+                    1 => parts.push("1 of them a pristine check".to_string()),
+                    n => parts.push(format!("{n} of them pristine checks")),
+                }
+                if self.facts.ahead > 0 {
+                    parts.push(format!(
+                        "{} made ahead beside the runs, {} of them not needed (kept in the cache)",
+                        self.facts.ahead, self.facts.ahead_unused
+                    ));
+                }
+                if parts.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", parts.join("; "))
+                }
             },
             self.runs,
             if self.runs == 1 { "" } else { "s" },
@@ -270,6 +318,9 @@ impl FindReport<'_> {
             ));
         }
         parts.push(format!("measuring {}", crate::build::fmt_secs(t.measuring)));
+        if t.both > 0.0 {
+            parts.push(format!("both at once {}", crate::build::fmt_secs(t.both)));
+        }
         if t.profiles > 0 {
             parts.push(format!("profiling {}", crate::build::fmt_secs(t.profiling)));
         }
@@ -500,6 +551,9 @@ pub fn text(r: &FindReport<'_>) -> String {
     if let Some(c) = &r.facts.counter {
         let _ = writeln!(o, "note: instructions counted by {c}");
     }
+    if let Some(p) = r.facts.parallel_line() {
+        let _ = writeln!(o, "note: {p}");
+    }
     // Neighbours skipped for the same reason (a stretch that crashes) are said once.
     let mut i = 0;
     while i < r.skipped.len() {
@@ -706,6 +760,9 @@ pub fn markdown(r: &FindReport<'_>) -> String {
     if let Some(c) = &r.facts.counter {
         let _ = writeln!(o, "- note: instructions counted by {}", md_escape(c));
     }
+    if let Some(p) = r.facts.parallel_line() {
+        let _ = writeln!(o, "- note: {}", md_escape(&p));
+    }
     let _ = writeln!(
         o,
         "Searched {} ({}, first parent): {}.\n",
@@ -906,6 +963,7 @@ mod tests {
             checks: 2,
             profiling: 150.0,
             profiles: 2,
+            both: 60.0,
         };
         let r = FindReport {
             test: &t,
@@ -932,8 +990,9 @@ mod tests {
         };
         assert_eq!(
             r.spent(),
-            "9 builds (2 of them pristine checks), 45 runs, 2 profiles in 19m 9s; building 8m \
-             in 5 rounds, checking builds 3m, measuring 4m, profiling 2m 30s, other 1m 39s"
+            "9 builds (1 at least for 2 commits; 2 of them pristine checks), 45 runs, 2 profiles \
+             in 19m 9s; building 8m in 5 rounds, checking builds 3m, measuring 4m, both at once \
+             1m, profiling 2m 30s, other 2m 39s"
         );
         let j: serde_json::Value =
             serde_json::from_str(&super::super::find_json::json(&r).unwrap()).unwrap();
@@ -949,7 +1008,8 @@ mod tests {
         ]
         .iter()
         .map(|k| part(k))
-        .sum::<f64>();
+        .sum::<f64>()
+            - part("both_s");
         assert_eq!(sum, part("total_s"), "{j}");
     }
 

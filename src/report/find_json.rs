@@ -104,6 +104,8 @@ struct JsonTime {
     checking_s: f64,
     /// Cachegrind runs of the culprits and their parents.
     profiling_s: f64,
+    /// Builds beside measurements (in both `building_s` and `measuring_s`).
+    both_s: f64,
 }
 
 #[derive(Serialize)]
@@ -208,6 +210,7 @@ pub fn json_value(r: &FindReport<'_>) -> anyhow::Result<serde_json::Value> {
             most_parallel_builds: r.time.most_parallel,
             checking_s: r.time.checking,
             profiling_s: r.time.profiling,
+            both_s: r.time.both,
         },
         skipped: r
             .skipped

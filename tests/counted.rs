@@ -1,0 +1,140 @@
+//! Issue 32, counted metrics at the limit: with `--jobs 2`, runs of a count the machine's
+//! load does not move (instructions under Cachegrind) go on several cores at once and the
+//! next probes build while one is measured, with the same verdict; a time is still measured
+//! one run at a time (its runs' start and end, logged by the test command itself, never
+//! overlap).
+
+mod common;
+
+use common::{have_tool, specs, with_build, Fixture};
+
+/// `n` commits whose work steps up 1 % at commit `at`; every run logs its start and end (in
+/// nanoseconds) to `runs.log` beside the config.
+fn fixture(n: usize, at: usize, tests: &str) -> Fixture {
+    Fixture::new(
+        &specs(n, |i, c| {
+            c.work = if i >= at { 2_020_000 } else { 2_000_000 };
+            c.noise_pct = 0.0;
+        }),
+        &with_build(tests),
+    )
+}
+
+const LOGGED: &str = r#"sh -c 'echo "start $(date +%s%N) $PERFBISECT_COMMIT" >> "$PERFBISECT_CONFIG_DIR/runs.log"; ./app; echo "end $(date +%s%N) $PERFBISECT_COMMIT" >> "$PERFBISECT_CONFIG_DIR/runs.log"'"#;
+
+/// The runs' (start, end) in nanoseconds, from the log.
+fn intervals(f: &Fixture) -> Vec<(u128, u128)> {
+    let log = std::fs::read_to_string(f.dir.path().join("runs.log")).unwrap_or_default();
+    let mut open: std::collections::HashMap<String, Vec<u128>> = Default::default();
+    let mut out = Vec::new();
+    for line in log.lines() {
+        let mut w = line.split_whitespace();
+        let (Some(kind), Some(t), Some(c)) = (w.next(), w.next(), w.next()) else {
+            continue;
+        };
+        let t: u128 = t.parse().unwrap();
+        match kind {
+            "start" => open.entry(c.to_string()).or_default().push(t),
+            _ => {
+                if let Some(s) = open.get_mut(c).and_then(|v| v.pop()) {
+                    out.push((s, t));
+                }
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn overlaps(iv: &[(u128, u128)]) -> usize {
+    iv.windows(2).filter(|w| w[1].0 < w[0].1).count()
+}
+
+#[test]
+fn counted_runs_go_side_by_side_with_the_same_verdict_and_a_time_never_does() {
+    if !have_tool("valgrind", "Cachegrind counts the instructions") {
+        return;
+    }
+    let instr = format!(
+        "[tests.instr]\ncommand = {LOGGED:?}\nmetric = \"instructions\"\nthreshold = \"0.5%\"\n\n[measure]\ncounter = \"cachegrind\"\n"
+    );
+    let f = fixture(20, 13, &instr);
+    let j = f.json(&[
+        "find",
+        "instr",
+        &f.range(),
+        "--jobs",
+        "2",
+        "--no-why",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(j["verdict"], "culprit", "{j:#}");
+    assert_eq!(j["culprit"]["commit"], f.ids[12], "{j:#}");
+    let m = &j["measured"];
+    assert!(
+        m["parallel_runs"].as_u64().unwrap() > 0 || m["ahead"].as_u64().unwrap() > 0,
+        "{m}"
+    );
+    assert!(
+        m["parallel_why"].as_str().unwrap().contains("Cachegrind"),
+        "{m}"
+    );
+    let iv = intervals(&f);
+    assert!(overlaps(&iv) > 0, "no run went beside another: {iv:?}");
+    // The parts of the time still add up, the overlap counted once.
+    let t = &j["time"];
+    let sum: f64 = [
+        "building_s",
+        "checking_s",
+        "measuring_s",
+        "profiling_s",
+        "waiting_s",
+    ]
+    .iter()
+    .map(|k| t[k].as_f64().unwrap())
+    .sum::<f64>()
+        - t["both_s"].as_f64().unwrap();
+    let total = t["total_s"].as_f64().unwrap();
+    assert!((sum - total).abs() <= 0.05 * total + 0.01, "{t}");
+    // The same search one job at a time, from an empty cache, names the same commit.
+    std::fs::remove_dir_all(&f.cache).unwrap();
+    let j1 = f.json(&["find", "instr", &f.range(), "--no-why", "--format", "json"]);
+    assert_eq!(j1["culprit"]["commit"], j["culprit"]["commit"], "{j1:#}");
+    assert_eq!(j1["measured"]["parallel_runs"], 0, "{j1:#}");
+}
+
+#[test]
+fn a_wall_time_test_with_two_jobs_measures_one_run_at_a_time() {
+    let wall = format!(
+        "[tests.wall]\ncommand = {LOGGED:?}\nmetric = \"wall\"\nthreshold = \"5%\"\nrepeats = 3\n"
+    );
+    let f = fixture(12, 7, &wall);
+    let out = f
+        .cmd()
+        .args([
+            "find",
+            "wall",
+            &f.range(),
+            "--jobs",
+            "2",
+            "--no-why",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.code().is_some_and(|c| c == 0 || c == 3));
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j["measured"]["parallel_runs"], 0, "{j:#}");
+    assert_eq!(j["measured"]["ahead"], 0, "{j:#}");
+    let iv = intervals(&f);
+    assert!(iv.len() >= 10, "{iv:?}");
+    assert_eq!(overlaps(&iv), 0, "wall-time runs overlapped: {iv:?}");
+    // `run` of a wall-time test with two jobs: the same.
+    std::fs::remove_file(f.dir.path().join("runs.log")).unwrap();
+    f.run_json("wall", &f.range(), &["--jobs", "2"]);
+    let iv = intervals(&f);
+    assert!(iv.len() >= 20, "{iv:?}");
+    assert_eq!(overlaps(&iv), 0, "wall-time runs overlapped: {iv:?}");
+}
