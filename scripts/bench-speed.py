@@ -15,7 +15,15 @@ instruction counts, and drift of the machine, with and without interleaving.
     back to back, pooled whenever they were taken). Reports right / wrong / inconclusive or
     no-change, runs and wall time.
 
-Usage: scripts/bench-speed.py [--cpu] [--drift] [--seeds 10] [--out FILE]
+(c) --jobs: a counted metric (instructions under Cachegrind, a 1 % step at a seeded random
+    commit of 64) searched with `--jobs 1` and `--jobs 2` from fresh caches, in three
+    scenarios: the issue's (builds of 3 s, runs of about 2 s under Cachegrind), build-dominated
+    (builds of 6 s, runs of about 0.5 s) and measure-dominated (builds of 1 s, runs of about
+    3 s). With two jobs, runs of different commits go at once and the next probes build beside
+    a measurement; the verdicts must be the same. Reports the wall time of each, the ratio
+    (jobs 2 / jobs 1, measured one after the other in the same run), builds and runs.
+
+Usage: scripts/bench-speed.py [--cpu] [--drift] [--jobs] [--seeds 10] [--out FILE]
 Needs: a release build (cargo build --release), git, cc, valgrind (for --cpu).
 """
 import argparse, json, os, random, shutil, subprocess, sys, tempfile, time
@@ -63,12 +71,12 @@ def make(work, name, args):
     return d, ids
 
 
-def find(d, cfg, test, spec):
+def find(d, cfg, test, spec, extra=(), cache=None):
     t = time.time()
     out = subprocess.run([BIN, "--repo", os.path.join(d, "repo"), "--config", cfg, "--cache",
-                          os.path.join(d, "cache-" + test), "--no-progress", "-q", "find", test,
-                          spec, "--format", "json"], capture_output=True, text=True)
-    if out.returncode != 0:
+                          os.path.join(d, cache or "cache-" + test), "--no-progress", "-q", "find",
+                          test, spec, "--format", "json", *extra], capture_output=True, text=True)
+    if out.returncode not in (0, 3):
         raise SystemExit(f"find failed in {d}: {out.stderr}")
     return json.loads(out.stdout), time.time() - t
 
@@ -144,15 +152,70 @@ def drift(seeds, work, n=32):
     return head, rows
 
 
+JOBS_CONFIG = """
+[build]
+command = "sleep {build_s} && cc -O1 -o app app.c -lm"
+artifacts = ["app"]
+
+[tests.instr]
+command = "./app"
+metric = "instructions"
+threshold = "0.5%"
+
+[measure]
+counter = "cachegrind"
+"""
+
+
+def jobs(seeds, work_dir, n=64):
+    head = ("| scenario | seeds | jobs 1 s | jobs 2 s | ratio | same verdict | builds (jobs 1 / 2) "
+            "| runs (jobs 1 / 2) | made ahead, not needed |\n"
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    rows = []
+    # (name, build seconds, loop iterations: about 2 s, 0.5 s and 3 s under Cachegrind here)
+    for name, build_s, work in [("builds 3 s, runs 2 s", 3, 190_000_000),
+                                ("build-dominated: builds 6 s, runs 0.5 s", 6, 30_000_000),
+                                ("measure-dominated: builds 1 s, runs 3 s", 1, 290_000_000)]:
+        res = []
+        for seed in range(seeds):
+            rng = random.Random(f"jobs-{name}-{seed}")
+            at = rng.randint(2, n)
+            d, ids = make(work_dir, f"jobs-{seed}", ["--commits", str(n), "--step-at", str(at),
+                                                     "--step-pct", "0", "--noise-pct", "0",
+                                                     "--work", str(work), "--work-step-pct", "1",
+                                                     "--noise-seed", str(seed + 1)])
+            cfg = os.path.join(d, "bench.toml")
+            with open(cfg, "w") as f:
+                f.write(JOBS_CONFIG.format(build_s=build_s))
+            spec = f"{ids[0]}..{ids[-1]}"
+            j1, s1 = find(d, cfg, "instr", spec, ["--jobs", "1", "--no-why"], "cache-1")
+            j2, s2 = find(d, cfg, "instr", spec, ["--jobs", "2", "--no-why"], "cache-2")
+            r = dict(s1=s1, s2=s2, same=judge(j1, ids[at - 1]) == judge(j2, ids[at - 1]) == "right",
+                     b1=j1["builds"], b2=j2["builds"], r1=j1["runs"], r2=j2["runs"],
+                     ahead=j2["measured"].get("ahead", 0), unused=j2["measured"].get("ahead_unused", 0))
+            res.append(r)
+            print(f"  {name} seed {seed}: {r}", file=sys.stderr, flush=True)
+            shutil.rmtree(d, ignore_errors=True)
+        k = len(res)
+        mean = lambda f: sum(r[f] for r in res) / k
+        rows.append(f"| {name} | {k} | {mean('s1'):.1f} | {mean('s2'):.1f} | "
+                    f"{mean('s2') / mean('s1'):.2f} | {sum(r['same'] for r in res)}/{k} | "
+                    f"{mean('b1'):.1f} / {mean('b2'):.1f} | {mean('r1'):.1f} / {mean('r2'):.1f} | "
+                    f"{mean('ahead'):.1f}, {mean('unused'):.1f} |")
+        print(rows[-1], flush=True)
+    return head, rows
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cpu", action="store_true")
     ap.add_argument("--drift", action="store_true")
+    ap.add_argument("--jobs", action="store_true")
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--out")
     a = ap.parse_args()
-    if not (a.cpu or a.drift):
-        a.cpu = a.drift = True
+    if not (a.cpu or a.drift or a.jobs):
+        a.cpu = a.drift = a.jobs = True
     if not os.path.exists(BIN):
         raise SystemExit("build first: cargo build --release")
     work = tempfile.mkdtemp(prefix="bench-speed-")
@@ -165,6 +228,12 @@ def main():
         if a.drift:
             head, rows = drift(a.seeds, work)
             block = ["(b) a +4 % step on a machine whose speed drifts (20 s period), 32 commits", head] + rows
+            out += block
+            print("\n".join(block), flush=True)
+        if a.jobs:
+            head, rows = jobs(a.seeds, work)
+            block = ["(c) a counted metric (instructions under Cachegrind), 1 % step in 64 commits, "
+                     "--jobs 1 then --jobs 2", head] + rows
             out += block
             print("\n".join(block), flush=True)
     finally:

@@ -290,7 +290,7 @@ pub fn find(
     started: Instant,
 ) -> anyhow::Result<(FindRun, Vec<crate::profile::Profiled>)> {
     let mut run = search(ws, test.clone(), ask.range, ask.jobs, ask.no_descend)?;
-    let checked = ws.check_builds(&run.evidence())?;
+    let checked = ws.check_builds_jobs(&run.evidence(), ask.jobs)?;
     run.tally.checks += checked.builds;
     run.tally.checking += std::time::Duration::from_secs_f64(checked.seconds);
     if checked.stale {

@@ -31,6 +31,13 @@ impl Workspace {
     /// this project is pristine from now on and every cached incremental build is dropped, its
     /// samples set aside: `stale` is true, and the caller searches again.
     pub fn check_builds(&self, ids: &[ObjectId]) -> anyhow::Result<Checked> {
+        self.check_builds_jobs(ids, 1)
+    }
+
+    /// [`Workspace::check_builds`], the rebuilds of builds made in different worktree slots
+    /// going at once when `jobs` allows (each rebuilds in its own build's slot, so two of one
+    /// slot wait for each other).
+    pub fn check_builds_jobs(&self, ids: &[ObjectId], jobs: usize) -> anyhow::Result<Checked> {
         let started = Instant::now();
         let build = &self.config.build;
         let mut stale = Vec::new();
@@ -40,8 +47,31 @@ impl Workspace {
         let beat = self
             .progress
             .heartbeat("checking builds against pristine ones");
+        let mut early = self.rebuild_at_once(ids, jobs);
         for id in ids {
             let short = git::short(id);
+            if let Some((check, took)) = early.remove(id) {
+                let check = check?;
+                bar.inc(1);
+                if let Some(t) = took {
+                    builds += 1;
+                    self.note(&format!(
+                        "perfbisect: pristine build of {short} done in {} (beside the others)",
+                        build::fmt_secs(t.as_secs_f64())
+                    ));
+                }
+                match check {
+                    Check::Same => same.push(short),
+                    Check::Stale { .. } => stale.push(short),
+                    Check::Unconfirmed(why) => self.warn(&format!(
+                        "a pristine build of {short} (to check its incremental build) failed; the \
+                         incremental build stands unconfirmed:\n{}",
+                        indent(why.trim_end())
+                    )),
+                    _ => {}
+                }
+                continue;
+            }
             let began: Cell<Option<Instant>> = Cell::new(None);
             // A pristine rebuild takes as long as a first build (minutes on a large project):
             // said when it starts, so the wait has a reason.
@@ -125,5 +155,64 @@ impl Workspace {
             if dropped == 1 { "is" } else { "are" },
         ));
         Ok(done(true))
+    }
+
+    /// With `jobs` above 1, the pristine rebuilds of `ids` whose builds were made in distinct
+    /// worktree slots, on threads at once: each id's check and, when it rebuilt, how long that
+    /// took. Empty when they run one after another.
+    #[allow(clippy::type_complexity)]
+    fn rebuild_at_once(
+        &self,
+        ids: &[ObjectId],
+        jobs: usize,
+    ) -> std::collections::HashMap<ObjectId, (anyhow::Result<Check>, Option<std::time::Duration>)>
+    {
+        let build = &self.config.build;
+        let recipe = build.recipe_hash();
+        let slots: Vec<Option<usize>> = ids
+            .iter()
+            .map(|id| {
+                build::cas::read_manifest(&self.cache, id, recipe)
+                    .filter(|m| !m.pristine)
+                    .map(|m| m.slot.unwrap_or(0))
+            })
+            .collect();
+        let todo: Vec<usize> = (0..ids.len()).filter(|&i| slots[i].is_some()).collect();
+        let mut distinct: Vec<usize> = todo.iter().filter_map(|&i| slots[i]).collect();
+        distinct.sort_unstable();
+        distinct.dedup();
+        if jobs < 2 || todo.len() < 2 || distinct.len() < todo.len() || build.cargo.is_some() {
+            return Default::default();
+        }
+        let git_dir = self.repo.git_dir();
+        let cache = &self.cache;
+        let say = !self.verbosity.quiet;
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = todo
+                .iter()
+                .map(|&i| {
+                    let id = ids[i];
+                    scope.spawn(move || {
+                        let began = std::sync::Mutex::new(None);
+                        let rebuilding = || {
+                            if let Ok(mut b) = began.lock() {
+                                *b = Some(Instant::now());
+                            }
+                            if say {
+                                eprintln!(
+                                    "perfbisect: rebuilding {} in a clean worktree, to check its \
+                                     incremental build (a pristine build), beside the others",
+                                    git::short(&id)
+                                );
+                            }
+                        };
+                        let check = build::check_pristine(git_dir, cache, build, id, &rebuilding);
+                        let took = began.lock().ok().and_then(|b| b.map(|t| t.elapsed()));
+                        (id, (check, took))
+                    })
+                })
+                .collect();
+            handles.into_iter().filter_map(|h| h.join().ok()).collect()
+        })
     }
 }
