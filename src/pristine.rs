@@ -34,9 +34,8 @@ impl Workspace {
         self.check_builds_jobs(ids, 1)
     }
 
-    /// [`Workspace::check_builds`], the rebuilds of builds made in different worktree slots
-    /// going at once when `jobs` allows (each rebuilds in its own build's slot, so two of one
-    /// slot wait for each other).
+    /// [`Workspace::check_builds`], up to `jobs` rebuilds at once (each in a worktree slot of
+    /// its own).
     pub fn check_builds_jobs(&self, ids: &[ObjectId], jobs: usize) -> anyhow::Result<Checked> {
         let started = Instant::now();
         let build = &self.config.build;
@@ -157,9 +156,9 @@ impl Workspace {
         Ok(done(true))
     }
 
-    /// With `jobs` above 1, the pristine rebuilds of `ids` whose builds were made in distinct
-    /// worktree slots, on threads at once: each id's check and, when it rebuilt, how long that
-    /// took. Empty when they run one after another.
+    /// With `jobs` above 1, the pristine rebuilds of `ids` on threads at once, each in a
+    /// worktree slot of its own: each id's check and, when it rebuilt, how long that took.
+    /// Empty when they run one after another.
     #[allow(clippy::type_complexity)]
     fn rebuild_at_once(
         &self,
@@ -178,10 +177,7 @@ impl Workspace {
             })
             .collect();
         let todo: Vec<usize> = (0..ids.len()).filter(|&i| slots[i].is_some()).collect();
-        let mut distinct: Vec<usize> = todo.iter().filter_map(|&i| slots[i]).collect();
-        distinct.sort_unstable();
-        distinct.dedup();
-        if jobs < 2 || todo.len() < 2 || distinct.len() < todo.len() || build.cargo.is_some() {
+        if jobs < 2 || todo.len() < 2 || build.cargo.is_some() {
             return Default::default();
         }
         let git_dir = self.repo.git_dir();
@@ -190,8 +186,11 @@ impl Workspace {
         std::thread::scope(|scope| {
             let handles: Vec<_> = todo
                 .iter()
-                .map(|&i| {
+                .enumerate()
+                .map(|(k, &i)| {
                     let id = ids[i];
+                    // Each in a slot of its own (a pristine build empties its slot first).
+                    let slot = Some(k % jobs);
                     scope.spawn(move || {
                         let began = std::sync::Mutex::new(None);
                         let rebuilding = || {
@@ -206,7 +205,8 @@ impl Workspace {
                                 );
                             }
                         };
-                        let check = build::check_pristine(git_dir, cache, build, id, &rebuilding);
+                        let check =
+                            build::check_pristine_in(git_dir, cache, build, id, slot, &rebuilding);
                         let took = began.lock().ok().and_then(|b| b.map(|t| t.elapsed()));
                         (id, (check, took))
                     })

@@ -449,6 +449,19 @@ pub fn check_pristine(
     commit: ObjectId,
     rebuilding: &dyn Fn(),
 ) -> anyhow::Result<Check> {
+    check_pristine_in(git_dir, cache, build, commit, None, rebuilding)
+}
+
+/// [`check_pristine`] in worktree slot `slot` (emptied first, as a pristine build's is)
+/// instead of the one the build was made in: checks that run at once each take their own.
+pub fn check_pristine_in(
+    git_dir: &Path,
+    cache: &Cache,
+    build: &Build,
+    commit: ObjectId,
+    slot: Option<usize>,
+    rebuilding: &dyn Fn(),
+) -> anyhow::Result<Check> {
     let recipe = build.recipe_hash();
     if build.cargo.is_some() {
         return Ok(Check::Trusted);
@@ -461,7 +474,7 @@ pub fn check_pristine(
         return Ok(Check::Pristine);
     }
     let repo = gix::open(git_dir).with_context(|| format!("cannot open {}", git_dir.display()))?;
-    let wt = Worktree::slot(&cache.worktrees(), old.slot.unwrap_or(0));
+    let wt = Worktree::slot(&cache.worktrees(), slot.or(old.slot).unwrap_or(0));
     fs::create_dir_all(cache.tmp())?;
     let scratch = tempfile::Builder::new()
         .prefix("pristine.")
