@@ -234,4 +234,5 @@ macro_rules! pages {
 pages! {
     first_search => "src/guide/first-search.md",
     finding => "src/guide/finding.md",
+    troubleshooting => "src/guide/troubleshooting.md",
 }
