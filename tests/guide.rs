@@ -305,7 +305,10 @@ fn every_benchmark_script_has_its_section_on_the_benchmarks_page() {
     }
     assert!(named.len() >= 6, "{named:?}");
     for s in &named {
-        for m in [format!("<!-- begin bench: {s} -->"), format!("<!-- end bench: {s} -->")] {
+        for m in [
+            format!("<!-- begin bench: {s} -->"),
+            format!("<!-- end bench: {s} -->"),
+        ] {
             assert!(page.contains(&m), "benchmarks.md has no `{m}`");
         }
     }

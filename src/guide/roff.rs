@@ -11,27 +11,40 @@ pub fn page(name: &str, title: &str, text: &str) -> String {
         escape(name),
         inline(title)
     );
+    // Ragged right, no hyphenation: long code words (test names, paths) cannot be justified.
+    o += ".ad l\n.nh\n";
     let mut lines = text.lines().peekable();
     let mut first_heading = true;
-    let mut paragraph = false;
+    // The text of the paragraph or list item being read: Markdown wraps lines anywhere,
+    // inside a code span too, so a paragraph is converted whole.
+    let mut para = String::new();
+    let flush = |o: &mut String, para: &mut String| {
+        if !para.is_empty() {
+            *o += &inline(para.trim());
+            *o += "\n";
+            para.clear();
+        }
+    };
     while let Some(line) = lines.next() {
         let t = line.trim_end();
-        if let Some(h) = t.strip_prefix("# ") {
-            if first_heading {
+        let heading = t
+            .strip_prefix("# ")
+            .map(|h| (1, h))
+            .or_else(|| t.strip_prefix("## ").map(|h| (2, h)))
+            .or_else(|| t.strip_prefix("### ").map(|h| (3, h)))
+            .or_else(|| t.strip_prefix("#### ").map(|h| (3, h)));
+        if let Some((level, h)) = heading {
+            flush(&mut o, &mut para);
+            if level == 1 && first_heading {
                 first_heading = false;
                 o += ".SH DESCRIPTION\n";
-                paragraph = false;
-                continue;
+            } else if level <= 2 {
+                o += &format!(".SH \"{}\"\n", quoted(h));
+            } else {
+                o += &format!(".SS \"{}\"\n", quoted(h));
             }
-            o += &format!(".SH \"{}\"\n", quoted(h));
-            paragraph = false;
-        } else if let Some(h) = t.strip_prefix("## ") {
-            o += &format!(".SH \"{}\"\n", quoted(h));
-            paragraph = false;
-        } else if let Some(h) = t.strip_prefix("### ").or_else(|| t.strip_prefix("#### ")) {
-            o += &format!(".SS \"{}\"\n", quoted(h));
-            paragraph = false;
-        } else if t.starts_with("```") {
+        } else if t.trim_start().starts_with("```") {
+            flush(&mut o, &mut para);
             o += ".PP\n.RS 2\n.nf\n";
             for code in lines.by_ref() {
                 if code.trim_start().starts_with("```") {
@@ -41,32 +54,33 @@ pub fn page(name: &str, title: &str, text: &str) -> String {
                 o += "\n";
             }
             o += ".fi\n.RE\n";
-            paragraph = false;
         } else if t.starts_with('|') {
+            flush(&mut o, &mut para);
             let mut rows = vec![cells(t)];
             while let Some(next) = lines.peek().filter(|l| l.trim_start().starts_with('|')) {
                 rows.push(cells(next));
                 lines.next();
             }
             table(&mut o, &rows);
-            paragraph = false;
         } else if t.trim().is_empty() || t.trim_start().starts_with("<!--") {
-            paragraph = false;
-        } else if let Some(item) = list_item(t) {
-            let (mark, rest) = item;
-            o += &format!(".IP \"{mark}\" 4\n{}\n", inline(rest));
-            paragraph = true;
+            flush(&mut o, &mut para);
+        } else if let Some((mark, rest)) = list_item(t) {
+            flush(&mut o, &mut para);
+            o += &format!(".IP \"{mark}\" 4\n");
+            para.push_str(rest);
         } else if t.trim_start().starts_with('<') && t.trim_end().ends_with('>') {
             // HTML of a Markdown page (`<details>`): nothing to show in a terminal.
         } else {
-            if !paragraph {
+            if para.is_empty() && !o.ends_with(" 4\n") {
                 o += ".PP\n";
-                paragraph = true;
             }
-            o += &inline(t.trim());
-            o += "\n";
+            if !para.is_empty() {
+                para.push(' ');
+            }
+            para.push_str(t.trim());
         }
     }
+    flush(&mut o, &mut para);
     o
 }
 
@@ -140,7 +154,12 @@ fn inline(s: &str) -> String {
             let fence = "`".repeat(ticks);
             let body = &rest[ticks..];
             if let Some(end) = body.find(&fence) {
-                o += &format!("\\fB{}\\fR", escape(body[..end].trim()));
+                // `\:` lets a long name (a test's path, `a::b_c`) break where it may.
+                let code = escape(body[..end].trim())
+                    .replace("::", "::\\:")
+                    .replace('_', "_\\:")
+                    .replace('/', "/\\:");
+                o += &format!("\\fB{code}\\fR");
                 rest = &body[end + ticks..];
                 continue;
             }
