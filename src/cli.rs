@@ -189,7 +189,8 @@ pub enum Command {
     /// Medians of the metric, wall, user and sys time and max RSS per side, the ratio B/A with a
     /// 95 % bootstrap interval and the p-value. Without --runs the runs double while the sides are
     /// not told apart and could not have seen the threshold. A side whose test fails says why after
-    /// its first failure and stops after `repeats` failures in a row.
+    /// its first failure and stops after `repeats` failures in a row; the wall, user and sys
+    /// time and max RSS of the runs that ran are still shown.
     #[command(after_help = "Guide: `perfbisect guide noise` (src/guide/noise.md).")]
     Compare(CompareArgs),
     /// Measure the noise of TEST on this machine: A/A runs of one build of REV (default: HEAD).
@@ -252,6 +253,8 @@ pub enum Command {
     #[command(after_help = "Guide: `perfbisect guide config` (src/guide/config.md).")]
     Config(ConfigArgs),
     /// Print a completion script for SHELL on stdout (generated from these definitions).
+    ///
+    /// Each command completes only its own `--format` values.
     ///
     /// bash: `perfbisect completions bash > ~/.local/share/bash-completion/completions/perfbisect`;
     /// zsh: into a directory of $fpath as `_perfbisect`; fish:
@@ -439,7 +442,7 @@ pub struct RunArgs {
     pub tests: String,
     /// Revision range `A..B`, or a single revision.
     pub range: String,
-    /// Only measure commits that have no sample of the test yet.
+    /// Only measure commits that have no sample of the test yet (measured or imported).
     #[arg(long)]
     pub gaps: bool,
     /// Add a new round of `repeats` runs to every commit.
@@ -456,7 +459,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "I/N")]
     pub shard: Option<String>,
     /// Build what the commits need and measure nothing: a CI runner that builds for the
-    /// machine that measures (`merge` brings the builds there, `run --gaps` measures them).
+    /// machine that measures (`merge` brings the builds there, `run --gaps` measures them); a
+    /// commit any machine measured counts as measured.
     #[arg(long, conflicts_with = "again")]
     pub build_only: bool,
     /// Output format.
