@@ -267,7 +267,7 @@ struct JsonFind {
     /// profiling and the rest (waiting, loading, analysis).
     time: JsonTime,
     skipped: Vec<String>,
-    /// `skipped` with the reason of each (README: "JSON output").
+    /// `skipped` with the reason of each (src/guide/json.md).
     skipped_why: Vec<JsonSkip>,
     probed: Vec<String>,
     notes: Vec<String>,
@@ -683,7 +683,7 @@ pub fn text(r: &FindReport<'_>) -> String {
     o
 }
 
-/// `--format json`: one object, README.md's "JSON output" shape (`culprits`, the evidence).
+/// `--format json`: one object, the shape src/guide/json.md gives (`culprits`, the evidence).
 pub fn json(r: &FindReport<'_>) -> anyhow::Result<String> {
     Ok(super::text::json_pretty(&json_value(r)?)?)
 }
