@@ -9,6 +9,9 @@
 # every code commit) and a 6 MB library that most commits do not change.
 # Usage: scripts/bench-cache.sh   (COMMITS=N, default 200; needs git and cc)
 set -euo pipefail
+# Its figures go to section `cache` of src/guide/benchmarks.md, with the date and the machine
+# (scripts/bench-page.py runs this script again and writes what it printed).
+[ "${BENCH_PAGE:-}" = off ] || exec python3 "$(dirname "$0")/bench-page.py" cache -- "$0" "$@"
 cd "$(dirname "$0")/.."
 cargo build --release -q
 bin=$PWD/target/release/perfbisect

@@ -7,6 +7,9 @@
 # Usage: scripts/bench-core.sh [PART...]   (all four by default, `scripts/bench-core.sh 2` only the
 #   range listing; installs hyperfine from Debian if missing; needs git, python3)
 set -euo pipefail
+# Its figures go to section `core` of src/guide/benchmarks.md, with the date and the machine
+# (scripts/bench-page.py runs this script again and writes what it printed).
+[ "${BENCH_PAGE:-}" = off ] || [ $# -gt 0 ] || exec python3 "$(dirname "$0")/bench-page.py" core -- "$0" "$@"
 cd "$(dirname "$0")/.."
 command -v hyperfine >/dev/null || { apt-get update -qq && apt-get install -y -qq hyperfine; }
 cargo build --release -q

@@ -9,6 +9,9 @@
 # Usage: scripts/bench-cpd.sh [SCRATCH_DIR]     (needs python3; installs numpy into a venv)
 #        SEEDS="1 2 3 4" scripts/bench-cpd.sh     (more sets from the harness's gen.py)
 set -euo pipefail
+# Its figures go to section `cpd` of src/guide/benchmarks.md, with the date and the machine
+# (scripts/bench-page.py runs this script again and writes what it printed).
+[ "${BENCH_PAGE:-}" = off ] || exec python3 "$(dirname "$0")/bench-page.py" cpd --markdown -- "$0" "$@"
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 SRC="${CPD_SRC:-$ROOT/../shared/bench/cpd}"
 CPD="${1:-${TMPDIR:-/tmp}/perfbisect-cpd}"

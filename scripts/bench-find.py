@@ -15,6 +15,12 @@ Needs: a release build (cargo build --release), git, cc.
 import argparse, json, math, os, random, shutil, subprocess, sys, tempfile, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# Its figures go to section `find` of src/guide/benchmarks.md, with the date and the machine
+# (scripts/bench-page.py runs this script again and writes what it printed); not for --help.
+if os.environ.get("BENCH_PAGE") != "off" and not {"-h", "--help"} & set(sys.argv[1:]):
+    os.execvp(sys.executable, [sys.executable, os.path.join(ROOT, "scripts", "bench-page.py"), "find", "--markdown",
+                               "--", sys.executable, os.path.abspath(__file__)] + sys.argv[1:])
 BIN = os.path.join(ROOT, "target", "release", "perfbisect")
 CV = 1.0  # noise, % of the value
 

@@ -19,6 +19,12 @@ Usage: scripts/bench-scale.py   (SAMPLES=N for another size; needs git, cc, pyth
 import os, subprocess, sys, tempfile, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# Its figures go to section `scale` of src/guide/benchmarks.md, with the date and the machine
+# (scripts/bench-page.py runs this script again and writes what it printed); not for --help.
+if os.environ.get("BENCH_PAGE") != "off" and not {"-h", "--help"} & set(sys.argv[1:]):
+    os.execvp(sys.executable, [sys.executable, os.path.join(ROOT, "scripts", "bench-page.py"), "scale",
+                               "--", sys.executable, os.path.abspath(__file__)] + sys.argv[1:])
 SAMPLES = int(os.environ.get("SAMPLES", "10000000"))
 COMMITS, TESTS = 2000, ["value", "rss", "speed", "size"]
 

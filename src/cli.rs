@@ -14,6 +14,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
     about,
     arg_required_else_help = true,
     override_usage = "perfbisect [OPTIONS] <TEST> <RANGE>     (the same as `find TEST RANGE`)\n       perfbisect [OPTIONS] <COMMAND>",
+    after_help = GUIDE,
     after_long_help = AFTER_HELP
 )]
 pub struct Cli {
@@ -38,9 +39,15 @@ pub struct Cli {
     pub command: Option<Command>,
 }
 
-/// The end of `--help` and of the manual page: exit codes, environment, files.
+/// The end of `-h`: where the guide is.
+const GUIDE: &str =
+    "Guide: `perfbisect guide` lists its pages, offline; start with `perfbisect guide \
+first-search` (src/guide/first-search.md).";
+
+/// The end of `--help` and of the manual page: exit codes, environment, files, the guide.
 const AFTER_HELP: &str = "\
-Exit status: 0 done, whatever the verdict (it is in the output); 1 any other failure; 2 bad usage, \
+Exit status: 0 done, whatever the verdict (it is in the output); 3 a `find` that could not \
+decide (inconclusive); 1 any other failure; 2 bad usage, \
 bad config, unknown revision or test (the message names the key and line, the revision or the \
 test); 128 + the signal's number when stopped by one (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP; \
 everything measured is kept). `step` follows `git bisect run`: \
@@ -50,8 +57,11 @@ Environment: PERFBISECT_CACHE is the cache directory when --cache is not given. 
 colour off in messages (CLICOLOR_FORCE turns it on where stderr is not a terminal).
 
 Files: perfbisect.toml, the config (`perfbisect config init` prints a starting one, `perfbisect \
-config check` validates one; README.md, section Configuration, lists the keys). Results are \
-printed on stdout, messages and errors on stderr; every JSON output carries \"schema\": 1.";
+config check` validates one; `perfbisect guide config` lists the keys). Results are \
+printed on stdout, messages and errors on stderr; every JSON output carries \"schema\": 1.
+
+Guide: `perfbisect guide` lists its pages, offline; start with `perfbisect guide first-search` \
+(src/guide/first-search.md).";
 
 /// The options of `find` for the default command (`perfbisect TEST RANGE --format json`).
 #[derive(Debug, Args, Clone, Default)]
@@ -110,6 +120,7 @@ impl DefaultFind {
 
 /// Options every subcommand understands.
 #[derive(Debug, Args, Clone, Default)]
+#[command(next_help_heading = "Global options")]
 pub struct Global {
     /// The git repository (default: the one holding the current directory).
     #[arg(long, global = true, value_name = "DIR")]
@@ -135,21 +146,61 @@ pub struct Global {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Find the commit that moved TEST within RANGE (noisy bisection).
+    ///
+    /// The commit(s) that moved TEST, inside merged branches too: everything stored is used first,
+    /// both ends are measured side by side and must differ, each probe is placed beside its
+    /// neighbours, and the culprit is re-run beside its parent before it is named. Text and
+    /// Markdown carry a sparkline of the medians; imported rounds narrow the search to one gap.
+    /// `a,b` or `all` search each test over the same builds, a verdict each (JSON `{"tests": [...],
+    /// "builds", "runs", "time_s"}`). Exit 0 with a verdict, 3 when the search could not decide.
+    #[command(after_help = "Guide: `perfbisect guide finding` (src/guide/finding.md).")]
     Find(FindArgs),
     /// Build and measure TESTS on every commit of RANGE.
+    ///
+    /// Builds what is missing (up to --jobs at once), then tops every commit up to `repeats` runs,
+    /// in interleaved rounds across the commits. A commit whose build is byte-identical to a
+    /// measured one's uses its samples; steps too few runs left undecided are measured again
+    /// beside each other until decided. `TESTS` is `name,name` or `all`.
+    #[command(after_help = "Guide: `perfbisect guide cron` (src/guide/cron.md).")]
     Run(RunArgs),
     /// Show stored results of TEST per commit, with a summary (default: every commit with
     /// results).
+    ///
+    /// Without RANGE: every commit with results of TEST, HEAD's first-parent chain in order, then the
+    /// others by date (during a `git bisect` HEAD is old, and nothing is hidden); the first line says
+    /// what is shown. Per commit: n, min, median, max (failed builds marked); then the range like
+    /// curl's perf page: P0/P25/P50/P75/P100, mean, std dev (% of mean), span, trend and stake
+    /// verdict.
+    #[command(after_help = "Guide: `perfbisect guide reports` (src/guide/reports.md).")]
     Show(ShowArgs),
     /// Detect change points in stored results or in a CSV file.
+    ///
+    /// Each change point is the first commit of a new level, with the levels before and after
+    /// (medians of the runs next to it), the relative change and a p-value; a step in the first or
+    /// last two commits (the newest one included) too when their runs make it certain. One value
+    /// per moment: runs taken back to back count once. For a `deterministic` test every change of at
+    /// least the threshold is a change point at its exact commit; without the key a change is exact
+    /// (p = 0) only between repeated equal runs, never from one run a side. Steps the runs show but
+    /// are too few to decide are listed as undecided, with the `run` command that measures them.
+    #[command(after_help = "Guide: `perfbisect guide cron` (src/guide/cron.md).")]
     Detect(DetectArgs),
     /// Compare TEST between two revisions, runs interleaved.
+    ///
+    /// Medians of the metric, wall, user and sys time and max RSS per side, the ratio B/A with a
+    /// 95 % bootstrap interval and the p-value. Without --runs the runs double while the sides are
+    /// not told apart and could not have seen the threshold. A side whose test fails says why after
+    /// its first failure and stops after `repeats` failures in a row; the wall, user and sys
+    /// time and max RSS of the runs that ran are still shown.
+    #[command(after_help = "Guide: `perfbisect guide noise` (src/guide/noise.md).")]
     Compare(CompareArgs),
     /// Measure the noise of TEST on this machine: A/A runs of one build of REV (default: HEAD).
+    #[command(after_help = "Guide: `perfbisect guide noise` (src/guide/noise.md).")]
     Calibrate(CalibrateArgs),
     /// For `git bisect run`: classify the commit at HEAD as old (0) or new (1).
+    #[command(after_help = "Guide: `perfbisect guide finding` (src/guide/finding.md).")]
     Step(StepArgs),
     /// List the commits of RANGE as perfbisect walks them (first parent, oldest first).
+    #[command(after_help = "Guide: `perfbisect guide finding` (src/guide/finding.md).")]
     Log(LogArgs),
     /// Take in results measured elsewhere (a cron job's rounds): CSV or JSON rows of commit,
     /// test, value and optionally timestamp, round and machine.
@@ -161,20 +212,54 @@ pub enum Command {
     /// measurement, their median, in every statistic. A row without either is a measurement
     /// of its own: sixty rows of a commit without a timestamp or round count as sixty
     /// independent runs, not one.
+    ///
+    /// Columns may come in any order; commits may be full or short hashes or tags. Rows with an
+    /// unknown commit or test or an unreadable value are listed with their line and skipped, with
+    /// counts at the end. Exit 0 when a row was imported or was there already, 1 when every row was
+    /// skipped, 2 when the file cannot be read (missing, not text, no `commit`/`test`/`value`
+    /// column, not JSON).
+    #[command(after_help = "Guide: `perfbisect guide cron` (src/guide/cron.md).")]
     Import(ImportArgs),
     /// Merge the result stores of other caches (shards of a CI matrix) into this cache.
+    ///
+    /// Brings their samples, their builds (content-addressed objects checked against their hashes,
+    /// manifests), failed-build records, logs and fingerprints into this cache (--cache). Samples it
+    /// holds already are not added again, so merging twice, or a store with itself, adds nothing.
+    /// Warns when a machine-dependent test's samples now come from several fingerprints.
+    #[command(after_help = "Guide: `perfbisect guide cron` (src/guide/cron.md).")]
     Merge(MergeArgs),
     /// Inspect or trim the cache of built artifacts.
+    ///
+    /// `ls`: every cached build with its size, its stored samples and whether it is identical to
+    /// others', failed builds with why, and bytes as copies against bytes on disk. `gc`: temp files
+    /// and unlinked objects, and with --max-size the least recently used builds and worktrees until
+    /// the cache fits (results are never removed). `rm REV`: one commit's build or failure record.
+    /// `prune`: the stored samples of earlier test or build definitions.
+    #[command(after_help = "Guide: `perfbisect guide cron` (src/guide/cron.md).")]
     Cache(CacheArgs),
     /// Create a small demo repository with a known regression and find it.
+    ///
+    /// `demo` makes CACHE/demo/ (a git repository of a small C program, its config and its cache),
+    /// builds and measures every commit, shows the results, detects the change points and bisects
+    /// the regression, printing what it found next to what was planted; run again, it reuses all it
+    /// built and measured. In a --dir of its own it refuses (exit 2) a folder holding a `repo/`,
+    /// `perfbisect.toml` or `cache/` it did not make, and only ever rewrites what it made (marked by
+    /// DIR/.perfbisect-demo). --create-only only writes DIR/repo and DIR/perfbisect.toml and prints
+    /// the commits, oldest first (used by the benchmarks and the guide's examples; a seed makes the
+    /// noise reproducible).
+    #[command(after_help = "Guide: `perfbisect guide first-search` (src/guide/first-search.md).")]
     Demo(DemoArgs),
     /// Check the config (global --config) without building, or print a starting one.
+    #[command(after_help = "Guide: `perfbisect guide config` (src/guide/config.md).")]
     Config(ConfigArgs),
     /// Print a completion script for SHELL on stdout (generated from these definitions).
+    ///
+    /// Each command completes only its own `--format` values.
     ///
     /// bash: `perfbisect completions bash > ~/.local/share/bash-completion/completions/perfbisect`;
     /// zsh: into a directory of $fpath as `_perfbisect`; fish:
     /// `~/.config/fish/completions/perfbisect.fish`.
+    #[command(after_help = "Guide: `perfbisect guide commands` (src/guide/commands.md).")]
     Completions {
         /// bash, zsh, fish, elvish or powershell.
         #[arg(value_enum)]
@@ -182,21 +267,35 @@ pub enum Command {
     },
     /// Print the manual page (roff) on stdout, or write one per command into a directory.
     ///
-    /// `perfbisect man | man -l -` reads it; `perfbisect man --dir DIR` writes perfbisect.1
-    /// and perfbisect-COMMAND.1 for every command.
+    /// `perfbisect man | man -l -` reads it; `perfbisect man --dir DIR` writes perfbisect.1,
+    /// perfbisect-COMMAND.1 for every command, and perfbisect-guide-PAGE.7 for every page of
+    /// the guide.
+    #[command(after_help = "Guide: `perfbisect guide commands` (src/guide/commands.md).")]
     Man {
         /// Write the pages into DIR instead of printing perfbisect.1.
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
     },
+    /// Print a page of the user guide (offline), or list the pages.
+    ///
+    /// The pages are the Markdown files of src/guide/ built into perfbisect: `perfbisect guide
+    /// noise | less` reads one; `perfbisect man --dir DIR` also writes each as
+    /// perfbisect-guide-NAME.7.
+    #[command(after_help = "Guide: `perfbisect guide first-search` is the place to start.")]
+    Guide {
+        /// The page to print (without it: the list of pages).
+        page: Option<String>,
+    },
     /// A finding to act on: Markdown for an issue (find's verdict, the commits around the
     /// culprit, change points, a sparkline, how it was measured, how to reproduce it), the
     /// same as JSON with every sample, or a static HTML site of every test.
+    #[command(after_help = "Guide: `perfbisect guide reports` (src/guide/reports.md).")]
     Report(ReportArgs),
     /// The nightly perf sheriff: measure the newest commit, find every test's change points
     /// over its stored and imported history, search each new one (one search per gap for all
     /// the tests that moved there), confirm each culprit, keep the findings in the cache, and
     /// with --attach post one issue per culprit (a comment when tests join it or it is fixed).
+    #[command(after_help = "Guide: `perfbisect guide cron` (src/guide/cron.md).")]
     Triage(TriageArgs),
 }
 
@@ -251,10 +350,24 @@ pub enum ConfigAction {
     /// Validate the config without building anything: every key, regex, JSON pointer and
     /// harness metric (exit 2 naming the key and line); warn about commands whose first word
     /// is not on PATH.
+    ///
+    /// On stdout `FILE: ok; build: ...; N tests (...)`; problems on stderr with their line and key,
+    /// exit 2 (a config without any test is one). Warnings, with key and line, exit 0: a command
+    /// whose program is not on PATH, a helper under $PERFBISECT_CONFIG_DIR that is missing or not
+    /// executable, a test program that is not among the build's artifacts.
+    #[command(after_help = "Guide: `perfbisect guide config` (src/guide/config.md).")]
     Check,
     /// Print a commented starting config for the repository (--repo, else the one holding
     /// the current directory) on stdout: its build system (cargo, CMake, Meson, autotools,
     /// Makefile), a wall-time test and a max-RSS test.
+    ///
+    /// For a make-based build the program is the one a dry run of the build links: HEAD is
+    /// copied into a temporary directory, its tracked `configure` run there, then `make -n`
+    /// (your checkout is left alone; on stderr, what ran). A tracked `configure` is run as
+    /// committed, without autoreconf. The project's own benchmark targets and scripts (named
+    /// `speedtest*`, `bench*`, `perf*`) are offered as commented tests. What it prints passes
+    /// `config check` as it is.
+    #[command(after_help = "Guide: `perfbisect guide first-search` (src/guide/first-search.md).")]
     Init,
 }
 
@@ -329,7 +442,7 @@ pub struct RunArgs {
     pub tests: String,
     /// Revision range `A..B`, or a single revision.
     pub range: String,
-    /// Only measure commits that have no sample of the test yet.
+    /// Only measure commits that have no sample of the test yet (measured or imported).
     #[arg(long)]
     pub gaps: bool,
     /// Add a new round of `repeats` runs to every commit.
@@ -346,7 +459,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "I/N")]
     pub shard: Option<String>,
     /// Build what the commits need and measure nothing: a CI runner that builds for the
-    /// machine that measures (`merge` brings the builds there, `run --gaps` measures them).
+    /// machine that measures (`merge` brings the builds there, `run --gaps` measures them); a
+    /// commit any machine measured counts as measured.
     #[arg(long, conflicts_with = "again")]
     pub build_only: bool,
     /// Output format.
@@ -523,6 +637,7 @@ pub struct CacheArgs {
 #[derive(Debug, Subcommand)]
 pub enum CacheAction {
     /// List cached builds (size, samples stored), failed builds, and what the cache takes.
+    #[command(after_help = "Guide: `perfbisect guide cron` (src/guide/cron.md).")]
     Ls {
         /// Output format.
         #[arg(long, value_parser = formats(&[Format::Text, Format::Json]), default_value = "text")]
@@ -530,14 +645,17 @@ pub enum CacheAction {
     },
     /// Evict the least recently used builds and worktrees until the cache is under SIZE
     /// (stored results are never removed).
+    #[command(after_help = "Guide: `perfbisect guide cron` (src/guide/cron.md).")]
     Gc {
         /// e.g. 10G, 500M (default: remove only temp files and unused objects)
         #[arg(long)]
         max_size: Option<String>,
     },
     /// Remove the cached build (or failure record) of REV; its stored results stay.
+    #[command(after_help = "Guide: `perfbisect guide cron` (src/guide/cron.md).")]
     Rm { rev: String },
     /// Delete stored samples of earlier test or build definitions (they are never used).
+    #[command(after_help = "Guide: `perfbisect guide cron` (src/guide/cron.md).")]
     Prune,
 }
 

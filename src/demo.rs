@@ -82,6 +82,10 @@ int main(void) {
 }
 "#;
 
+/// The program's Makefile: `make` builds `./app`, as the config's own recipe does, so that
+/// `perfbisect config init` finds the build and its program as it would in a user's project.
+pub const MAKEFILE: &str = "# The demo program: `make` builds ./app.\nCC ?= cc\nCFLAGS ?= -O1\n\napp: app.c params.h\n\t$(CC) $(CFLAGS) -o app app.c -lm\n\nclean:\n\trm -f app\n\n.PHONY: clean\n";
+
 /// One commit of a generated repository.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CommitSpec {
@@ -206,8 +210,9 @@ pub fn create_repo(dir: &Path, commits: &[CommitSpec]) -> anyhow::Result<Vec<Str
         } else {
             let _ = write!(
                 stream,
-                "M 100644 inline app.c\ndata {}\n{APP_C}\n",
-                APP_C.len()
+                "M 100644 inline app.c\ndata {}\n{APP_C}\nM 100644 inline Makefile\ndata {}\n{MAKEFILE}\n",
+                APP_C.len(),
+                MAKEFILE.len()
             );
         }
         if c.docs_only && n > 1 {

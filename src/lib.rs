@@ -16,6 +16,7 @@ pub mod finder;
 pub mod findings;
 pub mod fingerprint;
 pub mod git;
+pub mod guide;
 pub mod history;
 pub mod import;
 pub mod interrupt;

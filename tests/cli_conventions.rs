@@ -112,6 +112,30 @@ fn the_manual_page_is_roff_that_groff_renders_cleanly() {
     }
     let find = std::fs::read_to_string(d.path().join("perfbisect-find.1")).unwrap();
     assert!(find.contains("no\\-descend"), "{find}");
+    // And the guide, a page of section 7 per page, which groff renders as man does in a
+    // UTF-8 terminal (the pages hold arrows and sparklines), without a warning.
+    for p in perfbisect::guide::PAGES {
+        let page = format!("perfbisect-guide-{}.7", p.name);
+        assert!(listed.contains(&page), "{listed}");
+        if !common::have_tool("groff", "groff renders the guide's pages") {
+            continue;
+        }
+        let r = Command::new("groff")
+            .args(["-man", "-Tutf8", "-ww"])
+            .arg(d.path().join(&page))
+            .output()
+            .unwrap();
+        assert!(r.status.success(), "{page}");
+        assert!(
+            r.stderr.is_empty(),
+            "groff warns about {page}: {}",
+            String::from_utf8_lossy(&r.stderr)
+        );
+        let words = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
+        let text = words(&String::from_utf8_lossy(&r.stdout));
+        let title = words(p.title().split('`').next().unwrap());
+        assert!(text.contains(&title), "{page}: no `{title}` in {text}");
+    }
 }
 
 /// Seven commits; the printed value steps up 10 % at the fifth.

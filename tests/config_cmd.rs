@@ -500,3 +500,139 @@ fn init_on_a_makefile_picks_the_program_over_the_library_and_says_why() {
         );
     }
 }
+
+/// An autosetup-like project as SQLite is: `configure` tracked (no configure.ac), the Makefile
+/// made from Makefile.in, a code generator the build compiles and runs before the program, a
+/// benchmark program that only its own target builds, a speed script, and (as SQLite's
+/// `autoconf/`, the amalgamation tarball's folder) a subfolder with a configure.ac and a
+/// Makefile.am of its own. `autoconf` is `true` for the older layout, with configure.ac at
+/// the top beside the tracked configure.
+fn autosetup_repo(dir: &Path, autoconf: bool) {
+    let configure =
+        "#!/bin/sh\n# Writes Makefile from Makefile.in, as autosetup's configure does.\n\
+        top=$(pwd)\n\
+        sed -e \"s|@CC@|${CC:-cc}|g\" -e \"s|@TOP@|$top|g\" \"$top/Makefile.in\" > Makefile\n\
+        echo configured\n";
+    let makefile_in = "CC = @CC@\nTOP = @TOP@\n\n\
+        all: dbshell\n\n\
+        $(TOP)/mkheader: tool/mkheader.c\n\t$(CC) -o $(TOP)/mkheader tool/mkheader.c\n\n\
+        gen.h: $(TOP)/mkheader\n\t$(TOP)/mkheader > gen.h\n\n\
+        dbshell: shell.c gen.h\n\t$(CC) -O1 -o dbshell shell.c\n\n\
+        speedtest1: test/speedtest1.c\n\t$(CC) -O1 -o speedtest1 test/speedtest1.c\n\n\
+        clean:\n\trm -f mkheader gen.h dbshell speedtest1\n";
+    let mut files = vec![
+        ("configure", configure.to_string()),
+        ("Makefile.in", makefile_in.to_string()),
+        (
+            "tool/mkheader.c",
+            "#include <stdio.h>\nint main(void) { puts(\"#define ROWS 42\"); return 0; }\n".to_string(),
+        ),
+        (
+            "shell.c",
+            "#include <stdio.h>\n#include \"gen.h\"\nint main(void) { printf(\"rows: %d\\n\", ROWS); return 0; }\n".to_string(),
+        ),
+        ("test/speedtest1.c", "int main(void) { return 0; }\n".to_string()),
+        ("tool/speed-check.sh", "#!/bin/sh\n./speedtest1 \"$@\"\n".to_string()),
+        ("autoconf/configure.ac", "AC_INIT([dbshell], [1.0])\nAM_INIT_AUTOMAKE\nAC_OUTPUT\n".to_string()),
+        ("autoconf/Makefile.am", "bin_PROGRAMS = dbshell\n".to_string()),
+    ];
+    files.push(if autoconf {
+        (
+            "configure.ac",
+            "AC_INIT([minidb], [1.0])\nAC_PROG_CC\nAC_OUTPUT\n".to_string(),
+        )
+    } else {
+        (
+            "auto.def",
+            "# autosetup's configure reads this\n".to_string(),
+        )
+    });
+    files_repo(dir, &[("an autosetup project", files)]);
+}
+
+/// `config init` on autotools-like projects (issue 33's trial on SQLite): the configure script
+/// is tracked, so the recipe runs it without autoreconf; the program is the one a dry run of
+/// the build links at the top (not the code generator it runs, nor `autoconf/dbshell`); the
+/// benchmark target and script are offered as commented tests; the user's checkout is left
+/// as it was; and the config builds and measures as printed.
+#[test]
+fn init_on_an_autosetup_project_dry_runs_its_build_and_offers_its_benchmarks() {
+    if !(have_tool("make", "make, to dry-run the build") && have_tool("cc", "a C compiler")) {
+        return;
+    }
+    for autoconf in [false, true] {
+        let d = tempfile::tempdir().unwrap();
+        let repo = d.path().join("minidb");
+        autosetup_repo(&repo, autoconf);
+        let (config, err) = init(&repo);
+        let evidence = if autoconf {
+            "configure.ac"
+        } else {
+            "configure"
+        };
+        assert!(
+            config.contains(&format!("# Build system: autotools ({evidence}).")),
+            "{config}"
+        );
+        assert!(
+            config.contains("command = \"./configure && make -j2\""),
+            "{config}"
+        );
+        assert!(!config.contains("autoreconf -fi"), "{config}");
+        assert!(config.contains("artifacts = [\"dbshell\"]"), "{config}");
+        assert!(config.contains("command = \"./dbshell\""), "{config}");
+        let said = config.replace("\n# ", " ");
+        assert!(
+            said.contains("passed over `mkheader` (built and run by the build itself)"),
+            "{config}"
+        );
+        assert!(
+            said.contains("`make speedtest1` builds the benchmark program speedtest1 (from test/speedtest1.c)"),
+            "{config}"
+        );
+        assert!(
+            config.contains("# [tests.speedtest1-wall]\n# command = \"./speedtest1\""),
+            "{config}"
+        );
+        assert!(
+            said.contains("tool/speed-check.sh is a script of the project's"),
+            "{config}"
+        );
+        assert!(
+            err.contains("dry-ran the build in a temporary copy of HEAD: ./configure ("),
+            "{err}"
+        );
+        assert!(err.contains("the tests run ./dbshell"), "{err}");
+        // Nothing was configured or built in the user's checkout.
+        let status =
+            perfbisect::demo::git(&repo, &["status", "--porcelain", "--ignored"], None).unwrap();
+        assert!(status.is_empty(), "{status}");
+        let path = d.path().join("perfbisect.toml");
+        std::fs::write(&path, &config).unwrap();
+        let out = check(&path);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let cache = d.path().join("cache");
+        let out = perfbisect(&[
+            "--repo",
+            repo.to_str().unwrap(),
+            "--config",
+            path.to_str().unwrap(),
+            "--cache",
+            cache.to_str().unwrap(),
+            "run",
+            "all",
+            "HEAD",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(
+            (s["builds"].as_u64(), s["failed_runs"].as_u64()),
+            (Some(1), Some(0)),
+            "{s}"
+        );
+    }
+}

@@ -500,14 +500,15 @@ fn detect_on_a_deterministic_series_reports_every_step_at_its_commit_with_its_va
     assert_eq!(text.lines().count(), 4, "{text}");
 }
 
-/// `show TEST --help`'s format list: the values after "possible values:".
+/// `show TEST --help`'s format list: the values after "possible values:", on the option's
+/// line or, where the command has a long help (clap then puts them below), after it.
 fn listed_formats(help: &str) -> String {
-    let line = help
-        .lines()
-        .find(|l| l.contains("--format"))
+    let from = help
+        .find("--format <FORMAT>")
         .unwrap_or_else(|| panic!("no --format in {help}"));
-    let at = line.find("[possible values: ").expect(line) + "[possible values: ".len();
-    line[at..line[at..].find(']').unwrap() + at].to_string()
+    let rest = &help[from..];
+    let at = rest.find("[possible values: ").expect(rest) + "[possible values: ".len();
+    rest[at..rest[at..].find(']').unwrap() + at].to_string()
 }
 
 #[test]

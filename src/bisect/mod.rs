@@ -12,7 +12,7 @@
 //! `culprit` (evidence and the final verdict), `driver` (the loop and the [`Lab`] interface),
 //! `step` (the `git bisect run` policy), `sim` and `tests` (the simulated world and the tests).
 //!
-//! Policy (README.md, "Finding the commit", in more detail):
+//! Policy (src/guide/finding.md, "The search, step by step", in more detail):
 //! - Both ends first. They must differ (Mann-Whitney U at α *and* the threshold on the medians).
 //!   Medians that already show a change, or a p-value below 0.25, earn more runs (doubling the
 //!   side with fewer, up to `max_repeats`) before [`Outcome::NoChange`] is said, with the smallest

@@ -26,7 +26,7 @@ fn check(g: &Global) -> anyhow::Result<()> {
     if cfg.tests.is_empty() {
         crate::usage!(
             "{}: no tests: nothing can be measured; add a `[tests.NAME]` table with a `command` \
-             (`perfbisect config init` writes a config for the project, README.md: Configuration)",
+             (`perfbisect config init` writes a config for the project; `perfbisect guide config` lists the keys)",
             crate::paths::display_path(&path)
         );
     }
@@ -81,9 +81,13 @@ fn init(g: &Global) -> anyhow::Result<()> {
         },
     };
     let dir = crate::paths::normalize(&dir);
-    let found = crate::scaffold::detect(&dir);
+    let mut found = crate::scaffold::detect(&dir);
+    let probed = crate::scaffold::probe(&dir, &mut found);
     print!("{}", crate::scaffold::render(&dir, &found));
     if !g.quiet {
+        if let Some(p) = probed {
+            eprintln!("perfbisect: {p}");
+        }
         let what = match found.first() {
             Some(f) => format!("{} ({})", f.system.name(), f.evidence),
             None => "no build system I know".to_string(),

@@ -94,7 +94,7 @@ impl Open {
 #[derive(Serialize)]
 struct Output {
     change_points: Vec<Point>,
-    /// Steps the runs show but are too few to decide (README: "Few runs").
+    /// Steps the runs show but are too few to decide (src/guide/noise.md: "Few runs").
     undecided: Vec<Open>,
 }
 

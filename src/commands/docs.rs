@@ -1,5 +1,6 @@
 //! `perfbisect completions SHELL` and `perfbisect man`: generated from the clap definitions
-//! in `cli.rs`, so they list exactly the commands, options and `--format` values that exist.
+//! in `cli.rs`, so they list exactly the commands, options and `--format` values that exist;
+//! `man --dir` also writes the guide's pages as perfbisect-guide-PAGE.7.
 
 use std::io::Write as _;
 use std::path::Path;
@@ -32,10 +33,15 @@ pub fn man(dir: Option<&Path>) -> anyhow::Result<()> {
                 .with_context(|| format!("cannot create {}", dir.display()))?;
             clap_mangen::generate_to(Cli::command(), dir)
                 .with_context(|| format!("cannot write manual pages into {}", dir.display()))?;
+            for p in crate::guide::PAGES {
+                let file = dir.join(format!("perfbisect-guide-{}.7", p.name));
+                std::fs::write(&file, crate::guide::roff::page(p.name, p.title(), p.text))
+                    .with_context(|| format!("cannot write {}", file.display()))?;
+            }
             let mut pages: Vec<String> = std::fs::read_dir(dir)?
                 .flatten()
                 .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|n| n.starts_with("perfbisect") && n.ends_with(".1"))
+                .filter(|n| n.starts_with("perfbisect") && (n.ends_with(".1") || n.ends_with(".7")))
                 .collect();
             pages.sort();
             for p in pages {

@@ -9,6 +9,7 @@ mod demo;
 mod detect;
 mod docs;
 mod find;
+mod guide;
 mod import;
 mod log;
 mod merge;
@@ -73,6 +74,7 @@ where
         Command::Config(a) => done(config::config(&g, a)),
         Command::Completions { shell } => done(docs::completions(shell)),
         Command::Man { dir } => done(docs::man(dir.as_deref())),
+        Command::Guide { page } => done(guide::guide(page.as_deref())),
         Command::Report(a) => done(report::report(&g, a)),
         Command::Triage(a) => done(triage::triage(&g, a)),
         Command::Step(_) => unreachable!("handled above"),

@@ -11,6 +11,7 @@ use toml::Spanned;
 use crate::error::UsageError;
 use crate::stats::Threshold;
 
+pub mod keys;
 mod model;
 
 pub use model::{
@@ -139,6 +140,7 @@ pub fn load(path: &Path) -> anyhow::Result<Config> {
 /// Parse config text; `path` is used for messages and `PERFBISECT_CONFIG_DIR`.
 pub fn parse(text: &str, path: &Path) -> anyhow::Result<Config> {
     let file = path.display().to_string();
+    unknown_keys(text, &file)?;
     let raw: RawConfig = toml::from_str(text).map_err(|e| {
         let line = e.span().map(|s| line_of(text, s.start));
         let msg = e.message().trim().to_string();
@@ -637,8 +639,9 @@ fn key_at(text: &str, line: usize) -> Option<String> {
     })
 }
 
-/// For toml's "unknown field `x`, expected one of `a`, `b`": the closest expected key, and
-/// where the keys are documented.
+/// For toml's "unknown field `x`, expected one of `a`, `b`" (a key the table in `keys`
+/// lists but the serde structs below do not: a test keeps them equal): the closest expected
+/// key, and where the keys are listed.
 fn unknown_key_hint(msg: &str) -> String {
     if !msg.contains("unknown field") {
         return String::new();
@@ -648,7 +651,62 @@ fn unknown_key_hint(msg: &str) -> String {
         Some((field, expected)) => crate::error::did_you_mean(field, expected.iter().copied()),
         None => String::new(),
     };
-    format!("{suggestion} (see README.md, section Configuration, for the keys)")
+    format!("{suggestion}{WHERE_KEYS_ARE}")
+}
+
+/// Where a message about an unknown key sends the reader.
+const WHERE_KEYS_ARE: &str = " (`perfbisect guide config` lists every key)";
+
+/// Refuse a key that [`keys::KEYS`] does not list, naming its line, the keys expected there
+/// and the closest of them. A document that is not TOML is left to the parser, which says
+/// where.
+fn unknown_keys(text: &str, file: &str) -> anyhow::Result<()> {
+    let Ok(doc) = toml::de::DeTable::parse(text) else {
+        return Ok(());
+    };
+    walk_keys(doc.get_ref(), "", keys::Kind::Table, text, file)
+}
+
+fn walk_keys(
+    table: &toml::de::DeTable<'_>,
+    path: &str,
+    kind: keys::Kind,
+    text: &str,
+    file: &str,
+) -> anyhow::Result<()> {
+    for (k, v) in table.iter() {
+        let name: &str = k.get_ref();
+        let child = match (kind, path) {
+            (keys::Kind::Named, _) => format!("{path}.NAME"),
+            (_, "") => name.to_string(),
+            _ => format!("{path}.{name}"),
+        };
+        let Some(key) = keys::get(&child) else {
+            let expected: Vec<&str> = keys::children(path).collect();
+            crate::usage!(
+                "{file}:{}: unknown field `{name}`, expected {}{}{WHERE_KEYS_ARE}",
+                line_of(text, k.span().start),
+                match expected.as_slice() {
+                    [one] => format!("`{one}`"),
+                    _ => format!(
+                        "one of {}",
+                        expected
+                            .iter()
+                            .map(|e| format!("`{e}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                },
+                crate::error::did_you_mean(name, expected.iter().copied())
+            );
+        };
+        if let (keys::Kind::Table | keys::Kind::Named, Some(sub)) =
+            (key.kind, v.get_ref().as_table())
+        {
+            walk_keys(sub, &child, key.kind, text, file)?;
+        }
+    }
+    Ok(())
 }
 
 fn metric(v: &Spanned<toml::Value>, key: &str, at: &str) -> anyhow::Result<Metric> {
@@ -850,6 +908,73 @@ mod tests {
         assert!(e.contains("did you mean `h2-req-mem`?"), "{e}");
         let e = format!("{:#}", c.test("zzz").unwrap_err());
         assert!(!e.contains("did you mean"), "{e}");
+    }
+
+    /// The fields serde's derive gives a struct (it names them to the deserializer).
+    fn fields_of<'de, T: Deserialize<'de>>() -> Vec<&'static str> {
+        struct Fields(Vec<&'static str>);
+        #[derive(Debug)]
+        struct Stop;
+        impl std::fmt::Display for Stop {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("stop")
+            }
+        }
+        impl std::error::Error for Stop {}
+        impl serde::de::Error for Stop {
+            fn custom<M: std::fmt::Display>(_: M) -> Self {
+                Stop
+            }
+        }
+        impl<'de> serde::Deserializer<'de> for &mut Fields {
+            type Error = Stop;
+            fn deserialize_any<V: serde::de::Visitor<'de>>(self, _: V) -> Result<V::Value, Stop> {
+                Err(Stop)
+            }
+            fn deserialize_struct<V: serde::de::Visitor<'de>>(
+                self,
+                _: &'static str,
+                fields: &'static [&'static str],
+                _: V,
+            ) -> Result<V::Value, Stop> {
+                self.0.extend(fields);
+                Err(Stop)
+            }
+            serde::forward_to_deserialize_any! {
+                bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes
+                byte_buf option unit unit_struct newtype_struct seq tuple tuple_struct map enum
+                identifier ignored_any
+            }
+        }
+        let mut f = Fields(Vec::new());
+        let _ = T::deserialize(&mut f);
+        let mut v = f.0;
+        v.sort_unstable();
+        v
+    }
+
+    #[test]
+    fn the_key_table_lists_exactly_the_fields_the_parser_reads() {
+        let listed = |parent: &str| {
+            let mut v: Vec<&str> = keys::children(parent).collect();
+            v.sort_unstable();
+            v
+        };
+        assert_eq!(fields_of::<RawConfig>(), listed(""));
+        assert_eq!(fields_of::<RawBuild>(), listed("build"));
+        assert_eq!(fields_of::<RawCargo>(), listed("build.cargo"));
+        assert_eq!(fields_of::<RawTest>(), listed("tests.NAME"));
+        assert_eq!(fields_of::<RawMeasure>(), listed("measure"));
+        assert_eq!(fields_of::<RawFingerprint>(), listed("fingerprint"));
+        // A key the table lists is accepted, one it does not is refused with its line.
+        let e = err("[measure]\ninterleave = true\nquiet = true\n");
+        assert!(e.contains(":3: unknown field `quiet`"), "{e}");
+        assert!(e.contains("perfbisect guide config"), "{e}");
+        let e = err("[build.env]\nCC = \"gcc\"\n[tests.a]\ncommand = \"x\"\nrepeat = 1\n");
+        assert!(
+            e.contains(":5:") && e.contains("did you mean `repeats`?"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! `find --format json`: one object, README.md's "JSON output" shape (`culprits`, the
+//! `find --format json`: one object, the shape src/guide/json.md gives (`culprits`, the
 //! evidence, the time and what the runs were), for `find`, `report` and their readers.
 
 use serde::Serialize;
@@ -75,7 +75,7 @@ struct JsonFind {
     /// profiling and the rest (waiting, loading, analysis).
     time: JsonTime,
     skipped: Vec<String>,
-    /// `skipped` with the reason of each (README: "JSON output").
+    /// `skipped` with the reason of each (src/guide/json.md).
     skipped_why: Vec<JsonSkip>,
     probed: Vec<String>,
     notes: Vec<String>,
@@ -146,7 +146,7 @@ fn json_culprit(r: &FindReport<'_>, c: &Culprit) -> JsonCulprit {
     }
 }
 
-/// `--format json`: one object, README.md's "JSON output" shape (`culprits`, the evidence).
+/// `--format json`: one object, the shape src/guide/json.md gives (`culprits`, the evidence).
 pub fn json(r: &FindReport<'_>) -> anyhow::Result<String> {
     Ok(super::text::json_pretty(&json_value(r)?)?)
 }

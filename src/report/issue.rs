@@ -560,5 +560,7 @@ pub fn json(x: &Issue<'_>, find_json: serde_json::Value) -> anyhow::Result<Strin
         );
         obj.insert("measured".into(), serde_json::to_value(x.measured)?);
     }
-    Ok(serde_json::to_string_pretty(&v)? + "\n")
+    // `"schema"` first, as in every JSON output (the guide's JSON reference says so, and
+    // tests/guide_json.rs holds every output to it).
+    Ok(super::text::json_pretty(&v)?)
 }

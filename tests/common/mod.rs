@@ -92,7 +92,7 @@ impl Fixture {
     pub fn json(&self, args: &[&str]) -> serde_json::Value {
         let out = self.cmd().args(args).output().unwrap();
         let code = out.status.code();
-        // An inconclusive `find` ran and says so with its own exit code (README: exit codes).
+        // An inconclusive `find` ran and says so with its own exit code (src/guide/finding.md: exit codes).
         let v: Option<serde_json::Value> = serde_json::from_slice(&out.stdout).ok();
         let inconclusive = v
             .as_ref()

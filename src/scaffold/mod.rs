@@ -1,9 +1,13 @@
 //! `perfbisect config init`: a commented starting config for a repository, from the build
 //! system found in its top directory (cargo, CMake, Meson, autotools, a plain Makefile), with
-//! a wall-time test and a max-RSS test of the program it builds. What it prints passes
+//! a wall-time test and a max-RSS test of the program it builds, and the project's own
+//! benchmark programs and scripts offered as commented tests. For a make-based build the
+//! program is what a dry run of the build really links (`probe`). What it prints passes
 //! `perfbisect config check` as it is.
 
 use std::path::{Path, PathBuf};
+
+mod probe;
 
 /// A build system perfbisect recognises.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,6 +50,29 @@ pub struct Found {
     /// cargo: the workspace member that holds the benches, when it is not a default member
     /// (it is built with `package`).
     pub bench_package: Option<String>,
+    /// autotools: `configure` is tracked in git (so the recipe runs it without autoreconf).
+    pub configure_tracked: bool,
+    /// Targets of the build named like benchmarks (`speedtest1`), from its rule database.
+    pub bench_targets: Vec<String>,
+    /// Tracked scripts and sources named like benchmarks (`tool/speed-check.sh`).
+    pub bench_files: Vec<String>,
+}
+
+impl Found {
+    fn new(system: System, evidence: &str, programs: Vec<String>) -> Found {
+        Found {
+            system,
+            evidence: evidence.into(),
+            programs,
+            guess: None,
+            benches: Vec::new(),
+            criterion: false,
+            bench_package: None,
+            configure_tracked: false,
+            bench_targets: Vec::new(),
+            bench_files: Vec::new(),
+        }
+    }
 }
 
 /// Every build system found in `dir`, the one `init` uses first: cargo, CMake, Meson,
@@ -57,40 +84,35 @@ pub fn detect(dir: &Path) -> Vec<Found> {
         out.push(cargo(dir));
     }
     if has("CMakeLists.txt") {
-        out.push(Found {
-            system: System::CMake,
-            evidence: "CMakeLists.txt".into(),
-            programs: program_in(dir, "CMakeLists.txt", cmake_program, "build"),
-            guess: None,
-            benches: Vec::new(),
-            criterion: false,
-            bench_package: None,
-        });
+        out.push(Found::new(
+            System::CMake,
+            "CMakeLists.txt",
+            program_in(dir, "CMakeLists.txt", cmake_program, "build"),
+        ));
     }
     if has("meson.build") {
-        out.push(Found {
-            system: System::Meson,
-            evidence: "meson.build".into(),
-            programs: program_in(dir, "meson.build", meson_program, "build"),
-            guess: None,
-            benches: Vec::new(),
-            criterion: false,
-            bench_package: None,
-        });
+        out.push(Found::new(
+            System::Meson,
+            "meson.build",
+            program_in(dir, "meson.build", meson_program, "build"),
+        ));
     }
+    let tracked = probe::tracked_files(dir);
+    let configure_tracked = tracked.iter().any(|f| f == "configure");
+    // A tracked `configure` is the project's own (autoconf's, or autosetup's as SQLite's),
+    // even without configure.ac beside it.
     if let Some(f) = ["configure.ac", "configure.in"]
         .into_iter()
         .find(|f| has(f))
+        .or(configure_tracked.then_some("configure"))
     {
-        out.push(Found {
-            system: System::Autotools,
-            evidence: f.into(),
-            programs: program_in(dir, "Makefile.am", automake_program, ""),
-            guess: None,
-            benches: Vec::new(),
-            criterion: false,
-            bench_package: None,
-        });
+        let mut found = Found::new(
+            System::Autotools,
+            f,
+            program_in(dir, "Makefile.am", automake_program, ""),
+        );
+        found.configure_tracked = configure_tracked;
+        out.push(found);
     }
     if let Some(f) = ["GNUmakefile", "makefile", "Makefile"]
         .into_iter()
@@ -98,17 +120,71 @@ pub fn detect(dir: &Path) -> Vec<Found> {
     {
         let text = std::fs::read_to_string(dir.join(f)).unwrap_or_default();
         let guess = make_guess(&text);
-        out.push(Found {
-            system: System::Make,
-            evidence: f.into(),
-            programs: guess.iter().map(|g| g.0.clone()).collect(),
-            guess: guess.map(|g| g.1),
-            benches: Vec::new(),
-            criterion: false,
-            bench_package: None,
-        });
+        let mut found = Found::new(System::Make, f, guess.iter().map(|g| g.0.clone()).collect());
+        found.guess = guess.map(|g| g.1);
+        out.push(found);
+    }
+    let bench_files = probe::bench_files(&tracked);
+    for f in &mut out {
+        if f.system != System::Cargo {
+            f.bench_files = bench_files.clone();
+        }
     }
     out
+}
+
+/// For a make-based first system (autotools with a tracked `configure`, or a Makefile): what
+/// a dry run of its build in a temporary copy of HEAD really links, in place of what its
+/// build files suggest, and its benchmark targets. Returns what was run or why it could not
+/// be, for the note on stderr.
+pub fn probe(dir: &Path, found: &mut [Found]) -> Option<String> {
+    let f = found.first_mut()?;
+    let configure = match f.system {
+        System::Make => false,
+        System::Autotools if f.configure_tracked => true,
+        System::Autotools => return Some(
+            "`configure` is not tracked, so the build was not dry-run (it needs autoreconf first)"
+                .into(),
+        ),
+        _ => return None,
+    };
+    match probe::dry_run(dir, configure) {
+        Err(why) => Some(format!(
+            "{why}; the program is guessed from the build files"
+        )),
+        Ok(run) => {
+            f.bench_targets = run.bench_targets;
+            if let Some(p) = run.programs.first() {
+                if f.programs.first() == Some(p) {
+                    if let Some(g) = &mut f.guess {
+                        *g += &format!("; a dry run of the build (`{}`) links it too", run.ran);
+                    }
+                } else {
+                    let tools = if run.tools.is_empty() {
+                        String::new()
+                    } else {
+                        format!(
+                            "; passed over {} (built and run by the build itself)",
+                            run.tools
+                                .iter()
+                                .map(|t| format!("`{t}`"))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        )
+                    };
+                    f.guess = Some(format!(
+                        "the first program the build's default goal links (`{}` in a temporary copy of HEAD){tools}",
+                        run.ran
+                    ));
+                    f.programs = run.programs.clone();
+                }
+            }
+            Some(format!(
+                "dry-ran the build in a temporary copy of HEAD: {}",
+                run.ran
+            ))
+        }
+    }
 }
 
 /// The program a build file in `dir` or one directory below makes, as a path relative to
@@ -123,6 +199,13 @@ fn program_in(dir: &Path, file: &str, find: fn(&str) -> Option<String>, out: &st
             .filter(|p| {
                 let n = p.to_string_lossy();
                 !n.starts_with('.') && !matches!(n.as_ref(), "build" | "target" | "cache")
+            })
+            // A folder with a configure script of its own is another package (SQLite's
+            // `autoconf/`, the amalgamation tarball's), not part of this build.
+            .filter(|p| {
+                !["configure", "configure.ac", "configure.in"]
+                    .iter()
+                    .any(|c| dir.join(p).join(c).is_file())
             })
             .collect();
         subs.sort();
@@ -501,13 +584,10 @@ fn cargo(dir: &Path) -> Found {
     programs.retain(ok);
     benches.retain(ok);
     Found {
-        system: System::Cargo,
-        evidence: "Cargo.toml".into(),
-        programs,
-        guess: None,
         benches,
         criterion,
         bench_package,
+        ..Found::new(System::Cargo, "Cargo.toml", programs)
     }
 }
 
@@ -562,6 +642,65 @@ fn bench_config(f: &Found) -> String {
         );
     }
     o
+}
+
+/// The project's own benchmark programs and scripts, as commented tests.
+fn project_benches(f: &Found) -> String {
+    if f.bench_targets.is_empty() && f.bench_files.is_empty() {
+        return String::new();
+    }
+    let stem = |p: &str| {
+        let base = p.rsplit('/').next().unwrap_or(p);
+        base.split('.').next().unwrap_or(base).to_string()
+    };
+    let mut o = String::from(
+        "# The project's own benchmarks, found in its build and its files. Each is commented out:\n\
+         # build it, give it the arguments of a typical run, then uncomment its test.\n",
+    );
+    for t in &f.bench_targets {
+        let source = f
+            .bench_files
+            .iter()
+            .find(|b| stem(b) == *t)
+            .map(|b| format!(" (from {b})"))
+            .unwrap_or_default();
+        o += "#\n";
+        o += &wrap_comment(&format!(
+            "`make {t}` builds the benchmark program {t}{source}. To measure it, append \
+             ` && make {t}` to the build command and add \"{t}\" to artifacts."
+        ));
+        o += &format!(
+            "# [tests.{}-wall]\n\
+             # command = \"./{t}\"\n\
+             # metric = \"wall\"\n\
+             # repeats = 5\n",
+            test_stem(t)
+        );
+    }
+    for b in &f.bench_files {
+        if f.bench_targets.iter().any(|t| stem(b) == *t) {
+            continue;
+        }
+        let is_source = [".c", ".cc", ".cpp"].iter().any(|e| b.ends_with(e));
+        o += "#\n";
+        if is_source {
+            o += &wrap_comment(&format!(
+                "{b} looks like a benchmark's source, but no target of the build makes it: build \
+                 it in the build command and add the program to artifacts to measure it."
+            ));
+        } else {
+            o += &wrap_comment(&format!(
+                "{b} is a script of the project's that measures speed: a test can run it (tests \
+                 run in the commit's artifact directory: add the script, and what it runs, to \
+                 artifacts)."
+            ));
+            o += &format!(
+                "# [tests.{}]\n# command = \"sh {b}\"\n# metric = \"wall\"\n",
+                test_stem(&stem(b))
+            );
+        }
+    }
+    o + "\n"
 }
 
 /// A TOML basic string.
@@ -651,8 +790,7 @@ pub fn render(dir: &Path, found: &[Found]) -> String {
           # Keep this file outside the commits it builds (old commits do not have it): save it as\n\
           # perfbisect.toml in the repository's top directory, untracked (perfbisect keeps its\n\
           # cache in cache/ beside it: add that to .gitignore), or anywhere and pass --config FILE.\n\
-          # `perfbisect config check` validates it; README.md, section Configuration, lists every\n\
-          # key.\n\n";
+          # `perfbisect config check` validates it; `perfbisect guide config` lists every key.\n\n";
     let first = found.first();
     let system = first.map(|f| f.system);
     let program = first.and_then(|f| f.programs.first().cloned());
@@ -708,10 +846,14 @@ pub fn render(dir: &Path, found: &[Found]) -> String {
                   # and its build/ directory are kept, so builds are incremental.\n\
                   command = \"{ [ -d build ] || meson setup build --buildtype=release; } && meson compile -C build\"\n";
         }
+        Some(System::Autotools) if first.is_some_and(|f| f.configure_tracked) => {
+            o += "# sh -c in perfbisect's own worktree of each commit (never your checkout). The\n\
+                  # repository tracks its configure script, so it runs as committed (no autoreconf).\n\
+                  command = \"./configure && make -j2\"\n";
+        }
         Some(System::Autotools) => {
-            o +=
-                "# sh -c in perfbisect's own worktree of each commit (never your checkout). Drop\n\
-                  # `autoreconf -fi &&` if the repository commits its configure script.\n\
+            o += "# sh -c in perfbisect's own worktree of each commit (never your checkout). The\n\
+                  # configure script is not tracked: autoreconf makes it from configure.ac.\n\
                   command = \"autoreconf -fi && ./configure && make -j2\"\n";
         }
         Some(System::Make) | None => {
@@ -752,6 +894,9 @@ pub fn render(dir: &Path, found: &[Found]) -> String {
          threshold = \"5%\"\n\n",
         q(&run)
     );
+    if let Some(f) = first {
+        o += &project_benches(f);
+    }
     o += "# A benchmark harness's own numbers can be read instead of timing a command, e.g.:\n";
     match first {
         Some(f) if f.system == System::Cargo && !f.benches.is_empty() => {
@@ -840,13 +985,11 @@ mod tests {
         ] {
             let benches_only = system == System::Cargo && programs.is_empty();
             let f = Found {
-                system,
-                evidence: "x".into(),
-                programs,
-                guess: None,
                 benches: vec!["speed".into()],
                 criterion: true,
-                bench_package: None,
+                bench_targets: vec!["speedtest1".into()],
+                bench_files: vec!["test/speedtest1.c".into(), "tool/speed-check.sh".into()],
+                ..Found::new(system, "x", programs)
             };
             let text = render(Path::new("/r/demo"), &[f]);
             let c = crate::config::parse(&text, Path::new("/r/perfbisect.toml"))
