@@ -202,7 +202,7 @@ def jobs(seeds, work_dir, n=64):
                     f"{mean('s2') / mean('s1'):.2f} | {sum(r['same'] for r in res)}/{k} | "
                     f"{mean('b1'):.1f} / {mean('b2'):.1f} | {mean('r1'):.1f} / {mean('r2'):.1f} | "
                     f"{mean('ahead'):.1f}, {mean('unused'):.1f} |")
-        print(rows[-1], flush=True)
+        print(rows[-1], file=sys.stderr, flush=True)
     return head, rows
 
 
