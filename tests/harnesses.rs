@@ -100,7 +100,10 @@ repeats = 2
     let range = f.range();
     let s = f.run_json("all", &range, &[]);
     assert_eq!(s["schema"], 1, "{s}");
-    assert_eq!(s["builds"], 2, "{s}");
+    // One build per commit, and one pristine rebuild that checks the build the deterministic
+    // `answer` step stands on: builds count it too.
+    assert_eq!(s["pristine_checks"], 1, "{s}");
+    assert_eq!(s["builds"], 2 + 1, "{s}");
     assert_eq!(s["failed_runs"], 0, "{s}");
     // Samples: 2 + 1 + 2 + 2 per commit, from 2 executions per commit.
     assert_eq!(s["runs"], 2 * 7, "{s}");
