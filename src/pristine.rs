@@ -34,8 +34,8 @@ impl Workspace {
         self.check_builds_jobs(ids, 1)
     }
 
-    /// [`Workspace::check_builds`], up to `jobs` rebuilds at once (each in a worktree slot of
-    /// its own).
+    /// [`Workspace::check_builds`], up to `jobs` rebuilds at once: those of builds made in
+    /// different worktree slots, each in its own build's slot.
     pub fn check_builds_jobs(&self, ids: &[ObjectId], jobs: usize) -> anyhow::Result<Checked> {
         let started = Instant::now();
         let build = &self.config.build;
@@ -156,9 +156,9 @@ impl Workspace {
         Ok(done(true))
     }
 
-    /// With `jobs` above 1, the pristine rebuilds of `ids` on threads at once, each in a
-    /// worktree slot of its own: each id's check and, when it rebuilt, how long that took.
-    /// Empty when they run one after another.
+    /// With `jobs` above 1, the pristine rebuilds of `ids` on threads at once, a thread per
+    /// worktree slot the builds were made in: each id's check and, when it rebuilt, how long
+    /// that took. Empty when they run one after another (one job, or all built in one slot).
     #[allow(clippy::type_complexity)]
     fn rebuild_at_once(
         &self,
@@ -176,43 +176,57 @@ impl Workspace {
                     .map(|m| m.slot.unwrap_or(0))
             })
             .collect();
-        let todo: Vec<usize> = (0..ids.len()).filter(|&i| slots[i].is_some()).collect();
-        if jobs < 2 || todo.len() < 2 || build.cargo.is_some() {
+        // A pristine rebuild goes in the slot its build was made in: a build that records
+        // where it was built (a debug build's `__FILE__` and DWARF paths) is the same bytes only
+        // at the same path. Checks of builds made in different slots go at once, those of one
+        // slot one after another in it.
+        let mut by_slot: std::collections::BTreeMap<usize, Vec<ObjectId>> = Default::default();
+        for (id, slot) in ids.iter().zip(&slots) {
+            if let Some(slot) = slot {
+                by_slot.entry(*slot).or_default().push(*id);
+            }
+        }
+        if jobs < 2 || by_slot.len() < 2 || build.cargo.is_some() {
             return Default::default();
         }
         let git_dir = self.repo.git_dir();
         let cache = &self.cache;
         let say = !self.verbosity.quiet;
         std::thread::scope(|scope| {
-            let handles: Vec<_> = todo
-                .iter()
-                .enumerate()
-                .map(|(k, &i)| {
-                    let id = ids[i];
-                    // Each in a slot of its own (a pristine build empties its slot first).
-                    let slot = Some(k % jobs);
+            let handles: Vec<_> = by_slot
+                .into_values()
+                .map(|group| {
                     scope.spawn(move || {
-                        let began = std::sync::Mutex::new(None);
-                        let rebuilding = || {
-                            if let Ok(mut b) = began.lock() {
-                                *b = Some(Instant::now());
-                            }
-                            if say {
-                                eprintln!(
-                                    "perfbisect: rebuilding {} in a clean worktree, to check its \
-                                     incremental build (a pristine build), beside the others",
-                                    git::short(&id)
-                                );
-                            }
-                        };
-                        let check =
-                            build::check_pristine_in(git_dir, cache, build, id, slot, &rebuilding);
-                        let took = began.lock().ok().and_then(|b| b.map(|t| t.elapsed()));
-                        (id, (check, took))
+                        let mut done = Vec::new();
+                        for id in group {
+                            let began = std::sync::Mutex::new(None);
+                            let rebuilding = || {
+                                if let Ok(mut b) = began.lock() {
+                                    *b = Some(Instant::now());
+                                }
+                                if say {
+                                    eprintln!(
+                                        "perfbisect: rebuilding {} in a clean worktree, to check \
+                                         its incremental build (a pristine build), beside the \
+                                         others",
+                                        git::short(&id)
+                                    );
+                                }
+                            };
+                            let check =
+                                build::check_pristine(git_dir, cache, build, id, &rebuilding);
+                            let took = began.lock().ok().and_then(|b| b.map(|t| t.elapsed()));
+                            done.push((id, (check, took)));
+                        }
+                        done
                     })
                 })
                 .collect();
-            handles.into_iter().filter_map(|h| h.join().ok()).collect()
+            handles
+                .into_iter()
+                .filter_map(|h| h.join().ok())
+                .flatten()
+                .collect()
         })
     }
 }

@@ -138,3 +138,45 @@ fn a_wall_time_test_with_two_jobs_measures_one_run_at_a_time() {
     assert!(iv.len() >= 20, "{iv:?}");
     assert_eq!(overlaps(&iv), 0, "wall-time runs overlapped: {iv:?}");
 }
+
+/// A build that records where it was built (a debug build's `__FILE__` and DWARF paths do:
+/// curl's does) is the same bytes only at the same path: the pristine checks of parent and
+/// culprit, run at once, each rebuild in the worktree slot the build was made in, and none is
+/// taken for stale (a false stale build searched the whole range again, every build pristine).
+#[test]
+fn builds_that_embed_their_path_pass_their_pristine_checks_made_at_once() {
+    let mut at_once = 0;
+    for (n, at) in [(24, 9), (9, 5), (12, 3)] {
+        let f = Fixture::new(
+            &specs(n, |i, c| {
+                c.metric = if i >= at { 120.0 } else { 100.0 };
+                c.noise_pct = 0.0;
+            }),
+            "[build]\ncommand = \"cc -O0 -o app app.c -lm && pwd > built-in\"\nartifacts = [\"app\", \"built-in\"]\n\n[tests.size]\ncommand = \"./app\"\nmetric = { regex = \"^value: ([0-9.]+)\" }\ndeterministic = true\n",
+        );
+        let out = f
+            .cmd()
+            .args([
+                "find",
+                "size",
+                &f.range(),
+                "--jobs",
+                "2",
+                "--format",
+                "json",
+            ])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{err}");
+        let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(j["culprit"]["commit"], f.ids[at - 1], "{j:#}");
+        assert!(!err.contains("pristine build of the same commit"), "{err}");
+        assert!(!err.contains("searching again"), "{err}");
+        assert!(j["pristine_checks"].as_u64().unwrap() >= 1, "{j:#}");
+        at_once += usize::from(err.contains("(a pristine build), beside the others"));
+    }
+    // In the last two, parent and culprit were built in different slots: their checks go at
+    // once (each in its own build's slot), so that path is taken too.
+    assert!(at_once > 0, "no pristine checks went at once");
+}

@@ -440,26 +440,15 @@ pub enum Check {
 }
 
 /// Rebuild `commit` in a clean worktree at the path of the slot it was built in and compare
-/// its artifacts with the cached incremental build's (see [`stale`]). `rebuilding` is called
-/// when that rebuild starts (not when there is nothing to compare).
+/// its artifacts with the cached incremental build's (see [`stale`]). The same path, not any
+/// free slot: a build that records where it was built (a debug build's `__FILE__` and DWARF
+/// paths) is the same bytes only there. `rebuilding` is called when that rebuild starts (not
+/// when there is nothing to compare).
 pub fn check_pristine(
     git_dir: &Path,
     cache: &Cache,
     build: &Build,
     commit: ObjectId,
-    rebuilding: &dyn Fn(),
-) -> anyhow::Result<Check> {
-    check_pristine_in(git_dir, cache, build, commit, None, rebuilding)
-}
-
-/// [`check_pristine`] in worktree slot `slot` (emptied first, as a pristine build's is)
-/// instead of the one the build was made in: checks that run at once each take their own.
-pub fn check_pristine_in(
-    git_dir: &Path,
-    cache: &Cache,
-    build: &Build,
-    commit: ObjectId,
-    slot: Option<usize>,
     rebuilding: &dyn Fn(),
 ) -> anyhow::Result<Check> {
     let recipe = build.recipe_hash();
@@ -474,7 +463,7 @@ pub fn check_pristine_in(
         return Ok(Check::Pristine);
     }
     let repo = gix::open(git_dir).with_context(|| format!("cannot open {}", git_dir.display()))?;
-    let wt = Worktree::slot(&cache.worktrees(), slot.or(old.slot).unwrap_or(0));
+    let wt = Worktree::slot(&cache.worktrees(), old.slot.unwrap_or(0));
     fs::create_dir_all(cache.tmp())?;
     let scratch = tempfile::Builder::new()
         .prefix("pristine.")
