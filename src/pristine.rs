@@ -156,9 +156,9 @@ impl Workspace {
         Ok(done(true))
     }
 
-    /// With `jobs` above 1, the pristine rebuilds of `ids` on threads at once, a thread per
-    /// worktree slot the builds were made in: each id's check and, when it rebuilt, how long
-    /// that took. Empty when they run one after another (one job, or all built in one slot).
+    /// With `jobs` above 1, the pristine rebuilds of `ids` on up to `jobs` threads at once, the
+    /// builds of one worktree slot all on one thread: each id's check and, when it rebuilt, how
+    /// long that took. Empty when they run one after another (one job, or all of one slot).
     #[allow(clippy::type_complexity)]
     fn rebuild_at_once(
         &self,
@@ -167,58 +167,41 @@ impl Workspace {
     ) -> std::collections::HashMap<ObjectId, (anyhow::Result<Check>, Option<std::time::Duration>)>
     {
         let build = &self.config.build;
-        let recipe = build.recipe_hash();
-        let slots: Vec<Option<usize>> = ids
-            .iter()
-            .map(|id| {
-                build::cas::read_manifest(&self.cache, id, recipe)
-                    .filter(|m| !m.pristine)
-                    .map(|m| m.slot.unwrap_or(0))
-            })
-            .collect();
+        if jobs < 2 || build.cargo.is_some() {
+            return Default::default();
+        }
         // A pristine rebuild goes in the slot its build was made in: a build that records
         // where it was built (a debug build's `__FILE__` and DWARF paths) is the same bytes only
-        // at the same path. Checks of builds made in different slots go at once, those of one
-        // slot one after another in it.
+        // at the same path. Builds of one slot are checked one after another in it; slots are
+        // shared out among at most `jobs` threads.
+        let recipe = build.recipe_hash();
         let mut by_slot: std::collections::BTreeMap<usize, Vec<ObjectId>> = Default::default();
-        for (id, slot) in ids.iter().zip(&slots) {
-            if let Some(slot) = slot {
-                by_slot.entry(*slot).or_default().push(*id);
+        for id in ids {
+            if let Some(m) = build::cas::read_manifest(&self.cache, id, recipe) {
+                if !m.pristine {
+                    by_slot.entry(m.slot.unwrap_or(0)).or_default().push(*id);
+                }
             }
         }
-        if jobs < 2 || by_slot.len() < 2 || build.cargo.is_some() {
+        if by_slot.len() < 2 {
             return Default::default();
+        }
+        let mut threads = vec![Vec::new(); jobs.min(by_slot.len())];
+        for (k, group) in by_slot.into_values().enumerate() {
+            threads[k % jobs].extend(group);
         }
         let git_dir = self.repo.git_dir();
         let cache = &self.cache;
         let say = !self.verbosity.quiet;
         std::thread::scope(|scope| {
-            let handles: Vec<_> = by_slot
-                .into_values()
+            let handles: Vec<_> = threads
+                .into_iter()
                 .map(|group| {
                     scope.spawn(move || {
-                        let mut done = Vec::new();
-                        for id in group {
-                            let began = std::sync::Mutex::new(None);
-                            let rebuilding = || {
-                                if let Ok(mut b) = began.lock() {
-                                    *b = Some(Instant::now());
-                                }
-                                if say {
-                                    eprintln!(
-                                        "perfbisect: rebuilding {} in a clean worktree, to check \
-                                         its incremental build (a pristine build), beside the \
-                                         others",
-                                        git::short(&id)
-                                    );
-                                }
-                            };
-                            let check =
-                                build::check_pristine(git_dir, cache, build, id, &rebuilding);
-                            let took = began.lock().ok().and_then(|b| b.map(|t| t.elapsed()));
-                            done.push((id, (check, took)));
-                        }
-                        done
+                        group
+                            .into_iter()
+                            .map(|id| (id, check_beside(git_dir, cache, build, id, say)))
+                            .collect::<Vec<_>>()
                     })
                 })
                 .collect();
@@ -229,4 +212,28 @@ impl Workspace {
                 .collect()
         })
     }
+}
+
+/// One pristine check on a thread beside others: the check and, when it rebuilt, how long
+/// that took (said when it starts, unless `say` is off).
+fn check_beside(
+    git_dir: &std::path::Path,
+    cache: &crate::store::cache::Cache,
+    build: &crate::config::Build,
+    id: ObjectId,
+    say: bool,
+) -> (anyhow::Result<Check>, Option<std::time::Duration>) {
+    let began: Cell<Option<Instant>> = Cell::new(None);
+    let rebuilding = || {
+        began.set(Some(Instant::now()));
+        if say {
+            eprintln!(
+                "perfbisect: rebuilding {} in a clean worktree, to check its incremental build \
+                 (a pristine build), beside the others",
+                git::short(&id)
+            );
+        }
+    };
+    let check = build::check_pristine(git_dir, cache, build, id, &rebuilding);
+    (check, began.get().map(|t| t.elapsed()))
 }
