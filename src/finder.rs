@@ -737,6 +737,7 @@ fn drive(
     let driven = bisect::drive(&mut search, &mut lab, commits.len(), jobs);
     lab.finish();
     let (outcome, d) = driven?;
+    let outcome = crate::lab::restated(ws, test, &search, commits, outcome, params.deterministic)?;
     tally.add(&d);
     tally.facts.parallel_runs += lab.overlapped;
     tally.facts.ahead += d.ahead.len();

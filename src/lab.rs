@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use crate::bisect::{Doing, Lab, Measured, Stored};
+use crate::bisect::{Culprit, Doing, Lab, Measured, Outcome, Search, Stored};
 use crate::build::State;
 use crate::config::Test;
 use crate::git::CommitInfo;
@@ -118,6 +118,76 @@ impl<'a> WorkspaceLab<'a> {
     }
 }
 
+/// Every stored run of `id` as a search sees it (NaN for a failed one), the runs of its
+/// byte-identical builds included and marked shared; imported rows only when `imported`.
+pub fn stored_runs(samples: &Samples, id: &gix::ObjectId, imported: bool) -> Vec<Stored> {
+    let key = crate::store::commit_key(id);
+    samples
+        .records(id)
+        .into_iter()
+        .filter(|s| imported || s.import.is_none())
+        .map(|s| Stored {
+            value: s.value.unwrap_or(f64::NAN),
+            window: s.window,
+            moment: s.moment,
+            shared: s.commit != key,
+        })
+        .collect()
+}
+
+/// `outcome` with each culprit's (or the best guess's) numbers read again from the store
+/// ([`Search::restate`]): every run of its parent and of itself kept there, the runs of
+/// byte-identical builds included, so that `find` and a later `report` of the range give one
+/// number for one step.
+pub fn restated(
+    ws: &Workspace,
+    test: &Test,
+    search: &Search,
+    commits: &[CommitInfo],
+    outcome: Outcome,
+    imported: bool,
+) -> anyhow::Result<Outcome> {
+    let ids: Vec<gix::ObjectId> = match &outcome {
+        Outcome::Culprits(cs) => cs.iter().flat_map(|c| [c.parent, c.pos]).collect(),
+        Outcome::Inconclusive {
+            best_guess: Some(c),
+            ..
+        } => vec![c.parent, c.pos],
+        _ => return Ok(outcome),
+    }
+    .into_iter()
+    .map(|p| commits[p].id)
+    .collect();
+    let stored = ws.samples_for(test, Some(&ids))?;
+    let again = |c: &Culprit| {
+        search.restate(
+            c,
+            &crate::lab::stored_runs(&stored, &commits[c.parent].id, imported),
+            &crate::lab::stored_runs(&stored, &commits[c.pos].id, imported),
+        )
+    };
+    Ok(match outcome {
+        Outcome::Culprits(cs) => {
+            let mut cs: Vec<Culprit> = cs.iter().map(again).collect();
+            cs.sort_by(|a, b| {
+                b.rel_change
+                    .abs()
+                    .total_cmp(&a.rel_change.abs())
+                    .then(a.pos.cmp(&b.pos))
+            });
+            Outcome::Culprits(cs)
+        }
+        Outcome::Inconclusive {
+            reason,
+            best_guess: Some(c),
+        } => Outcome::Inconclusive {
+            reason,
+            best_guess: Some(again(&c)),
+        },
+        o => o,
+    })
+}
+
 /// NaN for the runs that gave no number.
 fn values<'s>(samples: impl IntoIterator<Item = &'s crate::store::Sample>) -> Vec<f64> {
     samples
@@ -194,18 +264,7 @@ impl Lab for WorkspaceLab<'_> {
     }
 
     fn stored(&self, pos: usize) -> Vec<Stored> {
-        let id = &self.commits[pos].id;
-        let key = crate::store::commit_key(id);
-        let recs = self.stored.records(id);
-        recs.into_iter()
-            .filter(|s| self.trust_imported || s.import.is_none())
-            .map(|s| Stored {
-                value: s.value.unwrap_or(f64::NAN),
-                window: s.window,
-                moment: s.moment,
-                shared: s.commit != key,
-            })
-            .collect()
+        stored_runs(self.stored, &self.commits[pos].id, self.trust_imported)
     }
 
     fn measure(&mut self, pos: usize, runs: usize) -> anyhow::Result<Vec<f64>> {

@@ -155,3 +155,91 @@ fn adjacent_steps_are_separate_change_points_with_their_own_levels() {
     assert!((got[0].1 - 0.05).abs() < 0.01, "{got:?}");
     assert!((got[1].1 - 0.057).abs() < 0.01, "{got:?}");
 }
+
+/// Each culprit of `find`'s JSON (or of `report`'s `find`) by commit: its before and after
+/// medians with their run counts, change, interval and p-value.
+fn culprit_numbers(find: &serde_json::Value) -> Vec<(String, serde_json::Value)> {
+    find["culprits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let keep = serde_json::json!({
+                "before": c["before"], "after": c["after"], "rel_change": c["rel_change"],
+                "rel_change_interval": c["rel_change_interval"], "windows": c["windows"],
+                "p_value": c["p_value"],
+            });
+            (c["commit"].as_str().unwrap().to_string(), keep)
+        })
+        .collect()
+}
+
+#[test]
+fn find_and_report_give_a_culprit_one_number_when_its_parent_shares_a_build() {
+    // curl's b41c28e70a: the culprit's parent changed only documentation, so its build is
+    // byte-identical to earlier commits', whose runs (taken side by side with the culprit
+    // while the search probed) stand for it. find's numbers and report's must be the same,
+    // and the report's change points must list the step find named.
+    let f = Fixture::new(
+        &specs(24, |i, c| {
+            c.metric = match i {
+                1..=6 => 1000.0,
+                7..=17 => 1080.0,
+                _ => 1060.0,
+            };
+            c.noise_pct = 0.3;
+            c.docs_only = (12..=17).contains(&i) || i >= 19;
+        }),
+        &with_build(
+            r#"
+[tests.value]
+command = "./app"
+metric = { regex = "^value: ([0-9.]+)" }
+threshold = "1%"
+repeats = 5
+"#,
+        ),
+    );
+    let range = f.range();
+    let find = f.json(&["find", "value", &range, "--format", "json", "--no-why"]);
+    let named: Vec<String> = culprit_numbers(&find).into_iter().map(|c| c.0).collect();
+    assert_eq!(
+        named,
+        vec![f.ids[6].clone(), f.ids[17].clone()],
+        "both steps, the largest first: {find}"
+    );
+    let report = f.json(&["report", "value", &range, "--format", "json"]);
+    assert_eq!(
+        culprit_numbers(&find),
+        culprit_numbers(&report["find"]),
+        "find and report say the same of each culprit"
+    );
+    let cps: Vec<&str> = report["change_points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["commit"].as_str().unwrap())
+        .collect();
+    assert_eq!(cps, vec![f.ids[6].as_str(), f.ids[17].as_str()], "{report}");
+    // Each change point at a culprit is the culprit's step: its parent's and its runs taken
+    // side by side, the same levels and change.
+    for c in report["find"]["culprits"].as_array().unwrap() {
+        let cp = report["change_points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["commit"] == c["commit"])
+            .unwrap();
+        for (a, b) in [
+            (&cp["before"], &c["before"]["median"]),
+            (&cp["after"], &c["after"]["median"]),
+            (&cp["rel_change"], &c["rel_change"]),
+        ] {
+            let (a, b) = (a.as_f64().unwrap(), b.as_f64().unwrap());
+            assert!((a - b).abs() <= 1e-9 * b.abs(), "{cp} vs {c}");
+        }
+    }
+    let md = f.cmd().args(["report", "value", &range]).output().unwrap();
+    let md = String::from_utf8_lossy(&md.stdout);
+    assert!(!md.contains("too few"), "{md}");
+}

@@ -92,3 +92,29 @@ impl Search {
         }
     }
 }
+
+impl Search {
+    /// `c`'s numbers read again from every stored run of its parent (`parent`) and of itself
+    /// (`culprit`), identical builds' runs included, as a later `report` of the same range reads
+    /// them: the search that named `c` compared only the runs it was given and took, while runs
+    /// of byte-identical builds taken side by side in its own windows reach the store under
+    /// their own commits. One number for one step in `find` and `report` alike. The search's
+    /// rules (deterministic or not, counted, the tolerance) are kept; `c` is returned as it is
+    /// when the stored runs compare to nothing.
+    pub fn restate(&self, c: &Culprit, parent: &[Stored], culprit: &[Stored]) -> Culprit {
+        let mut s = Search::new(self.points.len(), self.params);
+        s.det = self.det;
+        s.no_det = self.no_det;
+        s.add_stored(c.parent, parent);
+        s.add_stored(c.pos, culprit);
+        // Windows in the order of their ids, as the report's tables read them (the interval's
+        // resampling goes window by window).
+        s.windows.sort_by_key(|w| w.id);
+        let mut r = s.culprit(c.parent, c.pos, c.pos..=c.pos, c.verified);
+        if !(r.before.is_finite() && r.after.is_finite() && r.rel_change.is_finite()) {
+            return c.clone();
+        }
+        r.candidates = c.candidates.clone();
+        r
+    }
+}

@@ -448,24 +448,57 @@ fn change_points(o: &mut String, x: &Issue<'_>) {
             if extra.len() == 1 { "it" } else { "them" },
         );
     }
-    let missing: Vec<String> = named
-        .iter()
-        .filter(|id| {
-            !x.change_points
-                .iter()
-                .any(|cp| x.rows.get(cp.index).is_some_and(|r| r.commit.id == **id))
-        })
-        .map(|id| format!("`{}`", crate::git::short(id)))
-        .collect();
-    if !missing.is_empty() {
+    let missing: Vec<&Culprit> = match r.outcome {
+        crate::bisect::Outcome::Culprits(cs) => cs
+            .iter()
+            .filter(|c| {
+                !x.change_points.iter().any(|cp| {
+                    x.rows
+                        .get(cp.index)
+                        .is_some_and(|row| row.commit.id == r.commits[c.pos].id)
+                })
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    // Few runs of its own on either side, or plenty that detect still did not separate from
+    // the commits around it: two different reasons, never the first said of the second.
+    let own = |pos: usize| x.rows.get(pos).map_or(0, |row| row.own);
+    let (few, many): (Vec<&Culprit>, Vec<&Culprit>) = missing
+        .into_iter()
+        .partition(|c| own(c.parent).min(own(c.pos)) < FEW_OWN);
+    let names = |cs: &[&Culprit]| {
+        cs.iter()
+            .map(|c| format!("`{}`", r.commits[c.pos].short()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if !few.is_empty() {
         let _ = writeln!(
             o,
             "`find`'s culprit {} is no change point here: the stored runs around it are too few \
              for `detect` to be as certain as the confirmed re-runs were.\n",
-            missing.join(", ")
+            names(&few)
+        );
+    }
+    if !many.is_empty() {
+        let _ = writeln!(
+            o,
+            "`find`'s culprit {} is no change point here, though its runs and its parent's are \
+             not few: `detect` weighs every stored run of the range at once and did not separate \
+             this step from the commits around it (where commits differ among themselves by \
+             more than their runs spread, it tests on the levels of the commits measured near a \
+             step, and a step close to a larger one has few of them on one side). The \
+             interleaved re-runs of the culprit and its parent decided it: the numbers above \
+             are theirs.\n",
+            names(&many)
         );
     }
 }
+
+/// Runs of its own a side below which a step is too few runs for `detect` (a rank test's
+/// fewest at α = 0.01).
+const FEW_OWN: usize = 5;
 
 fn measured(o: &mut String, x: &Issue<'_>) {
     let m = x.measured;

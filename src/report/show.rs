@@ -149,13 +149,19 @@ pub fn step_between<R: Run>(a: &CommitRow<R>, b: &CommitRow<R>) -> Option<stats:
 /// Commits on each side of a change point whose runs taken side by side give its size (as
 /// the detector's levels are taken next to the boundary).
 const SIDE_SPAN: usize = 10;
+/// Runs a side of a change point's commit and the one before it, taken side by side, from
+/// which their own step is its size: a rank test's fewest at α = 0.01, and what `find`'s
+/// verification of a culprit takes at least.
+const PAIR_RUNS: usize = 5;
 
-/// Each change point's size from the runs taken side by side across it, where there are any:
-/// the windows of time holding runs of commits on both sides (up to [`SIDE_SPAN`] commits a
-/// side, not past the neighbouring change points), read as a culprit's step is
-/// ([`stats::step`]): the levels the medians of those runs, the change estimated window by
-/// window with its interval. Without such runs (imported rounds, commits measured apart) the
-/// detector's levels of the stored runs stand.
+/// Each change point's size from the runs taken side by side across it, where there are any,
+/// read as a culprit's step is ([`stats::step`]): the levels the medians of those runs, the
+/// change estimated window by window with its interval. The runs are those of its commit and
+/// the one before it where they hold [`PAIR_RUNS`] a side (so a step `find` named and verified
+/// is one number in the headline, the table around it and here), else the windows of time
+/// holding runs of commits on both sides (up to [`SIDE_SPAN`] commits a side, not past the
+/// neighbouring change points). Without such runs (imported rounds, commits measured apart)
+/// the detector's levels of the stored runs stand.
 pub fn side_by_side<R: Run>(rows: &[CommitRow<R>], found: &mut [stats::ChangePoint]) {
     let starts: Vec<usize> = found.iter().map(|c| c.index).collect();
     for (i, cp) in found.iter_mut().enumerate() {
@@ -163,6 +169,18 @@ pub fn side_by_side<R: Run>(rows: &[CommitRow<R>], found: &mut [stats::ChangePoi
             continue;
         }
         let k = cp.index;
+        let pair = (k > 0 && k < rows.len())
+            .then(|| step_between(&rows[k - 1], &rows[k]))
+            .flatten()
+            .filter(|s| s.n_before >= PAIR_RUNS && s.n_after >= PAIR_RUNS);
+        if let Some(step) = pair {
+            cp.before = step.before;
+            cp.after = step.after;
+            cp.rel_change = step.rel_change;
+            cp.interval = step.interval;
+            cp.windows = step.windows;
+            continue;
+        }
         let lo = k
             .saturating_sub(SIDE_SPAN)
             .max(if i == 0 { 0 } else { starts[i - 1] });
