@@ -107,9 +107,6 @@ impl Search {
         s.no_det = self.no_det;
         s.add_stored(c.parent, parent);
         s.add_stored(c.pos, culprit);
-        // Windows in the order of their ids, as the report's tables read them (the interval's
-        // resampling goes window by window).
-        s.windows.sort_by_key(|w| w.id);
         let mut r = s.culprit(c.parent, c.pos, c.pos..=c.pos, c.verified);
         if !(r.before.is_finite() && r.after.is_finite() && r.rel_change.is_finite()) {
             return c.clone();
