@@ -677,6 +677,38 @@ mod tests {
     }
 
     #[test]
+    fn a_step_with_two_commits_of_a_jittery_count_beside_it_is_found_and_jitter_alone_is_not() {
+        // Commit levels jitter by ±0.2 %, far more than their 5 runs spread (0.05 %): the
+        // levels are the units. Two commits 1.6 % below the ten before them are a step; the
+        // same two at the jittery level are none.
+        let jitter = [0.0, 0.002, -0.0015, 0.001, -0.002, 0.0005];
+        let opts = Options {
+            threshold: Threshold::Relative(0.01),
+            ..Options::default()
+        };
+        for (last, want) in [(1063.0, vec![20, 30]), (1080.0, vec![20])] {
+            let levels: Vec<f64> = (0..32)
+                .map(|i| {
+                    let l = match i {
+                        0..20 => 1000.0,
+                        20..30 => 1080.0,
+                        _ => last,
+                    };
+                    l * (1.0 + jitter[i % 6])
+                })
+                .collect();
+            let mut rng = SplitMix64::new(5);
+            let series: Vec<Vec<f64>> = levels
+                .iter()
+                .map(|l| (0..5).map(|_| l * (1.0 + 0.0005 * rng.normal())).collect())
+                .collect();
+            let cps = detect(&series, &opts);
+            let at: Vec<usize> = cps.iter().map(|c| c.index).collect();
+            assert_eq!(at, want, "{cps:?}");
+        }
+    }
+
+    #[test]
     fn edges_do_not_panic() {
         let o = Options::default();
         assert!(detect(&[], &o).is_empty());

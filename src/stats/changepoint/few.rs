@@ -3,7 +3,7 @@
 //! two steps closer than the minimum segment stay apart when their runs say so; and a step
 //! the runs show but cannot yet decide is reported as undecided, with the runs it needs.
 
-use super::super::compare::{norm_quantile, welch_t};
+use super::super::compare::{norm_quantile, norm_sf, welch_t};
 use super::super::threshold::rel_change;
 use super::confirm::{Ctx, Tested};
 use super::point::{ChangePoint, Undecided};
@@ -69,7 +69,29 @@ impl Ctx<'_> {
         if !separated(&l, &r) {
             return p;
         }
-        welch_t(&l, &r).map_or(p, |t| t.p_value.min(p))
+        let welch = welch_t(&l, &r).map_or(p, |t| t.p_value.min(p));
+        if !self.per_commit {
+            return welch;
+        }
+        // Commit levels, few of them on a side: each level's variance is known from the series
+        // (the jitter between commits plus its own runs' noise, as the segmentation weighs
+        // it), so the sides' weighted means are compared with it. Two commits 1.6 % below ten
+        // that jitter by 0.2 % are a step however few commits stand on that side; Welch's t
+        // on two levels can hardly say so.
+        let side = |from: usize, to: usize| {
+            let (sw, swy) = (from..to).fold((0.0, 0.0), |(s, sy), j| {
+                (s + self.w[j], sy + self.w[j] * self.y[j])
+            });
+            (sw > 0.0 && sw.is_finite()).then(|| (swy / sw, 1.0 / sw))
+        };
+        let (Some((ml, vl)), Some((mr, vr))) = (side(lo, b), side(b, hi)) else {
+            return welch;
+        };
+        let z = (mr - ml) / (vl + vr).sqrt();
+        if !z.is_finite() {
+            return welch;
+        }
+        welch.min((2.0 * norm_sf(z.abs())).min(1.0))
     }
 
     /// Whether a boundary tested as `t` passes among `k` boundaries (Bonferroni and scan).
