@@ -70,6 +70,8 @@ impl Tally {
         self.building += d.building;
         self.measuring += d.measuring;
         self.overlap += d.overlap;
+        self.checks += d.checks;
+        self.checking += d.checking;
     }
 }
 

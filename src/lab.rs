@@ -52,6 +52,11 @@ pub struct WorkspaceLab<'a> {
     ahead: Vec<usize>,
     ahead_jobs: usize,
     beside: (Vec<(usize, bool)>, usize, std::time::Duration),
+    /// Builds to check against pristine rebuilds beside the next measurement, those asked
+    /// once already, and what the last such checks rebuilt and took.
+    to_check: Vec<usize>,
+    check_asked: std::collections::HashSet<usize>,
+    checks: (usize, std::time::Duration),
 }
 
 impl<'a> WorkspaceLab<'a> {
@@ -97,6 +102,9 @@ impl<'a> WorkspaceLab<'a> {
             ahead: Vec::new(),
             ahead_jobs: 1,
             beside: Default::default(),
+            to_check: Vec::new(),
+            check_asked: Default::default(),
+            checks: Default::default(),
         }
     }
 
@@ -293,6 +301,14 @@ impl Lab for WorkspaceLab<'_> {
         std::mem::take(&mut self.beside)
     }
 
+    fn check_beside(&mut self, set: &[usize]) {
+        self.to_check = set.to_vec();
+    }
+
+    fn take_checks(&mut self) -> (usize, std::time::Duration) {
+        std::mem::take(&mut self.checks)
+    }
+
     fn interrupted(&self) -> bool {
         crate::interrupt::requested()
     }
@@ -371,7 +387,7 @@ impl WorkspaceLab<'_> {
     ) -> anyhow::Result<T> {
         let set = std::mem::take(&mut self.ahead);
         if set.is_empty() {
-            return f(self);
+            return self.with_checks(f);
         }
         let ids: Vec<gix::ObjectId> = set.iter().map(|&p| self.commits[p].id).collect();
         let names: Vec<String> = ids.iter().map(crate::git::short).collect();
@@ -418,6 +434,73 @@ impl WorkspaceLab<'_> {
             .map(|&p| (p, self.artifacts(p).is_some()))
             .collect();
         self.beside = (done, n, took);
+        res
+    }
+
+    /// Run `f` (a measurement), with the pristine checks asked for by [`Lab::check_beside`]
+    /// going on beside it, one after another on another thread (each rebuilds in the
+    /// worktree its build was made in; nothing else builds now): the builds the verdict will
+    /// stand on are checked while the last probes and the verification run, not after.
+    fn with_checks<T>(
+        &mut self,
+        f: impl FnOnce(&mut Self) -> anyhow::Result<T>,
+    ) -> anyhow::Result<T> {
+        let recipe = self.ws.config.build.recipe_hash();
+        let cache = self.ws.cache.clone();
+        let asked = std::mem::take(&mut self.to_check);
+        let mut ids = Vec::new();
+        for p in asked {
+            let id = self.commits[p].id;
+            let pending =
+                crate::build::cas::read_manifest(&cache, &id, recipe).is_some_and(|m| !m.pristine);
+            if pending && self.check_asked.insert(p) {
+                ids.push(id);
+            }
+        }
+        if ids.is_empty() || self.ws.config.build.cargo.is_some() {
+            return f(self);
+        }
+        let names: Vec<String> = ids.iter().map(crate::git::short).collect();
+        self.ws.note(&format!(
+            "perfbisect: checking {} against pristine rebuilds beside the measurement (the builds \
+             the verdict will stand on; {})",
+            names.join(", "),
+            self.why_parallel
+        ));
+        let git_dir = self.ws.repo.git_dir().to_path_buf();
+        let build = self.ws.config.build.clone();
+        let say = !self.ws.verbosity.quiet;
+        let (res, checked) = std::thread::scope(|scope| {
+            let h = scope.spawn(move || {
+                ids.into_iter()
+                    .map(|id| {
+                        let (check, took) =
+                            crate::pristine::check_beside(&git_dir, &cache, &build, id, say, true);
+                        (id, check, took)
+                    })
+                    .collect::<Vec<_>>()
+            });
+            let res = f(self);
+            (res, h.join())
+        });
+        let checked = checked.map_err(|_| anyhow::anyhow!("a pristine check thread panicked"))?;
+        for (id, check, took) in checked {
+            let Some(took) = took else { continue };
+            self.checks.0 += 1;
+            self.checks.1 += took;
+            let what = match check {
+                Ok(crate::build::Check::Same) => "the same bytes as its incremental build",
+                Ok(crate::build::Check::Differs) => {
+                    "other bytes than its incremental build (checked again after the search)"
+                }
+                _ => "failed (checked again after the search)",
+            };
+            self.ws.note(&format!(
+                "perfbisect: pristine build of {} done beside the measurement in {}: {what}",
+                crate::git::short(&id),
+                crate::build::fmt_secs(took.as_secs_f64())
+            ));
+        }
         res
     }
 

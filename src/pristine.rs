@@ -200,7 +200,7 @@ impl Workspace {
                     scope.spawn(move || {
                         group
                             .into_iter()
-                            .map(|id| (id, check_beside(git_dir, cache, build, id, say)))
+                            .map(|id| (id, check_beside(git_dir, cache, build, id, say, false)))
                             .collect::<Vec<_>>()
                     })
                 })
@@ -214,14 +214,17 @@ impl Workspace {
     }
 }
 
-/// One pristine check on a thread beside others: the check and, when it rebuilt, how long
-/// that took (said when it starts, unless `say` is off).
-fn check_beside(
+/// One pristine check on a thread beside others (or, `measured`, beside a measurement that
+/// may be running the build: then other bytes replace nothing, see
+/// [`build::check_pristine_beside`]): the check and, when it rebuilt, how long that took
+/// (said when it starts, unless `say` is off).
+pub(crate) fn check_beside(
     git_dir: &std::path::Path,
     cache: &crate::store::cache::Cache,
     build: &crate::config::Build,
     id: ObjectId,
     say: bool,
+    measured: bool,
 ) -> (anyhow::Result<Check>, Option<std::time::Duration>) {
     let began: Cell<Option<Instant>> = Cell::new(None);
     let rebuilding = || {
@@ -229,11 +232,16 @@ fn check_beside(
         if say {
             eprintln!(
                 "perfbisect: rebuilding {} in a clean worktree, to check its incremental build \
-                 (a pristine build), beside the others",
-                git::short(&id)
+                 (a pristine build), beside the {}",
+                git::short(&id),
+                if measured { "measurement" } else { "others" }
             );
         }
     };
-    let check = build::check_pristine(git_dir, cache, build, id, &rebuilding);
+    let check = if measured {
+        build::check_pristine_beside(git_dir, cache, build, id, &rebuilding)
+    } else {
+        build::check_pristine(git_dir, cache, build, id, &rebuilding)
+    };
     (check, began.get().map(|t| t.elapsed()))
 }

@@ -145,14 +145,23 @@ fn a_wall_time_test_with_two_jobs_measures_one_run_at_a_time() {
 /// taken for stale (a false stale build searched the whole range again, every build pristine).
 #[test]
 fn builds_that_embed_their_path_pass_their_pristine_checks_made_at_once() {
-    let mut at_once = 0;
-    for (n, at) in [(24, 9), (9, 5), (12, 3)] {
+    // A declared deterministic value: its checks go beside the last measurements (nothing
+    // else builds then); the same value undeclared (its load may move it, so nothing builds
+    // beside its runs): its checks go at once after the search, each in its build's slot.
+    let (mut at_once, mut beside) = (0, 0);
+    for (n, at, declared) in [
+        (24, 9, true),
+        (9, 5, true),
+        (12, 3, true),
+        (9, 5, false),
+        (12, 3, false),
+    ] {
         let f = Fixture::new(
             &specs(n, |i, c| {
                 c.metric = if i >= at { 120.0 } else { 100.0 };
                 c.noise_pct = 0.0;
             }),
-            "[build]\ncommand = \"cc -O0 -o app app.c -lm && pwd > built-in\"\nartifacts = [\"app\", \"built-in\"]\n\n[tests.size]\ncommand = \"./app\"\nmetric = { regex = \"^value: ([0-9.]+)\" }\ndeterministic = true\n",
+            &format!("[build]\ncommand = \"cc -O0 -o app app.c -lm && pwd > built-in\"\nartifacts = [\"app\", \"built-in\"]\n\n[tests.size]\ncommand = \"./app\"\nmetric = {{ regex = \"^value: ([0-9.]+)\" }}\ndeterministic = {declared}\n"),
         );
         let out = f
             .cmd()
@@ -175,8 +184,10 @@ fn builds_that_embed_their_path_pass_their_pristine_checks_made_at_once() {
         assert!(!err.contains("searching again"), "{err}");
         assert!(j["pristine_checks"].as_u64().unwrap() >= 1, "{j:#}");
         at_once += usize::from(err.contains("(a pristine build), beside the others"));
+        beside += usize::from(err.contains("(a pristine build), beside the measurement"));
     }
-    // In the last two, parent and culprit were built in different slots: their checks go at
-    // once (each in its own build's slot), so that path is taken too.
+    // Parent and culprit built in different slots have their checks at once (each in its own
+    // build's slot), so that path is taken too, as is the check beside a measurement.
     assert!(at_once > 0, "no pristine checks went at once");
+    assert!(beside > 0, "no pristine check went beside a measurement");
 }

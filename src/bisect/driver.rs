@@ -55,6 +55,15 @@ pub trait Lab {
     fn take_beside(&mut self) -> (Vec<(usize, bool)>, usize, Duration) {
         (Vec::new(), 0, Duration::ZERO)
     }
+    /// Check `set` (built positions the verdict will likely stand on) against pristine
+    /// rebuilds while the next measurement runs (only asked when [`Lab::builds_beside`] and
+    /// nothing builds beside it).
+    fn check_beside(&mut self, _set: &[usize]) {}
+    /// The pristine checks made beside the last measurement: how many rebuilt, and their wall
+    /// time.
+    fn take_checks(&mut self) -> (usize, Duration) {
+        (0, Duration::ZERO)
+    }
     /// Ctrl-C was pressed: the driver stops before the next step.
     fn interrupted(&self) -> bool;
     /// Progress: what the driver is about to do (for a progress bar or `-v`).
@@ -145,6 +154,11 @@ pub trait Policy {
     fn speculative(&self, _jobs: usize) -> Vec<usize> {
         Vec::new()
     }
+    /// The built positions a verdict will likely stand on (see
+    /// [`crate::bisect::Search::verdict_builds`]); none by default.
+    fn verdict_builds(&self) -> Vec<usize> {
+        Vec::new()
+    }
     /// The probes placed (or found still unknown) since the last call, in order.
     fn take_decisions(&mut self) -> Vec<Decision> {
         Vec::new()
@@ -171,6 +185,10 @@ pub struct Driven {
     pub overlap: Duration,
     /// Positions built ahead, beside a measurement, for what the search might ask next.
     pub ahead: Vec<usize>,
+    /// Pristine rebuilds that checked the verdict's builds beside a measurement, and their
+    /// wall time (counted in `overlap` too, up to the measurement's).
+    pub checks: usize,
+    pub checking: Duration,
 }
 
 /// Run `policy` to its end on `lab` (positions `0..len`), building up to `jobs` commits at once.
@@ -293,9 +311,12 @@ pub fn drive(
                     culprit,
                     runs,
                 });
+                ahead(policy, lab, &ready, jobs);
                 let t = Instant::now();
                 let got = lab.measure_window(&[parent, culprit], runs, None)?;
-                d.measuring += t.elapsed();
+                let took = t.elapsed();
+                d.measuring += took;
+                beside(policy, lab, &mut ready, &mut d, took);
                 d.runs += got.values.iter().map(Vec::len).sum::<usize>();
                 let mut v = got.values.into_iter();
                 let (a, b) = (v.next().unwrap_or_default(), v.next().unwrap_or_default());
@@ -318,6 +339,12 @@ fn ahead(policy: &dyn Policy, lab: &mut dyn Lab, ready: &[bool], jobs: usize) {
         .collect();
     if !set.is_empty() {
         lab.build_beside(&set, jobs);
+        return;
+    }
+    // Nothing to build ahead: the other core checks the builds the verdict will stand on.
+    let check = policy.verdict_builds();
+    if !check.is_empty() {
+        lab.check_beside(&check);
     }
 }
 
@@ -329,6 +356,10 @@ fn beside(
     d: &mut Driven,
     took: Duration,
 ) {
+    let (checks, checking) = lab.take_checks();
+    d.checks += checks;
+    d.checking += checking;
+    d.overlap += checking.min(took);
     let (built, n, secs) = lab.take_beside();
     if built.is_empty() {
         return;
@@ -423,5 +454,81 @@ mod tests {
         unique.dedup();
         assert_eq!(placed, unique, "{:?}", world.decided);
         assert!(placed.contains(&5) || placed.contains(&6), "{placed:?}");
+    }
+
+    /// A lab whose metric the machine's load does not move: it records the builds it is asked
+    /// to check beside its measurements.
+    struct Counted {
+        world: World,
+        checked: Vec<Vec<usize>>,
+    }
+
+    impl Lab for Counted {
+        fn build(&mut self, set: &[usize], jobs: usize) -> anyhow::Result<(Vec<bool>, usize)> {
+            self.world.build(set, jobs)
+        }
+        fn cached(&self, pos: usize) -> bool {
+            self.world.cached(pos)
+        }
+        fn unbuildable(&self, pos: usize) -> bool {
+            self.world.unbuildable(pos)
+        }
+        fn stored(&self, pos: usize) -> Vec<Stored> {
+            self.world.stored(pos)
+        }
+        fn measure(&mut self, pos: usize, runs: usize) -> anyhow::Result<Vec<f64>> {
+            self.world.measure(pos, runs)
+        }
+        fn measure_window(
+            &mut self,
+            positions: &[usize],
+            runs: usize,
+            window: Option<(u64, u32)>,
+        ) -> anyhow::Result<Measured> {
+            self.world.measure_window(positions, runs, window)
+        }
+        fn builds_beside(&self) -> bool {
+            true
+        }
+        fn check_beside(&mut self, set: &[usize]) {
+            self.checked.push(set.to_vec());
+        }
+        fn interrupted(&self) -> bool {
+            false
+        }
+    }
+
+    #[test]
+    fn the_builds_a_verdict_stands_on_are_checked_beside_the_last_measurements() {
+        // An exact step at position 9 of 0..=16: before the verdict, the lab is asked to
+        // check the parent's and the culprit's builds beside a measurement, and only
+        // built positions of the last sub-range in doubt.
+        let levels: Vec<f64> = (0..=16)
+            .map(|p| if p >= 9 { 120.0 } else { 100.0 })
+            .collect();
+        let mut lab = Counted {
+            world: World::new(levels, 0.0, 3),
+            checked: Vec::new(),
+        };
+        let params = Params {
+            deterministic: true,
+            ..Params::default()
+        };
+        let mut search = Search::new(17, params);
+        let (outcome, _) = drive(&mut search, &mut lab, 17, 2).unwrap();
+        assert!(
+            matches!(outcome, Outcome::Culprits(ref cs) if cs[0].pos == 9),
+            "{outcome:?}"
+        );
+        assert!(
+            lab.checked.iter().any(|s| s.contains(&8) && s.contains(&9)),
+            "{:?}",
+            lab.checked
+        );
+        for set in &lab.checked {
+            assert!(set.iter().all(|&p| lab.world.built[p]), "{set:?}");
+            let (lo, hi) = (set.iter().min().unwrap(), set.iter().max().unwrap());
+            assert!(hi - lo <= 2, "{set:?}");
+        }
     }
 }

@@ -797,6 +797,25 @@ impl Search {
         out
     }
 
+    /// The builds a verdict will stand on, once the search is this close to one: the bounds of
+    /// the sub-range in doubt (and its probe) when at most one commit lies between them, which
+    /// become the parent and the culprit whatever the probe shows; the pair being checked or
+    /// verified. Their pristine checks can go beside the last measurements instead of after
+    /// the search. Only built positions; none before the hunt or after it.
+    pub fn verdict_builds(&self) -> Vec<usize> {
+        let (Phase::Hunt, Some(seg)) = (&self.phase, &self.hunt.active) else {
+            return Vec::new();
+        };
+        if seg.hi > seg.lo + 2 {
+            return Vec::new();
+        }
+        let mut out = vec![seg.lo];
+        out.extend(seg.probe.filter(|&x| x > seg.lo && x < seg.hi));
+        out.push(seg.hi);
+        out.retain(|&p| self.points[p].built);
+        out
+    }
+
     /// The positions to build in the same round as `pos` when `jobs` builds can run at once:
     /// `pos`, then (while the ends are measured) the other end, then the points that cut the
     /// range still in doubt into `jobs + 1` parts (k-ary search), except where a cached commit
@@ -905,6 +924,9 @@ impl Policy for Search {
     }
     fn speculative(&self, jobs: usize) -> Vec<usize> {
         Search::speculative(self, jobs)
+    }
+    fn verdict_builds(&self) -> Vec<usize> {
+        Search::verdict_builds(self)
     }
     fn take_decisions(&mut self) -> Vec<Decision> {
         std::mem::take(&mut self.decisions)

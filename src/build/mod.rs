@@ -437,6 +437,9 @@ pub enum Check {
     /// Other bytes: the incremental build was stale. The pristine build replaced it and the
     /// samples of the stale one are set aside for good.
     Stale { old: String, new: String },
+    /// Other bytes, found by a check beside a measurement ([`check_pristine_beside`]): nothing
+    /// was replaced (the build may be running); the check after the search does it.
+    Differs,
 }
 
 /// Rebuild `commit` in a clean worktree at the path of the slot it was built in and compare
@@ -450,6 +453,30 @@ pub fn check_pristine(
     build: &Build,
     commit: ObjectId,
     rebuilding: &dyn Fn(),
+) -> anyhow::Result<Check> {
+    check_pristine_then(git_dir, cache, build, commit, rebuilding, true)
+}
+
+/// [`check_pristine`] while the build may be measured: the same bytes are recorded as
+/// pristine, other bytes replace nothing ([`Check::Differs`]: the artifacts stay as the run
+/// beside found them, and the check after the search rebuilds and replaces them).
+pub fn check_pristine_beside(
+    git_dir: &Path,
+    cache: &Cache,
+    build: &Build,
+    commit: ObjectId,
+    rebuilding: &dyn Fn(),
+) -> anyhow::Result<Check> {
+    check_pristine_then(git_dir, cache, build, commit, rebuilding, false)
+}
+
+fn check_pristine_then(
+    git_dir: &Path,
+    cache: &Cache,
+    build: &Build,
+    commit: ObjectId,
+    rebuilding: &dyn Fn(),
+    replace: bool,
 ) -> anyhow::Result<Check> {
     let recipe = build.recipe_hash();
     if build.cargo.is_some() {
@@ -482,6 +509,9 @@ pub fn check_pristine(
         m.pristine = true;
         cas::write_manifest(cache, &commit, recipe, &m)?;
         return Ok(Check::Same);
+    }
+    if !replace {
+        return Ok(Check::Differs);
     }
     // The pristine build takes the entry's place; the stale one's samples never count again.
     stale::mark_stale(cache, &commit, recipe, &old.digest)?;
