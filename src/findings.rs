@@ -49,6 +49,9 @@ pub struct TestStep {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interval: Option<(f64, f64)>,
     pub p_value: f64,
+    /// Compared as plain numbers (a struct size, a count): no p-value applies.
+    #[serde(default)]
+    pub deterministic: bool,
     /// Runs behind `before` and `after`.
     pub runs: (usize, usize),
     pub unit: String,
@@ -396,6 +399,7 @@ mod tests {
             rel_change: rel,
             interval: None,
             p_value: 1e-6,
+            deterministic: false,
             runs: (10, 10),
             unit: "bytes".into(),
             kind: "regression".into(),

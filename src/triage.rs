@@ -240,6 +240,7 @@ pub fn triage(ws: &Workspace, opts: &Options<'_>) -> anyhow::Result<Outcome> {
                             rel_change: c.rel_change,
                             interval: c.interval,
                             p_value: c.p_value,
+                            deterministic: run.deterministic,
                             runs: (c.n_before, c.n_after),
                             unit: t.unit(),
                             kind: crate::report::find::judge(t.direction, c.rel_change).into(),

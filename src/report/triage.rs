@@ -54,7 +54,7 @@ fn short(c: &str) -> &str {
 fn step_line(s: &TestStep) -> String {
     let (b, a) = quantity_pair(s.before, s.after, &s.unit);
     format!(
-        "{}: {b} -> {a} ({:+.2} %, {}{}), p = {:.1e}, {} vs {} runs",
+        "{}: {b} -> {a} ({:+.2} %, {}{}), {}, {} vs {} runs",
         s.test,
         s.rel_change * 100.0,
         if s.kind == "regression" {
@@ -70,10 +70,20 @@ fn step_line(s: &TestStep) -> String {
                 hi * 100.0
             ))
             .unwrap_or_default(),
-        s.p_value,
+        evidence(s),
         s.runs.0,
         s.runs.1
     )
+}
+
+/// "p = 1.0e-6", or "deterministic" for plain numbers compared (a p-value of 0 would read as
+/// certainty from two runs).
+fn evidence(s: &TestStep) -> String {
+    if s.deterministic {
+        "deterministic".to_string()
+    } else {
+        format!("p = {:.1e}", s.p_value)
+    }
 }
 
 fn states(f: &Findings) -> String {
@@ -94,7 +104,10 @@ fn states(f: &Findings) -> String {
 fn spent(v: &View<'_>) -> String {
     format!(
         "{}, {}, {} in {}",
-        count(v.searches, "search"),
+        match v.searches {
+            1 => "1 search".to_string(),
+            n => format!("{n} searches"),
+        },
         count(v.builds, "build"),
         count(v.runs, "run"),
         crate::build::fmt_secs(v.seconds)
@@ -270,7 +283,11 @@ fn table(o: &mut String, x: &Finding) {
                     ))
                     .unwrap_or_default()
             ),
-            format!("{:.1e}", s.p_value),
+            if s.deterministic {
+                "deterministic".to_string()
+            } else {
+                format!("{:.1e}", s.p_value)
+            },
             format!("{} vs {}", s.runs.0, s.runs.1),
             md::text(&s.why.join(", ")),
         ];
@@ -422,6 +439,7 @@ mod tests {
                 rel_change: 0.126,
                 interval: Some((0.11, 0.14)),
                 p_value: 1e-6,
+                deterministic: false,
                 runs: (10, 10),
                 unit: "bytes".into(),
                 kind: "regression".into(),
