@@ -797,21 +797,20 @@ impl Search {
         out
     }
 
-    /// The builds a verdict will stand on, once the search is this close to one: the bounds of
-    /// the sub-range in doubt (and its probe) when at most one commit lies between them, which
-    /// become the parent and the culprit whatever the probe shows; the pair being checked or
-    /// verified. Their pristine checks can go beside the last measurements instead of after
-    /// the search. Only built positions; none before the hunt or after it.
+    /// The builds a verdict will stand on, once the search is sure of them: the probe of a
+    /// sub-range with one commit on either side of it (parent or culprit, whatever it shows),
+    /// the two bounds of a sub-range with none between (the pair being checked or verified).
+    /// Their pristine checks can go beside the last measurements instead of after the search.
+    /// Only built positions; none before the hunt or after it.
     pub fn verdict_builds(&self) -> Vec<usize> {
         let (Phase::Hunt, Some(seg)) = (&self.phase, &self.hunt.active) else {
             return Vec::new();
         };
-        if seg.hi > seg.lo + 2 {
-            return Vec::new();
-        }
-        let mut out = vec![seg.lo];
-        out.extend(seg.probe.filter(|&x| x > seg.lo && x < seg.hi));
-        out.push(seg.hi);
+        let mut out = match (seg.hi - seg.lo, seg.probe) {
+            (1, _) => vec![seg.lo, seg.hi],
+            (2, Some(x)) if x == seg.lo + 1 => vec![x],
+            _ => Vec::new(),
+        };
         out.retain(|&p| self.points[p].built);
         out
     }
