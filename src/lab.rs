@@ -401,6 +401,11 @@ impl WorkspaceLab<'_> {
         let build = self.ws.config.build.clone();
         let jobs = self.ahead_jobs;
         let say = !self.ws.verbosity.quiet;
+        // A build may outlast the runs beside it: never silent while it is waited for.
+        let beat = self.ws.progress.heartbeat(format!(
+            "building {} beside the measurement",
+            names.join(", ")
+        ));
         let (res, built) = std::thread::scope(|scope| {
             let h = scope.spawn(move || {
                 let t = std::time::Instant::now();
@@ -426,6 +431,7 @@ impl WorkspaceLab<'_> {
             let res = f(self);
             (res, h.join())
         });
+        drop(beat);
         let (out, took) = built.map_err(|_| anyhow::anyhow!("a build thread panicked"))?;
         let outcomes = out?;
         let n = outcomes.iter().filter(|o| !o.interrupted).count();
@@ -470,6 +476,11 @@ impl WorkspaceLab<'_> {
         let git_dir = self.ws.repo.git_dir().to_path_buf();
         let build = self.ws.config.build.clone();
         let say = !self.ws.verbosity.quiet;
+        // A rebuild may outlast the runs beside it: never silent while it is waited for.
+        let beat = self.ws.progress.heartbeat(format!(
+            "checking {} against pristine rebuilds beside the measurement",
+            names.join(", ")
+        ));
         let (res, checked) = std::thread::scope(|scope| {
             let h = scope.spawn(move || {
                 ids.into_iter()
@@ -483,6 +494,7 @@ impl WorkspaceLab<'_> {
             let res = f(self);
             (res, h.join())
         });
+        drop(beat);
         let checked = checked.map_err(|_| anyhow::anyhow!("a pristine check thread panicked"))?;
         for (id, check, took) in checked {
             let Some(took) = took else { continue };
