@@ -170,8 +170,8 @@ pub fn restated(
     let again = |c: &Culprit| {
         search.restate(
             c,
-            &crate::lab::stored_runs(&stored, &commits[c.parent].id, imported),
-            &crate::lab::stored_runs(&stored, &commits[c.pos].id, imported),
+            &stored_runs(&stored, &commits[c.parent].id, imported),
+            &stored_runs(&stored, &commits[c.pos].id, imported),
         )
     };
     Ok(match outcome {
