@@ -33,7 +33,10 @@ for seed in ${SEEDS:-1 2}; do
     "$PY" run_anchors.py --data "$set_dir" --out "out/pb_seed$seed" --algos none \
         --tool "$BIN" --tool-name perfbisect > "out/pb_seed$seed.log" 2>&1
     echo "## seed $seed"
-    grep -E '^\| (algo|---|perfbisect) ' "out/pb_seed$seed/summary.md" | head -8
+    # The harness's tables of this tool (sizes, then recall by step size), separators kept.
+    awk '/^## /{h=$0} /^\| algo /{p=1; if (h != "") print "#" h; h=""} p&&/^\|/{print; next} p{p=0; print ""}' \
+        "out/pb_seed$seed/summary.md"
+    echo "(the anchors' figures on the same sets: ../shared/bench/cpd/results.md)"
     echo
     echo "### seed $seed: perfbisect against the oracle's bounds"
     "$PY" "$ROOT/scripts/cpd-oracle.py" "$set_dir" "out/pb_seed$seed/records.jsonl"
