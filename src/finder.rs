@@ -527,7 +527,7 @@ pub fn search(
                     "{} {} is a merge: searching the {} the branch it merged",
                     m.short(),
                     m.subject,
-                    plural(inner.len() - 1, "commit of", "commits of"),
+                    crate::report::text::plural(inner.len() - 1, "commit of", "commits of"),
                 ));
                 let r = drive(
                     ws,
@@ -676,14 +676,6 @@ pub fn search(
         seconds: started.elapsed().as_secs_f64(),
         imported: gap.map(|(_, _, g)| g),
     })
-}
-
-fn plural(n: usize, one: &str, many: &str) -> String {
-    if n == 1 {
-        format!("1 {one}")
-    } else {
-        format!("{n} {many}")
-    }
 }
 
 /// Move a culprit's positions from a search's own list into the report's.

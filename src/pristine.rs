@@ -216,7 +216,7 @@ impl Workspace {
 
 /// One pristine check on a thread beside others (or, `measured`, beside a measurement that
 /// may be running the build: then other bytes replace nothing, see
-/// [`build::check_pristine_beside`]): the check and, when it rebuilt, how long that took
+/// [`build::check_pristine_then`]): the check and, when it rebuilt, how long that took
 /// (said when it starts, unless `say` is off).
 pub(crate) fn check_beside(
     git_dir: &std::path::Path,
@@ -238,10 +238,6 @@ pub(crate) fn check_beside(
             );
         }
     };
-    let check = if measured {
-        build::check_pristine_beside(git_dir, cache, build, id, &rebuilding)
-    } else {
-        build::check_pristine(git_dir, cache, build, id, &rebuilding)
-    };
+    let check = build::check_pristine_then(git_dir, cache, build, id, &rebuilding, !measured);
     (check, began.get().map(|t| t.elapsed()))
 }

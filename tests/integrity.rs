@@ -130,19 +130,14 @@ fn find_names_the_header_commit_a_stale_incremental_build_hid() {
 
 fn stale_build_found(jobs: &str) {
     let f = header_fixture("");
-    let out = f
-        .cmd()
-        .args([
-            "find",
-            "value",
-            &f.range(),
-            "--format",
-            "json",
-            "--jobs",
-            jobs,
-        ])
-        .output()
-        .unwrap();
+    let range = f.range();
+    let find = || {
+        f.cmd()
+            .args(["find", "value", &range, "--format", "json", "--jobs", jobs])
+            .output()
+            .unwrap()
+    };
+    let out = find();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -183,19 +178,7 @@ fn stale_build_found(jobs: &str) {
         "{v}"
     );
     // Builds stay pristine in this cache, and `find` again says the same.
-    let again = f
-        .cmd()
-        .args([
-            "find",
-            "value",
-            &f.range(),
-            "--format",
-            "json",
-            "--jobs",
-            jobs,
-        ])
-        .output()
-        .unwrap();
+    let again = find();
     let v: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
     assert_eq!(v["culprit"]["commit"], f.ids[5], "{v}");
 }

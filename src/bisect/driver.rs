@@ -456,48 +456,6 @@ mod tests {
         assert!(placed.contains(&5) || placed.contains(&6), "{placed:?}");
     }
 
-    /// A lab whose metric the machine's load does not move: it records the builds it is asked
-    /// to check beside its measurements.
-    struct Counted {
-        world: World,
-        checked: Vec<Vec<usize>>,
-    }
-
-    impl Lab for Counted {
-        fn build(&mut self, set: &[usize], jobs: usize) -> anyhow::Result<(Vec<bool>, usize)> {
-            self.world.build(set, jobs)
-        }
-        fn cached(&self, pos: usize) -> bool {
-            self.world.cached(pos)
-        }
-        fn unbuildable(&self, pos: usize) -> bool {
-            self.world.unbuildable(pos)
-        }
-        fn stored(&self, pos: usize) -> Vec<Stored> {
-            self.world.stored(pos)
-        }
-        fn measure(&mut self, pos: usize, runs: usize) -> anyhow::Result<Vec<f64>> {
-            self.world.measure(pos, runs)
-        }
-        fn measure_window(
-            &mut self,
-            positions: &[usize],
-            runs: usize,
-            window: Option<(u64, u32)>,
-        ) -> anyhow::Result<Measured> {
-            self.world.measure_window(positions, runs, window)
-        }
-        fn builds_beside(&self) -> bool {
-            true
-        }
-        fn check_beside(&mut self, set: &[usize]) {
-            self.checked.push(set.to_vec());
-        }
-        fn interrupted(&self) -> bool {
-            false
-        }
-    }
-
     #[test]
     fn the_builds_a_verdict_stands_on_are_checked_beside_the_last_measurements() {
         // An exact step at position 9 of 0..=16: before the verdict, the lab is asked to
@@ -505,10 +463,8 @@ mod tests {
         let levels: Vec<f64> = (0..=16)
             .map(|p| if p >= 9 { 120.0 } else { 100.0 })
             .collect();
-        let mut lab = Counted {
-            world: World::new(levels, 0.0, 3),
-            checked: Vec::new(),
-        };
+        let mut lab = World::new(levels, 0.0, 3);
+        lab.counted = true;
         let params = Params {
             deterministic: true,
             ..Params::default()

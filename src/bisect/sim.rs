@@ -52,6 +52,10 @@ pub(super) struct World {
     pub(super) windows: u64,
     /// What the driver said the search decided about probes, in order.
     pub(super) decided: Vec<Decision>,
+    /// A metric the machine's load does not move (builds may go beside runs), and the builds
+    /// the driver asked to check beside each measurement.
+    pub(super) counted: bool,
+    pub(super) checked: Vec<Vec<usize>>,
 }
 
 impl World {
@@ -72,6 +76,8 @@ impl World {
             build_secs: 3.0,
             windows: 0,
             decided: Vec::new(),
+            counted: false,
+            checked: Vec::new(),
         }
     }
 
@@ -162,6 +168,12 @@ impl Lab for World {
             rounds: runs as u32,
             values,
         })
+    }
+    fn builds_beside(&self) -> bool {
+        self.counted
+    }
+    fn check_beside(&mut self, set: &[usize]) {
+        self.checked.push(set.to_vec());
     }
     fn interrupted(&self) -> bool {
         false

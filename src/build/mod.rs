@@ -437,7 +437,7 @@ pub enum Check {
     /// Other bytes: the incremental build was stale. The pristine build replaced it and the
     /// samples of the stale one are set aside for good.
     Stale { old: String, new: String },
-    /// Other bytes, found by a check beside a measurement ([`check_pristine_beside`]): nothing
+    /// Other bytes, found by a check beside a measurement ([`check_pristine_then`]): nothing
     /// was replaced (the build may be running); the check after the search does it.
     Differs,
 }
@@ -457,20 +457,11 @@ pub fn check_pristine(
     check_pristine_then(git_dir, cache, build, commit, rebuilding, true)
 }
 
-/// [`check_pristine`] while the build may be measured: the same bytes are recorded as
-/// pristine, other bytes replace nothing ([`Check::Differs`]: the artifacts stay as the run
-/// beside found them, and the check after the search rebuilds and replaces them).
-pub fn check_pristine_beside(
-    git_dir: &Path,
-    cache: &Cache,
-    build: &Build,
-    commit: ObjectId,
-    rebuilding: &dyn Fn(),
-) -> anyhow::Result<Check> {
-    check_pristine_then(git_dir, cache, build, commit, rebuilding, false)
-}
-
-fn check_pristine_then(
+/// [`check_pristine`], or with `replace` off (the build may be running beside): the same
+/// bytes are recorded as pristine, other bytes replace nothing ([`Check::Differs`]: the
+/// artifacts stay as the run beside found them, and the check after the search rebuilds and
+/// replaces them).
+pub fn check_pristine_then(
     git_dir: &Path,
     cache: &Cache,
     build: &Build,

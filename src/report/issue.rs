@@ -466,7 +466,7 @@ fn change_points(o: &mut String, x: &Issue<'_>) {
     let own = |pos: usize| x.rows.get(pos).map_or(0, |row| row.own);
     let (few, many): (Vec<&Culprit>, Vec<&Culprit>) = missing
         .into_iter()
-        .partition(|c| own(c.parent).min(own(c.pos)) < FEW_OWN);
+        .partition(|c| own(c.parent).min(own(c.pos)) < super::show::RANK_RUNS);
     let names = |cs: &[&Culprit]| {
         cs.iter()
             .map(|c| format!("`{}`", r.commits[c.pos].short()))
@@ -495,10 +495,6 @@ fn change_points(o: &mut String, x: &Issue<'_>) {
         );
     }
 }
-
-/// Runs of its own a side below which a step is too few runs for `detect` (a rank test's
-/// fewest at α = 0.01).
-const FEW_OWN: usize = 5;
 
 fn measured(o: &mut String, x: &Issue<'_>) {
     let m = x.measured;

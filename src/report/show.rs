@@ -149,15 +149,15 @@ pub fn step_between<R: Run>(a: &CommitRow<R>, b: &CommitRow<R>) -> Option<stats:
 /// Commits on each side of a change point whose runs taken side by side give its size (as
 /// the detector's levels are taken next to the boundary).
 const SIDE_SPAN: usize = 10;
-/// Runs a side of a change point's commit and the one before it, taken side by side, from
-/// which their own step is its size: a rank test's fewest at α = 0.01, and what `find`'s
-/// verification of a culprit takes at least.
-const PAIR_RUNS: usize = 5;
+/// A rank test's fewest runs a side to reach α = 0.01 (and what `find`'s verification of a
+/// culprit takes at least): the runs of a change point's commit and the one before it, taken
+/// side by side, from which their own step is its size; below it a step is "too few runs".
+pub const RANK_RUNS: usize = 5;
 
 /// Each change point's size from the runs taken side by side across it, where there are any,
 /// read as a culprit's step is ([`stats::step`]): the levels the medians of those runs, the
 /// change estimated window by window with its interval. The runs are those of its commit and
-/// the one before it where they hold [`PAIR_RUNS`] a side (so a step `find` named and verified
+/// the one before it where they hold [`RANK_RUNS`] a side (so a step `find` named and verified
 /// is one number in the headline, the table around it and here), else the windows of time
 /// holding runs of commits on both sides (up to [`SIDE_SPAN`] commits a side, not past the
 /// neighbouring change points). Without such runs (imported rounds, commits measured apart)
@@ -172,7 +172,7 @@ pub fn side_by_side<R: Run>(rows: &[CommitRow<R>], found: &mut [stats::ChangePoi
         let pair = (k > 0 && k < rows.len())
             .then(|| step_between(&rows[k - 1], &rows[k]))
             .flatten()
-            .filter(|s| s.n_before >= PAIR_RUNS && s.n_after >= PAIR_RUNS);
+            .filter(|s| s.n_before >= RANK_RUNS && s.n_after >= RANK_RUNS);
         if let Some(step) = pair {
             cp.before = step.before;
             cp.after = step.after;

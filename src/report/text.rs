@@ -92,10 +92,15 @@ pub fn civil(secs: i64) -> (i128, i64, i64, i64, i64, i64) {
 
 /// `1 commit`, `3 commits`.
 pub fn count(n: usize, what: &str) -> String {
+    plural(n, what, &format!("{what}s"))
+}
+
+/// "1 search", "3 searches": [`count`] for words whose plural is not theirs plus "s".
+pub fn plural(n: usize, one: &str, many: &str) -> String {
     if n == 1 {
-        format!("1 {what}")
+        format!("1 {one}")
     } else {
-        format!("{n} {what}s")
+        format!("{n} {many}")
     }
 }
 

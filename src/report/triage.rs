@@ -9,7 +9,7 @@ use serde::Serialize;
 use crate::findings::{marker, Finding, Findings, State, TestStep};
 
 use super::md;
-use super::text::{count, fmt_num};
+use super::text::{count, fmt_num, plural};
 use super::units::quantity_pair;
 
 /// A search the budget left for the next run.
@@ -80,9 +80,18 @@ fn step_line(s: &TestStep) -> String {
 /// certainty from two runs).
 fn evidence(s: &TestStep) -> String {
     if s.deterministic {
+        p_cell(s)
+    } else {
+        format!("p = {}", p_cell(s))
+    }
+}
+
+/// The p-value as a table cell: "1.0e-6", or "deterministic".
+fn p_cell(s: &TestStep) -> String {
+    if s.deterministic {
         "deterministic".to_string()
     } else {
-        format!("p = {:.1e}", s.p_value)
+        format!("{:.1e}", s.p_value)
     }
 }
 
@@ -104,10 +113,7 @@ fn states(f: &Findings) -> String {
 fn spent(v: &View<'_>) -> String {
     format!(
         "{}, {}, {} in {}",
-        match v.searches {
-            1 => "1 search".to_string(),
-            n => format!("{n} searches"),
-        },
+        plural(v.searches, "search", "searches"),
         count(v.builds, "build"),
         count(v.runs, "run"),
         crate::build::fmt_secs(v.seconds)
@@ -283,11 +289,7 @@ fn table(o: &mut String, x: &Finding) {
                     ))
                     .unwrap_or_default()
             ),
-            if s.deterministic {
-                "deterministic".to_string()
-            } else {
-                format!("{:.1e}", s.p_value)
-            },
+            p_cell(s),
             format!("{} vs {}", s.runs.0, s.runs.1),
             md::text(&s.why.join(", ")),
         ];

@@ -51,15 +51,19 @@ impl Step {
 /// The step from the first to the second side of each stratum (a window of time), NaN runs
 /// left out, windows where a side is empty skipped; `None` when no window is left. No interval.
 pub fn estimate(strata: &[(&[f64], &[f64])]) -> Option<Step> {
-    let kept = clean(strata);
-    let (before, after, n_before, n_after) = pooled(&kept)?;
+    estimate_kept(&clean(strata))
+}
+
+/// [`estimate`] of windows already cleaned and put in order.
+fn estimate_kept(kept: &[Stratum]) -> Option<Step> {
+    let (before, after, n_before, n_after) = pooled(kept)?;
     Some(Step {
         before,
         after,
         n_before,
         n_after,
         windows: kept.len(),
-        rel_change: combined(&kept)?,
+        rel_change: combined(kept)?,
         interval: None,
     })
 }
@@ -68,8 +72,9 @@ pub fn estimate(strata: &[(&[f64], &[f64])]) -> Option<Step> {
 /// combined change of each resample, the central [`INTERVAL_LEVEL`] of them. Runs repeated
 /// without any spread give the estimate itself as the interval; one run a side, none.
 pub fn estimate_with_interval(strata: &[(&[f64], &[f64])]) -> Option<Step> {
-    let mut step = estimate(strata)?;
-    step.interval = interval(&clean(strata), step.rel_change);
+    let kept = clean(strata);
+    let mut step = estimate_kept(&kept)?;
+    step.interval = interval(&kept, step.rel_change);
     Some(step)
 }
 

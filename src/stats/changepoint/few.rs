@@ -7,6 +7,7 @@ use super::super::compare::{norm_quantile, norm_sf, welch_t};
 use super::super::threshold::rel_change;
 use super::confirm::{Ctx, Tested};
 use super::point::{ChangePoint, Undecided};
+use super::prefix::Prefix;
 
 /// Below this smallest two-sided p-value of a rank test (2 / C(n1 + n2, n1), reached only by
 /// a complete separation), its sides are "few runs": 10 vs 10 runs or fewer.
@@ -75,20 +76,11 @@ impl Ctx<'_> {
         }
         // Commit levels, few of them on a side: each level's variance is known from the series
         // (the jitter between commits plus its own runs' noise, as the segmentation weighs
-        // it), so the sides' weighted means are compared with it. Two commits 1.6 % below ten
-        // that jitter by 0.2 % are a step however few commits stand on that side; Welch's t
-        // on two levels can hardly say so.
-        let side = |from: usize, to: usize| {
-            let (sw, swy) = (from..to).fold((0.0, 0.0), |(s, sy), j| {
-                (s + self.w[j], sy + self.w[j] * self.y[j])
-            });
-            (sw > 0.0 && sw.is_finite()).then(|| (swy / sw, 1.0 / sw))
-        };
-        let (Some((ml, vl)), Some((mr, vr))) = (side(lo, b), side(b, hi)) else {
-            return welch;
-        };
-        let z = (mr - ml) / (vl + vr).sqrt();
-        if !z.is_finite() {
+        // it), so the sides' weighted means are compared with it (the segmentation's own z).
+        // Two commits 1.6 % below ten that jitter by 0.2 % are a step however few commits
+        // stand on that side; Welch's t on two levels can hardly say so.
+        let z = Prefix::new(&self.y[lo..hi], &self.w[lo..hi]).z(0, b - lo, hi - lo);
+        if z == 0.0 || !z.is_finite() {
             return welch;
         }
         welch.min((2.0 * norm_sf(z.abs())).min(1.0))
