@@ -360,17 +360,19 @@ impl Lab for WorkspaceLab<'_> {
                 if runs == 1 { "" } else { "s" }
             ),
             Doing::Window { positions, runs } => format!(
-                "measure {} side by side ({runs} interleaved runs each)",
-                names(positions)
+                "measure {} side by side ({} each)",
+                names(positions),
+                crate::report::text::count(runs, "interleaved run")
             ),
             Doing::Verify {
                 parent,
                 culprit,
                 runs,
             } => format!(
-                "verify {} against its parent {} ({runs} interleaved runs each)",
+                "verify {} against its parent {} ({} each)",
                 name(culprit),
-                name(parent)
+                name(parent),
+                crate::report::text::count(runs, "interleaved run")
             ),
         };
         self.ws.note(&format!("perfbisect: {line}"));
@@ -608,8 +610,9 @@ impl WorkspaceLab<'_> {
             .map(|&p| self.commits[p].short().to_string())
             .collect();
         self.bar.set_message(format!(
-            "{} side by side ({runs} interleaved runs each)",
-            names.join(", ")
+            "{} side by side ({} each)",
+            names.join(", "),
+            crate::report::text::count(runs, "interleaved run")
         ));
         self.bar.inc_length((positions.len() * runs) as u64);
         let bar = self.bar.clone();

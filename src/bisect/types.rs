@@ -21,6 +21,12 @@ pub(super) const MAX_STALLS: usize = 64;
 /// Fixed so that `classify` is deterministic.
 pub(super) const BOOTSTRAP_SEED: u64 = 0x7065_7266_6269_7365;
 pub(super) const BOOTSTRAP_RESAMPLES: usize = 2000;
+/// A second step found beside a probe is searched only when it moves by this many times the
+/// threshold or more ([`super::Search::beside_a_minor_step`]).
+pub(super) const MINOR_STEP: f64 = 1.5;
+/// Degrees of freedom a counted metric's pooled noise needs before one run a probe is enough:
+/// the ends' two runs each give 2, the first probe's window 3 more.
+pub(super) const POOLED_DF: usize = 4;
 /// Power asked of the verification re-runs when sizing them.
 pub(super) const VERIFY_POWER: f64 = 0.9;
 

@@ -213,8 +213,14 @@ impl Search {
         let strata = self.strata_of(ev, i, j);
         let step = stats::step::estimate(&strata)?;
         let p = if self.params.counted {
-            // Counts barely drift: their windows pooled, Welch's t test (see `compare`).
-            compare(&ev.pooled(i), &ev.pooled(j), &self.params, false)?.p
+            // Counts barely drift: their windows pooled, a t test. Its noise is the one every
+            // commit of this search shows once enough runs tell it, so one run a side can
+            // decide; before that, Welch's on these runs alone (see `compare`).
+            let (a, b) = (ev.pooled(i), ev.pooled(j));
+            match self.pooled_noise() {
+                Some(noise) => stats::pooled_t(&a, &b, noise)?.p_value,
+                None => compare(&a, &b, &self.params, false)?.p,
+            }
         } else {
             stats::differ_strata(&strata, self.params.alpha, self.params.threshold)?.p_value
         };
@@ -273,6 +279,18 @@ impl Search {
         } else {
             self.noise_cv()
         }
+    }
+
+    /// The spread of a counted metric's runs within each commit, pooled over every commit of
+    /// this search ([`stats::pooled_rel_var`]), once it rests on [`POOLED_DF`] degrees of
+    /// freedom: a count varies alike on every build (the same poll loops), so what many runs
+    /// show is what one run of a new commit is judged against. `None` for other metrics.
+    pub(super) fn pooled_noise(&self) -> Option<stats::PooledNoise> {
+        if !self.params.counted || self.det {
+            return None;
+        }
+        stats::pooled_rel_var(self.points.iter().map(|p| p.samples.as_slice()))
+            .filter(|n| n.df >= POOLED_DF)
     }
 
     /// Pooled robust CV of every commit with at least two samples, weighted by their number.

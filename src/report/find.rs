@@ -119,9 +119,16 @@ impl SearchFacts {
             .find(|c| Some(c.id) == id)
             .map(|c| c.short())
             .unwrap_or_else(|| d.commit.chars().take(10).collect());
+        // A count the machine's load does not move (Cachegrind) moved on its own: the
+        // program's (poll loops, timers), not the machine's speed.
+        let what = if self.parallel_why.is_some() {
+            "the same build's count moved"
+        } else {
+            "this machine's speed moved"
+        };
         Some(format!(
-            "this machine's speed moved {} % during the search (the same build, {short}, measured in {} windows of time, p = {:.1e}); every decision compared runs taken side by side, so the drift fell on both sides alike",
-            fmt_num(d.rel * 100.0),
+            "{what} {:.2} % during the search (the same build, {short}, measured in {} windows of time, p = {:.1e}); every decision compared runs taken side by side, so the drift fell on both sides alike",
+            d.rel * 100.0,
             d.windows,
             d.p_value
         ))

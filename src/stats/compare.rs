@@ -248,6 +248,91 @@ pub fn welch_t(a: &[f64], b: &[f64]) -> Option<TestResult> {
     })
 }
 
+/// Within-sample spread pooled over many samples of one metric: the relative variance of a
+/// run about its own sample's mean, and the degrees of freedom it was estimated with
+/// ([`pooled_rel_var`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PooledNoise {
+    /// Mean squared relative deviation of a run from its sample's mean (the squared CV).
+    pub rel_var: f64,
+    /// Σ (n_k - 1) over the samples that had two runs or more.
+    pub df: usize,
+}
+
+/// The spread of runs within each sample pooled over all of them (one-way ANOVA's within-group
+/// variance, relative to each sample's mean so commits at different levels pool): what a count
+/// that varies alike on every commit (instructions of a network client's poll loops) spreads,
+/// known from many runs where one commit has two. `None` without a sample of two finite runs
+/// at a non-zero mean.
+pub fn pooled_rel_var<'a>(samples: impl IntoIterator<Item = &'a [f64]>) -> Option<PooledNoise> {
+    let (mut ss, mut df) = (0.0f64, 0usize);
+    for s in samples {
+        let x = clean(s);
+        if x.len() < 2 {
+            continue;
+        }
+        let (m, v) = mean_var(&x);
+        if m == 0.0 || !v.is_finite() {
+            continue;
+        }
+        ss += v / (m * m) * (x.len() - 1) as f64;
+        df += x.len() - 1;
+    }
+    (df > 0).then(|| PooledNoise {
+        rel_var: ss / df as f64,
+        df,
+    })
+}
+
+/// Two-sided t test of `a` against `b` with the noise known from many samples ([`PooledNoise`])
+/// rather than from these runs alone: one or two runs a side can then tell a clear move, as a
+/// t test with `noise.df` degrees of freedom. The variance used is the larger of the pooled one
+/// and these two samples' own (where they have one), so a commit noisier than the rest is not
+/// judged on the others' calm. `None` when a side is empty or the level is 0.
+pub fn pooled_t(a: &[f64], b: &[f64], noise: PooledNoise) -> Option<TestResult> {
+    let (a, b) = (clean(a), clean(b));
+    if a.is_empty() || b.is_empty() || noise.df == 0 {
+        return None;
+    }
+    let (na, nb) = (a.len() as f64, b.len() as f64);
+    let ma = a.iter().sum::<f64>() / na;
+    let mb = b.iter().sum::<f64>() / nb;
+    let level = ma.abs().max(mb.abs());
+    if level == 0.0 {
+        return None;
+    }
+    let own_df = a.len() + b.len() - 2;
+    let own = if own_df > 0 {
+        let ss: f64 = a.iter().map(|x| (x - ma).powi(2)).sum::<f64>()
+            + b.iter().map(|x| (x - mb).powi(2)).sum::<f64>();
+        ss / own_df as f64 / (level * level)
+    } else {
+        0.0
+    };
+    let rel_var = noise.rel_var.max(own);
+    let se = level * (rel_var * (1.0 / na + 1.0 / nb)).sqrt();
+    let d = ma - mb;
+    if se == 0.0 || !se.is_finite() {
+        return Some(TestResult {
+            statistic: if d == 0.0 {
+                0.0
+            } else {
+                f64::INFINITY.copysign(d)
+            },
+            p_value: if d == 0.0 { 1.0 } else { 0.0 },
+        });
+    }
+    let t = d / se;
+    let p = match StudentsT::new(0.0, 1.0, noise.df as f64) {
+        Ok(dist) => 2.0 * dist.sf(t.abs()),
+        Err(_) => 1.0,
+    };
+    Some(TestResult {
+        statistic: t,
+        p_value: if p.is_nan() { 1.0 } else { p.clamp(0.0, 1.0) },
+    })
+}
+
 /// SplitMix64: tiny, seeded, good enough for resampling indices.
 pub(crate) struct SplitMix64(u64);
 
@@ -615,6 +700,46 @@ mod tests {
 
     fn close(a: f64, b: f64, rel: f64) -> bool {
         (a - b).abs() <= rel * a.abs().max(b.abs()).max(1e-300)
+    }
+
+    #[test]
+    fn pooled_noise_is_the_within_sample_relative_variance() {
+        // Two commits at 100 and 200, each ±1 %: squared CV 1e-4 whatever the level; a
+        // single run and a NaN add nothing.
+        let a = [99.0, 101.0];
+        let b = [198.0, 202.0, f64::NAN];
+        let n = pooled_rel_var([&a[..], &b[..], &[150.0][..]]).unwrap();
+        assert_eq!(n.df, 2);
+        assert!(close(n.rel_var, 2e-4, 1e-9), "{}", n.rel_var);
+        assert!(pooled_rel_var([&[5.0][..]]).is_none());
+    }
+
+    #[test]
+    fn pooled_t_tests_one_run_a_side_against_the_known_noise() {
+        // t_{0.975, 10} = 2.2281389: a move of that many standard errors has p = 0.05.
+        let noise = PooledNoise {
+            rel_var: 1e-4,
+            df: 10,
+        };
+        let d = 2.228_138_9 * 100.0 * (2e-4f64).sqrt();
+        let r = pooled_t(&[100.0 - d], &[100.0], noise).unwrap();
+        assert!(close(r.p_value, 0.05, 1e-4), "{}", r.p_value);
+        assert!(r.statistic < 0.0);
+        // Equal runs: p 1; a step of 8 % against 0.4 % noise: decided on one run a side.
+        assert_eq!(pooled_t(&[100.0], &[100.0], noise).unwrap().p_value, 1.0);
+        let calm = PooledNoise {
+            rel_var: 0.004f64.powi(2),
+            df: 6,
+        };
+        assert!(pooled_t(&[500.0], &[540.0], calm).unwrap().p_value < 1e-4);
+        // A pair noisier than the pool is judged on its own spread.
+        let wide = pooled_t(&[490.0, 510.0], &[515.0, 535.0], calm).unwrap();
+        let pool_only = 2.0
+            * StudentsT::new(0.0, 1.0, 6.0)
+                .unwrap()
+                .sf(25.0 / (512.5 * 0.004));
+        assert!(wide.p_value > 100.0 * pool_only, "{}", wide.p_value);
+        assert!(pooled_t(&[], &[1.0], noise).is_none());
     }
 
     fn ref_cases() -> Vec<(Vec<f64>, Vec<f64>)> {

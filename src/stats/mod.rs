@@ -16,8 +16,8 @@ pub mod trend;
 pub use changepoint::{detect, detect_all, ChangePoint, Detection, Options, Undecided};
 pub use compare::{
     bootstrap_median_ratio, differ, differ_declared, differ_strata, differ_t, mann_whitney_u,
-    min_detectable_change, min_detectable_change_t, repeats_needed, robust_cv,
-    stratified_rank_test, welch_t, Difference, TestResult,
+    min_detectable_change, min_detectable_change_t, pooled_rel_var, pooled_t, repeats_needed,
+    robust_cv, stratified_rank_test, welch_t, Difference, PooledNoise, TestResult,
 };
 pub use input::{read_series_csv, InputError, Series};
 pub use lttb::lttb;
