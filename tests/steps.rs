@@ -281,3 +281,57 @@ repeats = 5
     );
     assert!((got[1].1 + 0.016).abs() < 0.003, "its own size: {got:?}");
 }
+
+#[test]
+fn a_second_step_about_the_threshold_is_noted_with_its_span_not_searched() {
+    // -1.4 % at commit 10 (within 1.5 times the 1 % threshold), +8 % at commit 24: the first
+    // probe (17) lies on the small step's level. Telling 1.4 % from 1 % would take many times
+    // the runs of the search; the large step is named, the small one noted with its span
+    // (10 runs a commit: a rank test of 5 against 5 cannot reach α/10, which the note needs).
+    let f = Fixture::new(
+        &specs(33, |i, c| {
+            c.metric = match i {
+                ..=9 => 1000.0,
+                10..=23 => 986.0,
+                _ => 1065.0,
+            };
+            c.noise_pct = 0.2;
+        }),
+        &with_build(
+            r#"
+[tests.value]
+command = "./app"
+metric = { regex = "^value: ([0-9.]+)" }
+threshold = "1%"
+repeats = 10
+"#,
+        ),
+    );
+    let find = f.json(&["find", "value", &f.range(), "--format", "json", "--no-why"]);
+    let named: Vec<String> = culprit_numbers(&find).into_iter().map(|c| c.0).collect();
+    assert_eq!(named, vec![f.ids[23].clone()], "{find:#}");
+    let note = find["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|n| n.as_str())
+        .find(|n| n.contains("second, smaller step"))
+        .unwrap_or_else(|| panic!("no note of the small step: {find:#}"));
+    let size: f64 = note["a second, smaller step of ".len()..]
+        .split(' ')
+        .next()
+        .and_then(|x| x.parse().ok())
+        .unwrap_or_else(|| panic!("{note}"));
+    assert!((-1.5..=-1.2).contains(&size), "{note}");
+    // Its span holds commit 10: from the old end (commit 1) to the probe placed old-like.
+    let short = |i: usize| f.ids[i][..10].to_string();
+    assert!(
+        note.contains(&format!(
+            "between {} (Commit 1) and {}",
+            short(0),
+            short(16)
+        )),
+        "{note}"
+    );
+    assert!(note.contains("1.5 times the threshold (1 %)"), "{note}");
+}

@@ -650,8 +650,9 @@ impl Search {
     /// naming its commit would cost many times the runs of the whole search (each probe of it
     /// and its verification sized to tell a move of the threshold from one just below it:
     /// curl's -1.1 % beside a +7.7 % step took 15 of 25 minutes). The probe is placed on the
-    /// side of the larger step, which the search goes on to name; a second step confirmed at
-    /// α/10 is said in a note with its span, for a search of its own. `None`: the usual rules.
+    /// side of the larger step, which the search goes on to name, and a note gives the second
+    /// step's size and span (when both sides differ at α/10), for a search of its own.
+    /// `None`: the usual rules.
     pub(super) fn beside_a_minor_step(
         &mut self,
         ps: &[usize; 3],
@@ -672,20 +673,27 @@ impl Search {
             return None;
         }
         // The larger step lies before the probe: it is new-like; after it, old-like.
-        let (verdict, rel, a, b) = if before.abs() > after.abs() {
-            (Verdict::New, after, ps[1], ps[2])
+        let (verdict, rel, (i, j)) = if before.abs() > after.abs() {
+            (Verdict::New, after, (1, 2))
         } else {
-            (Verdict::Old, before, ps[0], ps[1])
+            (Verdict::Old, before, (0, 1))
         };
+        // Only a step at α/10 is said: at α, over the many looks a search takes, runs of one
+        // level show a "step" too often (the simulation's seeds did).
         if cls.verdict == Verdict::Between {
+            let p = self.compare_ev(ev, i, j).map_or(f64::NAN, |c| c.p);
             let thr = threshold_text(&self.params.threshold);
             self.notes.push(format!(
-                "a second, smaller step of {:+.2} % lies between {} and {} (medians {} and {}):                  within {MINOR_STEP} times the threshold ({thr}), so not searched here; a search                  of that span names its commit",
+                "a second, smaller step of {:+.2} % lies between {} and {} (medians {} and {}, \
+                 {}): within {MINOR_STEP} times the threshold ({thr}), so not searched here \
+                 (telling it from the threshold would take many times this search's runs); a \
+                 `find` over that span names its commit",
                 rel * 100.0,
-                self.name(a),
-                self.name(b),
-                fmt_num(if a == ps[0] { lo } else { mx }),
-                fmt_num(if a == ps[0] { mx } else { hi }),
+                self.name(ps[i]),
+                self.name(ps[j]),
+                fmt_num(if i == 0 { lo } else { mx }),
+                fmt_num(if i == 0 { mx } else { hi }),
+                self.p_text(p),
             ));
         }
         Some(verdict)
