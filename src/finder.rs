@@ -58,6 +58,7 @@ impl Tally {
         self.overlap += earlier.overlap;
         self.facts.ahead += earlier.facts.ahead;
         self.facts.ahead_unused += earlier.facts.ahead_unused;
+        self.facts.unprobed += earlier.facts.unprobed;
         self.facts.parallel_runs += earlier.facts.parallel_runs;
     }
 
@@ -740,6 +741,7 @@ fn drive(
         .iter()
         .filter(|p| !search.probed().contains(p))
         .count();
+    tally.facts.unprobed += d.unmeasured();
     let (windows, window_runs, beside) = search.interleaving();
     tally.facts.windows += windows;
     tally.facts.window_runs += window_runs;

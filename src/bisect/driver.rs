@@ -185,10 +185,32 @@ pub struct Driven {
     pub overlap: Duration,
     /// Positions built ahead, beside a measurement, for what the search might ask next.
     pub ahead: Vec<usize>,
+    /// Positions built in rounds the search waited for (the probe and, with `jobs` above 1,
+    /// the k-ary points beside it): with `ahead`, every build that may go unmeasured.
+    pub built: Vec<usize>,
+    /// Positions the search measured (probes, the commits beside them, the verification's).
+    pub measured: Vec<usize>,
     /// Pristine rebuilds that checked the verdict's builds beside a measurement, and their
     /// wall time (counted in `overlap` too, up to the measurement's).
     pub checks: usize,
     pub checking: Duration,
+}
+
+impl Driven {
+    /// Positions this search built (ahead or in a round) but never measured: builds it did
+    /// not need, kept in the cache for the next search.
+    pub fn unmeasured(&self) -> usize {
+        let mut ps: Vec<usize> = self
+            .ahead
+            .iter()
+            .chain(&self.built)
+            .copied()
+            .filter(|p| !self.measured.contains(p))
+            .collect();
+        ps.sort_unstable();
+        ps.dedup();
+        ps.len()
+    }
 }
 
 /// Run `policy` to its end on `lab` (positions `0..len`), building up to `jobs` commits at once.
@@ -241,6 +263,7 @@ pub fn drive(
                 lab.status(Doing::Measure { pos, runs });
                 ahead(policy, lab, &ready, jobs);
                 let t = Instant::now();
+                d.measured.push(pos);
                 let got = lab.measure(pos, runs)?;
                 let took = t.elapsed();
                 d.measuring += took;
@@ -277,6 +300,7 @@ pub fn drive(
                 });
                 ahead(policy, lab, &ready, jobs);
                 let t = Instant::now();
+                d.measured.extend_from_slice(&positions);
                 let got = lab.measure_window(&positions, runs, window)?;
                 let took = t.elapsed();
                 d.measuring += took;
@@ -313,6 +337,7 @@ pub fn drive(
                 });
                 ahead(policy, lab, &ready, jobs);
                 let t = Instant::now();
+                d.measured.extend([parent, culprit]);
                 let got = lab.measure_window(&[parent, culprit], runs, None)?;
                 let took = t.elapsed();
                 d.measuring += took;
@@ -390,6 +415,7 @@ fn build_round(
     if set.is_empty() {
         return Ok(());
     }
+    d.built.extend_from_slice(&set);
     lab.status(Doing::Build(&set));
     let t = Instant::now();
     let (ok, builds) = lab.build(&set, jobs)?;

@@ -1415,6 +1415,21 @@ fn instruction_counts_take_git_bisect_probes_and_few_runs() {
     assert!(!search.is_deterministic());
 }
 
+/// A counted metric (instructions) with a 1 % threshold, two runs a commit at first, over
+/// `levels` with Gaussian noise of `cv` and no outliers: the search and its run.
+fn search_counts(levels: &[f64], cv: f64, seed: u64) -> (Search, Run) {
+    let mut w = World::new(levels.to_vec(), cv, seed);
+    w.outliers = 0.0;
+    let params = Params {
+        threshold: Threshold::Relative(0.01),
+        counted: true,
+        ..noisy(2)
+    };
+    let mut search = Search::new(levels.len(), params);
+    let r = drive(&mut search, &mut w);
+    (search, r)
+}
+
 /// Counts whose runs vary by a fraction of a percent (a network client's poll loops): more than
 /// a tenth of the threshold, so not exact, but two runs a side tell a clear step (Welch's t
 /// test), where a rank test would need five a side; and never a wrong culprit.
@@ -1425,15 +1440,7 @@ fn slightly_noisy_counts_are_searched_with_few_runs() {
     for seed in 0..20u64 {
         let s = 1 + Rng(seed ^ 0xC0).below(m);
         let levels = step_levels(m, &[(s, 0.10)]);
-        let mut w = World::new(levels.clone(), 0.003, seed);
-        w.outliers = 0.0;
-        let params = Params {
-            threshold: Threshold::Relative(0.01),
-            counted: true,
-            ..noisy(2)
-        };
-        let mut search = Search::new(m + 1, params);
-        let r = drive(&mut search, &mut w);
+        let (_, r) = search_counts(&levels, 0.003, seed);
         assert_eq!(
             judge(&r.outcome, &levels),
             Judged::Right,
@@ -1461,15 +1468,7 @@ fn counts_with_a_small_second_step_are_placed_on_one_run_a_probe() {
     for seed in 0..20u64 {
         let s = 30 + Rng(seed ^ 0xC0).below(m - 40);
         let levels = step_levels(m, &[(s - 20, -0.011), (s, 0.08)]);
-        let mut w = World::new(levels.clone(), 0.004, seed);
-        w.outliers = 0.0;
-        let params = Params {
-            threshold: Threshold::Relative(0.01),
-            counted: true,
-            ..noisy(2)
-        };
-        let mut search = Search::new(m + 1, params);
-        let r = drive(&mut search, &mut w);
+        let (search, r) = search_counts(&levels, 0.004, seed);
         assert!(
             matches!(&r.outcome, Outcome::Culprits(c) if c.len() == 1 && c[0].pos == s),
             "seed {seed}: {:?}",

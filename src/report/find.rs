@@ -80,6 +80,10 @@ pub struct SearchFacts {
     /// them it then did not need (they stay in the cache).
     pub ahead: usize,
     pub ahead_unused: usize,
+    /// Builds of this search at commits it never measured, whether made ahead or in a k-ary
+    /// round (they stay in the cache): with the pristine checks, what the builds beyond the
+    /// ones measured went on.
+    pub unprobed: usize,
 }
 
 /// How much this machine's speed moved during a search: one build measured at different times.
@@ -270,9 +274,12 @@ impl FindReport<'_> {
                     n => parts.push(format!("{n} of them pristine checks")),
                 }
                 if self.facts.ahead > 0 {
+                    parts.push(format!("{} made ahead beside the runs", self.facts.ahead));
+                }
+                if self.facts.unprobed > 0 {
                     parts.push(format!(
-                        "{} made ahead beside the runs, {} of them not needed (kept in the cache)",
-                        self.facts.ahead, self.facts.ahead_unused
+                        "{} never measured (kept in the cache)",
+                        self.facts.unprobed
                     ));
                 }
                 if parts.is_empty() {
