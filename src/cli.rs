@@ -410,8 +410,8 @@ pub struct FindArgs {
     pub no_descend: bool,
     /// Build up to N commits at once when the search needs builds (k-ary search: the range
     /// in doubt is cut into N+1 parts). A time or a memory peak is never measured beside a
-    /// build or another run; a count the load does not move (instructions, deterministic
-    /// values) runs N at once, and the next probes build while it is measured.
+    /// build or another run; a value the load does not move (instructions under Cachegrind, a
+    /// deterministic value) runs N at once, and the next probes build while it is measured.
     #[arg(long, short = 'j', default_value_t = 1, value_name = "N")]
     pub jobs: usize,
     /// Output format.

@@ -59,6 +59,7 @@ impl Tally {
         self.facts.ahead += earlier.facts.ahead;
         self.facts.ahead_unused += earlier.facts.ahead_unused;
         self.facts.unprobed += earlier.facts.unprobed;
+        self.facts.load_free |= earlier.facts.load_free;
         self.facts.parallel_runs += earlier.facts.parallel_runs;
     }
 
@@ -724,6 +725,7 @@ fn drive(
     // A count the machine's load does not move: runs of different commits on every core at
     // once, and the next probes building while one is measured. Never a time or a peak.
     let dep = crate::shards::dependence(test);
+    tally.facts.load_free |= dep.independent();
     if jobs > 1 && dep.independent() {
         lab.parallel = jobs;
         lab.why_parallel = format!("{}: the machine's load does not move it", dep.why());

@@ -201,11 +201,16 @@ pub(super) fn classify_against(
     let mx = stats::median(probe)?;
     let co = compare(old, probe, params, det)?;
     let cn = compare(probe, new, params, det)?;
-    Some(classify_cmp(co, cn, mo, mn, mx, params, det))
+    // `step` is handed its old and new sides: they are a step only if they differ.
+    let within_step = compare(old, new, params, det).is_some_and(|c| c.differs);
+    Some(classify_cmp(co, cn, mo, mn, mx, params, det, within_step))
 }
 
 /// [`classify_against`] from the two comparisons (old vs probe, probe vs new) and the three
 /// medians (old, new, probe), however they were made (one window, or several).
+/// `within_step`: the old and new sides are known to differ (a search's segment), so a probe
+/// may be placed by significance alone ([`placed_within`]).
+#[allow(clippy::too_many_arguments)]
 pub(super) fn classify_cmp(
     co: Cmp,
     cn: Cmp,
@@ -214,6 +219,7 @@ pub(super) fn classify_cmp(
     mx: f64,
     params: &Params,
     det: bool,
+    within_step: bool,
 ) -> Classified {
     let leans_new = (mx - mn).abs() < (mx - mo).abs();
     let strict = params.alpha / 10.0;
@@ -257,12 +263,9 @@ pub(super) fn classify_cmp(
                 Verdict::Old
             }
         }
-        _ => placed_within(co, cn, leans_new, params),
+        _ if within_step => placed_within(co, cn, leans_new, params),
+        _ => Verdict::Unknown,
     };
-    let fallback = fallback.or(match placed_within(co, cn, leans_new, params) {
-        Verdict::Unknown => None,
-        v => Some(v),
-    });
     Classified {
         verdict,
         leans_new,

@@ -185,8 +185,8 @@ pub struct Driven {
     pub overlap: Duration,
     /// Positions built ahead, beside a measurement, for what the search might ask next.
     pub ahead: Vec<usize>,
-    /// Positions built in rounds the search waited for (the probe and, with `jobs` above 1,
-    /// the k-ary points beside it): with `ahead`, every build that may go unmeasured.
+    /// Positions this search built, in rounds it waited for (the probe and, with `jobs` above
+    /// 1, the k-ary points beside it) or ahead: failed builds are not among them.
     pub built: Vec<usize>,
     /// Positions the search measured (probes, the commits beside them, the verification's).
     pub measured: Vec<usize>,
@@ -201,9 +201,8 @@ impl Driven {
     /// not need, kept in the cache for the next search.
     pub fn unmeasured(&self) -> usize {
         let mut ps: Vec<usize> = self
-            .ahead
+            .built
             .iter()
-            .chain(&self.built)
             .copied()
             .filter(|p| !self.measured.contains(p))
             .collect();
@@ -395,6 +394,7 @@ fn beside(
     for (p, ok) in built {
         d.ahead.push(p);
         if ok {
+            d.built.push(p);
             ready[p] = true;
             policy.mark_built(p);
         } else {
@@ -415,7 +415,6 @@ fn build_round(
     if set.is_empty() {
         return Ok(());
     }
-    d.built.extend_from_slice(&set);
     lab.status(Doing::Build(&set));
     let t = Instant::now();
     let (ok, builds) = lab.build(&set, jobs)?;
@@ -428,6 +427,7 @@ fn build_round(
     }
     for (&p, &built) in set.iter().zip(&ok) {
         if built {
+            d.built.push(p);
             ready[p] = true;
             policy.mark_built(p);
         } else {

@@ -1489,14 +1489,44 @@ fn counts_with_a_small_second_step_are_placed_on_one_run_a_probe() {
         }
         runs += r.runs;
     }
-    // Each commit judged on its own runs: 132.8 runs a search, 10.2 builds. Now 41.1, and the
-    // small step noted in 6 of 20 (where a probe landed on its level).
+    // Each commit judged on its own runs: 132.8 runs a search, 10.2 builds. Now 40.6, and the
+    // small step noted in 1 of 20 (a probe landed on its level and differed from both sides at
+    // α/10; elsewhere it was placed without a note, or never landed there).
     assert!(
         runs as f64 / 20.0 < 45.0,
         "{} runs a search",
         runs as f64 / 20.0
     );
-    assert!(noted >= 3, "the small step noted in {noted} of 20");
+    assert!(noted >= 1, "the small step noted in {noted} of 20");
+}
+
+/// One run a probe against the simulator's ×1.3 outliers on 2 % of runs (far worse than any
+/// count spreads): a search may then end inconclusive, and never names a wrong commit. Steps
+/// of 8 % with a -1.1 % one before it, and a lone 2.5 % step.
+#[test]
+fn counts_with_outliers_never_name_a_wrong_commit() {
+    let m = 128;
+    for seed in 0..20u64 {
+        let s = 30 + Rng(seed ^ 0xC0).below(m - 40);
+        for steps in [vec![(s - 20, -0.011), (s, 0.08)], vec![(s, 0.025)]] {
+            let levels = step_levels(m, &steps);
+            let mut w = World::new(levels.clone(), 0.004, seed);
+            assert!(w.outliers > 0.0);
+            let params = Params {
+                threshold: Threshold::Relative(0.01),
+                counted: true,
+                ..noisy(2)
+            };
+            let mut search = Search::new(m + 1, params);
+            let r = drive(&mut search, &mut w);
+            assert_ne!(
+                judge(&r.outcome, &levels),
+                Judged::Wrong,
+                "seed {seed}, steps {steps:?}: {:?}",
+                r.outcome
+            );
+        }
+    }
 }
 
 proptest! {

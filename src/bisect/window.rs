@@ -284,13 +284,25 @@ impl Search {
     /// The spread of a counted metric's runs within each commit, pooled over every commit of
     /// this search ([`stats::pooled_rel_var`]), once it rests on [`POOLED_DF`] degrees of
     /// freedom: a count varies alike on every build (the same poll loops), so what many runs
-    /// show is what one run of a new commit is judged against. `None` for other metrics.
+    /// show is what one run of a new commit is judged against. Only each commit's own runs in
+    /// windows of time count: the runs an identical build lends it are another commit's too,
+    /// and would count twice. `None` for other metrics.
     pub(super) fn pooled_noise(&self) -> Option<stats::PooledNoise> {
         if !self.params.counted || self.det {
             return None;
         }
-        stats::pooled_rel_var(self.points.iter().map(|p| p.samples.as_slice()))
-            .filter(|n| n.df >= POOLED_DF)
+        let own: Vec<Vec<f64>> = (0..self.points.len())
+            .map(|p| {
+                self.windows
+                    .iter()
+                    .filter(|w| w.own.contains(&p))
+                    .filter_map(|w| w.runs.get(&p))
+                    .flatten()
+                    .copied()
+                    .collect()
+            })
+            .collect();
+        stats::pooled_rel_var(own.iter().map(Vec::as_slice)).filter(|n| n.df >= POOLED_DF)
     }
 
     /// Pooled robust CV of every commit with at least two samples, weighted by their number.

@@ -56,6 +56,10 @@ pub struct FindReport<'a> {
 /// How a search measured, for the report.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct SearchFacts {
+    /// The metric does not follow the machine's load (a Cachegrind count, a deterministic
+    /// value): a drift between windows is the program's, not the machine's speed.
+    #[serde(skip)]
+    pub load_free: bool,
     /// The largest move of one build's level between windows of time.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub drift: Option<DriftFact>,
@@ -123,9 +127,9 @@ impl SearchFacts {
             .find(|c| Some(c.id) == id)
             .map(|c| c.short())
             .unwrap_or_else(|| d.commit.chars().take(10).collect());
-        // A count the machine's load does not move (Cachegrind) moved on its own: the
-        // program's (poll loops, timers), not the machine's speed.
-        let what = if self.parallel_why.is_some() {
+        // A value the machine's load does not move (a Cachegrind count) moved on its own: the
+        // program's doing (poll loops, timers), not the machine's speed.
+        let what = if self.load_free {
             "the same build's count moved"
         } else {
             "this machine's speed moved"
