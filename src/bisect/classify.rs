@@ -23,6 +23,15 @@ pub(super) enum Verdict {
     Unknown,
 }
 
+/// What [`super::Search::beside_a_minor_step`] makes of a probe off both levels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Minor {
+    /// The smaller step is about the threshold: the probe goes beside the larger one.
+    Place(Verdict),
+    /// The smaller step measures over the limit by less than its noise: more runs first.
+    InDoubt,
+}
+
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Classified {
     pub(super) verdict: Verdict,

@@ -25,14 +25,6 @@ pub(super) const BOOTSTRAP_RESAMPLES: usize = 2000;
 /// threshold or more ([`super::Search::beside_a_minor_step`]).
 pub(super) const MINOR_STEP: f64 = 1.5;
 
-/// What [`super::Search::beside_a_minor_step`] makes of a probe off both levels.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Minor {
-    /// The smaller step is about the threshold: the probe goes beside the larger one.
-    Place(super::classify::Verdict),
-    /// The smaller step measures over the limit by less than its noise: more runs first.
-    InDoubt,
-}
 /// Degrees of freedom a counted metric's pooled noise needs before one run a probe is enough:
 /// the ends' two runs give 1 each, the first probe's window (two runs each of three commits)
 /// 3 more.
