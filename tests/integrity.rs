@@ -146,17 +146,7 @@ fn stale_build_found(jobs: &str) {
     // Every phase timed once: the parts, less the builds and checks beside the runs (counted
     // in both), are the whole.
     let t = &v["time"];
-    let sum: f64 = [
-        "building_s",
-        "checking_s",
-        "measuring_s",
-        "profiling_s",
-        "waiting_s",
-    ]
-    .iter()
-    .map(|k| t[k].as_f64().unwrap())
-    .sum::<f64>()
-        - t["both_s"].as_f64().unwrap_or(0.0);
+    let sum = common::time_parts(t);
     assert!((sum - t["total_s"].as_f64().unwrap()).abs() < 0.01, "{t}");
     assert!(t["checking_s"].as_f64().unwrap() > 0.0, "{t}");
     assert!(v["pristine_checks"].as_u64().unwrap() >= 1, "{v}");

@@ -20,6 +20,20 @@ threshold = "5%"
 repeats = 3
 "#;
 
+/// The shared build and one test, `value`, read from the program's output with a 1 %
+/// threshold and `repeats` runs a commit.
+fn value_config(repeats: usize) -> String {
+    with_build(&format!(
+        r#"
+[tests.value]
+command = "./app"
+metric = {{ regex = "^value: ([0-9.]+)" }}
+threshold = "1%"
+repeats = {repeats}
+"#
+    ))
+}
+
 /// `detect TEST RANGE --format json`'s points as (commit index in `f.ids`, rel_change).
 fn points(f: &Fixture, test: &str, range: &str) -> Vec<(usize, f64)> {
     let j = f.json(&["detect", test, range, "--format", "json"]);
@@ -190,15 +204,7 @@ fn find_and_report_give_a_culprit_one_number_when_its_parent_shares_a_build() {
             c.noise_pct = 0.3;
             c.docs_only = (12..=17).contains(&i) || i >= 19;
         }),
-        &with_build(
-            r#"
-[tests.value]
-command = "./app"
-metric = { regex = "^value: ([0-9.]+)" }
-threshold = "1%"
-repeats = 5
-"#,
-        ),
+        &value_config(5),
     );
     let range = f.range();
     let find = f.json(&["find", "value", &range, "--format", "json", "--no-why"]);
@@ -260,15 +266,7 @@ fn a_step_beside_few_measured_commits_of_a_jittery_count_is_still_found() {
             c.metric = level * (1.0 + jitter(i));
             c.noise_pct = 0.05;
         }),
-        &with_build(
-            r#"
-[tests.value]
-command = "./app"
-metric = { regex = "^value: ([0-9.]+)" }
-threshold = "1%"
-repeats = 5
-"#,
-        ),
+        &value_config(5),
     );
     f.run_json("value", &format!("{}..{}", f.ids[0], f.ids[29]), &[]);
     f.run_json("value", &f.ids[30], &[]);
@@ -297,15 +295,7 @@ fn a_second_step_about_the_threshold_is_noted_with_its_span_not_searched() {
             };
             c.noise_pct = 0.2;
         }),
-        &with_build(
-            r#"
-[tests.value]
-command = "./app"
-metric = { regex = "^value: ([0-9.]+)" }
-threshold = "1%"
-repeats = 10
-"#,
-        ),
+        &value_config(10),
     );
     let find = f.json(&["find", "value", &f.range(), "--format", "json", "--no-why"]);
     let named: Vec<String> = culprit_numbers(&find).into_iter().map(|c| c.0).collect();

@@ -1416,10 +1416,15 @@ fn instruction_counts_take_git_bisect_probes_and_few_runs() {
 }
 
 /// A counted metric (instructions) with a 1 % threshold, two runs a commit at first, over
-/// `levels` with Gaussian noise of `cv` and no outliers: the search and its run.
-fn search_counts(levels: &[f64], cv: f64, seed: u64) -> (Search, Run) {
+/// `levels` with Gaussian noise of `cv` (and the simulator's outliers, or none): the search
+/// and its run.
+fn search_counts(levels: &[f64], cv: f64, seed: u64, outliers: bool) -> (Search, Run) {
     let mut w = World::new(levels.to_vec(), cv, seed);
-    w.outliers = 0.0;
+    if outliers {
+        assert!(w.outliers > 0.0);
+    } else {
+        w.outliers = 0.0;
+    }
     let params = Params {
         threshold: Threshold::Relative(0.01),
         counted: true,
@@ -1440,7 +1445,7 @@ fn slightly_noisy_counts_are_searched_with_few_runs() {
     for seed in 0..20u64 {
         let s = 1 + Rng(seed ^ 0xC0).below(m);
         let levels = step_levels(m, &[(s, 0.10)]);
-        let (_, r) = search_counts(&levels, 0.003, seed);
+        let (_, r) = search_counts(&levels, 0.003, seed, false);
         assert_eq!(
             judge(&r.outcome, &levels),
             Judged::Right,
@@ -1468,7 +1473,7 @@ fn counts_with_a_small_second_step_are_placed_on_one_run_a_probe() {
     for seed in 0..20u64 {
         let s = 30 + Rng(seed ^ 0xC0).below(m - 40);
         let levels = step_levels(m, &[(s - 20, -0.011), (s, 0.08)]);
-        let (search, r) = search_counts(&levels, 0.004, seed);
+        let (search, r) = search_counts(&levels, 0.004, seed, false);
         assert!(
             matches!(&r.outcome, Outcome::Culprits(c) if c.len() == 1 && c[0].pos == s),
             "seed {seed}: {:?}",
@@ -1510,15 +1515,7 @@ fn counts_with_outliers_never_name_a_wrong_commit() {
         let s = 30 + Rng(seed ^ 0xC0).below(m - 40);
         for steps in [vec![(s - 20, -0.011), (s, 0.08)], vec![(s, 0.025)]] {
             let levels = step_levels(m, &steps);
-            let mut w = World::new(levels.clone(), 0.004, seed);
-            assert!(w.outliers > 0.0);
-            let params = Params {
-                threshold: Threshold::Relative(0.01),
-                counted: true,
-                ..noisy(2)
-            };
-            let mut search = Search::new(m + 1, params);
-            let r = drive(&mut search, &mut w);
+            let (_, r) = search_counts(&levels, 0.004, seed, true);
             assert_ne!(
                 judge(&r.outcome, &levels),
                 Judged::Wrong,

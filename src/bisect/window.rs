@@ -291,18 +291,16 @@ impl Search {
         if !self.params.counted || self.det {
             return None;
         }
-        let own: Vec<Vec<f64>> = (0..self.points.len())
-            .map(|p| {
-                self.windows
-                    .iter()
-                    .filter(|w| w.own.contains(&p))
-                    .filter_map(|w| w.runs.get(&p))
-                    .flatten()
-                    .copied()
-                    .collect()
-            })
-            .collect();
-        stats::pooled_rel_var(own.iter().map(Vec::as_slice)).filter(|n| n.df >= POOLED_DF)
+        // Over the runs there are, not over every commit of the range (which may be long).
+        let mut own: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
+        for w in &self.windows {
+            for p in &w.own {
+                if let Some(runs) = w.runs.get(p) {
+                    own.entry(*p).or_default().extend_from_slice(runs);
+                }
+            }
+        }
+        stats::pooled_rel_var(own.values().map(Vec::as_slice)).filter(|n| n.df >= POOLED_DF)
     }
 
     /// Pooled robust CV of every commit with at least two samples, weighted by their number.

@@ -268,3 +268,19 @@ pub fn range_only(mut show: serde_json::Value) -> serde_json::Value {
     }
     show
 }
+
+/// The phases of `find`'s JSON `time` added up, less what ran beside the runs (`both_s`,
+/// counted in building or checking and in measuring): what must equal `total_s`.
+pub fn time_parts(t: &serde_json::Value) -> f64 {
+    [
+        "building_s",
+        "checking_s",
+        "measuring_s",
+        "profiling_s",
+        "waiting_s",
+    ]
+    .iter()
+    .map(|k| t[k].as_f64().unwrap())
+    .sum::<f64>()
+        - t["both_s"].as_f64().unwrap_or(0.0)
+}
