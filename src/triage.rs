@@ -146,16 +146,24 @@ pub fn triage(ws: &Workspace, opts: &Options<'_>) -> anyhow::Result<Outcome> {
                 .map(|(i, r)| (r.commit.id.to_string(), i))
                 .collect(),
         );
-        for cp in crate::history::change_points(t, &rows) {
-            let Some(from) = rows[..cp.index].iter().rev().find(|r| !r.values.is_empty()) else {
+        // Steps the stored runs cannot decide (cron rounds each at its own moment, too few runs)
+        // are searched as the confirmed ones are: `find`'s interleaved runs decide them.
+        let d = crate::history::detection(t, &rows);
+        let steps = d
+            .points
+            .iter()
+            .map(|c| c.index)
+            .chain(d.undecided.iter().map(|u| u.index));
+        for index in steps {
+            let Some(from) = rows[..index].iter().rev().find(|r| !r.values.is_empty()) else {
                 continue;
             };
-            let to = &rows[cp.index];
+            let to = &rows[index];
             let (a, b) = (from.commit.id.to_string(), to.commit.id.to_string());
             if settled(&f, &t.name, &a, &b, &order[&t.name]) {
                 continue;
             }
-            let e = groups.entry((cp.index, a, b)).or_insert_with(|| {
+            let e = groups.entry((index, a, b)).or_insert_with(|| {
                 (
                     Gap {
                         from: from.commit.id,

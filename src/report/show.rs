@@ -64,21 +64,7 @@ impl<R: Run> CommitRow<R> {
     }
 }
 
-/// Each row's evidence, every real run counted once: values per independent moment (runs
-/// taken back to back count once) of the commit's own runs, not the runs of identical builds
-/// it shows (those count where they were made).
-pub fn evidence<R: Run>(rows: &[CommitRow<R>]) -> Vec<Vec<f64>> {
-    use rayon::prelude::*;
-    rows.par_iter()
-        .map(|r| crate::store::moment_values(r.own_records()))
-        .collect()
-}
-
-/// Change points over `rows`, each real run counted once. Runs that are exact (every commit's
-/// runs equal: sizes, counts) are compared as values, and a commit showing an identical
-/// build's value places a step as well as one measured itself (no test's counts are involved);
-/// otherwise the evidence is each commit's own runs ([`evidence`]), and a step found there
-/// starts at the first commit of an identical build at the new level ([`step_start`]).
+/// Change points over `rows` ([`detection`]).
 pub fn change_points<R: Run>(
     rows: &[CommitRow<R>],
     opts: &stats::changepoint::Options,
@@ -86,34 +72,70 @@ pub fn change_points<R: Run>(
     detection(rows, opts).points
 }
 
-/// [`change_points`], and the steps too few runs leave undecided (at rows, as the points).
+/// What the detector reads of `rows`: each row's runs (one value per independent moment,
+/// with its window of time), those of identical builds it shows included, each run's weight
+/// shared among the rows of the range that show it (so it counts once), and which rows are
+/// the previous row's build (no step between them). A revert to an earlier build is then a
+/// level of its own, held by that build's runs.
+pub fn detector_input<R: Run>(rows: &[CommitRow<R>]) -> stats::changepoint::Runs {
+    use rayon::prelude::*;
+    use stats::changepoint::Obs;
+    let commits: Vec<Vec<Obs>> = rows
+        .par_iter()
+        .map(|r| {
+            crate::store::moments(&r.records)
+                .into_iter()
+                .map(|(value, window)| Obs { value, window })
+                .collect()
+        })
+        .collect();
+    // Rows of one build: linked through the identical build each names.
+    let mut group: std::collections::HashMap<gix::ObjectId, usize> = Default::default();
+    let mut parent: Vec<usize> = (0..rows.len()).collect();
+    fn root(p: &mut [usize], mut i: usize) -> usize {
+        while p[i] != i {
+            p[i] = p[p[i]];
+            i = p[i];
+        }
+        i
+    }
+    for (i, r) in rows.iter().enumerate() {
+        for id in std::iter::once(r.commit.id).chain(r.same_build_as) {
+            match group.get(&id) {
+                Some(&g) => {
+                    let (a, b) = (root(&mut parent, g), root(&mut parent, i));
+                    parent[a] = b;
+                }
+                None => {
+                    group.insert(id, i);
+                }
+            }
+        }
+    }
+    let mut size: std::collections::HashMap<usize, usize> = Default::default();
+    for (i, c) in commits.iter().enumerate() {
+        if !c.is_empty() {
+            *size.entry(root(&mut parent, i)).or_default() += 1;
+        }
+    }
+    let share = (0..rows.len())
+        .map(|i| 1.0 / size.get(&root(&mut parent, i)).copied().unwrap_or(1).max(1) as f64)
+        .collect();
+    stats::changepoint::Runs {
+        commits,
+        share,
+        joined: rows.iter().map(|r| r.joins_previous).collect(),
+    }
+}
+
+/// Change points over `rows`, and the steps too few runs leave undecided, by the one detector
+/// ([`stats::changepoint`]) on [`detector_input`]; each non-exact point's size is then read
+/// from the runs taken side by side across it where there are any ([`side_by_side`]).
 pub fn detection<R: Run>(
     rows: &[CommitRow<R>],
     opts: &stats::changepoint::Options,
 ) -> stats::Detection {
-    let exact = rows
-        .iter()
-        .all(|r| r.values.windows(2).all(|w| w[0] == w[1]));
-    if exact {
-        let all: Vec<Vec<f64>> = {
-            use rayon::prelude::*;
-            rows.par_iter().map(|r| r.moments()).collect()
-        };
-        let found = stats::detect(&all, opts);
-        if found.iter().all(|c| c.deterministic) {
-            return stats::Detection {
-                points: found,
-                undecided: Vec::new(),
-            };
-        }
-    }
-    let mut d = stats::detect_all(&evidence(rows), opts);
-    for c in &mut d.points {
-        c.index = step_start(rows, c.index, c.before, c.after);
-    }
-    for u in &mut d.undecided {
-        u.index = step_start(rows, u.index, u.before, u.after);
-    }
+    let mut d = stats::changepoint::detect_runs(&detector_input(rows), opts);
     side_by_side(rows, &mut d.points);
     d
 }
@@ -217,30 +239,6 @@ pub fn side_by_side<R: Run>(rows: &[CommitRow<R>], found: &mut [stats::ChangePoi
             cp.windows = step.windows;
         }
     }
-}
-
-/// Where a step found at row `index` (the first row with runs of its own at the new level,
-/// `before` → `after`) begins: rows just before it that show an identical build's runs (no
-/// runs of their own) at the new level start it, unless a row between shows the old level.
-pub fn step_start<R: Run>(rows: &[CommitRow<R>], index: usize, before: f64, after: f64) -> usize {
-    let near_after =
-        |r: &CommitRow<R>| stats::median(&r.values).map(|m| (m - after).abs() < (m - before).abs());
-    let mut start = index.min(rows.len());
-    let mut j = start;
-    while j > 0 {
-        j -= 1;
-        let r = &rows[j];
-        if !r.own_values().is_empty() {
-            break;
-        }
-        match near_after(r) {
-            Some(true) => start = j,
-            Some(false) => break,
-            // Not measured, nor an identical build of a measured one: it may be either side.
-            None => {}
-        }
-    }
-    start
 }
 
 /// The stake verdict, worded like curl's page.

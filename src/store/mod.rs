@@ -24,8 +24,8 @@ pub use record::{
     SampleV2, MARKER_VERSION,
 };
 pub use sample::{
-    commit_key, intern, moment_values, new_window, Import, Loaded, Run, Sample, StoreError,
-    FORMAT_VERSION, INDEPENDENT, LEGACY_WINDOW, MAX_RECORD, RECORD_VERSION,
+    commit_key, intern, moment_values, moments, new_window, Import, Loaded, Run, Sample,
+    StoreError, FORMAT_VERSION, INDEPENDENT, LEGACY_WINDOW, MAX_RECORD, RECORD_VERSION,
 };
 
 #[cfg(test)]

@@ -153,6 +153,13 @@ impl Run for Sample {
 /// treat their inputs as independent (change points, p-values over commits) take these, not
 /// every run: five runs one after the other are one look at the machine, not five.
 pub fn moment_values<'s, R: Run + 's>(records: impl IntoIterator<Item = &'s R>) -> Vec<f64> {
+    moments(records).into_iter().map(|(v, _)| v).collect()
+}
+
+/// [`moment_values`], each with the window of time it was taken in: a measured run's window,
+/// an imported row's round (hashed), 0 where neither is known. Runs of several commits in one
+/// window were taken side by side: change-point detection estimates the window's effect.
+pub fn moments<'s, R: Run + 's>(records: impl IntoIterator<Item = &'s R>) -> Vec<(f64, u64)> {
     // Most moments hold one run (interleaved rounds, cron rows): each found by a map, not a
     // scan of the groups so far (a commit of thousands of cron rows would cost millions), and
     // no list per group unless a group has several runs.
@@ -161,6 +168,7 @@ pub fn moment_values<'s, R: Run + 's>(records: impl IntoIterator<Item = &'s R>) 
     let mut at: std::collections::HashMap<(u64, u64), usize, foldhash::fast::RandomState> =
         std::collections::HashMap::with_capacity_and_hasher(hint, Default::default());
     let mut counts: Vec<usize> = Vec::with_capacity(hint);
+    let mut windows: Vec<u64> = Vec::with_capacity(hint);
     let mut vals: Vec<(usize, f64)> = Vec::with_capacity(hint);
     for s in records {
         let Some(v) = s.value().filter(|v| v.is_finite()) else {
@@ -175,13 +183,14 @@ pub fn moment_values<'s, R: Run + 's>(records: impl IntoIterator<Item = &'s R>) 
         };
         if g == next {
             counts.push(0);
+            windows.push(key.0);
         }
         counts[g] += 1;
         vals.push((g, v));
     }
     if vals.len() == counts.len() {
         // One run per moment: the groups are the values, in the order they came.
-        return vals.into_iter().map(|(_, v)| v).collect();
+        return vals.into_iter().map(|(g, v)| (v, windows[g])).collect();
     }
     let mut start = Vec::with_capacity(counts.len());
     let mut sum = 0;
@@ -198,9 +207,10 @@ pub fn moment_values<'s, R: Run + 's>(records: impl IntoIterator<Item = &'s R>) 
     start
         .iter()
         .zip(&counts)
-        .filter_map(|(&a, &n)| match &flat[a..a + n] {
-            [one] => Some(*one),
-            group => crate::stats::median(group),
+        .zip(&windows)
+        .filter_map(|((&a, &n), &w)| match &flat[a..a + n] {
+            [one] => Some((*one, w)),
+            group => crate::stats::median(group).map(|m| (m, w)),
         })
         .collect()
 }

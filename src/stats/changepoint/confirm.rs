@@ -1,61 +1,133 @@
-//! Confirmation of a segmentation's boundaries: each refined to its best split, tested by
-//! a rank test on the raw (detrended) samples of its neighbouring segments with Bonferroni
-//! and scan corrections, failures merged away until every survivor passes; then the steps
-//! near either end that the minimum segment length could not place.
+//! Each boundary of the segmentation confirmed by a local test of its two neighbouring
+//! segments (a t test of their levels, with the model's variances) and by the threshold;
+//! failures merged away one at a time until every survivor passes. What fails but reaches the
+//! threshold is a step the runs cannot decide yet ([`Undecided`]).
 
-use super::super::compare::{
-    mann_whitney_from_ranks, mann_whitney_u, rank_sum_owned, rank_sum_sorted,
-};
-use super::super::summary::median_in_place;
+use super::super::compare::norm_quantile;
 use super::super::threshold::{rel_change, Threshold};
-use super::kept::Kept;
-use super::point::ChangePoint;
+use super::model::Model;
+use super::point::{ChangePoint, Undecided};
 use super::prefix::Prefix;
 
-/// Commits on each side of a boundary whose runs give the levels a change point reports.
+/// Commits on each side of a boundary whose levels give the levels a change point reports:
+/// the same step is one size in every range that holds these commits.
 pub(super) const LEVEL_SPAN: usize = 10;
-/// What the confirmation step needs.
+/// A step fails at this p before any correction is no undecided step: noise, not few runs.
+const UNDECIDED_P: f64 = 0.05;
+/// Most undecided steps reported.
+const MAX_UNDECIDED: usize = 3;
+/// Longest side of commits measured once each whose level is checked against the series'
+/// own tails ([`Ctx::tail_p`]).
+const LONE_SPAN: usize = 10;
+/// The standard normal's 80 % quantile (the power asked of more runs).
+const POWER_Z: f64 = 0.841_621_233_572_914_3;
+
+/// What the tests need: the levels as segmented (drift removed), their weights and the model.
 pub(super) struct Ctx<'a> {
-    pub(super) kept: &'a Kept,
-    /// detrended levels
+    pub(super) model: &'a Model,
     pub(super) y: &'a [f64],
-    pub(super) w: &'a [f64],
-    /// drift per series position, removed from raw samples before testing
-    pub(super) slope: f64,
-    pub(super) min_seg: usize,
+    pub(super) pre: Prefix,
+    /// The same levels weighted by their moments only: the levels a step reports do not
+    /// move with the noise estimated over the range asked.
+    pub(super) sizes: Prefix,
     pub(super) alpha: f64,
     pub(super) threshold: Threshold,
-    pub(super) window: usize,
-    /// samples are logarithms of the metric
-    pub(super) log: bool,
-    /// exponent of the scan correction (0 = off)
-    pub(super) scan_power: f64,
-    /// test per-commit levels instead of raw runs (between-commit jitter dominates)
-    pub(super) per_commit: bool,
+    /// Drift per commit removed from `y`, added back at a boundary for its levels.
+    pub(super) slope: f64,
 }
 
-/// A tested boundary.
+/// One boundary's test.
+#[derive(Clone, Copy)]
 pub(super) struct Tested {
-    /// commits in the shorter of the two tested sides
-    pub(super) shortest: usize,
     pub(super) p: f64,
     pub(super) before: f64,
     pub(super) after: f64,
     pub(super) reached: bool,
+    /// A short side of commits measured once each is as likely a run of outliers as a level,
+    /// by the series' own tails ([`Ctx::tail_p`] at least α).
+    pub(super) lone: bool,
+    /// Independent moments in the levels' span on each side.
+    pub(super) runs: (usize, usize),
+}
+
+impl Tested {
+    fn passes(&self, alpha: f64) -> bool {
+        self.reached && !self.lone && self.p < alpha
+    }
 }
 
 impl Ctx<'_> {
-    /// Refines, tests and prunes `bounds` until every survivor passes; returns change points.
-    pub(super) fn confirm(&self, mut bounds: Vec<usize>) -> Vec<ChangePoint> {
+    fn back(&self, v: f64) -> f64 {
+        if self.model.log {
+            v.exp()
+        } else {
+            v
+        }
+    }
+
+    /// The test of the step at `b` between segments [a, b) and [b, c): a t test of the two
+    /// segments' weighted mean levels (each level's variance from the model), with the
+    /// degrees of freedom the noise was estimated from.
+    pub(super) fn test(&self, a: usize, b: usize, c: usize) -> Tested {
+        let z = self.pre.z(a, b, c);
+        let p = two_sided(z, self.model.df);
+        let lo = a.max(b.saturating_sub(LEVEL_SPAN));
+        let hi = c.min(b + LEVEL_SPAN);
+        let before = self.back(self.sizes.mean(lo, b) + self.slope * b as f64);
+        let after = self.back(self.sizes.mean(b, hi) + self.slope * b as f64);
+        let count = |r: std::ops::Range<usize>| r.map(|j| self.model.n[j]).sum::<usize>();
+        let up = after > before;
+        let lone = |side: std::ops::Range<usize>, level: f64, up: bool| {
+            self.tail_p(side, level, up)
+                .is_some_and(|q| q >= self.alpha)
+        };
+        Tested {
+            lone: lone(a..b, self.pre.mean(b, hi), !up) || lone(b..c, self.pre.mean(lo, b), up),
+            p,
+            before,
+            after,
+            reached: self.threshold.reached(before, after) && before != after,
+            runs: (count(lo..b), count(b..hi)),
+        }
+    }
+
+    /// For a side of at most [`LONE_SPAN`] commits each measured once, the chance that so many
+    /// commits in a row stand this far from `level` (the other side's, towards `up`) by the
+    /// tails of the rest of the series: m q^k, q the share of the other commits at least as
+    /// far from their neighbourhood's median (one run a commit cannot tell outliers in a row
+    /// from a level; heavy tails make them common). `None` for any other side.
+    fn tail_p(&self, side: std::ops::Range<usize>, level: f64, up: bool) -> Option<f64> {
+        let k = side.len();
+        if k == 0 || k > LONE_SPAN || side.clone().any(|j| self.model.n[j] != 1) {
+            return None;
+        }
+        let sign = if up { 1.0 } else { -1.0 };
+        let y = &self.model.level;
+        let d = side
+            .clone()
+            .map(|j| sign * (y[j] - self.slope * j as f64 - level))
+            .fold(f64::INFINITY, f64::min);
+        if d.is_nan() || d <= 0.0 {
+            return Some(1.0);
+        }
+        let m = y.len();
+        let beyond = (0..m)
+            .filter(|j| !side.contains(j) && sign * (y[*j] - self.model.local_median(*j)) >= d)
+            .count();
+        let q = (beyond + 1) as f64 / (m + 1) as f64;
+        Some((m as f64 * q.powi(k as i32)).min(1.0))
+    }
+
+    /// Tests every boundary against its neighbours; the worst failure (below the threshold
+    /// first, then the largest p) is merged away and the rest tested again, until all pass.
+    /// Returns the change points and the boundaries merged away with their last test.
+    pub(super) fn confirm(
+        &self,
+        mut bounds: Vec<usize>,
+    ) -> (Vec<ChangePoint>, Vec<(usize, Tested)>) {
         let m = self.y.len();
-        let pre = Prefix::new(self.y, self.w);
-        const MAX_ROUNDS: usize = 200;
-        for round in 0..MAX_ROUNDS {
-            if bounds.is_empty() {
-                return Vec::new();
-            }
-            self.refine(&pre, &mut bounds);
-            let k = bounds.len() as f64;
+        let mut dropped = Vec::new();
+        loop {
             let tested: Vec<Tested> = (0..bounds.len())
                 .map(|i| {
                     let a = if i == 0 { 0 } else { bounds[i - 1] };
@@ -63,378 +135,110 @@ impl Ctx<'_> {
                     self.test(a, bounds[i], c)
                 })
                 .collect();
-            let pass: Vec<bool> = tested
+            let worst = tested
                 .iter()
-                .map(|t| t.reached && t.p * k * self.scan_factor(t.shortest) < self.alpha)
-                .collect();
-            // Out of rounds: keep what passed against its current neighbours.
-            if round + 1 == MAX_ROUNDS || pass.iter().all(|&p| p) {
-                return bounds
-                    .iter()
-                    .zip(&tested)
-                    .zip(&pass)
-                    .filter(|(_, &ok)| ok)
-                    .map(|((&b, t), _)| ChangePoint {
-                        index: self.kept.pos[b],
-                        before: t.before,
-                        after: t.after,
-                        rel_change: rel_change(t.before, t.after),
-                        p_value: t.p,
-                        deterministic: false,
-                        interval: None,
-                        windows: 0,
-                    })
-                    .collect();
+                .enumerate()
+                .filter(|(_, t)| !t.passes(self.alpha))
+                .max_by(|x, y| {
+                    (!x.1.reached, x.1.p)
+                        .partial_cmp(&(!y.1.reached, y.1.p))
+                        .unwrap_or(std::cmp::Ordering::Equal)
+                })
+                .map(|(i, _)| i);
+            match worst {
+                Some(i) => dropped.push((bounds.remove(i), tested[i])),
+                None => {
+                    let points = bounds
+                        .iter()
+                        .zip(&tested)
+                        .map(|(&b, t)| ChangePoint {
+                            index: self.model.pos[b],
+                            before: t.before,
+                            after: t.after,
+                            rel_change: rel_change(t.before, t.after),
+                            p_value: t.p,
+                            deterministic: false,
+                            interval: None,
+                            windows: 0,
+                        })
+                        .collect();
+                    return (points, dropped);
+                }
             }
-            // Drop the weakest failure of every run of neighbouring failures, not all of them:
-            // a spurious boundary next to a real one shortens the real one's test segment, and
-            // once the spurious one is gone the real one passes (as Otava drops the weakest
-            // point first).
-            let adj: Vec<f64> = tested
-                .iter()
-                .map(|t| {
-                    if t.reached {
-                        t.p * k * self.scan_factor(t.shortest)
-                    } else {
-                        f64::INFINITY
-                    }
-                })
-                .collect();
-            let drop: Vec<bool> = (0..bounds.len())
-                .map(|i| {
-                    !pass[i]
-                        && (i == 0 || pass[i - 1] || adj[i - 1] <= adj[i])
-                        && (i + 1 == bounds.len() || pass[i + 1] || adj[i + 1] < adj[i])
-                })
-                .collect();
-            bounds = bounds
-                .iter()
-                .zip(&drop)
-                .filter(|(_, &d)| !d)
-                .map(|(&b, _)| b)
-                .collect();
         }
-        Vec::new()
     }
 
-    /// Steps within `min_seg - 1` commits of either end (the newest commit included: "did the
-    /// latest round regress?"), which the segmentation's minimum length cannot place: each
-    /// short end segment is tested against its neighbouring segment like any boundary, with
-    /// its scan factor and the number of such candidates on top, so a step there is reported
-    /// only when the end commits' runs make it certain. One per end, the most certain.
-    pub(super) fn edges(&self, mut found: Vec<ChangePoint>) -> Vec<ChangePoint> {
-        // A drift fitted over a short series absorbs a step near an end: the end tests look at
-        // the samples as they are.
-        let flat = Ctx {
-            slope: 0.0,
-            ..*self
-        };
-        flat.edges_flat(std::mem::take(&mut found))
-    }
-
-    fn edges_flat(&self, mut found: Vec<ChangePoint>) -> Vec<ChangePoint> {
+    /// Steps the runs show but cannot decide yet: boundaries merged away that reached the
+    /// threshold at p < 5 % against the segments beside them, each with the runs a side its test needs (80 % power at α). A series whose
+    /// commits repeat one number each has none: more runs would say the same.
+    pub(super) fn undecided(
+        &self,
+        found: &[ChangePoint],
+        dropped: &[(usize, Tested)],
+    ) -> Vec<Undecided> {
+        let exact = (0..self.y.len()).all(|j| self.model.runs_of(j) >= 2) && self.model.flat_runs();
+        if exact {
+            return Vec::new();
+        }
         let m = self.y.len();
-        if self.min_seg <= 1 || m < 2 {
-            return found;
-        }
-        // Kept indices of the boundaries found.
-        let bounds: Vec<usize> = found
+        let kept: Vec<usize> = found
             .iter()
-            .filter_map(|c| self.kept.pos.iter().position(|&p| p == c.index))
+            .filter_map(|c| self.model.pos.binary_search(&c.index).ok())
             .collect();
-        // A series too short for the segmentation to place any boundary (fewer than two
-        // minimum segments): its two end zones meet, so every split is one candidate of one
-        // zone, and the most certain split that passes is the step.
-        if bounds.is_empty() && m < 2 * self.min_seg {
-            let candidates = (m - 1) as f64;
-            let best = (1..m)
-                .map(|b| (b, self.test(0, b, m)))
-                .filter(|(_, t)| {
-                    t.reached && t.p * candidates * self.scan_factor(t.shortest) < self.alpha
-                })
-                .min_by(|(_, a), (_, b)| a.p.total_cmp(&b.p));
-            return best
-                .map(|(b, t)| vec![self.point(b, &t)])
-                .unwrap_or_default();
-        }
-        // (An end zone reaches at most a quarter of the series in: a huge `min_seg` does not
-        // turn every commit into an end.)
-        let short = (self.min_seg - 1).min((m / 4).max(((m - 1) / 3).max(1)));
-        let candidates = (2 * short) as f64;
-        // A boundary the segmentation put `min_seg` from an end may belong closer to it: the
-        // most certain split between the end and it wins.
-        let mut found_b: Vec<usize> = bounds.clone();
-        let pre = Prefix::new(self.y, self.w);
-        let k = found_b.len().max(1) as f64;
-        for left in [true, false] {
-            let n = found_b.len();
-            if n == 0 {
-                break;
-            }
-            let i = if left { 0 } else { n - 1 };
-            let b0 = found_b[i];
-            let near = if left {
-                b0 <= self.min_seg.min(short + 1)
-            } else {
-                m - b0 <= self.min_seg.min(short + 1)
-            };
-            let zone = if left { 1..b0 } else { b0 + 1..m };
-            if !near || zone.is_empty() {
+        let mut out: Vec<(usize, Tested)> = Vec::new();
+        // Each as tested against the segments beside it when it was merged away: against the
+        // whole range any position would look like a step.
+        let mut cands: Vec<&(usize, Tested)> = dropped
+            .iter()
+            .filter(|(_, t)| t.reached && t.p < UNDECIDED_P && !t.passes(self.alpha))
+            .collect();
+        cands.sort_by(|x, y| x.1.p.total_cmp(&y.1.p));
+        for &(b, t) in cands {
+            if b == 0 || b >= m {
                 continue;
             }
-            let a = if i > 0 { found_b[i - 1] } else { 0 };
-            let c = found_b.get(i + 1).copied().unwrap_or(m);
-            // The best split by the segmentation's own cost, the end zone allowed (what
-            // `refine` does within `min_seg`), if it still passes its test there.
-            let total = pre.cost(a, c);
-            let gain = |t: usize| total - pre.cost(a, t) - pre.cost(t, c);
-            let best = zone
-                .chain(std::iter::once(b0))
-                .max_by(|&x, &y| {
-                    gain(x)
-                        .total_cmp(&gain(y))
-                        .then(y.abs_diff(b0).cmp(&x.abs_diff(b0)))
-                })
-                .unwrap_or(b0);
-            let better = (best != b0)
-                .then(|| (best, self.test(a, best, c)))
-                .filter(|(_, t)| t.reached && t.p * k * self.scan_factor(t.shortest) < self.alpha);
-            if let Some((b, t)) = better {
-                if let Some(cp) = found.iter_mut().find(|c| c.index == self.kept.pos[b0]) {
-                    *cp = self.point(b, &t);
-                    found_b[i] = b;
-                }
-            }
-        }
-        let bounds = found_b;
-        let mut add = Vec::new();
-        for left in [true, false] {
-            let cands: Vec<usize> = if left {
-                (1..=short.min(m - 1)).collect()
-            } else {
-                (m.saturating_sub(short).max(1)..m).collect()
-            };
-            let mut best: Option<(usize, Tested)> = None;
-            for b in cands {
-                if bounds.iter().any(|&x| x.abs_diff(b) < self.min_seg) {
-                    continue;
-                }
-                let a = bounds.iter().copied().filter(|&x| x < b).max().unwrap_or(0);
-                let c = bounds.iter().copied().filter(|&x| x > b).min().unwrap_or(m);
-                let t = self.test(a, b, c);
-                let adj = t.p * candidates * self.scan_factor(t.shortest);
-                if t.reached && adj < self.alpha && best.as_ref().is_none_or(|(_, o)| t.p < o.p) {
-                    best = Some((b, t));
-                }
-            }
-            if let Some((b, t)) = best {
-                add.push(self.point(b, &t));
-            }
-        }
-        if add.is_empty() {
-            return found;
-        }
-        found.extend(add);
-        found.sort_by_key(|c| c.index);
-        found.dedup_by_key(|c| c.index);
-        // A step near an end that the segmentation missed made it fit a drift or a boundary
-        // elsewhere to explain that end: the other points are tested again beside it, as the
-        // samples are, and dropped when they no longer pass.
-        for _ in 0..8 {
-            let bs: Vec<usize> = found
-                .iter()
-                .filter_map(|c| self.kept.pos.iter().position(|&p| p == c.index))
-                .collect();
-            let k = bs.len() as f64;
-            let keep: Vec<bool> = (0..bs.len())
-                .map(|i| {
-                    // An end point too: beside another end point it may no longer stand (one
-                    // step near the start makes the far end look different from the rest).
-                    let a = if i == 0 { 0 } else { bs[i - 1] };
-                    let c = bs.get(i + 1).copied().unwrap_or(m);
-                    let t = self.test(a, bs[i], c);
-                    t.reached && t.p * k * self.scan_factor(t.shortest) < self.alpha
-                })
-                .collect();
-            if keep.iter().all(|&x| x) {
-                break;
-            }
-            let mut it = keep.iter();
-            found.retain(|_| *it.next().unwrap_or(&true));
-        }
-        found
-    }
-
-    /// The change point of kept commit `b`, tested as `t`.
-    pub(super) fn point(&self, b: usize, t: &Tested) -> ChangePoint {
-        ChangePoint {
-            index: self.kept.pos[b],
-            before: t.before,
-            after: t.after,
-            rel_change: rel_change(t.before, t.after),
-            p_value: t.p,
-            deterministic: false,
-            interval: None,
-            windows: 0,
-        }
-    }
-
-    /// The segmentation searched every position, so a short segment that looks different was
-    /// picked among about m / length others like it: scan-statistic style correction.
-    pub(super) fn scan_factor(&self, shortest: usize) -> f64 {
-        if self.scan_power <= 0.0 {
-            return 1.0;
-        }
-        let m = self.y.len() as f64;
-        (m / shortest.max(1) as f64).max(1.0).powf(self.scan_power)
-    }
-
-    /// Moves each boundary to the best single split between its neighbours.
-    fn refine(&self, pre: &Prefix, bounds: &mut [usize]) {
-        let m = self.y.len();
-        for i in 0..bounds.len() {
-            let a = if i == 0 { 0 } else { bounds[i - 1] };
-            let c = bounds.get(i + 1).copied().unwrap_or(m);
-            let lo = a
-                .saturating_add(self.min_seg)
-                .max(bounds[i].saturating_sub(self.window));
-            let hi = (c.saturating_sub(self.min_seg)).min(bounds[i].saturating_add(self.window));
-            if lo > hi {
+            if kept.iter().any(|&k| k.abs_diff(b) <= 1) || out.iter().any(|o| o.0.abs_diff(b) <= 1)
+            {
                 continue;
             }
-            let (wa, wc) = (
-                a.max(lo.saturating_sub(self.window)),
-                c.min(hi.saturating_add(self.window)),
-            );
-            let total = pre.cost(wa, wc);
-            // A neighbour may have moved closer than min_seg: start inside the allowed range.
-            let mut best = bounds[i].clamp(lo, hi);
-            let mut best_gain = total - pre.cost(wa, best) - pre.cost(best, wc);
-            for t in lo..=hi {
-                let g = total - pre.cost(wa, t) - pre.cost(t, wc);
-                if g > best_gain {
-                    best_gain = g;
-                    best = t;
+            out.push((b, t));
+        }
+        out.sort_by(|x, y| x.1.p.total_cmp(&y.1.p));
+        out.truncate(MAX_UNDECIDED);
+        out.sort_by_key(|o| o.0);
+        out.into_iter()
+            .map(|(b, t)| {
+                let z_obs = norm_quantile(1.0 - t.p.max(1e-300) / 2.0).max(0.1);
+                let z_need = norm_quantile(1.0 - self.alpha / 2.0) + POWER_Z;
+                let n = t.runs.0.min(t.runs.1).max(1);
+                let need = (n as f64 * (z_need / z_obs).powi(2)).ceil() as usize;
+                Undecided {
+                    index: self.model.pos[b],
+                    before: t.before,
+                    after: t.after,
+                    rel_change: rel_change(t.before, t.after),
+                    p_value: t.p,
+                    runs: t.runs,
+                    runs_needed: need.clamp(n + 1, 1000),
                 }
-            }
-            bounds[i] = best;
-        }
+            })
+            .collect()
     }
+}
 
-    /// The p-value of the boundary at `b` tested on kept commits [lo, hi) as measured (no
-    /// drift to remove): what [`Ctx::raw`]'s samples would give, ranked in one pass over
-    /// [`Kept::pooled`].
-    fn p_as_is(&self, lo: usize, b: usize, hi: usize) -> f64 {
-        if lo >= b || b >= hi {
-            return 1.0;
-        }
-        // Two flat sides compare exactly, but only when each holds repeated runs: a side of
-        // one run is no evidence that it would give the same number again.
-        let repeated = self.kept.count(lo, b) >= 2 && self.kept.count(b, hi) >= 2;
-        if let (true, Some(x), Some(y)) = (repeated, self.kept.flat(lo, b), self.kept.flat(b, hi)) {
-            return if x == y { 1.0 } else { 0.0 };
-        }
-        if self.per_commit {
-            return mann_whitney_u(&self.y[lo..b], &self.y[b..hi]).map_or(1.0, |r| r.p_value);
-        }
-        let (n1, n2) = (self.kept.count(lo, b), self.kept.count(b, hi));
-        // One pass over every commit's distinct values pays off when the tested commits
-        // hold many samples next to them (thousands of runs per commit, values repeated); a
-        // narrow test (a long series of few runs each) merges its own commits' sorted runs
-        // instead. The same ranks either way.
-        let (r1, ties) = if 4 * (n1 + n2) >= self.kept.distinct {
-            let (lo32, b32, hi32) = (lo as u32, b as u32, hi as u32);
-            rank_sum_sorted(
-                self.kept
-                    .pooled()
-                    .iter()
-                    .filter(|(_, j, _)| (lo32..hi32).contains(j))
-                    .map(|&(x, j, n)| (x, j < b32, n as usize)),
-            )
-        } else {
-            rank_sum_owned(
-                self.kept.samples[lo..b].concat(),
-                self.kept.samples[b..hi].concat(),
-            )
-        };
-        mann_whitney_from_ranks(n1, n2, r1, ties).p_value
+/// Two-sided p of a t statistic with `df` degrees of freedom (the normal from 1000 on).
+pub(super) fn two_sided(z: f64, df: f64) -> f64 {
+    use statrs::distribution::{ContinuousCDF, StudentsT};
+    if !z.is_finite() {
+        return if z.is_nan() { 1.0 } else { 0.0 };
     }
-
-    /// Raw samples of kept commits [a, b), drift removed relative to position `at`.
-    pub(super) fn raw(&self, a: usize, b: usize, at: usize) -> Vec<f64> {
-        let at = self.kept.pos[at] as f64;
-        let mut v = Vec::new();
-        for j in a..b {
-            let adj = self.slope * (self.kept.pos[j] as f64 - at);
-            v.extend(self.kept.samples[j].iter().map(|x| x - adj));
+    let p = if df >= 1000.0 {
+        2.0 * super::super::compare::norm_sf(z.abs())
+    } else {
+        match StudentsT::new(0.0, 1.0, df.max(1.0)) {
+            Ok(t) => 2.0 * t.sf(z.abs()),
+            Err(_) => 1.0,
         }
-        v
-    }
-
-    pub(super) fn test(&self, a: usize, b: usize, c: usize) -> Tested {
-        let lo = a.max(b.saturating_sub(self.window));
-        let hi = c.min(b.saturating_add(self.window));
-        let (p, detrended_up) = if self.slope == 0.0 {
-            (self.p_as_is(lo, b, hi), None)
-        } else {
-            let mut left = self.raw(lo, b, b);
-            let mut right = self.raw(b, hi, b);
-            let flat = |v: &[f64]| v.iter().all(|x| *x == v[0]);
-            let p = if left.is_empty() || right.is_empty() {
-                1.0
-            } else if flat(&left) && flat(&right) {
-                if left[0] == right[0] {
-                    1.0
-                } else {
-                    0.0
-                }
-            } else if self.per_commit {
-                mann_whitney_u(&self.y[lo..b], &self.y[b..hi]).map_or(1.0, |r| r.p_value)
-            } else {
-                mann_whitney_u(&left, &right).map_or(1.0, |r| r.p_value)
-            };
-            let up = median_in_place(&mut right).unwrap_or(0.0)
-                > median_in_place(&mut left).unwrap_or(0.0);
-            (p, Some(up))
-        };
-        // A rank test of few runs cannot reach its α however far apart they are: a clean
-        // separation is then weighed by Welch's t test too (see `few`).
-        let p = self.few_runs_p(lo, b, hi, p);
-        // The levels said are the data's own, next to the boundary (up to LEVEL_SPAN commits
-        // a side, drift not removed): a fitted drift extrapolated over a long segment would
-        // give levels no run ever had.
-        let level = |from: usize, to: usize| {
-            let mut v: Vec<f64> = self.kept.samples[from..to]
-                .iter()
-                .flatten()
-                .copied()
-                .collect();
-            if self.log {
-                v.iter_mut().for_each(|x| *x = x.exp());
-            }
-            median_in_place(&mut v).unwrap_or(f64::NAN)
-        };
-        let (la, rc) = (a.max(b.saturating_sub(LEVEL_SPAN)), c.min(b + LEVEL_SPAN));
-        let (before, after) = (level(la, b), level(b, rc));
-        // With a drift removed, a boundary must also show in the data as it is, next to it, the
-        // same way: a slope fitted by mistake makes steps of its own.
-        let shows = detrended_up.is_none_or(|detrended_up| {
-            let near = |from: usize, to: usize| -> Vec<f64> {
-                self.kept.samples[from..to]
-                    .iter()
-                    .flatten()
-                    .copied()
-                    .collect()
-            };
-            (after > before) == detrended_up
-                && mann_whitney_u(&near(la, b), &near(b, rc)).is_some_and(|r| r.p_value < 0.05)
-        });
-        Tested {
-            shortest: (b - lo).min(hi - b),
-            p,
-            before,
-            after,
-            reached: shows && self.threshold.reached(before, after),
-        }
-    }
+    };
+    p.clamp(0.0, 1.0)
 }

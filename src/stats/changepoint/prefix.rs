@@ -7,6 +7,8 @@ pub(super) struct Prefix {
     w: Vec<f64>,
     s: Vec<f64>,
     q: Vec<f64>,
+    /// Subtracted from every level before summing (the median).
+    centre: f64,
 }
 
 impl Prefix {
@@ -26,6 +28,7 @@ impl Prefix {
             w: pw,
             s: ps,
             q: pq,
+            centre,
         }
     }
     pub(super) fn len(&self) -> usize {
@@ -40,7 +43,11 @@ impl Prefix {
         let s = self.s[b] - self.s[a];
         (self.q[b] - self.q[a] - s * s / w).max(0.0)
     }
+    /// Weighted mean of [a, b) (the centre where it has no weight).
     pub(super) fn mean(&self, a: usize, b: usize) -> f64 {
+        self.centre + self.centred_mean(a, b)
+    }
+    fn centred_mean(&self, a: usize, b: usize) -> f64 {
         let w = self.w[b] - self.w[a];
         if w <= 0.0 {
             0.0
@@ -55,6 +62,6 @@ impl Prefix {
         if wl <= 0.0 || wr <= 0.0 {
             return 0.0;
         }
-        (self.mean(t, b) - self.mean(a, t)) / (1.0 / wl + 1.0 / wr).sqrt()
+        (self.centred_mean(t, b) - self.centred_mean(a, t)) / (1.0 / wl + 1.0 / wr).sqrt()
     }
 }

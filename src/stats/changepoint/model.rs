@@ -1,0 +1,428 @@
+//! The model of what the store holds: a run's value (a logarithm for a positive metric) is its
+//! commit's level plus its window's effect plus noise. Fitted here: the window effects (only
+//! where a window holds runs of two or more commits: side by side, commits are compared on one
+//! machine state), each commit's level and the variance of that level (the runs' noise over
+//! how many independent moments it has, plus the commit-to-commit jitter of builds).
+
+use super::super::summary::median_in_place;
+use super::Obs;
+
+/// Residuals beyond this many sd from a commit's median are clipped (outlier runs).
+const CLIP_K: f64 = 3.0;
+/// Rounds of the alternating fit of commit levels and window effects.
+const ROUNDS: usize = 4;
+
+/// The commits with at least one finite run, on the scale of the analysis.
+pub(super) struct Model {
+    /// Position in the series of each kept commit.
+    pub(super) pos: Vec<usize>,
+    /// The analysis is on logarithms (every value positive).
+    pub(super) log: bool,
+    /// Each kept commit's runs: value (on the analysis scale) and dense window (`NONE`: a
+    /// moment of its own, no effect to estimate).
+    runs: Vec<Vec<(f64, u32)>>,
+    /// A kept commit's build is the previous kept commit's: no step can lie between them.
+    pub(super) joined: Vec<bool>,
+    /// The window effect of each dense window (0 for a window of one commit).
+    effect: Vec<f64>,
+    /// Some window holds runs of two or more commits: levels are told apart from drift.
+    pub(super) tied: bool,
+    /// Each commit's level (window effects removed, outlier runs clipped).
+    pub(super) level: Vec<f64>,
+    /// Independent moments of each commit.
+    pub(super) n: Vec<usize>,
+    /// The variance of each commit's runs about its level (clipped as the level is).
+    spread: Vec<f64>,
+    /// Each commit's share of its runs (1, or 1/k where k commits show one build's runs).
+    share: Vec<f64>,
+    /// σ of one run from repeats of a commit; `None` without 10 pairs.
+    pub(super) sigma: Option<f64>,
+    /// Variance of a commit level beyond its runs' noise: build-to-build jitter.
+    pub(super) tau2: f64,
+    /// Pairs of runs or commit differences the noise was estimated from (the test's degrees
+    /// of freedom).
+    pub(super) df: f64,
+    /// The median of each commit's runs as measured.
+    pub(super) medians: Vec<f64>,
+}
+
+const NONE: u32 = u32::MAX;
+
+impl Model {
+    /// The kept commits of `runs` (positions with a finite value), with `share` and `joined`
+    /// per series position (empty: 1 and false).
+    pub(super) fn new(runs: &[Vec<Obs>], share: &[f64], joined: &[bool]) -> Model {
+        let mut pos = Vec::new();
+        let mut kept: Vec<Vec<(f64, u64)>> = Vec::new();
+        let mut sh = Vec::new();
+        let mut jn = Vec::new();
+        let mut run_of_joined = false;
+        for (i, r) in runs.iter().enumerate() {
+            run_of_joined |= joined.get(i).copied().unwrap_or(false);
+            // (-0.0 is 0.0: a median must not take its sign from the order of the runs.)
+            let f: Vec<(f64, u64)> = r
+                .iter()
+                .filter(|o| o.value.is_finite())
+                .map(|o| (if o.value == 0.0 { 0.0 } else { o.value }, o.window))
+                .collect();
+            if f.is_empty() {
+                continue;
+            }
+            // A commit joins the previous kept one when every commit between is the same build.
+            jn.push(!pos.is_empty() && run_of_joined && joined.get(i).copied().unwrap_or(false));
+            run_of_joined = true;
+            pos.push(i);
+            kept.push(f);
+            let s = share.get(i).copied().unwrap_or(1.0);
+            sh.push(if s > 0.0 && s.is_finite() { s } else { 1.0 });
+        }
+        let log = kept.iter().flatten().all(|(x, _)| *x > 0.0);
+        let medians = kept
+            .iter()
+            .map(|r| {
+                let mut v: Vec<f64> = r.iter().map(|x| x.0).collect();
+                median_in_place(&mut v).unwrap_or(0.0)
+            })
+            .collect();
+        // Dense windows; a window is tied when it holds runs of two or more commits.
+        let mut ids: std::collections::HashMap<
+            u64,
+            (u32, usize, u32),
+            foldhash::fast::RandomState,
+        > = Default::default();
+        for (j, r) in kept.iter().enumerate() {
+            for &(_, w) in r {
+                if w == 0 {
+                    continue;
+                }
+                let next = ids.len() as u32;
+                let e = ids.entry(w).or_insert((next, j, 1));
+                if e.1 != j {
+                    e.1 = j;
+                    e.2 += 1;
+                }
+            }
+        }
+        let tied_ids: std::collections::HashMap<u64, u32, foldhash::fast::RandomState> = {
+            let mut t: Vec<(u32, u64)> = ids
+                .iter()
+                .filter(|(_, v)| v.2 >= 2)
+                .map(|(&w, v)| (v.0, w))
+                .collect();
+            t.sort_unstable();
+            t.into_iter()
+                .enumerate()
+                .map(|(d, (_, w))| (w, d as u32))
+                .collect()
+        };
+        let runs: Vec<Vec<(f64, u32)>> = kept
+            .into_iter()
+            .map(|r| {
+                r.into_iter()
+                    .map(|(x, w)| {
+                        let x = if log { x.ln() } else { x };
+                        (x, tied_ids.get(&w).copied().unwrap_or(NONE))
+                    })
+                    .collect()
+            })
+            .collect();
+        let n = runs.iter().map(Vec::len).collect();
+        Model {
+            pos,
+            log,
+            joined: jn,
+            effect: vec![0.0; tied_ids.len()],
+            tied: !tied_ids.is_empty(),
+            level: Vec::new(),
+            spread: Vec::new(),
+            n,
+            share: sh,
+            sigma: None,
+            tau2: 0.0,
+            df: 1.0,
+            medians,
+            runs,
+        }
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.pos.len()
+    }
+
+    /// Each commit's independent moments times its share of them.
+    pub(super) fn moments(&self) -> Vec<f64> {
+        self.n
+            .iter()
+            .zip(&self.share)
+            .map(|(&n, s)| n as f64 * s)
+            .collect()
+    }
+
+    /// The median of the levels of commit `j` and the two on each side of it.
+    pub(super) fn local_median(&self, j: usize) -> f64 {
+        let (a, b) = (j.saturating_sub(2), (j + 3).min(self.level.len()));
+        let mut buf = [0.0f64; 5];
+        buf[..b - a].copy_from_slice(&self.level[a..b]);
+        median_in_place(&mut buf[..b - a]).unwrap_or(self.level[j])
+    }
+
+    /// Every commit's runs are one value each (sizes, counts).
+    pub(super) fn flat_runs(&self) -> bool {
+        self.runs.iter().all(|r| r.iter().all(|x| x.0 == r[0].0))
+    }
+
+    pub(super) fn runs_of(&self, j: usize) -> usize {
+        self.runs[j].len()
+    }
+
+    /// Fits the window effects and the commit levels jointly (alternating means of clipped
+    /// residuals), then the noise: σ of a run from repeats of a commit, τ² of a commit level
+    /// from the differences of neighbouring levels. Returns each level's variance; `None` when
+    /// nothing shows the noise (no repeats, and neighbouring levels that differ once or by one
+    /// amount): no test can decide anything then.
+    pub(super) fn fit(&mut self) -> Option<Vec<f64>> {
+        self.fit_levels();
+        self.variances(&[])
+    }
+
+    /// The window effects and commit levels (alternating, see [`Model::fit`]).
+    fn fit_levels(&mut self) {
+        use rayon::prelude::*;
+        let rounds = if self.tied { ROUNDS } else { 1 };
+        for _ in 0..rounds {
+            self.sigma = self.within_sigma();
+            let effect = &self.effect;
+            let sigma = self.sigma;
+            (self.level, self.spread) = self
+                .runs
+                .par_iter()
+                .map(|r| commit_level(r, effect, sigma))
+                .unzip();
+            if self.tied {
+                self.effect = self.window_effects();
+            }
+        }
+        self.sigma = self.within_sigma();
+    }
+
+    /// Each level's variance (see [`Model::fit`]), the jitter τ² from the differences of
+    /// neighbouring levels within the segments of `cut` (a difference across a step is no
+    /// jitter). τ² counts only where it clearly exceeds what the runs' noise gives (twice
+    /// the relative sd of its estimate): otherwise the runs' noise alone.
+    pub(super) fn variances(&mut self, cut: &[usize]) -> Option<Vec<f64>> {
+        let inv_r: Vec<f64> = self.n.iter().map(|&n| 1.0 / n as f64).collect();
+        let mut ir = inv_r.clone();
+        let typical = median_in_place(&mut ir).unwrap_or(1.0);
+        let mut skip = self.joined.clone();
+        for &c in cut {
+            if let Some(s) = skip.get_mut(c) {
+                *s = true;
+            }
+        }
+        let diffs = skip.iter().skip(1).filter(|s| !**s).count().max(1);
+        let s_b = between_sigma(&self.level, &inv_r, &skip);
+        let pairs = self
+            .runs
+            .iter()
+            .map(|r| r.len().min(10).saturating_sub(1))
+            .sum::<usize>();
+        let var: Vec<f64> = match (self.sigma, s_b) {
+            (Some(sw), sb) => {
+                let sb = sb.unwrap_or(0.0);
+                // A MAD's variance estimate has a relative sd of about 2.3 / sqrt(k).
+                let clear = 1.0 + 2.0 * 2.3 / (diffs as f64).sqrt();
+                self.tau2 = if sb * sb > clear * sw * sw * typical {
+                    sb * sb - sw * sw * typical
+                } else {
+                    0.0
+                };
+                // Jitter that dominates the runs' noise is estimated from the commits, not
+                // the pairs of runs: fewer degrees of freedom.
+                self.df = if self.tau2 > sw * sw * typical {
+                    (self.len() as f64 - 1.0).max(1.0)
+                } else {
+                    pairs.max(1) as f64
+                };
+                // A commit whose own runs spread wider than the pooled σ (two outlier runs of
+                // three) is weighed by its own spread.
+                inv_r
+                    .iter()
+                    .zip(&self.spread)
+                    .zip(&self.n)
+                    .map(|((ir, s2), &n)| {
+                        let own = if n >= 3 { *s2 } else { 0.0 };
+                        self.tau2 + (sw * sw).max(own) * ir
+                    })
+                    .collect()
+            }
+            (None, Some(sb)) => {
+                self.tau2 = sb * sb;
+                self.df = (self.len() as f64 - 2.0).max(1.0);
+                vec![sb * sb; self.len()]
+            }
+            (None, None) => {
+                // No repeats and every difference equal (or one): no noise to test against.
+                return None;
+            }
+        };
+        Some(var.iter().zip(&self.share).map(|(v, s)| v / s).collect())
+    }
+
+    /// σ of one run from pairs of runs of the same commit (window effects removed):
+    /// median |x_a - x_b| / (0.6745 √2); `None` without 10 pairs or when all are equal.
+    fn within_sigma(&self) -> Option<f64> {
+        let mut d = Vec::new();
+        for r in &self.runs {
+            // At most 10 runs a commit: one commit with thousands must not decide alone.
+            let r = &r[..r.len().min(10)];
+            for i in 0..r.len() {
+                for k in i + 1..r.len() {
+                    d.push(((r[i].0 - self.eff(r[i].1)) - (r[k].0 - self.eff(r[k].1))).abs());
+                }
+            }
+        }
+        if d.len() < 10 {
+            return None;
+        }
+        let med = median_in_place(&mut d)?;
+        let s = med / (0.674_489_75 * std::f64::consts::SQRT_2);
+        (s > 0.0 && s.is_finite()).then_some(s)
+    }
+
+    fn eff(&self, w: u32) -> f64 {
+        if w == NONE {
+            0.0
+        } else {
+            self.effect[w as usize]
+        }
+    }
+
+    /// Each tied window's effect: the mean residual of its runs against their commits' levels
+    /// (each run's deviation from the current effect clipped at CLIP_K σ), centred so the
+    /// effects average 0 over the runs.
+    fn window_effects(&self) -> Vec<f64> {
+        let k = self.effect.len();
+        let (mut sum, mut cnt) = (vec![0.0; k], vec![0usize; k]);
+        let lim = self.sigma.map_or(f64::INFINITY, |s| CLIP_K * s);
+        for (r, &l) in self.runs.iter().zip(&self.level) {
+            for &(x, w) in r {
+                if w != NONE {
+                    // The noise about the current effect is clipped, not the effect itself.
+                    let e = self.effect[w as usize];
+                    sum[w as usize] += e + (x - l - e).clamp(-lim, lim);
+                    cnt[w as usize] += 1;
+                }
+            }
+        }
+        let total: usize = cnt.iter().sum();
+        let mean_all = if total > 0 {
+            sum.iter().sum::<f64>() / total as f64
+        } else {
+            0.0
+        };
+        sum.iter()
+            .zip(&cnt)
+            .map(|(s, &c)| if c > 0 { s / c as f64 - mean_all } else { 0.0 })
+            .collect()
+    }
+}
+
+/// A commit's level: the mean of its runs, window effects removed, each clipped to ±CLIP_K σ
+/// around their median (the median alone while σ is unknown); and the variance of the clipped
+/// runs about it.
+fn commit_level(r: &[(f64, u32)], effect: &[f64], sigma: Option<f64>) -> (f64, f64) {
+    let adj = |&(x, w): &(f64, u32)| {
+        if w == NONE {
+            x
+        } else {
+            x - effect[w as usize]
+        }
+    };
+    let mut v: Vec<f64> = r.iter().map(adj).collect();
+    let med = median_in_place(&mut v.clone()).unwrap_or(0.0);
+    match sigma {
+        Some(s) => {
+            let (lo, hi) = (med - CLIP_K * s, med + CLIP_K * s);
+            v.iter_mut().for_each(|x| *x = x.clamp(lo, hi));
+            let mean = v.iter().sum::<f64>() / v.len() as f64;
+            let ss = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>();
+            (mean, ss / (v.len().max(2) - 1) as f64)
+        }
+        None => (med, 0.0),
+    }
+}
+
+/// Robust sd of a one-moment commit level from the differences of neighbouring levels (each
+/// scaled to a typical commit's moments): 1.4826 MAD / √2, or the mean absolute deviation
+/// where most differences are equal. Identical builds side by side are one level, not a
+/// difference. `None` when every difference is 0 or there is none.
+fn between_sigma(levels: &[f64], inv_r: &[f64], joined: &[bool]) -> Option<f64> {
+    let mut ir = inv_r.to_vec();
+    let typical = median_in_place(&mut ir).unwrap_or(1.0);
+    let d: Vec<f64> = (1..levels.len())
+        .filter(|&j| !joined[j])
+        .map(|j| (levels[j] - levels[j - 1]) * (2.0 * typical / (inv_r[j] + inv_r[j - 1])).sqrt())
+        .collect();
+    if d.is_empty() {
+        return None;
+    }
+    let med = median_in_place(&mut d.clone())?;
+    let mut dev: Vec<f64> = d.iter().map(|x| (x - med).abs()).collect();
+    let mad = median_in_place(&mut dev)?;
+    let mut s = 1.4826 * mad / std::f64::consts::SQRT_2;
+    if s.is_nan() || s <= 0.0 {
+        let mean_abs = d.iter().map(|x| (x - med).abs()).sum::<f64>() / d.len() as f64;
+        s = 1.2533 * mean_abs / std::f64::consts::SQRT_2;
+    }
+    (s > 0.0 && s.is_finite()).then_some(s)
+}
+
+/// Mean square of the standardised differences of neighbouring levels, winsorised at ±3 so
+/// steps count little; at least 1 (Gaussian noise gives about 1). Heavy tails leave more
+/// spread than a MAD promises; the penalty must scale with the spread the segmentation sees.
+pub(super) fn tail_inflation(y: &[f64], var: &[f64]) -> f64 {
+    if y.len() < 3 {
+        return 1.0;
+    }
+    let ms = y
+        .windows(2)
+        .zip(var.windows(2))
+        .map(|(a, v)| {
+            ((a[1] - a[0]) / (v[0] + v[1]).sqrt())
+                .clamp(-3.0, 3.0)
+                .powi(2)
+        })
+        .sum::<f64>()
+        / (y.len() - 1) as f64;
+    if ms.is_finite() {
+        ms.max(1.0)
+    } else {
+        1.0
+    }
+}
+
+/// Clips the level of a commit measured once (one moment: nothing tells an outlier run from
+/// its level) to ±k sd around the running median of 5 commits, or of 3 where a neighbour
+/// agrees with it (within k sd of the two's difference): an isolated outlier moves, a level
+/// held by two commits in a row does not.
+pub(super) fn clip_lone(y: &[f64], var: &[f64], n: &[usize], k: f64) -> Vec<f64> {
+    let m = y.len();
+    let running = |j: usize, half: usize| {
+        let (a, b) = (j.saturating_sub(half), (j + half + 1).min(m));
+        let mut buf = [0.0f64; 5];
+        buf[..b - a].copy_from_slice(&y[a..b]);
+        median_in_place(&mut buf[..b - a]).unwrap_or(y[j])
+    };
+    (0..m)
+        .map(|j| {
+            if n[j] > 1 || m < 3 {
+                return y[j];
+            }
+            let sd = var[j].sqrt();
+            let agrees = |i: usize| (y[i] - y[j]).abs() <= (var[i] + var[j]).sqrt();
+            let paired = (j > 0 && agrees(j - 1)) || (j + 1 < m && agrees(j + 1));
+            let rm = running(j, if paired { 1 } else { 2 });
+            y[j].clamp(rm - k * sd, rm + k * sd)
+        })
+        .collect()
+}
