@@ -42,3 +42,16 @@ for seed in ${SEEDS:-1 2}; do
     "$PY" "$ROOT/scripts/cpd-oracle.py" "$set_dir" "out/pb_seed$seed/records.jsonl"
     echo
 done
+# The close-steps family (two steps 2-8 commits apart), perfbisect beside the anchors in one
+# run; the anchors need the harness's own venv (its setup.sh: ruptures, Otava).
+cp -n "$SRC/setup.sh" "$CPD"/ 2>/dev/null || true
+if "$PY" -c 'import ruptures, otava' 2>/dev/null || { [ "${CLOSE_STEPS_SETUP:-1}" = 1 ] && bash "$CPD/setup.sh" >/dev/null 2>&1; }; then
+    echo "## close steps (close_steps.py, seeds 0-39 and 1000-1039)"
+    for s0 in 0 1000; do
+        "$PY" close_steps.py --tool "$BIN" --seed0 "$s0" | sed "s|$BIN|perfbisect|"
+        echo
+    done
+else
+    echo "(close steps skipped: the harness's setup.sh could not install its anchors)"
+fi
+
