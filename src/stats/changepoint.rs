@@ -39,7 +39,7 @@ mod point;
 mod prefix;
 mod segment;
 
-pub use point::{ChangePoint, Detection, Undecided};
+pub use point::{ChangePoint, Detection, Obs, Undecided};
 
 use confirm::Ctx;
 use model::Model;
@@ -49,14 +49,6 @@ use super::threshold::{rel_change, Threshold};
 
 /// Penalty per boundary, in units of a commit level's variance, times ln(m).
 pub const PENALTY: f64 = 2.5;
-
-/// One independent measurement of a commit: its value and the window of time it was taken in
-/// (0: none known; a moment of its own).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Obs {
-    pub value: f64,
-    pub window: u64,
-}
 
 /// What [`detect_runs`] reads: per commit (in commit order) its independent measurements, and
 /// optionally each commit's share of them and whether its build is the previous commit's.

@@ -53,3 +53,11 @@ pub struct Detection {
     pub points: Vec<ChangePoint>,
     pub undecided: Vec<Undecided>,
 }
+
+/// One independent measurement of a commit: its value and the window of time it was taken in
+/// (0: none known; a moment of its own).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Obs {
+    pub value: f64,
+    pub window: u64,
+}
