@@ -16,8 +16,9 @@
 //!    what heavy tails leave; a commit measured once is clipped to ±3 sd of its neighbours;
 //! 3. the exact optimal partition of the levels over every position (weighted squared error
 //!    plus [`PENALTY`]·ln m per boundary, PELT pruning: no candidates chosen beforehand, no
-//!    minimum segment). Where no window ties commits together, a linear drift is fitted with
-//!    it (kept only when it pays a boundary's penalty and its z score is at least 3);
+//!    minimum segment). Where no window ties commits together and at least 10 commits were
+//!    measured, a linear drift is fitted with it (kept only when it pays half a boundary's
+//!    penalty and its z score is at least 3);
 //! 4. each boundary confirmed by a t test of its two neighbouring segments' levels at α, and
 //!    by the threshold on the levels of the 10 commits at most next to it (the same step is one
 //!    size in every range that holds those commits); the worst failure is merged away and the
@@ -49,6 +50,8 @@ use super::threshold::{rel_change, Threshold};
 
 /// Penalty per boundary, in units of a commit level's variance, times ln(m).
 pub const PENALTY: f64 = 2.5;
+/// Fewest measured commits over which a linear drift is fitted.
+const DRIFT_MIN: usize = 10;
 
 /// What [`detect_runs`] reads: per commit (in commit order) its independent measurements, and
 /// optionally each commit's share of them and whether its build is the previous commit's.
@@ -154,7 +157,9 @@ pub fn detect_runs(runs: &Runs, opts: &Options) -> Detection {
         return Detection::default();
     };
     let (y, w) = weigh(&model, &var);
-    let slope = if model.tied {
+    // A drift is told from a step only over enough commits: two levels are a step, or
+    // nothing, never a slope.
+    let slope = if model.tied || m < DRIFT_MIN {
         0.0
     } else {
         segment::drift(&y, &w, &x, pen, &allowed)

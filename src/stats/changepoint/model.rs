@@ -35,7 +35,7 @@ pub(super) struct Model {
     spread: Vec<f64>,
     /// Each commit's share of its runs (1, or 1/k where k commits show one build's runs).
     share: Vec<f64>,
-    /// σ of one run from repeats of a commit; `None` without 10 pairs.
+    /// σ of one run from repeats of a commit; `None` without 3 pairs.
     pub(super) sigma: Option<f64>,
     /// Variance of a commit level beyond its runs' noise: build-to-build jitter.
     pub(super) tau2: f64,
@@ -221,11 +221,15 @@ impl Model {
         }
         let diffs = skip.iter().skip(1).filter(|s| !**s).count().max(1);
         let s_b = between_sigma(&self.level, &inv_r, &skip);
-        let pairs = self
+        // Degrees of freedom count each run once: a build's runs shown on k commits are one
+        // build's (shares of 1/k).
+        let pairs: f64 = self
             .runs
             .iter()
-            .map(|r| r.len().min(10).saturating_sub(1))
-            .sum::<usize>();
+            .zip(&self.share)
+            .map(|(r, s)| s * r.len().min(10).saturating_sub(1) as f64)
+            .sum();
+        let builds: f64 = self.share.iter().sum();
         let var: Vec<f64> = match (self.sigma, s_b) {
             (Some(sw), sb) => {
                 let sb = sb.unwrap_or(0.0);
@@ -239,10 +243,11 @@ impl Model {
                 // Jitter that dominates the runs' noise is estimated from the commits, not
                 // the pairs of runs: fewer degrees of freedom.
                 self.df = if self.tau2 > sw * sw * typical {
-                    (self.len() as f64 - 1.0).max(1.0)
+                    builds - 1.0
                 } else {
-                    pairs.max(1) as f64
-                };
+                    pairs
+                }
+                .max(1.0);
                 // A commit whose own runs spread wider than the pooled σ (two outlier runs of
                 // three) is weighed by its own spread.
                 inv_r
@@ -257,7 +262,7 @@ impl Model {
             }
             (None, Some(sb)) => {
                 self.tau2 = sb * sb;
-                self.df = (self.len() as f64 - 2.0).max(1.0);
+                self.df = (builds - 2.0).max(1.0);
                 vec![sb * sb; self.len()]
             }
             (None, None) => {
@@ -269,19 +274,22 @@ impl Model {
     }
 
     /// σ of one run from pairs of runs of the same commit (window effects removed):
-    /// median |x_a - x_b| / (0.6745 √2); `None` without 10 pairs or when all are equal.
+    /// median |x_a - x_b| / (0.6745 √2); `None` without 3 pairs (each build's once) or when
+    /// all are equal.
     fn within_sigma(&self) -> Option<f64> {
         let mut d = Vec::new();
-        for r in &self.runs {
+        let mut distinct = 0.0;
+        for (r, share) in self.runs.iter().zip(&self.share) {
             // At most 10 runs a commit: one commit with thousands must not decide alone.
             let r = &r[..r.len().min(10)];
+            distinct += share * (r.len() * r.len().saturating_sub(1) / 2) as f64;
             for i in 0..r.len() {
                 for k in i + 1..r.len() {
                     d.push(((r[i].0 - self.eff(r[i].1)) - (r[k].0 - self.eff(r[k].1))).abs());
                 }
             }
         }
-        if d.len() < 10 {
+        if distinct < 3.0 - 1e-9 {
             return None;
         }
         let med = median_in_place(&mut d)?;
