@@ -48,6 +48,7 @@ cp -n "$SRC/setup.sh" "$CPD"/ 2>/dev/null || true
 if "$PY" -c 'import ruptures, otava' 2>/dev/null || { [ "${CLOSE_STEPS_SETUP:-1}" = 1 ] && bash "$CPD/setup.sh" >/dev/null 2>&1; }; then
     echo "## close steps (close_steps.py, seeds 0-39 and 1000-1039)"
     for s0 in 0 1000; do
+        printf "seeds %s-%s:\n\n" "$s0" "$((s0 + 39))"
         "$PY" close_steps.py --tool "$BIN" --seed0 "$s0" | sed "s|$BIN|perfbisect|"
         echo
     done

@@ -325,3 +325,40 @@ fn a_second_step_about_the_threshold_is_noted_with_its_span_not_searched() {
     );
     assert!(note.contains("1.5 times the threshold (1 %)"), "{note}");
 }
+
+/// Issue 37: two steps three commits apart (+4 %, then +3 %), every commit measured by `run`
+/// in 5 interleaved rounds at 0.5 % noise: `detect` names both at their commits, and the same
+/// two with the same sizes over every range of the store that holds both levels of each.
+#[test]
+fn close_steps_in_the_store_at_their_commits_in_every_range() {
+    let f = Fixture::new(
+        &specs(24, |i, c| {
+            let at = i - 1;
+            c.metric =
+                1000.0 * if at >= 9 { 1.04 } else { 1.0 } * if at >= 12 { 1.03 } else { 1.0 };
+            c.noise_pct = 0.5;
+            c.noise_seed = 37;
+        }),
+        &value_config(5),
+    );
+    f.run_json("value", &f.range(), &[]);
+    let whole = points(&f, "value", &f.range());
+    assert_eq!(
+        whole.iter().map(|p| p.0).collect::<Vec<_>>(),
+        vec![9, 12],
+        "{whole:?}"
+    );
+    for end in 13..23 {
+        let range = format!("{}..{}", f.ids[0], f.ids[end]);
+        let part = points(&f, "value", &range);
+        assert_eq!(
+            part.iter().map(|p| p.0).collect::<Vec<_>>(),
+            vec![9, 12],
+            "..{end}: {part:?}"
+        );
+        assert!(
+            (part[0].1 - whole[0].1).abs() < 1e-3,
+            "..{end}: {part:?} {whole:?}"
+        );
+    }
+}

@@ -184,7 +184,6 @@ pub fn detect(g: &Global, args: DetectArgs) -> anyhow::Result<()> {
                 alpha: args.alpha.unwrap_or(changepoint::Options::default().alpha),
                 threshold: test.threshold,
                 deterministic: test.deterministic,
-                ..changepoint::Options::default()
             };
             let d = crate::report::show::detection(&rows, &opts);
             // `index` stays the position in the range (the old end is not one of its

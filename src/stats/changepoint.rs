@@ -86,9 +86,6 @@ pub struct Options {
     pub alpha: f64,
     /// Smallest change of the neighbouring levels that counts.
     pub threshold: Threshold,
-    /// Kept for callers of the former detector; the segmentation places a boundary at any
-    /// position (a segment may be one commit), so this no longer changes the result.
-    pub min_segment: usize,
     /// The metric is declared deterministic (a test's `deterministic = true`): when every
     /// commit's runs are equal, every change of value between consecutive measured commits
     /// that reaches the threshold is a change point at its exact commit, however often the
@@ -102,7 +99,6 @@ impl Default for Options {
         Options {
             alpha: 0.001,
             threshold: Threshold::Relative(0.0),
-            min_segment: 1,
             deterministic: false,
         }
     }
@@ -159,15 +155,15 @@ pub fn detect_runs(runs: &Runs, opts: &Options) -> Detection {
     let (y, w) = weigh(&model, &var);
     // A drift is told from a step only over enough commits: two levels are a step, or
     // nothing, never a slope.
-    let slope = if model.tied || m < DRIFT_MIN {
-        0.0
+    let (slope, bounds) = if model.tied || m < DRIFT_MIN {
+        (0.0, segment::optimal(&Prefix::new(&y, &w), pen, &allowed).0)
     } else {
         segment::drift(&y, &w, &x, pen, &allowed)
     };
     let yd: Vec<f64> = y.iter().zip(&x).map(|(v, p)| v - slope * p).collect();
     let pre = Prefix::new(&yd, &w);
-    let (bounds, _) = segment::optimal(&pre, pen, &allowed);
     let ctx = Ctx {
+        deviation: model.local_deviations(),
         sizes: Prefix::new(&yd, &model.moments()),
         model: &model,
         y: &yd,
@@ -205,7 +201,7 @@ fn exact(model: &Model, opts: &Options) -> Option<Vec<ChangePoint>> {
         // Only repeated equal runs show a commit's number does not move: one run of a commit
         // (ten 5s, then one 6) is no exact step. Quantised noise (whole ms) also repeats
         // values, but changes value far more often than a struct size does.
-        if (0..model.len()).any(|j| model.runs_of(j) < 2) {
+        if !model.repeated() {
             return None;
         }
         let changes = values.windows(2).filter(|w| w[0] != w[1]).count();

@@ -34,6 +34,8 @@ pub(super) struct Ctx<'a> {
     pub(super) threshold: Threshold,
     /// Drift per commit removed from `y`, added back at a boundary for its levels.
     pub(super) slope: f64,
+    /// [`Model::local_deviations`], once.
+    pub(super) deviation: Vec<f64>,
 }
 
 /// One boundary's test.
@@ -75,7 +77,8 @@ impl Ctx<'_> {
         let hi = c.min(b + LEVEL_SPAN);
         let before = self.back(self.sizes.mean(lo, b) + self.slope * b as f64);
         let after = self.back(self.sizes.mean(b, hi) + self.slope * b as f64);
-        let count = |r: std::ops::Range<usize>| r.map(|j| self.model.n[j]).sum::<usize>();
+        // Each run once: a build's runs shown on k commits count 1/k on each.
+        let count = |r: std::ops::Range<usize>| self.sizes.weight(r.start, r.end).round() as usize;
         let up = after > before;
         let lone = |side: std::ops::Range<usize>, level: f64, up: bool| {
             self.tail_p(side, level, up)
@@ -112,7 +115,7 @@ impl Ctx<'_> {
         }
         let m = y.len();
         let beyond = (0..m)
-            .filter(|j| !side.contains(j) && sign * (y[*j] - self.model.local_median(*j)) >= d)
+            .filter(|j| !side.contains(j) && sign * self.deviation[*j] >= d)
             .count();
         let q = (beyond + 1) as f64 / (m + 1) as f64;
         Some((m as f64 * q.powi(k as i32)).min(1.0))
@@ -176,8 +179,7 @@ impl Ctx<'_> {
         found: &[ChangePoint],
         dropped: &[(usize, Tested)],
     ) -> Vec<Undecided> {
-        let exact = (0..self.y.len()).all(|j| self.model.runs_of(j) >= 2) && self.model.flat_runs();
-        if exact {
+        if self.model.repeated() && self.model.flat_runs() {
             return Vec::new();
         }
         let m = self.y.len();

@@ -158,12 +158,17 @@ impl Model {
             .collect()
     }
 
-    /// The median of the levels of commit `j` and the two on each side of it.
-    pub(super) fn local_median(&self, j: usize) -> f64 {
-        let (a, b) = (j.saturating_sub(2), (j + 3).min(self.level.len()));
-        let mut buf = [0.0f64; 5];
-        buf[..b - a].copy_from_slice(&self.level[a..b]);
-        median_in_place(&mut buf[..b - a]).unwrap_or(self.level[j])
+    /// Each level's distance from the median of it and the two levels on each side of it.
+    pub(super) fn local_deviations(&self) -> Vec<f64> {
+        let m = self.level.len();
+        (0..m)
+            .map(|j| {
+                let (a, b) = (j.saturating_sub(2), (j + 3).min(m));
+                let mut buf = [0.0f64; 5];
+                buf[..b - a].copy_from_slice(&self.level[a..b]);
+                self.level[j] - median_in_place(&mut buf[..b - a]).unwrap_or(self.level[j])
+            })
+            .collect()
     }
 
     /// Every commit's runs are one value each (sizes, counts).
@@ -171,8 +176,9 @@ impl Model {
         self.runs.iter().all(|r| r.iter().all(|x| x.0 == r[0].0))
     }
 
-    pub(super) fn runs_of(&self, j: usize) -> usize {
-        self.runs[j].len()
+    /// Every commit was run at least twice.
+    pub(super) fn repeated(&self) -> bool {
+        self.runs.iter().all(|r| r.len() >= 2)
     }
 
     /// Fits the window effects and the commit levels jointly (alternating means of clipped

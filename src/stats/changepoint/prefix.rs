@@ -43,6 +43,10 @@ impl Prefix {
         let s = self.s[b] - self.s[a];
         (self.q[b] - self.q[a] - s * s / w).max(0.0)
     }
+    /// The weights of [a, b) summed.
+    pub(super) fn weight(&self, a: usize, b: usize) -> f64 {
+        self.w[b] - self.w[a]
+    }
     /// Weighted mean of [a, b) (the centre where it has no weight).
     pub(super) fn mean(&self, a: usize, b: usize) -> f64 {
         self.centre + self.centred_mean(a, b)

@@ -100,8 +100,15 @@ pub(super) fn with_slope(
 /// Drift and steps fitted together, for series whose windows tie no commits (each commit
 /// measured at its own time): the slope that minimises the penalised cost among the
 /// alternating (segmentation, pooled within-segment slope) estimates, kept only when it pays
-/// a boundary's penalty and is itself significant (|z| >= `slope_z`). Returns the slope.
-pub(super) fn drift(y: &[f64], w: &[f64], x: &[f64], pen: f64, allowed: &[bool]) -> f64 {
+/// [`SLOPE_PEN`] of a boundary's penalty and is itself significant (|z| >= [`SLOPE_Z`]).
+/// Returns the slope and the segmentation with it removed.
+pub(super) fn drift(
+    y: &[f64],
+    w: &[f64],
+    x: &[f64],
+    pen: f64,
+    allowed: &[bool],
+) -> (f64, Vec<usize>) {
     // Long series: the slope is chosen on block means (steps stay steps, drift stays drift)
     // and confirmed at full resolution.
     const COARSE_ABOVE: usize = 4000;
@@ -109,17 +116,17 @@ pub(super) fn drift(y: &[f64], w: &[f64], x: &[f64], pen: f64, allowed: &[bool])
         let block = y.len().div_ceil(COARSE_ABOVE / 4);
         let (cy, cw, cx) = coarsen(y, w, x, block);
         let cpen = pen * (cy.len() as f64).ln() / (y.len() as f64).ln();
-        let s = fit_drift(&cy, &cw, &cx, cpen, &vec![true; cy.len()]);
+        let (s, _) = fit_drift(&cy, &cw, &cx, cpen, &vec![true; cy.len()]);
+        let (b0, c0) = with_slope(y, w, x, 0.0, pen, allowed);
         if s == 0.0 {
-            return 0.0;
+            return (0.0, b0);
         }
-        let c0 = with_slope(y, w, x, 0.0, pen, allowed).1;
         let (b, c) = with_slope(y, w, x, s, pen, allowed);
         let z = pooled_slope(y, w, x, &b).1;
         return if c + SLOPE_PEN * pen < c0 && z.abs() >= SLOPE_Z {
-            s
+            (s, b)
         } else {
-            0.0
+            (0.0, b0)
         };
     }
     fit_drift(y, w, x, pen, allowed)
@@ -145,7 +152,7 @@ fn coarsen(y: &[f64], w: &[f64], x: &[f64], block: usize) -> (Vec<f64>, Vec<f64>
 /// A slope is one parameter where a boundary is two (its place and its level): half a penalty.
 const SLOPE_PEN: f64 = 0.5;
 
-fn fit_drift(y: &[f64], w: &[f64], x: &[f64], pen: f64, allowed: &[bool]) -> f64 {
+fn fit_drift(y: &[f64], w: &[f64], x: &[f64], pen: f64, allowed: &[bool]) -> (f64, Vec<usize>) {
     let fit = |s: f64| with_slope(y, w, x, s, pen, allowed);
     let (b0, c0) = fit(0.0);
     // Alternating (segmentation, pooled slope) sticks in staircases that absorb part of a
@@ -170,12 +177,12 @@ fn fit_drift(y: &[f64], w: &[f64], x: &[f64], pen: f64, allowed: &[bool]) -> f64
         }
     }
     if best.0 == 0.0 {
-        return 0.0;
+        return (0.0, b0);
     }
-    let z = pooled_slope(y, w, x, &fit(best.0).0).1;
-    if z.abs() >= SLOPE_Z {
-        best.0
+    let b = fit(best.0).0;
+    if pooled_slope(y, w, x, &b).1.abs() >= SLOPE_Z {
+        (best.0, b)
     } else {
-        0.0
+        (0.0, b0)
     }
 }

@@ -12,6 +12,11 @@ fn noisy(levels: &[f64], reps: usize, sd: f64, seed: u64) -> Vec<Vec<f64>> {
         .collect()
 }
 
+/// The commits of `d`'s change points.
+fn at(d: &[ChangePoint]) -> Vec<usize> {
+    d.iter().map(|c| c.index).collect()
+}
+
 fn step(n: usize, at: usize, lo: f64, hi: f64) -> Vec<f64> {
     (0..n).map(|i| if i < at { lo } else { hi }).collect()
 }
@@ -90,7 +95,6 @@ fn edges_do_not_panic() {
     let bad = Options {
         alpha: f64::NAN,
         threshold: Threshold::Relative(f64::NAN),
-        min_segment: 0,
         deterministic: true,
     };
     let _ = detect(&noisy(&step(30, 15, 10.0, 20.0), 1, 1.0, 1), &bad);
@@ -146,7 +150,7 @@ fn deterministic_small_and_repeated() {
         deterministic: true,
         ..Options::default()
     };
-    let idx: Vec<usize> = detect(&s, &declared).iter().map(|c| c.index).collect();
+    let idx = at(&detect(&s, &declared));
     assert_eq!(idx, vec![2]);
     // Undeclared, one run each says too little.
     assert!(detect(&s, &o).is_empty());
@@ -254,7 +258,7 @@ fn declared_deterministic_thirteen_equal_then_a_jump() {
     assert_eq!((cps[0].before, cps[0].after), (66_625.0, 66_625.0 * 1.0065));
     // A sub-threshold change is not one, a change to and from zero is.
     let s = vec![vec![1000.0], vec![1000.5], vec![0.0], vec![0.0], vec![7.0]];
-    let idx: Vec<usize> = detect(&s, &o).iter().map(|c| c.index).collect();
+    let idx = at(&detect(&s, &o));
     assert_eq!(idx, vec![2, 4]);
 }
 
@@ -327,10 +331,7 @@ fn step_on_drift() {
         .map(|i| 1000.0 * (1.0 + 0.0002 * i as f64) * if i >= 250 { 1.03 } else { 1.0 })
         .collect();
     let s = noisy(&lv, 3, 10.0, 4);
-    let idx: Vec<usize> = detect(&s, &Options::default())
-        .iter()
-        .map(|c| c.index)
-        .collect();
+    let idx = at(&detect(&s, &Options::default()));
     assert_eq!(idx, vec![250]);
 }
 
@@ -338,10 +339,7 @@ fn step_on_drift() {
 fn no_spurious_drift_with_one_step() {
     // proptest once found: a spurious slope plus a spurious boundary beat the honest fit
     let s = noisy(&step(54, 40, 100.0, 110.0), 2, 1.0, 347_673);
-    let idx: Vec<usize> = detect(&s, &Options::default())
-        .iter()
-        .map(|c| c.index)
-        .collect();
+    let idx = at(&detect(&s, &Options::default()));
     assert_eq!(idx, vec![40]);
 }
 
@@ -349,17 +347,8 @@ fn no_spurious_drift_with_one_step() {
 fn change_at_the_newest_commits() {
     // the cron case: the last three commits regressed, five runs each
     let s = noisy(&step(100, 97, 100.0, 110.0), 5, 1.0, 3);
-    let idx: Vec<usize> = detect(&s, &Options::default())
-        .iter()
-        .map(|c| c.index)
-        .collect();
+    let idx = at(&detect(&s, &Options::default()));
     assert_eq!(idx, vec![97]);
-    // the former minimum segment changes nothing
-    let o = Options {
-        min_segment: usize::MAX,
-        ..Options::default()
-    };
-    assert_eq!(detect(&s, &o).len(), 1);
 }
 
 /// A step is found wherever it sits, down to one commit on a side (the newest commit
@@ -512,8 +501,8 @@ proptest! {
         proptest::collection::vec(prop_oneof![
             -1e3f64..1e3,
             Just(0.0), Just(f64::NAN), Just(f64::INFINITY), Just(-1e300), Just(1e300),
-        ], 0..4), 0..60), min_segment in 0usize..8) {
-        let o = Options { min_segment, ..Options::default() };
+        ], 0..4), 0..60), deterministic in proptest::bool::ANY) {
+        let o = Options { deterministic, ..Options::default() };
         let cps = detect(&series, &o);
         prop_assert!(cps.windows(2).all(|w| w[0].index < w[1].index));
         prop_assert!(cps.iter().all(|c| c.index < series.len() && (0.0..=1.0).contains(&c.p_value)));
@@ -522,6 +511,7 @@ proptest! {
 
 mod regressions {
     use super::super::*;
+    use super::at;
     use crate::stats::compare::SplitMix64;
 
     /// proptest found: a small blip just before a 10 sigma step made the segmentation put a
@@ -532,10 +522,7 @@ mod regressions {
         let s: Vec<Vec<f64>> = (0..67)
             .map(|i| vec![if i < 48 { 100.0 } else { 90.0 } + rng.normal()])
             .collect();
-        let idx: Vec<usize> = detect(&s, &Options::default())
-            .iter()
-            .map(|c| c.index)
-            .collect();
+        let idx = at(&detect(&s, &Options::default()));
         assert_eq!(idx, vec![48]);
     }
 }
@@ -558,13 +545,9 @@ fn close_steps(seed: u64) -> (Vec<Vec<f64>>, [usize; 2]) {
 
 mod model {
     use super::super::*;
-    use super::{close_steps, noisy};
+    use super::{at, close_steps, noisy};
     use crate::stats::compare::SplitMix64;
     use proptest::prelude::*;
-
-    fn at(d: &[ChangePoint]) -> Vec<usize> {
-        d.iter().map(|c| c.index).collect()
-    }
 
     #[test]
     fn close_steps_are_both_found_at_their_commits() {
