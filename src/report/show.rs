@@ -74,8 +74,8 @@ pub fn change_points<R: Run>(
 
 /// What the detector reads of `rows`: each row's runs (one value per independent moment,
 /// with its window of time), those of identical builds it shows included, each run's weight
-/// shared among the rows of the range that show it (so it counts once), and which rows are
-/// the previous row's build (no step between them). A revert to an earlier build is then a
+/// shared among the rows of the range that show the same runs (so it counts once), and which
+/// rows are the previous row's build (no step between them). A revert to an earlier build is then a
 /// level of its own, held by that build's runs.
 pub fn detector_input<R: Run>(rows: &[CommitRow<R>]) -> stats::changepoint::Runs {
     use rayon::prelude::*;
@@ -89,37 +89,25 @@ pub fn detector_input<R: Run>(rows: &[CommitRow<R>]) -> stats::changepoint::Runs
                 .collect()
         })
         .collect();
-    // Rows of one build: linked through the identical build each names.
-    let mut group: std::collections::HashMap<gix::ObjectId, usize> = Default::default();
-    let mut parent: Vec<usize> = (0..rows.len()).collect();
-    fn root(p: &mut [usize], mut i: usize) -> usize {
-        while p[i] != i {
-            p[i] = p[p[i]];
-            i = p[i];
-        }
-        i
+    // Rows that show the same runs (one build's, whichever commit made them) share them:
+    // each counts 1/k of them, so the build's runs count once over its k rows.
+    let key = |c: &Vec<Obs>| {
+        use std::hash::BuildHasher;
+        let mut v: Vec<(u64, u64)> = c.iter().map(|o| (o.value.to_bits(), o.window)).collect();
+        v.sort_unstable();
+        foldhash::fast::FixedState::with_seed(37).hash_one(&v)
+    };
+    let keys: Vec<Option<u64>> = commits
+        .par_iter()
+        .map(|c| (!c.is_empty()).then(|| key(c)))
+        .collect();
+    let mut size: std::collections::HashMap<u64, usize> = Default::default();
+    for k in keys.iter().flatten() {
+        *size.entry(*k).or_default() += 1;
     }
-    for (i, r) in rows.iter().enumerate() {
-        for id in std::iter::once(r.commit.id).chain(r.same_build_as) {
-            match group.get(&id) {
-                Some(&g) => {
-                    let (a, b) = (root(&mut parent, g), root(&mut parent, i));
-                    parent[a] = b;
-                }
-                None => {
-                    group.insert(id, i);
-                }
-            }
-        }
-    }
-    let mut size: std::collections::HashMap<usize, usize> = Default::default();
-    for (i, c) in commits.iter().enumerate() {
-        if !c.is_empty() {
-            *size.entry(root(&mut parent, i)).or_default() += 1;
-        }
-    }
-    let share = (0..rows.len())
-        .map(|i| 1.0 / size.get(&root(&mut parent, i)).copied().unwrap_or(1).max(1) as f64)
+    let share = keys
+        .iter()
+        .map(|k| 1.0 / k.and_then(|k| size.get(&k).copied()).unwrap_or(1) as f64)
         .collect();
     stats::changepoint::Runs {
         commits,

@@ -158,6 +158,35 @@ impl Model {
             .collect()
     }
 
+    /// The runs of the commits [a, b) as measured (analysis scale), each run once: a build's
+    /// runs shown on several of these commits are taken from the first.
+    pub(super) fn values(&self, a: usize, b: usize) -> Vec<f64> {
+        let mut seen = std::collections::HashSet::new();
+        let mut out = Vec::new();
+        for r in &self.runs[a..b] {
+            let key: Vec<(u64, u32)> = r.iter().map(|x| (x.0.to_bits(), x.1)).collect();
+            if seen.insert(key) {
+                out.extend(r.iter().map(|x| x.0));
+            }
+        }
+        out
+    }
+
+    /// Degrees of freedom of the noise of the commits [a, b) alone (each build's runs once):
+    /// their pairs of runs when the runs' noise is the variance, else their builds less one.
+    pub(super) fn side_df(&self, a: usize, b: usize) -> f64 {
+        let shares = &self.share[a..b];
+        if self.tau2 > 0.0 || self.sigma.is_none() {
+            return (shares.iter().sum::<f64>() - 1.0).max(1.0);
+        }
+        self.runs[a..b]
+            .iter()
+            .zip(shares)
+            .map(|(r, s)| s * r.len().min(10).saturating_sub(1) as f64)
+            .sum::<f64>()
+            .max(1.0)
+    }
+
     /// Each level's distance from the median of it and the two levels on each side of it.
     pub(super) fn local_deviations(&self) -> Vec<f64> {
         let m = self.level.len();
@@ -227,14 +256,15 @@ impl Model {
         }
         let diffs = skip.iter().skip(1).filter(|s| !**s).count().max(1);
         let s_b = between_sigma(&self.level, &inv_r, &skip);
-        // Degrees of freedom count each run once: a build's runs shown on k commits are one
-        // build's (shares of 1/k).
+        // Degrees of freedom count each run once (a build's runs shown on k commits are one
+        // build's: shares of 1/k), less one for each window effect estimated beyond the first.
         let pairs: f64 = self
             .runs
             .iter()
             .zip(&self.share)
             .map(|(r, s)| s * r.len().min(10).saturating_sub(1) as f64)
-            .sum();
+            .sum::<f64>()
+            - self.effect.len().saturating_sub(1) as f64;
         let builds: f64 = self.share.iter().sum();
         let var: Vec<f64> = match (self.sigma, s_b) {
             (Some(sw), sb) => {
