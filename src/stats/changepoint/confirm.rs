@@ -14,7 +14,8 @@ use super::prefix::Prefix;
 pub(super) const LEVEL_SPAN: usize = 10;
 /// A step fails at this p before any correction is no undecided step: noise, not few runs.
 const UNDECIDED_P: f64 = 0.05;
-/// Runs a side (each run once) at or below which a boundary's p is at least Welch's.
+/// Runs a side (each run once) at or below which a step between two builds has a p at least
+/// Welch's.
 const FEW_RUNS: f64 = 10.0;
 /// Most undecided steps reported.
 const MAX_UNDECIDED: usize = 3;
@@ -74,13 +75,15 @@ impl Ctx<'_> {
     /// degrees of freedom the noise was estimated from.
     pub(super) fn test(&self, a: usize, b: usize, c: usize) -> Tested {
         let z = self.pre.z(a, b, c);
-        let mut p = two_sided(z, self.df(a, b, c));
-        // Few runs a side: the model's noise (pooled, window effects removed) rests on too few
-        // of them to be more certain than Welch's test on the runs themselves.
-        if self.sizes.weight(a, b).min(self.sizes.weight(b, c)) <= FEW_RUNS {
-            let (l, r) = (self.model.values(a, b), self.model.values(b, c));
-            if let Some(w) = super::super::compare::welch_t(&l, &r) {
-                p = p.max(w.p_value);
+        let mut p = two_sided(z, self.model.df);
+        // Two builds of few runs each (every commit on a side shows one build's runs): the
+        // model's noise (pooled, window effects removed) rests on too few of them to be more
+        // certain than Welch's test on those runs themselves.
+        if self.sizes.weight(a, b).max(self.sizes.weight(b, c)) <= FEW_RUNS {
+            if let (Some(l), Some(r)) = (self.model.one_build(a, b), self.model.one_build(b, c)) {
+                if let Some(w) = super::super::compare::welch_t(&l, &r) {
+                    p = p.max(w.p_value);
+                }
             }
         }
         let lo = a.max(b.saturating_sub(LEVEL_SPAN));
@@ -101,20 +104,6 @@ impl Ctx<'_> {
             after,
             reached: self.threshold.reached(before, after) && before != after,
             runs: (count(lo..b), count(b..hi)),
-        }
-    }
-
-    /// Degrees of freedom of the test of [a, b) against [b, c): Welch-Satterthwaite over the
-    /// two sides' variances and their own degrees of freedom (a side whose runs spread more
-    /// weighs more, as Welch's test would have it), at most the series' own.
-    fn df(&self, a: usize, b: usize, c: usize) -> f64 {
-        let (vl, vr) = (1.0 / self.pre.weight(a, b), 1.0 / self.pre.weight(b, c));
-        let (dl, dr) = (self.model.side_df(a, b), self.model.side_df(b, c));
-        let welch = (vl + vr).powi(2) / (vl * vl / dl + vr * vr / dr);
-        if welch.is_finite() {
-            welch.clamp(1.0, self.model.df.max(1.0))
-        } else {
-            self.model.df
         }
     }
 

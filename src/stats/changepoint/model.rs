@@ -158,33 +158,14 @@ impl Model {
             .collect()
     }
 
-    /// The runs of the commits [a, b) as measured (analysis scale), each run once: a build's
-    /// runs shown on several of these commits are taken from the first.
-    pub(super) fn values(&self, a: usize, b: usize) -> Vec<f64> {
-        let mut seen = std::collections::HashSet::new();
-        let mut out = Vec::new();
-        for r in &self.runs[a..b] {
-            let key: Vec<(u64, u32)> = r.iter().map(|x| (x.0.to_bits(), x.1)).collect();
-            if seen.insert(key) {
-                out.extend(r.iter().map(|x| x.0));
-            }
-        }
-        out
-    }
-
-    /// Degrees of freedom of the noise of the commits [a, b) alone (each build's runs once):
-    /// their pairs of runs when the runs' noise is the variance, else their builds less one.
-    pub(super) fn side_df(&self, a: usize, b: usize) -> f64 {
-        let shares = &self.share[a..b];
-        if self.tau2 > 0.0 || self.sigma.is_none() {
-            return (shares.iter().sum::<f64>() - 1.0).max(1.0);
-        }
+    /// The runs of the commits [a, b) as measured (analysis scale) when every one of them
+    /// shows the same runs (one build's); `None` otherwise.
+    pub(super) fn one_build(&self, a: usize, b: usize) -> Option<Vec<f64>> {
+        let first = self.runs.get(a)?;
         self.runs[a..b]
             .iter()
-            .zip(shares)
-            .map(|(r, s)| s * r.len().min(10).saturating_sub(1) as f64)
-            .sum::<f64>()
-            .max(1.0)
+            .all(|r| r == first)
+            .then(|| first.iter().map(|x| x.0).collect())
     }
 
     /// Each level's distance from the median of it and the two levels on each side of it.
