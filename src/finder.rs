@@ -963,13 +963,7 @@ pub fn search_params(
         }
     }
     crate::bisect::Params {
-        alpha: test.alpha,
-        threshold: test.threshold,
-        repeats: test.repeats,
-        max_repeats: test.max_repeats,
         deterministic,
-        interleave: test.interleave,
-        counted: matches!(test.metric, crate::config::Metric::Instructions),
-        tolerance: 0.0,
+        ..crate::history::pair_params(test)
     }
 }

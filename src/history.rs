@@ -137,5 +137,20 @@ pub fn detection<R: Run>(
     };
     // One value per independent measurement (runs back to back are one look at the machine),
     // each real run once (where it was made, not again on commits of identical builds).
-    crate::report::show::detection(rows, &opts)
+    crate::report::show::detection(rows, &opts, &pair_params(test))
+}
+
+/// The rules `find` compares a culprit with its parent by, for the views that state a step
+/// between two commits measured side by side as `find` does ([`crate::report::show::side_by_side`]).
+pub fn pair_params(test: &crate::config::Test) -> crate::bisect::Params {
+    crate::bisect::Params {
+        alpha: test.alpha,
+        threshold: test.threshold,
+        repeats: test.repeats,
+        max_repeats: test.max_repeats,
+        deterministic: test.deterministic,
+        interleave: test.interleave,
+        counted: matches!(test.metric, crate::config::Metric::Instructions),
+        tolerance: 0.0,
+    }
 }

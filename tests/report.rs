@@ -169,6 +169,7 @@ fn markdown_report_snapshot() {
         after: 13_710_000.0,
         rel_change: 0.0308,
         p_value: 1e-9,
+        test: perfbisect::stats::step::StepTest::Levels,
         deterministic: false,
         interval: None,
         windows: 0,
@@ -233,7 +234,7 @@ fn markdown_report_snapshot() {
     // What a reader of the issue needs, whatever the snapshot says.
     assert!(
         md.contains(
-            "**value: +3.08 % (13.30 MB → 13.71 MB), p = 2.00e-6, medians of all 10 vs 10 runs**"
+            "**value: +3.08 % (13.30 MB → 13.71 MB), p = 2.00e-6 (two-sided Mann-Whitney U), medians of all 10 vs 10 runs**"
         ),
         "{md}"
     );
@@ -268,6 +269,7 @@ fn markdown_report_snapshot() {
         after: 13_740_000.0,
         rel_change: 0.0022,
         p_value: 1e-4,
+        test: perfbisect::stats::step::StepTest::Levels,
         deterministic: false,
         interval: None,
         windows: 0,
@@ -277,7 +279,12 @@ fn markdown_report_snapshot() {
         ..x
     };
     let md = issue::markdown(&x);
-    assert!(md.contains("| +3.08 % | p = 1.00e-9 | culprit |"), "{md}");
+    assert!(
+        md.contains(
+            "| +3.08 % | p = 1.00e-9 (t test of the neighbouring segments' levels) | culprit |"
+        ),
+        "{md}"
+    );
     assert!(md.contains("| not named |"), "{md}");
     assert!(
         md.contains(

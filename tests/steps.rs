@@ -228,7 +228,26 @@ fn find_and_report_give_a_culprit_one_number_when_its_parent_shares_a_build() {
         .collect();
     assert_eq!(cps, vec![f.ids[6].as_str(), f.ids[17].as_str()], "{report}");
     // Each change point at a culprit is the culprit's step: its parent's and its runs taken
-    // side by side, the same levels and change.
+    // side by side, the same levels, change, p-value and test, and the levels give the change.
+    let detect = f.json(&["detect", "value", &range, "--format", "json"]);
+    let same = |p: &serde_json::Value| {
+        [
+            "commit",
+            "before",
+            "after",
+            "rel_change",
+            "p_value",
+            "test",
+            "interval",
+        ]
+        .map(|k| p[k].clone())
+    };
+    let all = |j: &serde_json::Value| j.as_array().unwrap().iter().map(same).collect::<Vec<_>>();
+    assert_eq!(
+        all(&detect["change_points"]),
+        all(&report["change_points"]),
+        "{detect}"
+    );
     for c in report["find"]["culprits"].as_array().unwrap() {
         let cp = report["change_points"]
             .as_array()
@@ -240,10 +259,15 @@ fn find_and_report_give_a_culprit_one_number_when_its_parent_shares_a_build() {
             (&cp["before"], &c["before"]["median"]),
             (&cp["after"], &c["after"]["median"]),
             (&cp["rel_change"], &c["rel_change"]),
+            (&cp["p_value"], &c["p_value"]),
         ] {
             let (a, b) = (a.as_f64().unwrap(), b.as_f64().unwrap());
             assert!((a - b).abs() <= 1e-9 * b.abs(), "{cp} vs {c}");
         }
+        assert_eq!(cp["test"], "van-elteren", "{cp}");
+        let [before, after, rel] =
+            ["before", "after", "rel_change"].map(|k| cp[k].as_f64().unwrap());
+        assert!((after / before - 1.0 - rel).abs() < 1e-9, "{cp}");
     }
     let md = f.cmd().args(["report", "value", &range]).output().unwrap();
     let md = String::from_utf8_lossy(&md.stdout);

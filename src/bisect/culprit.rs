@@ -81,7 +81,14 @@ impl Search {
             parent,
             candidates: candidates.collect(),
             before: c.before,
-            after: c.after,
+            // The level the change estimated window by window gives (the new side's own
+            // median can differ when the machine's speed moved between windows): the levels
+            // printed give the change printed.
+            after: if windows > 1 && c.rel.is_finite() {
+                c.before + c.rel * c.before.abs()
+            } else {
+                c.after
+            },
             n_before: a.len(),
             n_after: b.len(),
             rel_change: c.rel,

@@ -191,13 +191,14 @@ pub struct Culprit {
     /// Median of the runs of `parent` taken side by side with `pos` (the windows of time
     /// holding both; all their samples when the search pools them).
     pub before: f64,
-    /// Median of the runs of `pos` in the same windows.
+    /// The level of `pos`: the median of its runs in the same windows, or with several
+    /// windows `before` moved by `rel_change` (so the levels always give the change).
     pub after: f64,
     /// Runs behind `before`.
     pub n_before: usize,
     /// Runs behind `after`.
     pub n_after: usize,
-    /// The change, estimated window by window ([`crate::stats::step`]): with one window
+    /// The change, estimated window by window ([`crate::stats::step`]): always
     /// `(after - before) / |before|`.
     pub rel_change: f64,
     /// 95 % interval of `rel_change` (`None` when the runs are too few to resample).

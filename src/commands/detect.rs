@@ -25,6 +25,8 @@ struct Point {
     after: f64,
     rel_change: f64,
     p_value: f64,
+    /// The test `p_value` comes from ("exact" for a deterministic step).
+    test: stats::step::StepTest,
     /// An exact change of a noiseless series: `p_value` is no test's result.
     deterministic: bool,
     /// 95 % interval of `rel_change` when runs taken side by side across the step gave it.
@@ -47,6 +49,7 @@ impl Point {
             after: c.after,
             rel_change: c.rel_change,
             p_value: c.p_value,
+            test: c.test,
             deterministic: c.deterministic,
             interval: c.interval.map(|(lo, hi)| [lo, hi]),
             windows: c.windows,
@@ -185,7 +188,8 @@ pub fn detect(g: &Global, args: DetectArgs) -> anyhow::Result<()> {
                 threshold: test.threshold,
                 deterministic: test.deterministic,
             };
-            let d = crate::report::show::detection(&rows, &opts);
+            let d =
+                crate::report::show::detection(&rows, &opts, &crate::history::pair_params(test));
             // `index` stays the position in the range (the old end is not one of its
             // commits, and no step starts at it).
             let at = |i: usize| i as i64 - i64::from(old_end);
@@ -246,7 +250,7 @@ pub fn detect(g: &Global, args: DetectArgs) -> anyhow::Result<()> {
                 let evidence = if p.deterministic {
                     "deterministic".to_string()
                 } else {
-                    format!("p = {:.2e}", p.p_value)
+                    format!("p = {:.2e} ({})", p.p_value, p.test.name())
                 };
                 let basis = match (p.windows, p.interval) {
                     (0, _) => String::new(),

@@ -392,13 +392,8 @@ impl FindReport<'_> {
 
     /// The two-sample test behind a culprit's p-value.
     pub(crate) fn test_name(&self, c: &Culprit) -> &'static str {
-        if matches!(self.test.metric, crate::config::Metric::Instructions) {
-            "Welch's t test"
-        } else if c.windows > 1 {
-            "van Elteren's rank test, stratified by window"
-        } else {
-            "two-sided Mann-Whitney U"
-        }
+        let counted = matches!(self.test.metric, crate::config::Metric::Instructions);
+        crate::stats::step::StepTest::of_pair(counted, c.windows).name()
     }
 
     /// Which runs a culprit's levels are the medians of, and where its change comes from:

@@ -435,19 +435,24 @@ fn change_point_table(o: &mut String, p: &Page<'_>) {
         );
         return;
     }
-    o.push_str("<table><tr><th class=\"l\">first commit of the new level</th><th class=\"l\">before → after</th><th>change</th><th class=\"l wide\">subject</th></tr>\n");
+    o.push_str("<table><tr><th class=\"l\">first commit of the new level</th><th class=\"l\">before → after</th><th>change</th><th class=\"l\">evidence</th><th class=\"l wide\">subject</th></tr>\n");
     for cp in &p.change_points {
         let Some(r) = p.rows.get(cp.index) else {
             continue;
         };
         let _ = writeln!(
             o,
-            "<tr><td class=\"l\"><a class=\"hash\" href=\"#c-{}\">{}</a></td><td class=\"l wrap\">{} → {}</td><td>{:+.2} %</td><td class=\"l subject wide\">{}</td></tr>",
+            "<tr><td class=\"l\"><a class=\"hash\" href=\"#c-{}\">{}</a></td><td class=\"l wrap\">{} → {}</td><td>{:+.2} %</td><td class=\"l wrap\">{}</td><td class=\"l subject wide\">{}</td></tr>",
             r.commit.short(),
             r.commit.short(),
             esc(&quantity_pair(cp.before, cp.after, &p.test.unit()).0),
             esc(&quantity_pair(cp.before, cp.after, &p.test.unit()).1),
             cp.rel_change * 100.0,
+            if cp.deterministic {
+                "deterministic".to_string()
+            } else {
+                esc(&format!("p = {:.2e} ({})", cp.p_value, cp.test.name()))
+            },
             esc(&r.commit.subject)
         );
     }

@@ -69,7 +69,15 @@ impl Issue<'_> {
                 .interval_text(c)
                 .map(|i| format!("; {i}"))
                 .unwrap_or_default(),
-            self.find.evidence(c.p_value, true),
+            if self.find.deterministic {
+                self.find.evidence(c.p_value, true)
+            } else {
+                format!(
+                    "{} ({})",
+                    self.find.evidence(c.p_value, true),
+                    self.find.test_name(c)
+                )
+            },
             self.find.basis(c)
         ))
     }
@@ -297,9 +305,8 @@ fn around_table(o: &mut String, x: &Issue<'_>, c: &Culprit, confirmed: bool) {
     );
     let _ = writeln!(
         o,
-        "| | commit | subject | runs | median | min | max | vs parent, side by side |\n|---|---|---|---:|---:|---:|---:|---:|"
+        "| | commit | subject | runs | median | min | max | vs its parent, side by side |\n|---|---|---|---:|---:|---:|---:|---:|"
     );
-    let parent_row = x.rows.get(c.parent);
     for p in x.around(c.pos) {
         let row = &x.rows[p];
         let role = if p == c.pos {
@@ -327,12 +334,18 @@ fn around_table(o: &mut String, x: &Issue<'_>, c: &Culprit, confirmed: bool) {
                 ["0".into(), what.into(), String::new(), String::new()]
             }
         };
-        let vs = match parent_row.filter(|_| p != c.parent) {
-            Some(pr) => crate::report::show::step_between(pr, row)
-                .map(|s| format!("{:+.2} %", s.rel_change * 100.0))
-                .unwrap_or_else(|| "—".to_string()),
-            None => String::new(),
-        };
+        // Each row against the commit before it on the chain (the culprit against the parent
+        // the headline names), "—" where the two share no window of time.
+        let vs = (if p == c.pos {
+            Some(c.parent)
+        } else {
+            p.checked_sub(1)
+        })
+        .and_then(|q| crate::report::show::step_between(&x.rows[q], row))
+        .map_or_else(
+            || "—".to_string(),
+            |s| format!("{:+.2} %", s.rel_change * 100.0),
+        );
         let hash = if p == c.pos {
             format!("**`{}`**", row.commit.short())
         } else {
@@ -346,8 +359,9 @@ fn around_table(o: &mut String, x: &Issue<'_>, c: &Culprit, confirmed: bool) {
     let _ = writeln!(
         o,
         "\nRuns, median, min and max count every stored run of each commit, taken at different \
-         times; \"vs parent, side by side\" compares only runs taken in the same windows of time as \
-         the parent's, as the headline does ({}).\n",
+         times; \"vs its parent, side by side\" compares each commit with the one before it, on \
+         only the runs of both taken in the same windows of time, as the headline compares the \
+         culprit with its parent ({}); \"—\": none were.\n",
         md_escape(&r.basis(c))
     );
     let mut pos = c.pos;
@@ -375,8 +389,10 @@ fn change_points(o: &mut String, x: &Issue<'_>) {
     let _ = writeln!(
         o,
         "### Change points\n\n`perfbisect detect` over every stored run of the {} of {} (the old end \
-         first); where runs were taken side by side across a step, its levels are their medians and \
-         its change is estimated window by window, as the headline's:\n",
+         first). A step whose commit and parent were measured side by side is stated from their runs \
+         as the headline is (the same levels, change, p-value and test); another's levels and \
+         change come from the runs taken side by side across it, its p-value from the detector's \
+         test:\n",
         count(r.searched + 1, "commit"),
         md::code(r.range)
     );
@@ -420,8 +436,9 @@ fn change_points(o: &mut String, x: &Issue<'_>) {
                 "deterministic".to_string()
             } else {
                 format!(
-                    "p = {:.2e}{}",
+                    "p = {:.2e} ({}){}",
                     cp.p_value,
+                    cp.test.name(),
                     match cp.windows {
                         0 => String::new(),
                         1 => "; runs side by side".to_string(),
@@ -571,6 +588,7 @@ pub fn json(x: &Issue<'_>, find_json: serde_json::Value) -> anyhow::Result<Strin
                 "after": cp.after,
                 "rel_change": cp.rel_change,
                 "p_value": cp.p_value,
+                "test": cp.test,
                 "deterministic": cp.deterministic,
                 "interval": cp.interval.map(|(lo, hi)| [lo, hi]),
                 "windows": cp.windows,

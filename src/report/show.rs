@@ -64,14 +64,6 @@ impl<R: Run> CommitRow<R> {
     }
 }
 
-/// Change points over `rows` ([`detection`]).
-pub fn change_points<R: Run>(
-    rows: &[CommitRow<R>],
-    opts: &stats::changepoint::Options,
-) -> Vec<stats::ChangePoint> {
-    detection(rows, opts).points
-}
-
 /// What the detector reads of `rows`: each row's runs (one value per independent moment,
 /// with its window of time), those of identical builds it shows included, each run's weight
 /// shared among the rows of the range that show the same runs (so it counts once), and which
@@ -91,11 +83,13 @@ pub fn detector_input<R: Run>(rows: &[CommitRow<R>]) -> stats::changepoint::Runs
         .collect();
     // Rows that show the same runs (one build's, whichever commit made them) share them:
     // each counts 1/k of them, so the build's runs count once over its k rows.
+    // In any order of the runs: a sum of each run's hash (no sort of millions of cron rows).
     let key = |c: &Vec<Obs>| {
         use std::hash::BuildHasher;
-        let mut v: Vec<(u64, u64)> = c.iter().map(|o| (o.value.to_bits(), o.window)).collect();
-        v.sort_unstable();
-        foldhash::fast::FixedState::with_seed(37).hash_one(&v)
+        let h = foldhash::fast::FixedState::with_seed(37);
+        c.iter()
+            .map(|o| h.hash_one((o.value.to_bits(), o.window)))
+            .fold(c.len() as u64, u64::wrapping_add)
     };
     let keys: Vec<Option<u64>> = commits
         .par_iter()
@@ -118,13 +112,15 @@ pub fn detector_input<R: Run>(rows: &[CommitRow<R>]) -> stats::changepoint::Runs
 
 /// Change points over `rows`, and the steps too few runs leave undecided, by the one detector
 /// ([`stats::changepoint`]) on [`detector_input`]; each non-exact point's size is then read
-/// from the runs taken side by side across it where there are any ([`side_by_side`]).
+/// from the runs taken side by side across it where there are any ([`side_by_side`], with the
+/// search's rules `pair`).
 pub fn detection<R: Run>(
     rows: &[CommitRow<R>],
     opts: &stats::changepoint::Options,
+    pair: &crate::bisect::Params,
 ) -> stats::Detection {
-    let mut d = stats::changepoint::detect_runs(&detector_input(rows), opts);
-    side_by_side(rows, &mut d.points);
+    let mut d = stats::changepoint::detect_runs(detector_input(rows), opts);
+    side_by_side(rows, &mut d.points, pair);
     d
 }
 
@@ -164,31 +160,37 @@ const SIDE_SPAN: usize = 10;
 /// side by side, from which their own step is its size; below it a step is "too few runs".
 pub const RANK_RUNS: usize = 5;
 
-/// Each change point's size from the runs taken side by side across it, where there are any,
-/// read as a culprit's step is ([`stats::step`]): the levels the medians of those runs, the
-/// change estimated window by window with its interval. The runs are those of its commit and
-/// the one before it where they hold [`RANK_RUNS`] a side (so a step `find` named and verified
-/// is one number in the headline, the table around it and here), else the windows of time
-/// holding runs of commits on both sides (up to [`SIDE_SPAN`] commits a side, not past the
-/// neighbouring change points). Without such runs (imported rounds, commits measured apart)
-/// the detector's levels of the stored runs stand.
-pub fn side_by_side<R: Run>(rows: &[CommitRow<R>], found: &mut [stats::ChangePoint]) {
+/// Each change point's numbers from the runs taken side by side across it, where there are
+/// any. The runs of its commit and the one before it, where they hold [`RANK_RUNS`] a side,
+/// are compared as `find` compares a culprit and its parent ([`crate::bisect::Search::restate`]
+/// with `params`): levels, change, interval, p-value and its test are then the culprit's, one
+/// set of numbers in `find`, `report` and `detect`. Else the windows of time holding runs of
+/// commits on both sides (up to [`SIDE_SPAN`] commits a side, not past the neighbouring change
+/// points) give the levels and the change ([`stats::step`]), and the p-value stays the
+/// detector's. Without such runs (imported rounds, commits measured apart) the detector's
+/// levels stand.
+pub fn side_by_side<R: Run>(
+    rows: &[CommitRow<R>],
+    found: &mut [stats::ChangePoint],
+    params: &crate::bisect::Params,
+) {
     let starts: Vec<usize> = found.iter().map(|c| c.index).collect();
     for (i, cp) in found.iter_mut().enumerate() {
         if cp.deterministic {
             continue;
         }
         let k = cp.index;
-        let pair = (k > 0 && k < rows.len())
-            .then(|| step_between(&rows[k - 1], &rows[k]))
+        if let Some(c) = (k > 0 && k < rows.len())
+            .then(|| pair_step(&rows[k - 1], &rows[k], params))
             .flatten()
-            .filter(|s| s.n_before >= RANK_RUNS && s.n_after >= RANK_RUNS);
-        if let Some(step) = pair {
-            cp.before = step.before;
-            cp.after = step.after;
-            cp.rel_change = step.rel_change;
-            cp.interval = step.interval;
-            cp.windows = step.windows;
+        {
+            cp.before = c.before;
+            cp.after = c.after;
+            cp.rel_change = c.rel_change;
+            cp.interval = c.interval;
+            cp.windows = c.windows;
+            cp.p_value = c.p_value;
+            cp.test = stats::step::StepTest::of_pair(params.counted, c.windows);
             continue;
         }
         let lo = k
@@ -220,13 +222,68 @@ pub fn side_by_side<R: Run>(rows: &[CommitRow<R>], found: &mut [stats::ChangePoi
             .filter(|(a, b)| !a.is_empty() && !b.is_empty())
             .collect();
         if let Some(step) = stats::step::estimate_with_interval(&strata) {
-            cp.before = step.before;
-            cp.after = step.after;
+            (cp.before, cp.after) = step.levels();
             cp.rel_change = step.rel_change;
             cp.interval = step.interval;
             cp.windows = step.windows;
         }
     }
+}
+
+/// Row `b` against the row before it, `a`, as `find` states a culprit against its parent:
+/// every run of each (an identical build's runs a row shows included) in the windows of time
+/// holding both; `None` below [`RANK_RUNS`] such runs a side.
+fn pair_step<R: Run>(
+    a: &CommitRow<R>,
+    b: &CommitRow<R>,
+    params: &crate::bisect::Params,
+) -> Option<crate::bisect::Culprit> {
+    let stored = |row: &CommitRow<R>| -> Vec<crate::bisect::Stored> {
+        row.records
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.window() != 0)
+            .filter_map(|(i, r)| {
+                Some(crate::bisect::Stored {
+                    value: r.value().filter(|v| v.is_finite())?,
+                    window: r.window(),
+                    moment: u32::try_from(r.moment_key().1).unwrap_or(u32::MAX),
+                    shared: i >= row.own,
+                })
+            })
+            .collect()
+    };
+    let (sa, sb) = (stored(a), stored(b));
+    let windows = |x: &[crate::bisect::Stored]| -> std::collections::HashSet<u64> {
+        x.iter().map(|s| s.window).collect()
+    };
+    let (wa, wb) = (windows(&sa), windows(&sb));
+    let na = sa.iter().filter(|s| wb.contains(&s.window)).count();
+    let nb = sb.iter().filter(|s| wa.contains(&s.window)).count();
+    if na < RANK_RUNS || nb < RANK_RUNS {
+        return None;
+    }
+    let search = crate::bisect::Search::new(2, *params);
+    let c = crate::bisect::Culprit {
+        pos: 1,
+        parent: 0,
+        candidates: vec![1],
+        before: f64::NAN,
+        after: f64::NAN,
+        n_before: 0,
+        n_after: 0,
+        rel_change: f64::NAN,
+        interval: None,
+        windows: 0,
+        p_value: f64::NAN,
+        verified: false,
+    };
+    let r = search.restate(&c, &sa, &sb);
+    (r.before.is_finite()
+        && r.after.is_finite()
+        && r.rel_change.is_finite()
+        && r.p_value.is_finite())
+    .then_some(r)
 }
 
 /// The stake verdict, worded like curl's page.

@@ -118,12 +118,13 @@ pub fn detect(series: &[Vec<f64>], opts: &Options) -> Vec<ChangePoint> {
 /// [`detect`], and the steps it could not yet decide because their runs are too few (see
 /// [`Undecided`]).
 pub fn detect_all(series: &[Vec<f64>], opts: &Options) -> Detection {
-    detect_runs(&Runs::plain(series), opts)
+    detect_runs(Runs::plain(series), opts)
 }
 
 /// The detector on runs with their windows of time (see the module documentation).
-pub fn detect_runs(runs: &Runs, opts: &Options) -> Detection {
-    let mut model = Model::new(&runs.commits, &runs.share, &runs.joined);
+/// (`runs` is consumed as the model is built: years of cron rows are millions of runs.)
+pub fn detect_runs(runs: Runs, opts: &Options) -> Detection {
+    let mut model = Model::new(runs);
     let m = model.len();
     if m < 2 {
         return Detection::default();
@@ -219,6 +220,7 @@ fn exact(model: &Model, opts: &Options) -> Option<Vec<ChangePoint>> {
                 after: values[j],
                 rel_change: rel_change(values[j - 1], values[j]),
                 p_value: 0.0,
+                test: super::step::StepTest::Exact,
                 deterministic: true,
                 interval: None,
                 windows: 0,

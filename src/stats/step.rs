@@ -17,6 +17,47 @@ const SEED: u64 = 0x7374_6570_2d63_6921;
 const RESAMPLES: usize = 1000;
 const MAX_WORK: usize = 4_000_000;
 
+/// The test a step's p-value comes from, named wherever the p-value is printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StepTest {
+    /// Values compared exactly (a deterministic metric): no p-value applies.
+    Exact,
+    /// The change-point detector's t test of the two neighbouring segments' levels.
+    Levels,
+    /// Welch's t test of a commit's runs against its parent's (counts).
+    Welch,
+    /// Van Elteren's rank test of a commit's runs against its parent's, stratified by window.
+    VanElteren,
+    /// The two-sided Mann-Whitney U test of a commit's runs against its parent's.
+    MannWhitney,
+}
+
+impl StepTest {
+    /// The test `find` applies to a culprit and its parent: Welch's for counts, else a rank
+    /// test, stratified when the runs were taken in several windows.
+    pub fn of_pair(counted: bool, windows: usize) -> StepTest {
+        if counted {
+            StepTest::Welch
+        } else if windows > 1 {
+            StepTest::VanElteren
+        } else {
+            StepTest::MannWhitney
+        }
+    }
+
+    /// Its name in prose.
+    pub fn name(self) -> &'static str {
+        match self {
+            StepTest::Exact => "values compared exactly",
+            StepTest::Levels => "t test of the neighbouring segments' levels",
+            StepTest::Welch => "Welch's t test",
+            StepTest::VanElteren => "van Elteren's rank test, stratified by window",
+            StepTest::MannWhitney => "two-sided Mann-Whitney U",
+        }
+    }
+}
+
 /// A step between two levels measured side by side.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct Step {
@@ -38,6 +79,20 @@ pub struct Step {
 }
 
 impl Step {
+    /// The levels every view prints: the old side's median and the level the change
+    /// estimated window by window puts the new side at, so that the levels printed give the
+    /// change printed (with several windows the new side's own median can differ: the
+    /// machine's speed moved between them). With one window, `(before, after)`.
+    pub fn levels(&self) -> (f64, f64) {
+        if self.windows <= 1 || !self.rel_change.is_finite() {
+            return (self.before, self.after);
+        }
+        (
+            self.before,
+            self.before + self.rel_change * self.before.abs(),
+        )
+    }
+
     /// Whether `rel` (another view's change) lies within this step's interval, or equals its
     /// estimate when it has none.
     pub fn agrees_with(&self, rel: f64) -> bool {
@@ -239,6 +294,15 @@ mod tests {
         assert_eq!((s.n_before, s.n_after, s.windows), (6, 6, 2));
         let (lo, hi) = s.interval.unwrap();
         assert!(lo > 0.07 && hi < 0.13, "{lo} {hi}");
+        // The levels a view prints give the change it prints (the new side's pooled median,
+        // 126.35 here, would say +10.2 %).
+        let (before, after) = s.levels();
+        assert_eq!(before, s.before);
+        assert!(
+            (after / before - 1.0 - s.rel_change).abs() < 1e-12,
+            "{after}"
+        );
+        assert_ne!(after, s.after);
     }
 
     #[test]

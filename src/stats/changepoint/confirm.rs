@@ -8,6 +8,7 @@ use super::super::threshold::{rel_change, Threshold};
 use super::model::Model;
 use super::point::{ChangePoint, Undecided};
 use super::prefix::Prefix;
+use crate::stats::step::StepTest;
 
 /// Commits on each side of a boundary whose levels give the levels a change point reports:
 /// the same step is one size in every range that holds these commits.
@@ -173,6 +174,7 @@ impl Ctx<'_> {
                             after: t.after,
                             rel_change: rel_change(t.before, t.after),
                             p_value: t.p,
+                            test: StepTest::Levels,
                             deterministic: false,
                             interval: None,
                             windows: 0,

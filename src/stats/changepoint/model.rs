@@ -6,6 +6,7 @@
 
 use super::super::summary::median_in_place;
 use super::point::Obs;
+use super::Runs;
 
 /// Residuals beyond this many sd from a commit's median are clipped (outlier runs).
 const CLIP_K: f64 = 3.0;
@@ -51,88 +52,91 @@ const NONE: u32 = u32::MAX;
 impl Model {
     /// The kept commits of `runs` (positions with a finite value), with `share` and `joined`
     /// per series position (empty: 1 and false).
-    pub(super) fn new(runs: &[Vec<Obs>], share: &[f64], joined: &[bool]) -> Model {
-        let mut pos = Vec::new();
-        let mut kept: Vec<Vec<(f64, u64)>> = Vec::new();
-        let mut sh = Vec::new();
-        let mut jn = Vec::new();
+    pub(super) fn new(runs: Runs) -> Model {
+        let Runs {
+            commits: runs,
+            share,
+            joined,
+        } = runs;
+        let finite = |o: &&Obs| o.value.is_finite();
+        let log = runs.iter().flatten().filter(finite).all(|o| o.value > 0.0);
+        let (mut pos, mut sh, mut jn, mut medians) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let mut kept: Vec<Vec<(f64, u32)>> = Vec::new();
+        // Dense windows in order of first appearance (a window is tied when it holds runs of
+        // two or more commits), one lookup a run: millions of cron rows pass here. Per dense
+        // window: the last commit seen in it, and how many commits were.
+        let mut ids: std::collections::HashMap<u64, u32, foldhash::fast::RandomState> =
+            Default::default();
+        let mut seen: Vec<(usize, u32)> = Vec::new();
+        let mut buf = Vec::new();
         let mut run_of_joined = false;
-        for (i, r) in runs.iter().enumerate() {
+        for (i, r) in runs.into_iter().enumerate() {
             run_of_joined |= joined.get(i).copied().unwrap_or(false);
             // (-0.0 is 0.0: a median must not take its sign from the order of the runs.)
-            let f: Vec<(f64, u64)> = r
-                .iter()
-                .filter(|o| o.value.is_finite())
-                .map(|o| (if o.value == 0.0 { 0.0 } else { o.value }, o.window))
-                .collect();
-            if f.is_empty() {
+            let plain = |v: f64| if v == 0.0 { 0.0 } else { v };
+            buf.clear();
+            buf.extend(r.iter().filter(finite).map(|o| plain(o.value)));
+            let Some(median) = median_in_place(&mut buf) else {
                 continue;
-            }
+            };
+            let j = pos.len();
             // A commit joins the previous kept one when every commit between is the same build.
-            jn.push(!pos.is_empty() && run_of_joined && joined.get(i).copied().unwrap_or(false));
+            jn.push(j > 0 && run_of_joined && joined.get(i).copied().unwrap_or(false));
             run_of_joined = true;
             pos.push(i);
-            kept.push(f);
+            medians.push(median);
             let s = share.get(i).copied().unwrap_or(1.0);
             sh.push(if s > 0.0 && s.is_finite() { s } else { 1.0 });
+            let mut dense = |w: u64| {
+                if w == 0 {
+                    return NONE;
+                }
+                let d = *ids.entry(w).or_insert_with(|| {
+                    seen.push((j, 0));
+                    (seen.len() - 1) as u32
+                });
+                let e = &mut seen[d as usize];
+                if e.1 == 0 || e.0 != j {
+                    *e = (j, e.1 + 1);
+                }
+                d
+            };
+            kept.push(
+                r.iter()
+                    .filter(finite)
+                    .map(|o| {
+                        let x = plain(o.value);
+                        (if log { x.ln() } else { x }, dense(o.window))
+                    })
+                    .collect(),
+            );
         }
-        let log = kept.iter().flatten().all(|(x, _)| *x > 0.0);
-        let medians = kept
+        let mut runs = kept;
+        let mut tied = 0u32;
+        let dense_to_tied: Vec<u32> = seen
             .iter()
-            .map(|r| {
-                let mut v: Vec<f64> = r.iter().map(|x| x.0).collect();
-                median_in_place(&mut v).unwrap_or(0.0)
+            .map(|&(_, c)| {
+                if c >= 2 {
+                    tied += 1;
+                    tied - 1
+                } else {
+                    NONE
+                }
             })
             .collect();
-        // Dense windows; a window is tied when it holds runs of two or more commits.
-        let mut ids: std::collections::HashMap<
-            u64,
-            (u32, usize, u32),
-            foldhash::fast::RandomState,
-        > = Default::default();
-        for (j, r) in kept.iter().enumerate() {
-            for &(_, w) in r {
-                if w == 0 {
-                    continue;
-                }
-                let next = ids.len() as u32;
-                let e = ids.entry(w).or_insert((next, j, 1));
-                if e.1 != j {
-                    e.1 = j;
-                    e.2 += 1;
-                }
+        for r in &mut runs {
+            for x in r.iter_mut().filter(|x| x.1 != NONE) {
+                x.1 = dense_to_tied[x.1 as usize];
             }
         }
-        let tied_ids: std::collections::HashMap<u64, u32, foldhash::fast::RandomState> = {
-            let mut t: Vec<(u32, u64)> = ids
-                .iter()
-                .filter(|(_, v)| v.2 >= 2)
-                .map(|(&w, v)| (v.0, w))
-                .collect();
-            t.sort_unstable();
-            t.into_iter()
-                .enumerate()
-                .map(|(d, (_, w))| (w, d as u32))
-                .collect()
-        };
-        let runs: Vec<Vec<(f64, u32)>> = kept
-            .into_iter()
-            .map(|r| {
-                r.into_iter()
-                    .map(|(x, w)| {
-                        let x = if log { x.ln() } else { x };
-                        (x, tied_ids.get(&w).copied().unwrap_or(NONE))
-                    })
-                    .collect()
-            })
-            .collect();
         let n = runs.iter().map(Vec::len).collect();
         Model {
             pos,
             log,
             joined: jn,
-            effect: vec![0.0; tied_ids.len()],
-            tied: !tied_ids.is_empty(),
+            effect: vec![0.0; tied as usize],
+            tied: tied > 0,
             level: Vec::new(),
             spread: Vec::new(),
             n,
@@ -215,7 +219,16 @@ impl Model {
                 .map(|r| commit_level(r, effect, sigma))
                 .unzip();
             if self.tied {
-                self.effect = self.window_effects();
+                let effect = self.window_effects();
+                let moved = effect
+                    .iter()
+                    .zip(&self.effect)
+                    .any(|(a, b)| (a - b).abs() > 1e-12);
+                self.effect = effect;
+                // Windows that each hold every commit settle at once: the levels would not move.
+                if !moved {
+                    break;
+                }
             }
         }
         self.sigma = self.within_sigma();
@@ -364,7 +377,8 @@ fn commit_level(r: &[(f64, u32)], effect: &[f64], sigma: Option<f64>) -> (f64, f
         }
     };
     let mut v: Vec<f64> = r.iter().map(adj).collect();
-    let med = median_in_place(&mut v.clone()).unwrap_or(0.0);
+    // (The median reorders `v`; nothing below depends on the order.)
+    let med = median_in_place(&mut v).unwrap_or(0.0);
     match sigma {
         Some(s) => {
             let (lo, hi) = (med - CLIP_K * s, med + CLIP_K * s);

@@ -10,10 +10,12 @@ pub struct ChangePoint {
     pub after: f64,
     /// Relative change of the levels, [`super::threshold::rel_change`]: `(after - before) / |before|`.
     pub rel_change: f64,
-    /// Two-sided Mann-Whitney p-value of the neighbouring segments' raw samples (per-commit
-    /// levels when build-to-build jitter dominates), as computed: not yet multiplied by the
-    /// Bonferroni and scan factors the confirmation applies; 0 for deterministic metrics.
+    /// The step's two-sided p-value, from the test `test` names (0 for an exact change).
     pub p_value: f64,
+    /// The test behind `p_value`: the detector's t test of the neighbouring segments' levels,
+    /// or, where the commit and its parent were measured side by side, the test `find`
+    /// applies to a culprit and its parent.
+    pub test: crate::stats::step::StepTest,
     /// The series has no noise (every commit's samples equal, values change rarely): the point
     /// is an exact change of value and `p_value` is no test's result.
     pub deterministic: bool,

@@ -651,10 +651,7 @@ mod model {
                         .collect()
                 })
                 .collect();
-            let d = detect_runs(
-                &with_windows(&s, |_, r| 100 + r as u64),
-                &Options::default(),
-            );
+            let d = detect_runs(with_windows(&s, |_, r| 100 + r as u64), &Options::default());
             assert_eq!(at(&d.points), vec![11, 14], "seed {seed}: {d:?}");
             for c in &d.points {
                 assert!((c.rel_change - 0.03).abs() < 0.005, "seed {seed}: {c:?}");
@@ -668,7 +665,7 @@ mod model {
                 })
                 .collect();
             let d = detect_runs(
-                &with_windows(&flat, |_, r| 100 + r as u64),
+                with_windows(&flat, |_, r| 100 + r as u64),
                 &Options::default(),
             );
             assert!(d.points.is_empty(), "seed {seed}: {d:?}");
@@ -693,12 +690,12 @@ mod model {
         runs.share = (0..n)
             .map(|i| if !(6..16).contains(&i) { 0.5 } else { 1.0 })
             .collect();
-        let d = detect_runs(&runs, &Options::default());
+        let d = detect_runs(runs.clone(), &Options::default());
         assert_eq!(at(&d.points), vec![8, 16], "{d:?}");
         assert!(d.points[1].rel_change < -0.06, "{d:?}");
         // Commits 7 and 8 one build: the step cannot lie between them; it is at 7 or 9.
         runs.joined = (0..n).map(|i| i == 8).collect();
-        let d = detect_runs(&runs, &Options::default());
+        let d = detect_runs(runs, &Options::default());
         assert!(!at(&d.points).contains(&8), "{d:?}");
     }
 
@@ -765,8 +762,8 @@ mod model {
         fn order_of_runs_and_names_of_windows_change_nothing(seed in 0u64..1_000_000, shift in 1u64..1000) {
             let (s, _) = close_steps(seed);
             let runs = with_windows(&s, |_, r| 10 + r as u64);
-            let d = detect_runs(&runs, &Options::default());
-            prop_assert_eq!(&d, &detect_runs(&runs, &Options::default()));
+            let d = detect_runs(runs.clone(), &Options::default());
+            prop_assert_eq!(&d, &detect_runs(runs.clone(), &Options::default()));
             let mut rng = SplitMix64::new(seed ^ 0x5eed);
             let mut shuffled = runs.clone();
             for c in &mut shuffled.commits {
@@ -777,7 +774,7 @@ mod model {
                     o.window = o.window * 7919 + shift;
                 }
             }
-            let e = detect_runs(&shuffled, &Options::default());
+            let e = detect_runs(shuffled, &Options::default());
             prop_assert_eq!(at(&d.points), at(&e.points));
             for (a, b) in d.points.iter().zip(&e.points) {
                 prop_assert!((a.rel_change - b.rel_change).abs() < 1e-12);
