@@ -354,3 +354,130 @@ fn find_over_several_tests_gives_a_verdict_each_on_one_set_of_builds() {
         "{text}"
     );
 }
+
+/// Issue 37: six cron rounds over 41 commits (every 8th), two rounds a level. Each round is a
+/// moment of its own (nothing ties the commits' levels), so the steps are undecided
+/// candidates, and `triage` searches them: both culprits posted, one issue each.
+#[test]
+fn six_sparse_rounds_two_a_level_post_both_culprits() {
+    let f = Fixture::new(
+        &specs(41, |i, c| {
+            c.metric = if i < 13 { 1000.0 } else { 1078.0 };
+            c.megabytes = match i {
+                ..=12 => 22,
+                13..=28 => 43,
+                _ => 74,
+            };
+            c.work = 0;
+        }),
+        &with_build(
+            r#"
+[tests.value]
+command = "./app"
+metric = { regex = "^value: ([0-9.]+)" }
+threshold = "2%"
+repeats = 3
+
+[tests.rss]
+command = "./app"
+metric = "max-rss"
+threshold = "10%"
+repeats = 3
+"#,
+        ),
+    );
+    let gh = Gh::new(&f);
+    for n in [1, 9, 17, 25, 33, 41] {
+        f.run_json("value,rss", &f.ids[n - 1], &[]);
+    }
+    let (code, j, err) = triage(&f, &gh, 41, &[]);
+    assert_eq!(code, 0, "{err}");
+    let (x13, x29) = (&f.ids[12], &f.ids[28]);
+    assert_eq!(tests_of(finding(&j, x13)), ["rss", "value"], "{j:#}");
+    assert_eq!(tests_of(finding(&j, x29)), ["rss"], "{j:#}");
+    for c in [x13, x29] {
+        assert_eq!(finding(&j, c)["state"], "posted", "{j:#}");
+        assert_eq!(gh.about(c).len(), 1, "one issue for {c}");
+    }
+    assert_eq!(gh.issues().len(), 2, "{j:#}");
+}
+
+/// Issue 37: a regression reverted to the same bytes. The commits after the revert build
+/// what the first commits built; their rounds show that build's runs, a level like any other:
+/// `detect` sees the step back, and `triage` marks the regression fixed by the revert.
+#[test]
+fn a_regression_reverted_to_identical_bytes_is_marked_fixed() {
+    let app = |level: u32| {
+        format!(
+            "#include <stdio.h>\n#include <stdlib.h>\n#include <time.h>\n\
+             int main(void) {{ FILE *u = fopen(\"/dev/urandom\", \"rb\"); unsigned r = 0;\n\
+             if (u) {{ fread(&r, sizeof r, 1, u); fclose(u); }}\n\
+             double e = ((r % 2001) / 1000.0 - 1.0) * 0.01;\n\
+             printf(\"value: %.2f\\n\", {level}.0 * (1.0 + e)); return 0; }}\n"
+        )
+    };
+    let mut commits: Vec<(String, Vec<(&str, String)>)> = Vec::new();
+    for n in 1..=30usize {
+        let mut files = vec![("NEWS", format!("commit {n}\n"))];
+        match n {
+            1 => files.push(("app.c", app(1000))),
+            11 => files.push(("app.c", app(1080))),
+            21 => files.push(("app.c", app(1000))),
+            _ => {}
+        }
+        let subject = match n {
+            11 => "Slow path".to_string(),
+            21 => "Revert \"Slow path\"".to_string(),
+            _ => format!("Commit {n}"),
+        };
+        commits.push((subject, files));
+    }
+    let commits: Vec<common::FilesCommit<'_>> = commits
+        .iter()
+        .map(|(s, f)| (s.as_str(), f.clone()))
+        .collect();
+    let f = Fixture::with_files(
+        &commits,
+        &with_build(
+            r#"
+[tests.value]
+command = "./app"
+metric = { regex = "^value: ([0-9.]+)" }
+threshold = "2%"
+repeats = 3
+"#,
+        ),
+    );
+    let gh = Gh::new(&f);
+    let night = |rounds: &[usize]| {
+        for &n in rounds {
+            f.run_json("value", &f.ids[n - 1], &[]);
+        }
+    };
+    night(&[1, 3, 6, 9, 12, 14, 17, 19]);
+    let (code, j, err) = triage(&f, &gh, 19, &[]);
+    assert_eq!(code, 0, "{err}");
+    let (x11, x21) = (&f.ids[10], &f.ids[20]);
+    assert_eq!(finding(&j, x11)["state"], "posted", "{j:#}");
+    night(&[22, 25, 28, 30]);
+    let (code, j, err) = triage(&f, &gh, 30, &[]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(finding(&j, x11)["state"], "fixed", "{j:#}");
+    assert_eq!(finding(&j, x11)["fixed_by"], x21.as_str(), "{j:#}");
+    assert_eq!(
+        gh.issues().len(),
+        1,
+        "the revert is no new issue: {:?}",
+        gh.issues()
+    );
+    // Both steps at their commits, now that the searches measured the commits around them.
+    let range = format!("{}..{}", f.ids[0], f.ids[29]);
+    let d = f.json(&["detect", "value", &range, "--format", "json"]);
+    let at: Vec<&str> = d["change_points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["commit"].as_str().unwrap())
+        .collect();
+    assert_eq!(at, [x11.as_str(), x21.as_str()], "{d:#}");
+}
