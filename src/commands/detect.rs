@@ -250,7 +250,7 @@ pub fn detect(g: &Global, args: DetectArgs) -> anyhow::Result<()> {
                 let evidence = if p.deterministic {
                     "deterministic".to_string()
                 } else {
-                    format!("p = {:.2e} ({})", p.p_value, p.test.name())
+                    format!("{} ({})", crate::report::fmt_p(p.p_value), p.test.name())
                 };
                 let basis = match (p.windows, p.interval) {
                     (0, _) => String::new(),

@@ -436,8 +436,8 @@ fn change_points(o: &mut String, x: &Issue<'_>) {
                 "deterministic".to_string()
             } else {
                 format!(
-                    "p = {:.2e} ({}){}",
-                    cp.p_value,
+                    "{} ({}){}",
+                    super::fmt_p(cp.p_value),
                     cp.test.name(),
                     match cp.windows {
                         0 => String::new(),

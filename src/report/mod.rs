@@ -17,4 +17,4 @@ pub mod triage;
 pub mod units;
 pub mod why;
 
-pub use text::{fmt_num, fmt_signed, json_line, json_pretty, JSON_SCHEMA};
+pub use text::{fmt_num, fmt_p, fmt_signed, json_line, json_pretty, JSON_SCHEMA};

@@ -82,18 +82,24 @@ pub fn detector_input<R: Run>(rows: &[CommitRow<R>]) -> stats::changepoint::Runs
         })
         .collect();
     // Rows that show the same runs (one build's, whichever commit made them) share them:
-    // each counts 1/k of them, so the build's runs count once over its k rows.
-    // In any order of the runs: a sum of each run's hash (no sort of millions of cron rows).
-    let key = |c: &Vec<Obs>| {
+    // each counts 1/k of them, so the build's runs count once over its k rows. The same runs
+    // are the same records (value, window and moment: commits of a cron round that printed
+    // equal values are still runs of their own), in any order: a sum of each record's hash
+    // (no sort of millions of cron rows).
+    let key = |r: &CommitRow<R>| {
         use std::hash::BuildHasher;
         let h = foldhash::fast::FixedState::with_seed(37);
-        c.iter()
-            .map(|o| h.hash_one((o.value.to_bits(), o.window)))
-            .fold(c.len() as u64, u64::wrapping_add)
+        let values = r.records.iter().filter_map(|s| {
+            let v = s.value().filter(|v| v.is_finite())?;
+            Some(h.hash_one((v.to_bits(), s.moment_key())))
+        });
+        let (sum, n) = values.fold((0u64, 0u64), |(s, n), x| (s.wrapping_add(x), n + 1));
+        sum.wrapping_add(n.wrapping_mul(0x9e37_79b9_7f4a_7c15))
     };
-    let keys: Vec<Option<u64>> = commits
+    let keys: Vec<Option<u64>> = rows
         .par_iter()
-        .map(|c| (!c.is_empty()).then(|| key(c)))
+        .zip(&commits)
+        .map(|(r, c)| (!c.is_empty()).then(|| key(r)))
         .collect();
     let mut size: std::collections::HashMap<u64, usize> = Default::default();
     for k in keys.iter().flatten() {

@@ -29,6 +29,16 @@ pub fn json_line<T: serde::Serialize>(value: &T) -> serde_json::Result<String> {
     })
 }
 
+/// A p-value as "p = 1.23e-4", or "p < 1e-300" where it underflowed (a p of 0 would read as
+/// certainty, or as an exact comparison).
+pub fn fmt_p(p: f64) -> String {
+    if p > 0.0 || p.is_nan() {
+        format!("p = {p:.2e}")
+    } else {
+        "p < 1e-300".to_string()
+    }
+}
+
 /// A number with up to five significant digits, trailing zeros dropped; integers stay integers.
 pub fn fmt_num(v: f64) -> String {
     if !v.is_finite() {
