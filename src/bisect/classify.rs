@@ -254,6 +254,16 @@ pub(super) fn classify_cmp(
         (true, true) => Some(lean),
         (true, false) if leans_new => Some(Verdict::New),
         (false, true) if !leans_new => Some(Verdict::Old),
+        // Within a step known to differ, neither side's move reaching the threshold (no second
+        // step that matters lies here): once no more runs can be had, a probe that differs
+        // significantly from one side only goes to the other, any other to the nearer level.
+        // A better bet than ending the search there: a misplaced probe leaves a parent and
+        // culprit that do not differ, and the check and the re-runs say so.
+        (false, false) if within_step && !det => match (co.p < params.alpha, cn.p < params.alpha) {
+            (true, false) => Some(Verdict::New),
+            (false, true) => Some(Verdict::Old),
+            _ => Some(lean),
+        },
         _ => None,
     };
     let verdict = match (co.differs, cn.differs) {

@@ -68,12 +68,22 @@ impl Search {
             seg.stage = Stage::Verify(Verification::default());
             return SegFlow::Again;
         }
-        if !self.det && self.promising(&c, seg.up) {
-            let have = self.evidence(&[lo, hi]).fewest();
+        // In doubt while the runs do not show the move short of the threshold (its interval):
+        // medians of a step above it fall below it in one look of several.
+        let ev = self.evidence(&[lo, hi]);
+        let reaches = !self.short_of_threshold(&self.strata_of(&ev, 0, 1), Some(seg.up));
+        if !self.det && (self.promising(&c, seg.up) || reaches) {
+            let have = ev.fewest();
             if let Some(a) = self.ensure(&[lo, hi], (2 * have.max(1)).min(self.params.max_repeats))
             {
                 return SegFlow::Act(a);
             }
+        }
+        // Every run spent: a real move the range's way that the runs cannot tell from a step
+        // of the threshold is re-run as one (the verification decides).
+        if !self.det && same_dir && c.p < self.params.alpha && reaches {
+            seg.stage = Stage::Verify(Verification::default());
+            return SegFlow::Again;
         }
         // A real move that is too small to matter reads differently from no move at all, and
         // one the other way than the range's reads differently from both.
@@ -219,15 +229,22 @@ impl Search {
         } else {
             self.params.alpha
         };
-        let c = match &seg.stage {
+        let alpha = match &seg.stage {
+            Stage::Verify(v) => base / 2f64.powi(v.rounds.saturating_sub(1).min(30) as i32),
+            _ => base,
+        };
+        let (c, reaches) = match &seg.stage {
             Stage::Verify(v) => {
                 let params = Params {
-                    alpha: base / 2f64.powi(v.rounds.saturating_sub(1).min(30) as i32),
+                    alpha,
                     ..self.params
                 };
-                compare(&v.old, &v.new, &params, self.det)
+                (
+                    compare(&v.old, &v.new, &params, self.det),
+                    !self.short_of_threshold(&[(&v.old, &v.new)], Some(seg.up)),
+                )
             }
-            _ => None,
+            _ => (None, false),
         };
         let Some(c) = c else {
             if runs_so_far < max {
@@ -246,9 +263,26 @@ impl Search {
         if c.differs && (c.after > c.before) == seg.up {
             return SegFlow::Found(self.culprit(lo, hi, lo + 1..=hi, true));
         }
-        if !self.det && self.promising(&c, seg.up) && runs_so_far < max {
+        // More re-runs while they show a move the range's way, or cannot yet show the move
+        // short of the threshold (a handful of runs against it proves nothing).
+        if !self.det && (self.promising(&c, seg.up) || reaches) && runs_so_far < max {
             let runs = runs_so_far.min(max - runs_so_far).max(1);
             return ask(seg, runs);
+        }
+        // All re-runs made: a real move the range's way (at this round's α) whose interval
+        // reaches the threshold confirms the culprit; its medians' size is said with it.
+        let same_dir = (c.after > c.before) == seg.up;
+        if !self.det && same_dir && c.p < alpha && reaches {
+            self.notes.push(format!(
+                "the re-runs of {} against {} moved {:+.2} % ({}), less than the {} threshold in \
+                 their medians but not shown to be below it",
+                self.name(hi),
+                self.name(lo),
+                c.rel * 100.0,
+                self.p_text(c.p),
+                threshold_text(&self.params.threshold)
+            ));
+            return SegFlow::Found(self.culprit(lo, hi, lo + 1..=hi, true));
         }
         SegFlow::Failed(
             format!(

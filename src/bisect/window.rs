@@ -321,6 +321,42 @@ impl Search {
         }
     }
 
+    /// Whether the runs of `strata` (old side first) show their step short of the threshold
+    /// in direction `up` (`None`: either way): the whole 95 % interval of the step
+    /// ([`stats::step`]) on the near side of it. A median that misses the threshold is not
+    /// that: a step 1.4 times the threshold measures below it in one look of several, and a
+    /// search looks many times (the ends, the parent, the re-runs). One run a side has no
+    /// interval and shows nothing; a deterministic search compares exact values.
+    pub(super) fn short_of_threshold(&self, strata: &[(&[f64], &[f64])], up: Option<bool>) -> bool {
+        if self.det {
+            return true;
+        }
+        let Some(step) = stats::step::estimate_with_interval(strata) else {
+            return false;
+        };
+        let Some((lo, hi)) = step
+            .interval
+            .filter(|(l, h)| l.is_finite() && h.is_finite())
+        else {
+            return false;
+        };
+        // Resampling a handful of runs gives too narrow an interval (five runs' median takes
+        // one of three values): at least as wide as the noise every commit of this search
+        // shows allows (a median's standard error, 1.25 σ / √n a side).
+        let z = 1.96 * 1.2533 * self.noise_cv();
+        let se = (1.0 / step.n_before.max(1) as f64 + 1.0 / step.n_after.max(1) as f64).sqrt();
+        let (lo, hi) = (
+            lo.min(step.rel_change - z * se),
+            hi.max(step.rel_change + z * se),
+        );
+        let thr = self.relative_threshold(step.before);
+        match up {
+            Some(true) => hi < thr,
+            Some(false) => lo > -thr,
+            None => lo > -thr && hi < thr,
+        }
+    }
+
     /// The threshold as a relative change from `level`.
     pub(super) fn relative_threshold(&self, level: f64) -> f64 {
         match self.params.threshold {
