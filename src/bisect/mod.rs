@@ -26,7 +26,7 @@
 //!   zone, not "same": otherwise a level between two steps is silently taken for the new one.
 //! - Unknown (and grey) probes earn more runs: the doubtful side is topped up to as many samples as
 //!   the probe, then the probe doubles, up to `max_repeats` (Pinpoint's adaptive attempts). When
-//!   nothing can grow, a probe that differs from one side settles towards its lean (it still
+//!   nothing can grow, a probe that differs from one side only goes to the other (it still
 //!   bounds a real step); one that differs from neither by the threshold is placed by
 //!   significance (differing from one side only: the other side), else by its lean (issue 42:
 //!   ending the search there gave up a step the rest of the range could name; a misplaced
@@ -49,9 +49,14 @@
 //!   with stored samples or a cached build win when they split well enough. Without such hints
 //!   this is `git bisect`'s midpoint, ⌈log2 m⌉ probes.
 //! - Before reporting, parent and culprit are compared directly (topped up if needed) and then
-//!   re-run interleaved ([`Action::Verify`], sized for 90 % power, extended while promising); a
-//!   culprit that does not still differ in the same direction, or that cannot be re-run because
-//!   it or its parent is unbuildable, is only a best guess of an inconclusive outcome.
+//!   re-run interleaved ([`Action::Verify`], sized for 90 % power, extended while promising,
+//!   round k at α / 2^(k-1); an earlier search's re-runs in the store count as its rounds, so a
+//!   second search over the same cache judges them as the first did). A parent and culprit on
+//!   one level, or re-runs that do not confirm them, back the sub-range off (issue 42: a probe
+//!   misplaced by one unlucky look): first to the bounds placed before the pair, then to the
+//!   sub-range's own, each probe placed again on fresh runs, at least twice the first; after
+//!   three back-offs, or one that cannot be re-run because it or its parent is
+//!   unbuildable, the culprit is only a best guess of an inconclusive outcome.
 //! - Deterministic metrics (flag, or zero spread on both ends over at least two runs each) get one
 //!   run per commit and plain threshold comparisons.
 //!

@@ -25,6 +25,7 @@ impl Search {
             no_det: false,
             min_detectable: None,
             decisions: Vec::new(),
+            answers: 0,
         }
     }
 
@@ -469,6 +470,8 @@ impl Search {
             news: vec![hi],
             up,
             split: false,
+            retries: 0,
+            since: 0,
             probe: None,
             stage: Stage::Bisect,
         });
@@ -588,8 +591,14 @@ impl Search {
                 }
             };
         };
-        let first = self.first_runs();
         let max = self.params.max_repeats;
+        // After a back-off, a probe is placed on more runs than the first (a misplaced
+        // probe is what left a parent and culprit on one level).
+        let first = if seg.retries > 0 {
+            self.first_runs().max(2 * self.params.repeats).min(max)
+        } else {
+            self.first_runs()
+        };
         let (a, b) = self.anchors(seg);
         let ps = [a, x, b];
         if self.points[x].failing {
@@ -598,13 +607,13 @@ impl Search {
             seg.probe = None;
             return SegFlow::Again;
         }
-        if let Some(act) = self.ensure(&ps, first) {
+        if let Some(act) = self.ensure_in(&ps, first, seg.since) {
             return SegFlow::Act(act);
         }
-        let ev = self.evidence(&ps);
+        let ev = self.evidence_in(&ps, seg.since);
         if ev.pooled(1).is_empty() {
             if self.points[x].measurable() {
-                if let Some(act) = self.ensure(&ps, ev.fewest() + first) {
+                if let Some(act) = self.ensure_in(&ps, ev.fewest() + first, seg.since) {
                     return SegFlow::Act(act);
                 }
             }
@@ -665,6 +674,8 @@ impl Search {
                     news: std::mem::replace(&mut seg.news, vec![x]),
                     up: m_hi > m_x,
                     split: true,
+                    retries: 0,
+                    since: 0,
                     probe: None,
                     stage: Stage::Bisect,
                 });
@@ -830,7 +841,7 @@ impl Search {
             ev.attempts[1]
         };
         if have < max {
-            if let Some(a) = self.ensure(ps, (2 * have.max(1)).min(max)) {
+            if let Some(a) = self.ensure_in(ps, (2 * have.max(1)).min(max), seg.since) {
                 self.decided(x, Placed::Unknown { more_runs: true }, ev);
                 return SegFlow::Act(a);
             }

@@ -113,14 +113,65 @@ impl Search {
                 self.p_text(c.p)
             )
         };
+        let why = format!(
+            "{} against its parent {} {how}",
+            self.name(hi),
+            self.name(lo)
+        );
+        if let Some(flow) = self.back_off(seg, &why) {
+            return flow;
+        }
         SegFlow::Failed(
-            format!(
-                "{} against its parent {} {how}: the change may be spread over several commits",
-                self.name(hi),
-                self.name(lo),
-            ),
+            format!("{why}: the change may be spread over several commits"),
             self.guess(seg, lo, hi),
         )
+    }
+
+    /// A parent and culprit on one level, or re-runs that do not confirm them, most often
+    /// mean a probe was misplaced on the way (one look in a few dozen at a step 1.4 times the
+    /// threshold): the sub-range backs off to the bounds placed before both and is searched
+    /// again, each probe placed again on at least twice the first runs taken from then on (the
+    /// runs that misled it are left out), rather than given up.
+    /// `None` after [`MAX_BACKOFFS`] of them, or with nothing before them (the ends).
+    pub(super) fn back_off(&mut self, seg: &mut Segment, why: &str) -> Option<SegFlow> {
+        if self.det || seg.retries >= MAX_BACKOFFS {
+            return None;
+        }
+        let (lo, hi) = (seg.lo, seg.hi);
+        // First the bounds placed just before the pair (the last probe misled most often);
+        // then the sub-range's own bounds (an early probe misplaced leaves every later one
+        // on one level with it).
+        let keep = |xs: &[usize], drop: usize| -> Vec<usize> {
+            if seg.retries == 0 {
+                xs.iter().copied().filter(|&p| p != drop).collect()
+            } else {
+                xs.iter().copied().take(1).collect()
+            }
+        };
+        let olds = keep(&seg.olds, lo);
+        let news = keep(&seg.news, hi);
+        let new_lo = olds.iter().copied().filter(|&p| p < lo).max();
+        let new_hi = news.iter().copied().filter(|&p| p > hi).min();
+        if new_lo.is_none() && new_hi.is_none() {
+            return None;
+        }
+        if let Some(p) = new_lo {
+            seg.lo = p;
+            seg.olds = olds;
+        }
+        if let Some(p) = new_hi {
+            seg.hi = p;
+            seg.news = news;
+        }
+        seg.retries += 1;
+        seg.since = self.answers + 1;
+        seg.probe = None;
+        seg.stage = Stage::Bisect;
+        self.notes.push(format!(
+            "{why}: searched {} again, each probe on more runs",
+            self.span(seg.lo, seg.hi)
+        ));
+        Some(SegFlow::Again)
     }
 
     pub(super) fn verify_runs(&self, lo: usize, hi: usize) -> usize {
@@ -211,11 +262,16 @@ impl Search {
                     .iter()
                     .map(|w| w.runs[&lo].len().min(w.runs[&hi].len()))
                     .sum::<usize>();
+                // Each stored window is one round of that verification: the same α it spent
+                // on its last look (round k at α / 2^(k-1)), so a second search over the same
+                // cache says what the first one did (testing its runs at the full α once
+                // passed a p of 0.003 that the first search's fourth round had failed).
+                let rounds = u32::try_from(earlier.len()).unwrap_or(u32::MAX);
                 if let Stage::Verify(v) = &mut seg.stage {
                     v.old = old;
                     v.new = new;
                     v.runs = runs;
-                    v.rounds = 1;
+                    v.rounds = rounds;
                 }
                 return SegFlow::Again;
             }
@@ -284,17 +340,21 @@ impl Search {
             ));
             return SegFlow::Found(self.culprit(lo, hi, lo + 1..=hi, true));
         }
+        let why = format!(
+            "{runs_so_far} interleaved runs each of {} and {} gave medians {} and {} \
+             ({:+.2} %, {})",
+            self.name(lo),
+            self.name(hi),
+            fmt_num(c.before),
+            fmt_num(c.after),
+            c.rel * 100.0,
+            self.p_text(c.p)
+        );
+        if let Some(flow) = self.back_off(seg, &format!("the re-runs did not confirm: {why}")) {
+            return flow;
+        }
         SegFlow::Failed(
-            format!(
-                "verification failed: {runs_so_far} interleaved runs each of {} and {} gave \
-                 medians {} and {} ({:+.2} %, {})",
-                self.name(lo),
-                self.name(hi),
-                fmt_num(c.before),
-                fmt_num(c.after),
-                c.rel * 100.0,
-                self.p_text(c.p)
-            ),
+            format!("verification failed: {why}"),
             self.guess(seg, lo, hi),
         )
     }
