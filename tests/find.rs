@@ -720,3 +720,26 @@ fn find_without_a_terminal_prints_a_line_per_probe() {
     let err = String::from_utf8_lossy(&quiet.stderr);
     assert!(!err.contains("perfbisect: probed"), "{err}");
 }
+
+/// Issue 42's scenario end to end: 96 commits, one +7 % step at 4 % run-to-run noise and 2 %
+/// outliers, a 5 % threshold, the default repeats, an empty cache; then `find` again on the
+/// same cache. Both name the step's commit (one seed here: the simulation in
+/// `src/bisect/tests.rs` holds the rule over a thousand).
+#[test]
+fn a_step_just_above_the_threshold_is_found_twice_at_its_noise() {
+    let config = CONFIG.replace("threshold = \"2%\"\nrepeats = 5", "threshold = \"5%\"");
+    let f = Fixture::new(
+        &specs(96, |i, c| {
+            c.outlier_rate = 0.02;
+            c.noise_pct = 4.0;
+            c.metric = if i >= 61 { 1070.0 } else { 1000.0 };
+        }),
+        &config,
+    );
+    for search in ["first", "second"] {
+        let j = find(&f, "value");
+        assert_eq!(j["verdict"], "culprit", "{search}: {j}");
+        assert_eq!(j["culprit"]["commit"], f.ids[60].as_str(), "{search}: {j}");
+        assert_eq!(j["culprit"]["parent"], f.ids[59].as_str(), "{search}: {j}");
+    }
+}

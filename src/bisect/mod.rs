@@ -26,11 +26,20 @@
 //!   zone, not "same": otherwise a level between two steps is silently taken for the new one.
 //! - Unknown (and grey) probes earn more runs: the doubtful side is topped up to as many samples as
 //!   the probe, then the probe doubles, up to `max_repeats` (Pinpoint's adaptive attempts). When
-//!   nothing can grow, a probe that differs from one side settles towards its lean (it still
-//!   bounds a real step); one that differs from neither ends its sub-range as
-//!   [`Outcome::Inconclusive`], whose best guess lists every remaining candidate. Naming a commit
-//!   from a coin flip is how noisy bisections blame innocent commits, and the rest of the range
-//!   cannot pin the culprit when this probe cannot be placed.
+//!   nothing can grow, a probe that differs from one side only goes to the other (it still
+//!   bounds a real step); one that differs from neither by the threshold is placed by
+//!   significance (differing from one side only: the other side), else by its lean (issue 42:
+//!   ending the search there gave up a step the rest of the range could name; a misplaced
+//!   probe leaves a parent and culprit that do not differ, which the check says, so a coin
+//!   flip never blames an innocent commit). Only a probe that differs by the threshold from
+//!   the level it lies nearer ends its sub-range as [`Outcome::Inconclusive`], whose best
+//!   guess lists every remaining candidate.
+//! - A move is short of the threshold only when its runs show it (the step's 95 % interval,
+//!   at least as wide as the search's noise allows, lies short of it), not when its medians
+//!   miss it: a step 1.4 times the threshold measures below it in one look of several, and a
+//!   search looks at the ends, the parent/culprit pair and the re-runs. While a move is in
+//!   doubt it earns more runs; with every run spent, a real one (p < α) the range's way whose
+//!   interval reaches the threshold is searched, checked and confirmed as a step, with a note.
 //! - Unbuildable probes, probes that give no number, and stored probes that cannot be topped up to
 //!   a verdict are stepped around (cargo-bisect-rustc's handling of unknown results); when only
 //!   such commits remain between the last old-like and the first new-like commit, all of them are
@@ -40,9 +49,14 @@
 //!   with stored samples or a cached build win when they split well enough. Without such hints
 //!   this is `git bisect`'s midpoint, ⌈log2 m⌉ probes.
 //! - Before reporting, parent and culprit are compared directly (topped up if needed) and then
-//!   re-run interleaved ([`Action::Verify`], sized for 90 % power, extended while promising); a
-//!   culprit that does not still differ in the same direction, or that cannot be re-run because
-//!   it or its parent is unbuildable, is only a best guess of an inconclusive outcome.
+//!   re-run interleaved ([`Action::Verify`], sized for 90 % power, extended while promising,
+//!   round k at α / 2^(k-1); an earlier search's re-runs in the store count as its rounds, so a
+//!   second search over the same cache judges them as the first did). A parent and culprit on
+//!   one level, or re-runs that do not confirm them, back the sub-range off (issue 42: a probe
+//!   misplaced by one unlucky look): first to the bounds placed before the pair, then to the
+//!   sub-range's own, each probe placed again on fresh runs, at least twice the first; after
+//!   three back-offs, or one that cannot be re-run because it or its parent is
+//!   unbuildable, the culprit is only a best guess of an inconclusive outcome.
 //! - Deterministic metrics (flag, or zero spread on both ends over at least two runs each) get one
 //!   run per commit and plain threshold comparisons.
 //!

@@ -25,6 +25,7 @@ impl Search {
             no_det: false,
             min_detectable: None,
             decisions: Vec::new(),
+            answers: 0,
         }
     }
 
@@ -352,25 +353,7 @@ impl Search {
             });
         };
         if c.differs {
-            if hi + 1 < len {
-                self.notes.push(format!(
-                    "{} cannot be built or measured and {} not searched",
-                    self.span(hi + 1, len - 1),
-                    if hi + 2 == len { "was" } else { "were" }
-                ));
-            }
-            self.hunt.active = Some(Segment {
-                lo: 0,
-                hi,
-                olds: vec![0],
-                news: vec![hi],
-                up: c.after > c.before,
-                split: false,
-                probe: None,
-                stage: Stage::Bisect,
-            });
-            self.phase = Phase::Hunt;
-            return Flow::Again;
+            return self.start_hunt(hi, c.after > c.before);
         }
         let (n0, nhi) = (ev.pooled(0).len(), ev.pooled(1).len());
         let mdc = if self.det {
@@ -383,14 +366,41 @@ impl Search {
         let thr = self.relative_threshold(c.before);
         // Someone asked because they saw a change: medians that show one earn more runs before
         // "no change" is said; and "no change" is only said when these runs could have seen
-        // a change of the threshold.
-        if !self.det && (self.promising(&c, c.after > c.before) || mdc > thr) {
+        // a change of the threshold, and show the change within it (its interval: a noise
+        // estimated from a few runs can be far too small).
+        let up = c.after > c.before;
+        let strata = self.strata_of(&ev, 0, 1);
+        let within = self.short_of_threshold(&strata, None);
+        let interval = (!self.det)
+            .then(|| stats::step::estimate_with_interval(&strata))
+            .flatten()
+            .and_then(|s| s.interval);
+        let reaches = !self.det && !self.short_of_threshold(&strata, Some(up));
+        if !self.det && (self.promising(&c, up) || mdc > thr || !within) {
             let have = ev.fewest();
             if have < max {
                 if let Some(a) = self.ensure(&[0, hi], (2 * have.max(1)).min(max)) {
                     return Flow::Act(a);
                 }
             }
+        }
+        // Every run spent: a real move (p < α) whose medians miss the threshold while its
+        // interval reaches it is not "no change" (the runs cannot tell it from a step of the
+        // threshold); it is searched as a step, its size said with the culprit.
+        if reaches && c.p < self.params.alpha {
+            if let Some((lo, hi_rel)) = interval {
+                self.notes.push(format!(
+                    "the ends differ by {:+.2} % ({}), less than the {} threshold in their \
+                     medians, but the change's 95 % interval ({:+.2} % to {:+.2} %) reaches it: \
+                     searched as a step",
+                    c.rel * 100.0,
+                    self.p_text(c.p),
+                    threshold_text(&self.params.threshold),
+                    lo * 100.0,
+                    hi_rel * 100.0
+                ));
+            }
+            return self.start_hunt(hi, up);
         }
         self.min_detectable = Some(mdc);
         if hi + 1 < len {
@@ -441,6 +451,32 @@ impl Search {
             p_value: c.p,
             min_detectable: mdc,
         })
+    }
+
+    /// The ends `0` and `hi` differ (the range moves `up` or down): the hunt over them.
+    fn start_hunt(&mut self, hi: usize, up: bool) -> Flow {
+        let len = self.points.len();
+        if hi + 1 < len {
+            self.notes.push(format!(
+                "{} cannot be built or measured and {} not searched",
+                self.span(hi + 1, len - 1),
+                if hi + 2 == len { "was" } else { "were" }
+            ));
+        }
+        self.hunt.active = Some(Segment {
+            lo: 0,
+            hi,
+            olds: vec![0],
+            news: vec![hi],
+            up,
+            split: false,
+            retries: 0,
+            since: 0,
+            probe: None,
+            stage: Stage::Bisect,
+        });
+        self.phase = Phase::Hunt;
+        Flow::Again
     }
 
     pub(super) fn step_hunt(&mut self) -> Flow {
@@ -555,8 +591,14 @@ impl Search {
                 }
             };
         };
-        let first = self.first_runs();
         let max = self.params.max_repeats;
+        // After a back-off, a probe is placed on more runs than the first (a misplaced
+        // probe is what left a parent and culprit on one level).
+        let first = if seg.retries > 0 {
+            self.first_runs().max(2 * self.params.repeats).min(max)
+        } else {
+            self.first_runs()
+        };
         let (a, b) = self.anchors(seg);
         let ps = [a, x, b];
         if self.points[x].failing {
@@ -565,13 +607,13 @@ impl Search {
             seg.probe = None;
             return SegFlow::Again;
         }
-        if let Some(act) = self.ensure(&ps, first) {
+        if let Some(act) = self.ensure_in(&ps, first, seg.since) {
             return SegFlow::Act(act);
         }
-        let ev = self.evidence(&ps);
+        let ev = self.evidence_in(&ps, seg.since);
         if ev.pooled(1).is_empty() {
             if self.points[x].measurable() {
-                if let Some(act) = self.ensure(&ps, ev.fewest() + first) {
+                if let Some(act) = self.ensure_in(&ps, ev.fewest() + first, seg.since) {
                     return SegFlow::Act(act);
                 }
             }
@@ -632,6 +674,8 @@ impl Search {
                     news: std::mem::replace(&mut seg.news, vec![x]),
                     up: m_hi > m_x,
                     split: true,
+                    retries: 0,
+                    since: 0,
                     probe: None,
                     stage: Stage::Bisect,
                 });
@@ -797,7 +841,7 @@ impl Search {
             ev.attempts[1]
         };
         if have < max {
-            if let Some(a) = self.ensure(ps, (2 * have.max(1)).min(max)) {
+            if let Some(a) = self.ensure_in(ps, (2 * have.max(1)).min(max), seg.since) {
                 self.decided(x, Placed::Unknown { more_runs: true }, ev);
                 return SegFlow::Act(a);
             }

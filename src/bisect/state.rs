@@ -30,6 +30,8 @@ pub struct Search {
     pub(super) min_detectable: Option<f64>,
     /// Probes placed since the driver last asked ([`super::driver::Policy::take_decisions`]).
     pub(super) decisions: Vec<super::driver::Decision>,
+    /// Windows answered so far ([`Win::touched`]).
+    pub(super) answers: usize,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -103,6 +105,12 @@ pub(super) struct Segment {
     /// Made by splitting at a between-level probe: a second step is a priori rare, so its
     /// verification uses the same α/10 as the split.
     pub(super) split: bool,
+    /// Times this sub-range backed off ([`MAX_BACKOFFS`]): each probe of it is then
+    /// classified on at least twice the first runs.
+    pub(super) retries: u32,
+    /// The first answer after the last back-off ([`Win::touched`]): a probe is placed again
+    /// on windows measured from then on (the earlier runs misled it), 0 before any.
+    pub(super) since: usize,
     pub(super) probe: Option<usize>,
     pub(super) stage: Stage,
 }
@@ -149,4 +157,7 @@ pub(super) struct Win {
     pub(super) fresh: bool,
     /// Positions measured in it themselves (not only through a byte-identical build's runs).
     pub(super) own: std::collections::BTreeSet<usize>,
+    /// The answer (counted over this search's [`Search::add_window`] calls, from 1) that last
+    /// added runs to it; 0 for a stored window never added to.
+    pub(super) touched: usize,
 }

@@ -555,14 +555,29 @@ fn failed_verification_is_inconclusive() {
         let v = if p >= 9 { 110.0 } else { 100.0 };
         stored_in(&mut search, 7, p, &[v, v + 0.5, v - 0.5, v + 0.2, v - 0.3]);
     }
-    let mut asked = 0;
+    let (mut asked, mut window) = (0, 100);
     loop {
         match search.next_action() {
             Action::Verify { runs, .. } => {
                 asked += 1;
+                window += 1;
                 // The re-runs show no difference (the stored samples were misleading).
                 let same: Vec<f64> = (0..runs).map(|i| 100.0 + (i % 3) as f64).collect();
-                search.record_verify(99, &same, &same);
+                search.record_verify(window, &same, &same);
+            }
+            // The probes placed again after each back-off: measured as they were stored.
+            Action::Window {
+                positions, runs, ..
+            } => {
+                window += 1;
+                let values: Vec<(usize, Vec<f64>)> = positions
+                    .iter()
+                    .map(|&p| {
+                        let v = if p >= 9 { 110.0 } else { 100.0 };
+                        (p, (0..runs).map(|i| v + 0.1 * (i % 3) as f64).collect())
+                    })
+                    .collect();
+                search.add_window(window, 0, runs as u32, &values);
             }
             Action::Done(Outcome::Inconclusive { best_guess, .. }) => {
                 assert_eq!(best_guess.map(|c| c.pos), Some(9));
@@ -571,7 +586,14 @@ fn failed_verification_is_inconclusive() {
             a => panic!("{a:?}"),
         }
     }
-    assert!(asked >= 1);
+    // Each back-off searched the pair's surroundings again and re-ran it again.
+    let again = search
+        .notes()
+        .iter()
+        .filter(|n| n.contains("again"))
+        .count();
+    assert_eq!(again, MAX_BACKOFFS as usize, "{:?}", search.notes());
+    assert!(asked > again);
 }
 
 #[test]
@@ -1582,4 +1604,117 @@ proptest! {
             prop_assert!(c.rel_change > 0.0, "the ends go up, the guess {:+}", c.rel_change);
         }
     }
+}
+
+/// What the searches of [`step_above_threshold`] said, over their seeds.
+#[derive(Debug, Default)]
+struct Tally {
+    right: usize,
+    inconclusive: usize,
+    wrong: usize,
+    missed: usize,
+    /// A second search over the first one's stored windows said otherwise.
+    flips: usize,
+    runs: usize,
+}
+
+/// Issue 42's scenario: 96 commits (positions 0..=95), one step of `step` at a seeded
+/// position, Gaussian noise of `cv` and the simulator's 2 % of ×1.3 outliers, threshold
+/// `thr`, the default repeats (5, up to 30); then a second search over the first one's
+/// windows (as `find` again on the same cache). `verbose` prints every search that failed.
+fn step_above_threshold(
+    cv: f64,
+    step: f64,
+    thr: f64,
+    seeds: std::ops::Range<u64>,
+    verbose: bool,
+) -> Tally {
+    let m = 95;
+    let mut t = Tally::default();
+    let params = Params {
+        threshold: Threshold::Relative(thr),
+        ..noisy(5)
+    };
+    for seed in seeds {
+        let s = 1 + Rng(seed ^ 0x42).below(m);
+        let levels = step_levels(m, &[(s, step)]);
+        let mut w = World::new(levels.clone(), cv, seed);
+        let mut first = Search::new(m + 1, params);
+        let r1 = drive(&mut first, &mut w);
+        t.runs += r1.runs;
+        let j = judge(&r1.outcome, &levels);
+        match j {
+            Judged::Right => t.right += 1,
+            Judged::Wrong => t.wrong += 1,
+            Judged::Missed => t.missed += 1,
+            Judged::Inconclusive => t.inconclusive += 1,
+        }
+        let mut second = Search::new(m + 1, params);
+        replay_into(&first, &mut second);
+        for p in 0..=m {
+            if w.built[p] {
+                second.mark_built(p);
+            }
+        }
+        let r2 = drive(&mut second, &mut w);
+        let j2 = judge(&r2.outcome, &levels);
+        if j2 != j {
+            t.flips += 1;
+        }
+        if verbose && (j != Judged::Right || j2 != j) {
+            let why = |o: &Outcome| match o {
+                Outcome::Inconclusive { reason, .. } => reason.clone(),
+                o => format!("{:?}", o.verdict()),
+            };
+            let why = format!("{}; then {}", why(&r1.outcome), why(&r2.outcome));
+            eprintln!(
+                "seed {seed}, step at {s}: {j:?}, then {j2:?} ({} runs): {why}",
+                r1.runs
+            );
+        }
+    }
+    t
+}
+
+/// Issue 42: a step 1.4 times the threshold (+7 % at 5 %) at 3, 4 and 6 % run-to-run noise
+/// is named, not given up on, and named again by a second search over the same cache. Each
+/// decision used to need the medians past the threshold (the ends, the parent against the
+/// culprit, the re-runs), so one look in several of a +7 % step measuring under 5 % ended the
+/// search inconclusive, or said "no change"; a probe misplaced early left a parent and culprit
+/// on one level, which ended it too; and a second search tested the first one's re-runs at the
+/// full α. Over 400 seeds ([`issue42_runs`]): 94, 82 and 34 % right at first, 98, 96 and 68 %
+/// once the interval decides, 100, 100 and 94 % with the back-off (4 %: 1,000 of 1,000, no
+/// flip). Never a wrong commit, either way.
+#[test]
+fn a_step_above_the_threshold_is_named_at_its_noise() {
+    for (cv, least) in [(0.03, 1.0), (0.04, 1.0), (0.06, 0.85)] {
+        let seeds = 100;
+        let t = step_above_threshold(cv, 0.07, 0.05, 0..seeds, false);
+        eprintln!("noise {cv}: {t:?}");
+        assert_eq!(t.wrong, 0, "noise {cv}: {t:?}");
+        assert!(at_least(t.right, seeds, least), "noise {cv}: {t:?}");
+        if cv < 0.05 {
+            assert_eq!(t.missed, 0, "noise {cv}: {t:?}");
+            assert_eq!(t.flips, 0, "noise {cv}: {t:?}");
+        }
+    }
+}
+
+/// The runs a search of issue 42's scenario spends, and what it says, printed once:
+/// `X_CV=0.04 X_SEEDS=400 cargo test --lib bisect::tests::issue42_runs -- --ignored --nocapture`
+/// (`X_STEP`, `X_THR` change the step and the threshold, `X_FROM` the first seed; `X_VERBOSE=1`
+/// lists the failures).
+#[test]
+#[ignore]
+fn issue42_runs() {
+    let seeds = env_num("X_SEEDS", 400.0) as u64;
+    let from = env_num("X_FROM", 0.0) as u64;
+    let t = step_above_threshold(
+        env_num("X_CV", 0.04),
+        env_num("X_STEP", 0.07),
+        env_num("X_THR", 0.05),
+        from..from + seeds,
+        env_num("X_VERBOSE", 0.0) > 0.0,
+    );
+    eprintln!("{t:?}: {:.1} runs a search", t.runs as f64 / seeds as f64);
 }

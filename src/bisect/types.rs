@@ -29,6 +29,9 @@ pub(super) const MINOR_STEP: f64 = 1.5;
 /// the ends' two runs give 1 each, the first probe's window (two runs each of three commits)
 /// 3 more.
 pub(super) const POOLED_DF: usize = 4;
+/// Times a sub-range whose parent and culprit turned out on one level (or whose re-runs did
+/// not confirm them) backs off to the bounds before them and is searched again.
+pub(super) const MAX_BACKOFFS: u32 = 3;
 /// Power asked of the verification re-runs when sizing them.
 pub(super) const VERIFY_POWER: f64 = 0.9;
 

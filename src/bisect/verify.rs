@@ -68,12 +68,22 @@ impl Search {
             seg.stage = Stage::Verify(Verification::default());
             return SegFlow::Again;
         }
-        if !self.det && self.promising(&c, seg.up) {
-            let have = self.evidence(&[lo, hi]).fewest();
+        // In doubt while the runs do not show the move short of the threshold (its interval):
+        // medians of a step above it fall below it in one look of several.
+        let ev = self.evidence(&[lo, hi]);
+        let reaches = !self.short_of_threshold(&self.strata_of(&ev, 0, 1), Some(seg.up));
+        if !self.det && (self.promising(&c, seg.up) || reaches) {
+            let have = ev.fewest();
             if let Some(a) = self.ensure(&[lo, hi], (2 * have.max(1)).min(self.params.max_repeats))
             {
                 return SegFlow::Act(a);
             }
+        }
+        // Every run spent: a real move the range's way that the runs cannot tell from a step
+        // of the threshold is re-run as one (the verification decides).
+        if !self.det && same_dir && c.p < self.params.alpha && reaches {
+            seg.stage = Stage::Verify(Verification::default());
+            return SegFlow::Again;
         }
         // A real move that is too small to matter reads differently from no move at all, and
         // one the other way than the range's reads differently from both.
@@ -103,14 +113,65 @@ impl Search {
                 self.p_text(c.p)
             )
         };
+        let why = format!(
+            "{} against its parent {} {how}",
+            self.name(hi),
+            self.name(lo)
+        );
+        if let Some(flow) = self.back_off(seg, &why) {
+            return flow;
+        }
         SegFlow::Failed(
-            format!(
-                "{} against its parent {} {how}: the change may be spread over several commits",
-                self.name(hi),
-                self.name(lo),
-            ),
+            format!("{why}: the change may be spread over several commits"),
             self.guess(seg, lo, hi),
         )
+    }
+
+    /// A parent and culprit on one level, or re-runs that do not confirm them, most often
+    /// mean a probe was misplaced on the way (one look in a few dozen at a step 1.4 times the
+    /// threshold): the sub-range backs off to the bounds placed before both and is searched
+    /// again, each probe placed again on at least twice the first runs taken from then on (the
+    /// runs that misled it are left out), rather than given up.
+    /// `None` after [`MAX_BACKOFFS`] of them, or with nothing before them (the ends).
+    pub(super) fn back_off(&mut self, seg: &mut Segment, why: &str) -> Option<SegFlow> {
+        if self.det || seg.retries >= MAX_BACKOFFS {
+            return None;
+        }
+        let (lo, hi) = (seg.lo, seg.hi);
+        // First the bounds placed just before the pair (the last probe misled most often);
+        // then the sub-range's own bounds (an early probe misplaced leaves every later one
+        // on one level with it).
+        let keep = |xs: &[usize], drop: usize| -> Vec<usize> {
+            if seg.retries == 0 {
+                xs.iter().copied().filter(|&p| p != drop).collect()
+            } else {
+                xs.iter().copied().take(1).collect()
+            }
+        };
+        let olds = keep(&seg.olds, lo);
+        let news = keep(&seg.news, hi);
+        let new_lo = olds.iter().copied().filter(|&p| p < lo).max();
+        let new_hi = news.iter().copied().filter(|&p| p > hi).min();
+        if new_lo.is_none() && new_hi.is_none() {
+            return None;
+        }
+        if let Some(p) = new_lo {
+            seg.lo = p;
+            seg.olds = olds;
+        }
+        if let Some(p) = new_hi {
+            seg.hi = p;
+            seg.news = news;
+        }
+        seg.retries += 1;
+        seg.since = self.answers + 1;
+        seg.probe = None;
+        seg.stage = Stage::Bisect;
+        self.notes.push(format!(
+            "{why}: searched {} again, each probe on more runs",
+            self.span(seg.lo, seg.hi)
+        ));
+        Some(SegFlow::Again)
     }
 
     pub(super) fn verify_runs(&self, lo: usize, hi: usize) -> usize {
@@ -201,11 +262,16 @@ impl Search {
                     .iter()
                     .map(|w| w.runs[&lo].len().min(w.runs[&hi].len()))
                     .sum::<usize>();
+                // Each stored window is one round of that verification: the same α it spent
+                // on its last look (round k at α / 2^(k-1)), so a second search over the same
+                // cache says what the first one did (testing its runs at the full α once
+                // passed a p of 0.003 that the first search's fourth round had failed).
+                let rounds = u32::try_from(earlier.len()).unwrap_or(u32::MAX);
                 if let Stage::Verify(v) = &mut seg.stage {
                     v.old = old;
                     v.new = new;
                     v.runs = runs;
-                    v.rounds = 1;
+                    v.rounds = rounds;
                 }
                 return SegFlow::Again;
             }
@@ -219,15 +285,22 @@ impl Search {
         } else {
             self.params.alpha
         };
-        let c = match &seg.stage {
+        let alpha = match &seg.stage {
+            Stage::Verify(v) => base / 2f64.powi(v.rounds.saturating_sub(1).min(30) as i32),
+            _ => base,
+        };
+        let (c, reaches) = match &seg.stage {
             Stage::Verify(v) => {
                 let params = Params {
-                    alpha: base / 2f64.powi(v.rounds.saturating_sub(1).min(30) as i32),
+                    alpha,
                     ..self.params
                 };
-                compare(&v.old, &v.new, &params, self.det)
+                (
+                    compare(&v.old, &v.new, &params, self.det),
+                    !self.short_of_threshold(&[(&v.old, &v.new)], Some(seg.up)),
+                )
             }
-            _ => None,
+            _ => (None, false),
         };
         let Some(c) = c else {
             if runs_so_far < max {
@@ -246,21 +319,42 @@ impl Search {
         if c.differs && (c.after > c.before) == seg.up {
             return SegFlow::Found(self.culprit(lo, hi, lo + 1..=hi, true));
         }
-        if !self.det && self.promising(&c, seg.up) && runs_so_far < max {
+        // More re-runs while they show a move the range's way, or cannot yet show the move
+        // short of the threshold (a handful of runs against it proves nothing).
+        if !self.det && (self.promising(&c, seg.up) || reaches) && runs_so_far < max {
             let runs = runs_so_far.min(max - runs_so_far).max(1);
             return ask(seg, runs);
         }
-        SegFlow::Failed(
-            format!(
-                "verification failed: {runs_so_far} interleaved runs each of {} and {} gave \
-                 medians {} and {} ({:+.2} %, {})",
-                self.name(lo),
+        // All re-runs made: a real move the range's way (at this round's α) whose interval
+        // reaches the threshold confirms the culprit; its medians' size is said with it.
+        let same_dir = (c.after > c.before) == seg.up;
+        if !self.det && same_dir && c.p < alpha && reaches {
+            self.notes.push(format!(
+                "the re-runs of {} against {} moved {:+.2} % ({}), less than the {} threshold in \
+                 their medians but not shown to be below it",
                 self.name(hi),
-                fmt_num(c.before),
-                fmt_num(c.after),
+                self.name(lo),
                 c.rel * 100.0,
-                self.p_text(c.p)
-            ),
+                self.p_text(c.p),
+                threshold_text(&self.params.threshold)
+            ));
+            return SegFlow::Found(self.culprit(lo, hi, lo + 1..=hi, true));
+        }
+        let why = format!(
+            "{runs_so_far} interleaved runs each of {} and {} gave medians {} and {} \
+             ({:+.2} %, {})",
+            self.name(lo),
+            self.name(hi),
+            fmt_num(c.before),
+            fmt_num(c.after),
+            c.rel * 100.0,
+            self.p_text(c.p)
+        );
+        if let Some(flow) = self.back_off(seg, &format!("the re-runs did not confirm: {why}")) {
+            return flow;
+        }
+        SegFlow::Failed(
+            format!("verification failed: {why}"),
             self.guess(seg, lo, hi),
         )
     }

@@ -66,7 +66,10 @@ impl Search {
     ) {
         let limit = self.fail_limit();
         let len = self.points.len();
+        self.answers += 1;
+        let answer = self.answers;
         let w = self.window_mut(window, true);
+        w.touched = answer;
         w.moments = w.moments.max(first_moment.saturating_add(rounds));
         for (pos, v) in values.iter().filter(|(p, _)| *p < len) {
             w.runs.entry(*pos).or_default().extend_from_slice(v);
@@ -135,6 +138,12 @@ impl Search {
     /// The samples of `ps` that may be compared with each other: in a windowed search those of
     /// every window that holds runs of all of them; otherwise all samples of each, pooled.
     pub(super) fn evidence(&self, ps: &[usize]) -> Evidence {
+        self.evidence_in(ps, 0)
+    }
+
+    /// [`Search::evidence`] in the windows measured from the `since`th answer on
+    /// ([`Win::touched`]; 0: every window) in a windowed search; otherwise every sample.
+    pub(super) fn evidence_in(&self, ps: &[usize], since: usize) -> Evidence {
         if !self.windowed() {
             return Evidence {
                 strata: vec![ps.iter().map(|&p| self.points[p].samples.clone()).collect()],
@@ -146,7 +155,7 @@ impl Search {
             attempts: vec![0; ps.len()],
             ..Evidence::default()
         };
-        for w in &self.windows {
+        for w in self.windows.iter().filter(|w| w.touched >= since) {
             if !ps
                 .iter()
                 .all(|p| w.runs.get(p).is_some_and(|v| !v.is_empty()))
@@ -172,8 +181,13 @@ impl Search {
     /// newest one of this search is extended); otherwise the position with the fewest runs,
     /// back to back. `None` when they have them, or when one of them cannot be measured.
     pub(super) fn ensure(&self, ps: &[usize], n: usize) -> Option<Action> {
+        self.ensure_in(ps, n, 0)
+    }
+
+    /// [`Search::ensure`] counting runs in the windows measured from the `since`th answer on.
+    pub(super) fn ensure_in(&self, ps: &[usize], n: usize, since: usize) -> Option<Action> {
         let n = n.min(self.params.max_repeats);
-        let ev = self.evidence(ps);
+        let ev = self.evidence_in(ps, since);
         if !self.windowed() {
             let mut order: Vec<usize> = (0..ps.len()).collect();
             order.sort_by_key(|&i| (ev.attempts[i], i));
@@ -318,6 +332,42 @@ impl Search {
             num / den
         } else {
             0.0
+        }
+    }
+
+    /// Whether the runs of `strata` (old side first) show their step short of the threshold
+    /// in direction `up` (`None`: either way): the whole 95 % interval of the step
+    /// ([`stats::step`]) on the near side of it. A median that misses the threshold is not
+    /// that: a step 1.4 times the threshold measures below it in one look of several, and a
+    /// search looks many times (the ends, the parent, the re-runs). One run a side has no
+    /// interval and shows nothing; a deterministic search compares exact values.
+    pub(super) fn short_of_threshold(&self, strata: &[(&[f64], &[f64])], up: Option<bool>) -> bool {
+        if self.det {
+            return true;
+        }
+        let Some(step) = stats::step::estimate_with_interval(strata) else {
+            return false;
+        };
+        let Some((lo, hi)) = step
+            .interval
+            .filter(|(l, h)| l.is_finite() && h.is_finite())
+        else {
+            return false;
+        };
+        // Resampling a handful of runs gives too narrow an interval (five runs' median takes
+        // one of three values): at least as wide as the noise every commit of this search
+        // shows allows (a median's standard error, 1.25 σ / √n a side).
+        let z = 1.96 * 1.2533 * self.noise_cv();
+        let se = (1.0 / step.n_before.max(1) as f64 + 1.0 / step.n_after.max(1) as f64).sqrt();
+        let (lo, hi) = (
+            lo.min(step.rel_change - z * se),
+            hi.max(step.rel_change + z * se),
+        );
+        let thr = self.relative_threshold(step.before);
+        match up {
+            Some(true) => hi < thr,
+            Some(false) => lo > -thr,
+            None => lo > -thr && hi < thr,
         }
     }
 
