@@ -339,18 +339,35 @@ impl Model {
     /// (each run's deviation from the current effect clipped at CLIP_K σ), centred so the
     /// effects average 0 over the runs.
     fn window_effects(&self) -> Vec<f64> {
+        use rayon::prelude::*;
         let k = self.effect.len();
-        let (mut sum, mut cnt) = (vec![0.0; k], vec![0usize; k]);
         let lim = self.sigma.map_or(f64::INFINITY, |s| CLIP_K * s);
-        for (r, &l) in self.runs.iter().zip(&self.level) {
-            for &(x, w) in r {
-                if w != NONE {
-                    // The noise about the current effect is clipped, not the effect itself.
-                    let e = self.effect[w as usize];
-                    sum[w as usize] += e + (x - l - e).clamp(-lim, lim);
-                    cnt[w as usize] += 1;
+        // Per chunk of commits (a few a thread: each holds a sum per window), then added up in
+        // chunk order: the same sums every time.
+        let size = (self.runs.len() / (2 * rayon::current_num_threads())).max(256);
+        let chunks: Vec<(Vec<f64>, Vec<usize>)> = self
+            .runs
+            .par_chunks(size)
+            .zip(self.level.par_chunks(size))
+            .map(|(runs, levels)| {
+                let (mut sum, mut cnt) = (vec![0.0; k], vec![0usize; k]);
+                for (r, &l) in runs.iter().zip(levels) {
+                    for &(x, w) in r {
+                        if w != NONE {
+                            // The noise about the current effect is clipped, not the effect.
+                            let e = self.effect[w as usize];
+                            sum[w as usize] += e + (x - l - e).clamp(-lim, lim);
+                            cnt[w as usize] += 1;
+                        }
+                    }
                 }
-            }
+                (sum, cnt)
+            })
+            .collect();
+        let (mut sum, mut cnt) = (vec![0.0; k], vec![0usize; k]);
+        for (s, c) in chunks {
+            sum.iter_mut().zip(s).for_each(|(a, b)| *a += b);
+            cnt.iter_mut().zip(c).for_each(|(a, b)| *a += b);
         }
         let total: usize = cnt.iter().sum();
         let mean_all = if total > 0 {
