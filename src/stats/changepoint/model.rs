@@ -10,6 +10,9 @@ use super::Runs;
 
 /// Residuals beyond this many sd from a commit's median are clipped (outlier runs).
 const CLIP_K: f64 = 3.0;
+/// Fewest differences of neighbouring levels (other builds, not across a boundary) the
+/// jitter between commits is estimated from: a median of 5 bears 2 steps among them.
+const MIN_DIFFS: usize = 5;
 /// Rounds of the alternating fit of commit levels and window effects.
 const ROUNDS: usize = 4;
 
@@ -262,7 +265,10 @@ impl Model {
         let builds: f64 = self.share.iter().sum();
         let var: Vec<f64> = match (self.sigma, s_b) {
             (Some(sw), sb) => {
-                let sb = sb.unwrap_or(0.0);
+                // Fewer differences than MIN_DIFFS cannot tell jitter from the steps among
+                // them (three builds, two steps: the differences are the steps); the runs'
+                // noise alone then.
+                let sb = sb.filter(|_| diffs >= MIN_DIFFS).unwrap_or(0.0);
                 // A MAD's variance estimate has a relative sd of about 2.3 / sqrt(k).
                 let clear = 1.0 + 2.0 * 2.3 / (diffs as f64).sqrt();
                 self.tau2 = if sb * sb > clear * sw * sw * typical {

@@ -672,6 +672,41 @@ mod model {
         }
     }
 
+    /// Three builds, each shown on the 7 or 8 commits it was built for (the demo's history
+    /// with every commit measured): the two differences of neighbouring levels are the steps
+    /// themselves, no measure of jitter between commits. The step is found from the runs'
+    /// noise, with or without a commit of no runs (a broken build) among the first build's.
+    #[test]
+    fn three_builds_over_many_commits_show_their_step() {
+        let mut rng = SplitMix64::new(11);
+        let builds = [(1000.0, 10, 7), (1000.0, 30, 8), (1085.0, 35, 8)];
+        for gap in [false, true] {
+            let (mut commits, mut share, mut joined) = (Vec::new(), Vec::new(), Vec::new());
+            for (b, &(level, runs, k)) in builds.iter().enumerate() {
+                let r = noisy(&[level], runs, 10.0, rng.next_u64())[0].clone();
+                for j in 0..k {
+                    if gap && b == 0 && j == 4 {
+                        commits.push(Vec::new());
+                        share.push(1.0);
+                        joined.push(false);
+                    }
+                    commits.push(r.clone());
+                    share.push(1.0 / k as f64);
+                    joined.push(j > 0 && !(gap && b == 0 && j == 4));
+                }
+            }
+            let runs = Runs {
+                share,
+                joined,
+                ..Runs::plain(&commits)
+            };
+            let d = detect_runs(runs, &Options::default());
+            let first_c = 15 + usize::from(gap);
+            assert_eq!(at(&d.points), vec![first_c], "gap {gap}: {d:?}");
+            assert!((d.points[0].rel_change - 0.085).abs() < 0.01, "{d:?}");
+        }
+    }
+
     /// A regression reverted to the same build: the commits after the revert show the first
     /// build's runs (their share of them halved, as the first build's commits'), and the
     /// return is a step of its own. No step lies between two commits of one build.
