@@ -386,3 +386,32 @@ fn close_steps_in_the_store_at_their_commits_in_every_range() {
         );
     }
 }
+
+#[test]
+fn a_culprit_behind_a_broken_build_is_one_step_in_find_and_detect() {
+    // Commit 11 does not build: find's culprit 12 is compared with commit 10, and detect's
+    // change point at 12 must state the same step from the same runs.
+    let f = Fixture::new(
+        &specs(20, |i, c| {
+            c.metric = if i < 12 { 1000.0 } else { 1080.0 };
+            c.noise_pct = 0.5;
+            c.broken = i == 11;
+        }),
+        &value_config(5),
+    );
+    let range = f.range();
+    let find = f.json(&["find", "value", &range, "--format", "json", "--no-why"]);
+    let c = &find["culprits"][0];
+    assert_eq!(c["commit"], f.ids[11].as_str(), "{find}");
+    let d = f.json(&["detect", "value", &range, "--format", "json"]);
+    let cp = &d["change_points"][0];
+    assert_eq!(cp["commit"], c["commit"], "{d}");
+    for (a, b) in [
+        (&cp["rel_change"], &c["rel_change"]),
+        (&cp["p_value"], &c["p_value"]),
+        (&cp["before"], &c["before"]["median"]),
+    ] {
+        let (a, b) = (a.as_f64().unwrap(), b.as_f64().unwrap());
+        assert!((a - b).abs() <= 1e-9 * b.abs(), "{cp} vs {c}");
+    }
+}

@@ -101,6 +101,20 @@ impl Search {
 }
 
 impl Search {
+    /// The step from `parent`'s runs to `culprit`'s, stated as a search with `params` states a
+    /// culprit and its parent: exact values where their runs say so (the rule the search
+    /// applies to its ends), else the test on the runs taken side by side. With whether the
+    /// values were compared exactly; `None` when the runs compare to nothing.
+    pub fn pair(params: Params, parent: &[Stored], culprit: &[Stored]) -> Option<(Culprit, bool)> {
+        let mut s = Search::new(2, params);
+        s.add_stored(0, parent);
+        s.add_stored(1, culprit);
+        s.settle_exact(0, 1);
+        let r = s.culprit(0, 1, 1..=1, false);
+        (r.before.is_finite() && r.after.is_finite() && r.rel_change.is_finite())
+            .then_some((r, s.det))
+    }
+
     /// `c`'s numbers read again from every stored run of its parent (`parent`) and of itself
     /// (`culprit`), identical builds' runs included, as a later `report` of the same range reads
     /// them: the search that named `c` compared only the runs it was given and took, while runs

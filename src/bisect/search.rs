@@ -29,6 +29,34 @@ impl Search {
         }
     }
 
+    /// Whether commits compare as exact values, from the runs of positions `lo` and `hi`:
+    /// a declared deterministic test whose runs there agree, a count whose runs spread far
+    /// less than the threshold (one run per commit, a move counting only beyond that spread),
+    /// or runs without any spread. Sets `det` (and the counts' tolerance); returns true when a
+    /// declared deterministic test's runs differ (it is then treated as noisy).
+    pub(super) fn settle_exact(&mut self, lo: usize, hi: usize) -> bool {
+        let (a, b) = (&self.points[lo].samples, &self.points[hi].samples);
+        let spread = has_spread(a) || has_spread(b);
+        let disproved = self.params.deterministic && spread;
+        if disproved {
+            self.no_det = true;
+        }
+        let counted_exact = !self.no_det && self.params.counted && {
+            let level = stats::median(a).unwrap_or(0.0);
+            let limit = self.relative_threshold(level) / 10.0;
+            a.len() >= 2 && b.len() >= 2 && limit > 0.0 && rel_spread(a).max(rel_spread(b)) <= limit
+        };
+        if counted_exact && spread {
+            let level = stats::median(a).unwrap_or(0.0);
+            self.params.tolerance = self.relative_threshold(level) / 10.0;
+        }
+        self.det = !self.no_det
+            && ((self.params.deterministic && !spread)
+                || counted_exact
+                || (zero_spread(a) && zero_spread(b)));
+        disproved
+    }
+
     /// Names of the positions for notes and reasons (e.g. short hash and subject).
     pub fn set_labels(&mut self, labels: Vec<String>) {
         self.labels = labels;
@@ -311,32 +339,12 @@ impl Search {
                 return Flow::Again;
             }
         }
-        let spread = has_spread(&self.points[0].samples) || has_spread(&self.points[hi].samples);
-        if self.params.deterministic && spread {
+        if self.settle_exact(0, hi) {
             self.notes.push(
                 "the test is declared deterministic but its runs differ at the ends; treated as noisy"
                     .into(),
             );
-            self.no_det = true;
         }
-        // A count (instructions) whose runs spread far less than the threshold: exact
-        // comparisons, one run per commit, a move counting only beyond what the ends spread.
-        let counted_exact = !self.no_det && self.params.counted && {
-            let (a, b) = (&self.points[0].samples, &self.points[hi].samples);
-            let level = stats::median(a).unwrap_or(0.0);
-            let limit = self.relative_threshold(level) / 10.0;
-            a.len() >= 2 && b.len() >= 2 && limit > 0.0 && rel_spread(a).max(rel_spread(b)) <= limit
-        };
-        if counted_exact
-            && (has_spread(&self.points[0].samples) || has_spread(&self.points[hi].samples))
-        {
-            let level = stats::median(&self.points[0].samples).unwrap_or(0.0);
-            self.params.tolerance = self.relative_threshold(level) / 10.0;
-        }
-        self.det = !self.no_det
-            && ((self.params.deterministic && !spread)
-                || counted_exact
-                || (zero_spread(&self.points[0].samples) && zero_spread(&self.points[hi].samples)));
         let ev = self.evidence(&[0, hi]);
         let Some(c) = self.compare_ev(&ev, 0, 1) else {
             // Measured, but never side by side (stored samples only): a window of both.

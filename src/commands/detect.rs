@@ -285,11 +285,11 @@ pub fn detect(g: &Global, args: DetectArgs) -> anyhow::Result<()> {
                 };
                 writeln!(
                     w,
-                    "undecided: {at}: {} -> {} ({:+.2} %), p = {:.2e} from {} vs {} runs: too few to decide; about {} runs a side would{}",
+                    "undecided: {at}: {} -> {} ({:+.2} %), {} from {} vs {} runs: too few to decide; about {} runs a side would{}",
                     fmt_num(u.before),
                     fmt_num(u.after),
                     u.rel_change * 100.0,
-                    u.p_value,
+                    crate::report::fmt_p(u.p_value),
                     u.runs[0],
                     u.runs[1],
                     u.runs_needed,

@@ -186,17 +186,30 @@ pub fn side_by_side<R: Run>(
             continue;
         }
         let k = cp.index;
-        if let Some(c) = (k > 0 && k < rows.len())
-            .then(|| pair_step(&rows[k - 1], &rows[k], params))
-            .flatten()
-        {
+        // The parent as `find` has it: the last commit before with runs (not a broken build).
+        let parent = rows[..k.min(rows.len())]
+            .iter()
+            .rposition(|r| !r.values.is_empty());
+        let pair = parent
+            .filter(|_| k < rows.len())
+            .and_then(|q| pair_step(&rows[q], &rows[k], params))
+            // A pair that does not differ at α is no statement of this confirmed step.
+            .filter(|(c, det)| *det || c.p_value < params.alpha);
+        if let Some((c, det)) = pair {
             cp.before = c.before;
             cp.after = c.after;
             cp.rel_change = c.rel_change;
             cp.interval = c.interval;
             cp.windows = c.windows;
-            cp.p_value = c.p_value;
-            cp.test = stats::step::StepTest::of_pair(params.counted, c.windows);
+            cp.deterministic = det;
+            (cp.p_value, cp.test) = if det {
+                (0.0, stats::step::StepTest::Exact)
+            } else {
+                (
+                    c.p_value,
+                    stats::step::StepTest::of_pair(params.counted, c.windows),
+                )
+            };
             continue;
         }
         let lo = k
@@ -236,14 +249,15 @@ pub fn side_by_side<R: Run>(
     }
 }
 
-/// Row `b` against the row before it, `a`, as `find` states a culprit against its parent:
-/// every run of each (an identical build's runs a row shows included) in the windows of time
-/// holding both; `None` below [`RANK_RUNS`] such runs a side.
+/// Row `b` against its parent's row `a`, as `find` states a culprit against its parent
+/// ([`crate::bisect::Search::pair`]): every run of each (an identical build's runs a row shows
+/// included) in the windows of time holding both, and whether they compared as exact values;
+/// `None` below [`RANK_RUNS`] such runs a side.
 fn pair_step<R: Run>(
     a: &CommitRow<R>,
     b: &CommitRow<R>,
     params: &crate::bisect::Params,
-) -> Option<crate::bisect::Culprit> {
+) -> Option<(crate::bisect::Culprit, bool)> {
     let stored = |row: &CommitRow<R>| -> Vec<crate::bisect::Stored> {
         row.records
             .iter()
@@ -269,27 +283,7 @@ fn pair_step<R: Run>(
     if na < RANK_RUNS || nb < RANK_RUNS {
         return None;
     }
-    let search = crate::bisect::Search::new(2, *params);
-    let c = crate::bisect::Culprit {
-        pos: 1,
-        parent: 0,
-        candidates: vec![1],
-        before: f64::NAN,
-        after: f64::NAN,
-        n_before: 0,
-        n_after: 0,
-        rel_change: f64::NAN,
-        interval: None,
-        windows: 0,
-        p_value: f64::NAN,
-        verified: false,
-    };
-    let r = search.restate(&c, &sa, &sb);
-    (r.before.is_finite()
-        && r.after.is_finite()
-        && r.rel_change.is_finite()
-        && r.p_value.is_finite())
-    .then_some(r)
+    crate::bisect::Search::pair(*params, &sa, &sb)
 }
 
 /// The stake verdict, worded like curl's page.

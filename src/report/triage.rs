@@ -82,7 +82,12 @@ fn evidence(s: &TestStep) -> String {
     if s.deterministic {
         p_cell(s)
     } else {
-        format!("p = {}", p_cell(s))
+        let cell = p_cell(s);
+        if cell.starts_with('<') {
+            format!("p {cell}")
+        } else {
+            format!("p = {cell}")
+        }
     }
 }
 
@@ -90,8 +95,11 @@ fn evidence(s: &TestStep) -> String {
 fn p_cell(s: &TestStep) -> String {
     if s.deterministic {
         "deterministic".to_string()
-    } else {
+    } else if s.p_value > 0.0 || s.p_value.is_nan() {
         format!("{:.1e}", s.p_value)
+    } else {
+        // Underflowed: a p of 0 would read as an exact comparison.
+        "< 1e-300".to_string()
     }
 }
 

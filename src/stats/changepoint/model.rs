@@ -13,6 +13,9 @@ const CLIP_K: f64 = 3.0;
 /// Fewest differences of neighbouring levels (other builds, not across a boundary) the
 /// jitter between commits is estimated from: a median of 5 bears 2 steps among them.
 const MIN_DIFFS: usize = 5;
+/// Commits summed together for the window effects (a fixed size: the float sums must not
+/// depend on the machine's cores).
+const EFFECT_CHUNK: usize = 512;
 /// Rounds of the alternating fit of commit levels and window effects.
 const ROUNDS: usize = 4;
 
@@ -223,10 +226,11 @@ impl Model {
                 .unzip();
             if self.tied {
                 let effect = self.window_effects();
+                let tol = 1e-9 * self.sigma.unwrap_or(1.0);
                 let moved = effect
                     .iter()
                     .zip(&self.effect)
-                    .any(|(a, b)| (a - b).abs() > 1e-12);
+                    .any(|(a, b)| (a - b).abs() > tol);
                 self.effect = effect;
                 // Windows that each hold every commit settle at once: the levels would not move.
                 if !moved {
@@ -348,13 +352,12 @@ impl Model {
         use rayon::prelude::*;
         let k = self.effect.len();
         let lim = self.sigma.map_or(f64::INFINITY, |s| CLIP_K * s);
-        // Per chunk of commits (a few a thread: each holds a sum per window), then added up in
-        // chunk order: the same sums every time.
-        let size = (self.runs.len() / (2 * rayon::current_num_threads())).max(256);
+        // Per chunk of commits (each holds a sum per window), then added up in chunk order:
+        // the same sums on any machine, whatever its cores.
         let chunks: Vec<(Vec<f64>, Vec<usize>)> = self
             .runs
-            .par_chunks(size)
-            .zip(self.level.par_chunks(size))
+            .par_chunks(EFFECT_CHUNK)
+            .zip(self.level.par_chunks(EFFECT_CHUNK))
             .map(|(runs, levels)| {
                 let (mut sum, mut cnt) = (vec![0.0; k], vec![0usize; k]);
                 for (r, &l) in runs.iter().zip(levels) {
