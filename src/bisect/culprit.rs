@@ -101,6 +101,34 @@ impl Search {
 }
 
 impl Search {
+    /// Whether commits compare as exact values, from the runs of positions `lo` and `hi`:
+    /// a declared deterministic test whose runs there agree, a count whose runs spread far
+    /// less than the threshold (one run per commit, a move counting only beyond that spread),
+    /// or runs without any spread. Sets `det` (and the counts' tolerance); returns true when a
+    /// declared deterministic test's runs differ (it is then treated as noisy).
+    pub(super) fn settle_exact(&mut self, lo: usize, hi: usize) -> bool {
+        let (a, b) = (&self.points[lo].samples, &self.points[hi].samples);
+        let spread = has_spread(a) || has_spread(b);
+        let disproved = self.params.deterministic && spread;
+        if disproved {
+            self.no_det = true;
+        }
+        let counted_exact = !self.no_det && self.params.counted && {
+            let level = stats::median(a).unwrap_or(0.0);
+            let limit = self.relative_threshold(level) / 10.0;
+            a.len() >= 2 && b.len() >= 2 && limit > 0.0 && rel_spread(a).max(rel_spread(b)) <= limit
+        };
+        if counted_exact && spread {
+            let level = stats::median(a).unwrap_or(0.0);
+            self.params.tolerance = self.relative_threshold(level) / 10.0;
+        }
+        self.det = !self.no_det
+            && ((self.params.deterministic && !spread)
+                || counted_exact
+                || (zero_spread(a) && zero_spread(b)));
+        disproved
+    }
+
     /// The step from `parent`'s runs to `culprit`'s, stated as a search with `params` states a
     /// culprit and its parent: exact values where their runs say so (the rule the search
     /// applies to its ends), else the test on the runs taken side by side. With whether the

@@ -29,34 +29,6 @@ impl Search {
         }
     }
 
-    /// Whether commits compare as exact values, from the runs of positions `lo` and `hi`:
-    /// a declared deterministic test whose runs there agree, a count whose runs spread far
-    /// less than the threshold (one run per commit, a move counting only beyond that spread),
-    /// or runs without any spread. Sets `det` (and the counts' tolerance); returns true when a
-    /// declared deterministic test's runs differ (it is then treated as noisy).
-    pub(super) fn settle_exact(&mut self, lo: usize, hi: usize) -> bool {
-        let (a, b) = (&self.points[lo].samples, &self.points[hi].samples);
-        let spread = has_spread(a) || has_spread(b);
-        let disproved = self.params.deterministic && spread;
-        if disproved {
-            self.no_det = true;
-        }
-        let counted_exact = !self.no_det && self.params.counted && {
-            let level = stats::median(a).unwrap_or(0.0);
-            let limit = self.relative_threshold(level) / 10.0;
-            a.len() >= 2 && b.len() >= 2 && limit > 0.0 && rel_spread(a).max(rel_spread(b)) <= limit
-        };
-        if counted_exact && spread {
-            let level = stats::median(a).unwrap_or(0.0);
-            self.params.tolerance = self.relative_threshold(level) / 10.0;
-        }
-        self.det = !self.no_det
-            && ((self.params.deterministic && !spread)
-                || counted_exact
-                || (zero_spread(a) && zero_spread(b)));
-        disproved
-    }
-
     /// Names of the positions for notes and reasons (e.g. short hash and subject).
     pub fn set_labels(&mut self, labels: Vec<String>) {
         self.labels = labels;
@@ -775,26 +747,6 @@ impl Search {
             ));
         }
         Some(Minor::Place(verdict))
-    }
-
-    /// The three-way verdict of the probe (the evidence's middle position) against the old
-    /// (first) and new (last) positions.
-    pub(super) fn classify_ev(&self, ev: &Evidence) -> Option<Classified> {
-        let mo = stats::median(&ev.pooled(0))?;
-        let mx = stats::median(&ev.pooled(1))?;
-        let mn = stats::median(&ev.pooled(2))?;
-        let co = self.compare_ev(ev, 0, 1)?;
-        let cn = self.compare_ev(ev, 1, 2)?;
-        Some(classify_cmp(
-            co,
-            cn,
-            mo,
-            mn,
-            mx,
-            &self.params,
-            self.det,
-            true,
-        ))
     }
 
     /// Keep what was concluded about probe `x` from `ev` (old side, probe, new side) for the

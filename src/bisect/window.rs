@@ -36,6 +36,26 @@ impl Evidence {
 }
 
 impl Search {
+    /// The three-way verdict of the probe (the evidence's middle position) against the old
+    /// (first) and new (last) positions.
+    pub(super) fn classify_ev(&self, ev: &Evidence) -> Option<Classified> {
+        let mo = stats::median(&ev.pooled(0))?;
+        let mx = stats::median(&ev.pooled(1))?;
+        let mn = stats::median(&ev.pooled(2))?;
+        let co = self.compare_ev(ev, 0, 1)?;
+        let cn = self.compare_ev(ev, 1, 2)?;
+        Some(classify_cmp(
+            co,
+            cn,
+            mo,
+            mn,
+            mx,
+            &self.params,
+            self.det,
+            true,
+        ))
+    }
+
     /// Stored samples with the window of time each was taken in: samples of several
     /// positions in one window (an earlier search's, or `run`'s interleaved rounds) may be
     /// compared with each other. Window 0 (imported rows) is no window.

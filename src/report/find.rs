@@ -365,7 +365,7 @@ impl FindReport<'_> {
         if self.deterministic {
             "deterministic".into()
         } else if sci {
-            super::fmt_p(p)
+            super::text::fmt_p(p)
         } else {
             format!("p = {p:.2}")
         }
@@ -713,7 +713,7 @@ pub fn markdown(r: &FindReport<'_>) -> String {
             if r.deterministic {
                 "deterministic (values compared exactly)".to_string()
             } else {
-                format!("{} ({})", super::fmt_p(c.p_value), r.test_name(c))
+                format!("{} ({})", super::text::fmt_p(c.p_value), r.test_name(c))
             },
             md_escape(&r.basis(c)),
             if c.verified {

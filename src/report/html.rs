@@ -451,7 +451,7 @@ fn change_point_table(o: &mut String, p: &Page<'_>) {
             if cp.deterministic {
                 "deterministic".to_string()
             } else {
-                esc(&format!("{} ({})", super::fmt_p(cp.p_value), cp.test.name()))
+                esc(&format!("{} ({})", super::text::fmt_p(cp.p_value), cp.test.name()))
             },
             esc(&r.commit.subject)
         );

@@ -437,7 +437,7 @@ fn change_points(o: &mut String, x: &Issue<'_>) {
             } else {
                 format!(
                     "{} ({}){}",
-                    super::fmt_p(cp.p_value),
+                    super::text::fmt_p(cp.p_value),
                     cp.test.name(),
                     match cp.windows {
                         0 => String::new(),

@@ -5,8 +5,7 @@
 //! how many independent moments it has, plus the commit-to-commit jitter of builds).
 
 use super::super::summary::median_in_place;
-use super::point::Obs;
-use super::Runs;
+use super::point::{Obs, Runs};
 
 /// Residuals beyond this many sd from a commit's median are clipped (outlier runs).
 const CLIP_K: f64 = 3.0;

@@ -63,3 +63,29 @@ pub struct Obs {
     pub value: f64,
     pub window: u64,
 }
+
+/// What [`super::detect_runs`] reads: per commit (in commit order) its independent measurements, and
+/// optionally each commit's share of them and whether its build is the previous commit's.
+#[derive(Debug, Clone, Default)]
+pub struct Runs {
+    pub commits: Vec<Vec<Obs>>,
+    /// 1 for a commit's own runs; 1/k where k commits show one build's runs (each run counted
+    /// once over them). Empty: all 1.
+    pub share: Vec<f64>,
+    /// The commit's build is byte-identical to the previous commit's: no step between them.
+    /// Empty: none.
+    pub joined: Vec<bool>,
+}
+
+impl Runs {
+    /// Each value a moment of its own, no windows (a CSV's rows).
+    pub fn plain(series: &[Vec<f64>]) -> Runs {
+        Runs {
+            commits: series
+                .iter()
+                .map(|s| s.iter().map(|&value| Obs { value, window: 0 }).collect())
+                .collect(),
+            ..Runs::default()
+        }
+    }
+}
