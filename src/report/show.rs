@@ -134,20 +134,24 @@ pub fn detection<R: Run>(
 /// of time holding both; an identical build's runs a row shows count for it, as they do in
 /// the search), as a culprit's is read; `None` when they share no window.
 pub fn step_between<R: Run>(a: &CommitRow<R>, b: &CommitRow<R>) -> Option<stats::Step> {
+    let sides = [a, b].into_iter().enumerate();
+    windowed_step(sides.flat_map(|(side, row)| row.records.iter().map(move |r| (side == 1, r))))
+}
+
+/// The step from the runs marked `false` (old side) to those marked `true`, window by window
+/// ([`stats::step`]): runs without a window of time or a value left out, windows holding only
+/// one side skipped; `None` when no window holds both.
+fn windowed_step<'r, R: Run + 'r>(
+    runs: impl Iterator<Item = (bool, &'r R)>,
+) -> Option<stats::Step> {
     let mut windows: std::collections::BTreeMap<u64, (Vec<f64>, Vec<f64>)> = Default::default();
-    for (side, row) in [a, b].into_iter().enumerate() {
-        for rec in &row.records {
-            let (w, Some(v)) = (rec.window(), rec.value()) else {
-                continue;
-            };
-            if w != 0 && v.is_finite() {
-                let e = windows.entry(w).or_default();
-                if side == 0 {
-                    e.0.push(v)
-                } else {
-                    e.1.push(v)
-                }
-            }
+    for (new, rec) in runs {
+        let (w, Some(v)) = (rec.window(), rec.value()) else {
+            continue;
+        };
+        if w != 0 && v.is_finite() {
+            let e = windows.entry(w).or_default();
+            if new { &mut e.1 } else { &mut e.0 }.push(v);
         }
     }
     let strata: Vec<(&[f64], &[f64])> = windows
@@ -218,29 +222,8 @@ pub fn side_by_side<R: Run>(
         let hi = (k + SIDE_SPAN)
             .min(starts.get(i + 1).copied().unwrap_or(rows.len()))
             .min(rows.len());
-        let mut windows: std::collections::BTreeMap<u64, (Vec<f64>, Vec<f64>)> = Default::default();
-        for (j, row) in rows.iter().enumerate().take(hi).skip(lo) {
-            for rec in row.own_records() {
-                let (w, Some(v)) = (rec.window(), rec.value()) else {
-                    continue;
-                };
-                if w == 0 || !v.is_finite() {
-                    continue;
-                }
-                let sides = windows.entry(w).or_default();
-                if j < k {
-                    sides.0.push(v);
-                } else {
-                    sides.1.push(v);
-                }
-            }
-        }
-        let strata: Vec<(&[f64], &[f64])> = windows
-            .values()
-            .map(|(a, b)| (a.as_slice(), b.as_slice()))
-            .filter(|(a, b)| !a.is_empty() && !b.is_empty())
-            .collect();
-        if let Some(step) = stats::step::estimate_with_interval(&strata) {
+        let runs = (lo..hi).flat_map(|j| rows[j].own_records().iter().map(move |r| (j >= k, r)));
+        if let Some(step) = windowed_step(runs) {
             (cp.before, cp.after) = step.levels();
             cp.rel_change = step.rel_change;
             cp.interval = step.interval;
