@@ -316,6 +316,7 @@ pub fn run_pass(
             }
         }
         report(&mut summary)?;
+        nothing_built(ws, args, &commits, &summary)?;
         return Ok(false);
     }
     // (Read again: an identical build outside the commits read has samples to share.)
@@ -471,30 +472,41 @@ pub fn run_pass(
         }
     }
     report(&mut summary)?;
-    // Nothing could be built: that is a failure (exit 1), with why the first build failed.
-    if !commits.is_empty() && summary.failed_builds.len() == commits.len() {
-        let first = &commits[0];
-        let tail = match ws.build_state(&first.id) {
-            State::Failed(tail) => tail,
-            _ => String::new(),
-        };
-        let log = ws.cache.log(&first.id, ws.config.build.recipe_hash());
-        anyhow::bail!(
-            "no commit of `{}` could be built ({} build{} failed); the first, {} {}, ended with:\n{}{}",
-            args.range,
-            commits.len(),
-            if commits.len() == 1 { "" } else { "s" },
-            first.short(),
-            first.subject,
-            crate::paths::indent(tail.trim_end()),
-            if log.is_file() {
-                format!("\nits full log: {}", crate::paths::display_path(&log))
-            } else {
-                String::new()
-            }
-        );
-    }
+    nothing_built(ws, args, &commits, &summary)?;
     Ok(false)
+}
+
+/// Nothing could be built: that is a failure (exit 1), with why the first build failed, with
+/// or without `--build-only` (some failed builds in a range are history; all of them are not).
+fn nothing_built(
+    ws: &Workspace,
+    args: &Options<'_>,
+    commits: &[crate::git::CommitInfo],
+    summary: &Summary,
+) -> anyhow::Result<()> {
+    if commits.is_empty() || summary.failed_builds.len() < commits.len() {
+        return Ok(());
+    }
+    let first = &commits[0];
+    let tail = match ws.build_state(&first.id) {
+        State::Failed(tail) => tail,
+        _ => String::new(),
+    };
+    let log = ws.cache.log(&first.id, ws.config.build.recipe_hash());
+    anyhow::bail!(
+        "no commit of `{}` could be built ({} build{} failed); the first, {} {}, ended with:\n{}{}",
+        args.range,
+        commits.len(),
+        if commits.len() == 1 { "" } else { "s" },
+        first.short(),
+        first.subject,
+        crate::paths::indent(tail.trim_end()),
+        if log.is_file() {
+            format!("\nits full log: {}", crate::paths::display_path(&log))
+        } else {
+            String::new()
+        }
+    );
 }
 
 /// A commit whose build is byte-identical to `same_as` (full hash), whose samples of `test`

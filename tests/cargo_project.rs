@@ -187,3 +187,83 @@ fn sections(exe: &std::path::Path) -> String {
         .expect("readelf (binutils, beside the C compiler the tests need)");
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
+
+/// A crate that one of its own dev-dependencies depends on (a helper pulling another copy of
+/// it, as criterion's dependencies pull serde's building blocks): `-p NAME` is ambiguous to
+/// cargo, so the build names the package by the exact id `cargo metadata` gives. `config
+/// check` says which package it will build, building nothing.
+#[test]
+fn a_crate_its_dev_dependencies_also_pull_in_is_built_by_its_exact_id() {
+    const ROOT: &str = "[package]\nname = \"foo\"\nversion = \"1.0.19\"\nedition = \"2021\"\n\n[dev-dependencies]\nhelper = { path = \"helper\" }\n\n[[bench]]\nname = \"bench\"\nharness = false\n\n[workspace]\nexclude = [\"vendor\"]\n";
+    const HELPER: &str = "[package]\nname = \"helper\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\nfoo = { path = \"../vendor/foo\" }\n";
+    const OLD_FOO: &str =
+        "[package]\nname = \"foo\"\nversion = \"1.0.18\"\nedition = \"2021\"\n";
+    let lib = |v: u32| format!("pub fn work() -> u64 {{ {v} }}\n");
+    let f = Fixture::with_files(
+        &[
+            (
+                "Crate",
+                vec![
+                    ("Cargo.toml", ROOT.to_string()),
+                    ("src/lib.rs", lib(100)),
+                    (
+                        "benches/bench.rs",
+                        "fn main() {\n    println!(\"value: {}\", foo::work() + helper::one());\n}\n"
+                            .to_string(),
+                    ),
+                    ("helper/Cargo.toml", HELPER.to_string()),
+                    (
+                        "helper/src/lib.rs",
+                        "pub fn one() -> u64 {\n    foo::work() / foo::work()\n}\n".to_string(),
+                    ),
+                    ("vendor/foo/Cargo.toml", OLD_FOO.to_string()),
+                    ("vendor/foo/src/lib.rs", lib(1)),
+                    (".gitignore", "/target\nCargo.lock\n".to_string()),
+                ],
+            ),
+            ("Docs", vec![("README", "foo\n".to_string())]),
+            ("Faster", vec![("src/lib.rs", lib(80))]),
+        ],
+        r#"
+[build]
+cargo = { benches = ["bench"] }
+env = { CARGO_NET_OFFLINE = "true" }
+timeout = "10m"
+
+[tests.value]
+command = "./bench"
+metric = { regex = "^value: ([0-9]+)" }
+deterministic = true
+"#,
+    );
+    // What cargo would say to the package's name alone (the defect this guards).
+    let ambiguous = std::process::Command::new("cargo")
+        .args(["metadata", "--format-version", "1"])
+        .current_dir(&f.repo)
+        .env("CARGO_NET_OFFLINE", "true")
+        .output()
+        .unwrap();
+    assert!(ambiguous.status.success());
+    let all: serde_json::Value = serde_json::from_slice(&ambiguous.stdout).unwrap();
+    let foos = all["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["name"] == "foo")
+        .count();
+    assert_eq!(foos, 2, "two packages named foo in the graph");
+
+    let out = f.cmd().args(["config", "check"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("build at the checkout: cargo bench --no-run")
+            && text.contains("#foo@1.0.19' --bench bench"),
+        "{text}"
+    );
+    assert!(!f.repo.join("target").exists(), "config check built");
+
+    let found = f.json(&["find", "value", &f.range(), "--format", "json"]);
+    assert_eq!(found["verdict"], "culprit", "{found}");
+    assert_eq!(found["culprit"]["commit"], f.ids[2].as_str(), "{found}");
+}

@@ -33,18 +33,20 @@ fn stored(cache: &Path, test: &str) -> usize {
 }
 
 #[test]
-fn run_fails_with_the_first_build_failure_when_nothing_builds() {
+fn run_and_build_only_fail_with_the_first_build_failure_when_nothing_builds() {
     let config = format!(
         "[build]\ncommand = \"echo compiling; echo 'app.c:7: error: planted failure' >&2; exit 3\"\n\
          artifacts = [\"app\"]\n{VALUE}"
     );
     let f = fixture(3, &config);
-    for format in ["text", "json"] {
-        let out = f
-            .cmd()
-            .args(["run", "value", &f.range(), "--format", format])
-            .output()
-            .unwrap();
+    // `--build-only` too: its builds are its product, and none came.
+    for (format, only) in [("text", false), ("json", false), ("json", true), ("text", true)] {
+        let mut cmd = f.cmd();
+        cmd.args(["run", "value", &f.range(), "--format", format]);
+        if only {
+            cmd.arg("--build-only");
+        }
+        let out = cmd.output().unwrap();
         let err = text(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{format}: {err}");
         assert!(err.contains("could be built"), "{format}: {err}");
@@ -67,12 +69,15 @@ fn run_fails_with_the_first_build_failure_when_nothing_builds() {
         &common::specs(3, |i, c| c.broken = i == 3),
         &common::with_build(VALUE),
     );
-    let out = good
-        .cmd()
-        .args(["run", "value", &good.range()])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    for only in [true, false] {
+        let mut cmd = good.cmd();
+        cmd.args(["run", "value", &good.range()]);
+        if only {
+            cmd.arg("--build-only");
+        }
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    }
 }
 
 #[test]

@@ -221,7 +221,7 @@ fn plan(cargo: &CargoBuild, meta: &Metadata) -> Result<Plan, String> {
             _ => cmd += &format!(" --profile {}", quote(cargo.bin_profile())),
         }
         for p in &packages {
-            cmd += &format!(" -p {}", quote(&p.name));
+            cmd += &format!(" -p {}", quote(&package_spec(p)));
         }
         if names.is_empty() {
             cmd += " --bins";
@@ -243,6 +243,46 @@ fn plan(cargo: &CargoBuild, meta: &Metadata) -> Result<Plan, String> {
         });
     }
     Ok(Plan { invocations })
+}
+
+/// The package's exact id as a package id spec for `-p`: its name alone is ambiguous once a
+/// dependency (a dev-dependency's own dependency, say) pulls another copy of the crate.
+/// cargo ≥ 1.77 prints ids as specs already (`path+file:///w/app#0.1.0`); older ones as
+/// `name version (source)`, rewritten here as `source#name@version`.
+fn package_spec(p: &Package) -> String {
+    let id = &p.id.repr;
+    match id.split_once(" (") {
+        Some((_, source)) if id.ends_with(')') => {
+            format!("{}#{}@{}", &source[..source.len() - 1], p.name, p.version)
+        }
+        _ => id.clone(),
+    }
+}
+
+/// What a cargo build of `cargo` runs in `dir` (the user's checkout, read only: `cargo metadata
+/// --no-deps` resolves nothing and writes nothing), one line per command, or why it would fail.
+pub fn describe(cargo: &CargoBuild, dir: &Path) -> Result<Vec<String>, String> {
+    let out = std::process::Command::new("cargo")
+        .args(["metadata", "--format-version", "1", "--no-deps"])
+        .current_dir(dir)
+        .env("CARGO_NET_OFFLINE", "true")
+        .output()
+        .map_err(|e| format!("cannot run `cargo metadata`: {e}"))?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        return Err(format!(
+            "`cargo metadata` failed in {}: {}",
+            dir.display(),
+            err.trim()
+        ));
+    }
+    let meta = cargo_metadata::MetadataCommand::parse(String::from_utf8_lossy(&out.stdout))
+        .map_err(|e| format!("cannot read the output of `cargo metadata`: {e}"))?;
+    Ok(plan(cargo, &meta)?
+        .invocations
+        .into_iter()
+        .map(|i| i.command)
+        .collect())
 }
 
 /// `s` as one word for `sh` (cargo names need no quotes; features may).
@@ -334,6 +374,11 @@ mod tests {
     /// `cargo metadata --no-deps` of a workspace with members `app` (bins app, tool; bench
     /// speed) and `other` (bin tool).
     fn meta() -> Metadata {
+        meta_with(|name| format!("path+file:///w/{name}#0.1.0"))
+    }
+
+    /// The same workspace with its ids as `id` writes them.
+    fn meta_with(id: impl Fn(&str) -> String) -> Metadata {
         let pkg = |name: &str, targets: &[(&str, &str)]| {
             let ts: Vec<String> = targets
                 .iter()
@@ -344,17 +389,21 @@ mod tests {
                 })
                 .collect();
             format!(
-                r#"{{"name": "{name}", "version": "0.1.0", "id": "path+file:///w/{name}#0.1.0", "license": null, "license_file": null, "description": null, "source": null, "dependencies": [], "targets": [{}], "features": {{}}, "manifest_path": "/w/{name}/Cargo.toml", "metadata": null, "publish": null, "authors": [], "categories": [], "keywords": [], "readme": null, "repository": null, "homepage": null, "documentation": null, "edition": "2021", "links": null, "default_run": null, "rust_version": null}}"#,
+                r#"{{"name": "{name}", "version": "0.1.0", "id": "{}", "license": null, "license_file": null, "description": null, "source": null, "dependencies": [], "targets": [{}], "features": {{}}, "manifest_path": "/w/{name}/Cargo.toml", "metadata": null, "publish": null, "authors": [], "categories": [], "keywords": [], "readme": null, "repository": null, "homepage": null, "documentation": null, "edition": "2021", "links": null, "default_run": null, "rust_version": null}}"#,
+                id(name),
                 ts.join(",")
             )
         };
         let text = format!(
-            r#"{{"packages": [{}, {}], "workspace_members": ["path+file:///w/app#0.1.0", "path+file:///w/other#0.1.0"], "workspace_default_members": ["path+file:///w/app#0.1.0"], "resolve": null, "target_directory": "/w/target", "version": 1, "workspace_root": "/w", "metadata": null}}"#,
+            r#"{{"packages": [{}, {}], "workspace_members": ["{}", "{}"], "workspace_default_members": ["{}"], "resolve": null, "target_directory": "/w/target", "version": 1, "workspace_root": "/w", "metadata": null}}"#,
             pkg(
                 "app",
                 &[("bin", "app"), ("bin", "tool"), ("bench", "speed")]
             ),
-            pkg("other", &[("bin", "tool")])
+            pkg("other", &[("bin", "tool")]),
+            id("app"),
+            id("other"),
+            id("app"),
         );
         cargo_metadata::MetadataCommand::parse(text).unwrap()
     }
@@ -373,17 +422,33 @@ mod tests {
         let p = plan(&cargo(&["app"], &["speed"], None), &meta()).unwrap();
         assert_eq!(
             p.invocations[0].command,
-            "cargo build --message-format=json-render-diagnostics --profile release -p app --bin app"
+            "cargo build --message-format=json-render-diagnostics --profile release -p 'path+file:///w/app#0.1.0' --bin app"
         );
         assert_eq!(
             p.invocations[1].command,
-            "cargo bench --no-run --message-format=json-render-diagnostics -p app --bench speed"
+            "cargo bench --no-run --message-format=json-render-diagnostics -p 'path+file:///w/app#0.1.0' --bench speed"
         );
         // Every bin of the default member when nothing is named.
         let p = plan(&cargo(&[], &[], None), &meta()).unwrap();
         assert_eq!(p.invocations.len(), 1);
         assert!(
-            p.invocations[0].command.ends_with("-p app --bins"),
+            p.invocations[0]
+                .command
+                .ends_with("-p 'path+file:///w/app#0.1.0' --bins"),
+            "{}",
+            p.invocations[0].command
+        );
+    }
+
+    #[test]
+    fn packages_are_named_by_their_exact_id_whatever_cargo_prints() {
+        // cargo before 1.77 printed `name version (source)`, which `-p` does not take.
+        let m = meta_with(|name| format!("{name} 0.1.0 (path+file:///w/{name})"));
+        let p = plan(&cargo(&["app"], &[], None), &m).unwrap();
+        assert!(
+            p.invocations[0]
+                .command
+                .ends_with("-p 'path+file:///w/app#app@0.1.0' --bin app"),
             "{}",
             p.invocations[0].command
         );
@@ -397,7 +462,9 @@ mod tests {
             "{e}"
         );
         let p = plan(&cargo(&["tool"], &[], Some("other")), &meta()).unwrap();
-        assert!(p.invocations[0].command.contains("-p other --bin tool"));
+        assert!(p.invocations[0]
+            .command
+            .contains("-p 'path+file:///w/other#0.1.0' --bin tool"));
         let e = plan(&cargo(&["ap"], &[], None), &meta()).err().unwrap();
         assert!(
             e.contains("no bin target `ap`") && e.contains("did you mean `app`"),

@@ -4,7 +4,8 @@
 //! harness metric; exit 2 naming the key and line) without building anything, then warns,
 //! with key and line, about commands whose program cannot be found: a first word not on PATH,
 //! a helper script missing beside the config, a test program that is not among the build's
-//! artifacts. `init` prints a starting config for the repository at hand on stdout.
+//! artifacts. For `[build] cargo` it says the cargo commands a build of the checkout runs,
+//! with the exact package id `cargo metadata` gives (nothing is built). `init` prints a starting config for the repository at hand on stdout.
 
 use crate::cli::{ConfigAction, ConfigArgs, Global};
 
@@ -67,6 +68,20 @@ fn check(g: &Global) -> anyhow::Result<()> {
     );
     for line in counted {
         println!("{line}");
+    }
+    if let (Some(c), Some(dir)) = (&cfg.build.cargo, &repo_dir) {
+        // Nothing is built; cargo's metadata names the exact package each build will ask for.
+        match crate::build::cargo::describe(c, dir) {
+            Ok(commands) => {
+                for c in commands {
+                    println!("build at the checkout: {c}");
+                }
+            }
+            Err(why) => eprintln!(
+                "perfbisect: warning: {}: [build] cargo at the checkout: {why}",
+                crate::paths::display_path(&path)
+            ),
+        }
     }
     Ok(())
 }
