@@ -28,9 +28,11 @@ fn init(repo: &Path) -> (String, String) {
     (text(&out.stdout), text(&out.stderr))
 }
 
-/// `config check` of `config`.
+/// `config check` of `config`, from the directory that holds it (not inside this crate's own
+/// repository, whose cargo workspace `[build] cargo` would be checked against).
 fn check(config: &Path) -> Output {
     perfbisect(&["--config", config.to_str().unwrap(), "config", "check"])
+        .current_dir(config.parent().unwrap())
         .output()
         .unwrap()
 }
@@ -249,7 +251,8 @@ fn init_detects_each_build_system_and_each_config_checks_clean() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(s["builds"], 1, "{s}");
-    assert_eq!(s["runs"], 5 + 3, "{s}");
+    // Each written test's repeats: enough for its rank test to decide (6 at α = 0.01).
+    assert_eq!(s["runs"], 6 + 6, "{s}");
     assert_eq!(s["failed_runs"], 0, "{s}");
 }
 
@@ -375,7 +378,9 @@ fn check_refuses_a_config_without_tests() {
 }
 
 /// A library whose criterion benches live in a workspace member (as BurntSushi/bstr's
-/// `bench/`): init offers that bench with a criterion test, not a placeholder program.
+/// `bench/`): init offers that bench with a criterion test, not a placeholder program, of the
+/// suite's first benchmark run alone (its others listed), with repeats its rank test can
+/// decide with.
 #[test]
 fn init_offers_a_members_criterion_bench_when_nothing_else_builds_a_program() {
     let d = tempfile::tempdir().unwrap();
@@ -391,7 +396,17 @@ fn init_offers_a_members_criterion_bench_when_nothing_else_builds_a_program() {
             "[package]\nname = \"textlib-bench\"\nversion = \"0.1.0\"\nedition = \"2021\"\npublish = false\n\n[dev-dependencies]\ncriterion = \"0.5\"\n\n[[bench]]\nname = \"speed\"\nharness = false\n",
         ),
         ("bench/src/lib.rs", ""),
-        ("bench/benches/speed.rs", "fn main() {}\n"),
+        (
+            "bench/benches/speed.rs",
+            "use criterion::{criterion_group, criterion_main, Criterion};\n\
+             fn speed(c: &mut Criterion) {\n\
+             \x20   let mut g = c.benchmark_group(\"find\");\n\
+             \x20   g.bench_function(\"short\", |b| b.iter(|| 1));\n\
+             \x20   g.bench_function(\"long\", |b| b.iter(|| 2));\n\
+             \x20   g.finish();\n\
+             }\n\
+             criterion_group!(benches, speed);\ncriterion_main!(benches);\n",
+        ),
     ];
     for (p, text) in files {
         let p = repo.join(p);
@@ -403,9 +418,17 @@ fn init_offers_a_members_criterion_bench_when_nothing_else_builds_a_program() {
         config.contains("cargo = { benches = [\"speed\"], package = \"textlib-bench\" }"),
         "{config}\n{err}"
     );
+    // The suite's first benchmark, run alone, with runs enough to decide; the other listed.
     assert!(
-        config.contains("metric = { format = \"criterion\" }"),
+        config.contains("command = \"./speed --bench '^find/short$'\"\n")
+            && config.contains("metric = { format = \"criterion\", name = \"find/short\" }")
+            && config.contains("repeats = 6 ")
+            && config.contains("#   \"find/long\"  \"./speed --bench '^find/long$'\""),
         "{config}"
+    );
+    assert!(
+        err.contains("the test runs benchmark `find/short` of bench `speed` alone; its 1 other is listed commented"),
+        "{err}"
     );
     assert!(
         !config.contains("./app"),

@@ -646,3 +646,29 @@ deterministic = true
         "{text}"
     );
 }
+
+/// A build command that calls a helper beside the config: builds run in perfbisect's own
+/// worktree, so the helper is found through `PERFBISECT_CONFIG_DIR`, as tests find theirs.
+#[test]
+fn build_commands_find_their_helper_through_the_config_dir() {
+    let f = Fixture::new(
+        &common::specs(2, |_, _| {}),
+        r#"
+[build]
+command = '"$PERFBISECT_CONFIG_DIR/build.sh"'
+artifacts = ["app"]
+
+[tests.value]
+command = "./app"
+metric = { regex = "^value: ([0-9.]+)" }
+repeats = 1
+"#,
+    );
+    let helper = f.dir.path().join("build.sh");
+    std::fs::write(&helper, "#!/bin/sh\nset -e\ncc -O0 -o app app.c -lm\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&helper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let s = f.run_json("value", &f.range(), &[]);
+    assert_eq!(s["builds"], 1, "{s}");
+    assert_eq!(s["failed_builds"].as_array().unwrap().len(), 0, "{s}");
+}

@@ -192,6 +192,10 @@ fn build_into(
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         env.push(("PERFBISECT_COMMIT".into(), commit.to_string()));
+        env.push((
+            "PERFBISECT_CONFIG_DIR".into(),
+            build.config_dir.display().to_string(),
+        ));
         let run = cargo::Run {
             worktree: &wt.dir,
             env,
@@ -217,6 +221,10 @@ fn build_into(
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         env.push(("PERFBISECT_COMMIT".into(), commit.to_string()));
+        env.push((
+            "PERFBISECT_CONFIG_DIR".into(),
+            build.config_dir.display().to_string(),
+        ));
         let fin = process::run(Spec {
             command: cmd,
             dir: &wt.dir,

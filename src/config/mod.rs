@@ -137,6 +137,18 @@ pub fn load(path: &Path) -> anyhow::Result<Config> {
     parse(&text, &abs)
 }
 
+/// The folder holding the config file, absolute (`PERFBISECT_CONFIG_DIR` is read by commands
+/// that run elsewhere: a worktree, an artifact directory).
+fn config_dir(path: &Path) -> PathBuf {
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    std::path::absolute(parent)
+        .map(|p| crate::paths::normalize(&p))
+        .unwrap_or_else(|_| parent.to_path_buf())
+}
+
 /// Parse config text; `path` is used for messages and `PERFBISECT_CONFIG_DIR`.
 pub fn parse(text: &str, path: &Path) -> anyhow::Result<Config> {
     let file = path.display().to_string();
@@ -160,6 +172,7 @@ pub fn parse(text: &str, path: &Path) -> anyhow::Result<Config> {
 
     let build = match raw.build {
         None => Build {
+            config_dir: config_dir(path),
             command: None,
             artifacts: Vec::new(),
             timeout: Duration::from_secs(3600),
@@ -209,6 +222,7 @@ pub fn parse(text: &str, path: &Path) -> anyhow::Result<Config> {
                 }
             };
             Build {
+                config_dir: config_dir(path),
                 command: b.command.map(Spanned::into_inner),
                 artifacts: b.artifacts.into_iter().map(Spanned::into_inner).collect(),
                 timeout,
@@ -410,10 +424,7 @@ pub fn parse(text: &str, path: &Path) -> anyhow::Result<Config> {
             },
         );
     }
-    let dir = path
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from("."));
+    let dir = config_dir(path);
     let mut fingerprint_commands = Vec::new();
     for c in raw.fingerprint.map(|f| f.commands).unwrap_or_default() {
         if c.get_ref().trim().is_empty() {

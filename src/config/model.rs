@@ -40,6 +40,9 @@ pub struct Config {
 /// How to build a commit.
 #[derive(Debug, Clone)]
 pub struct Build {
+    /// The folder holding the config file, absolute: builds see it as `PERFBISECT_CONFIG_DIR`
+    /// (a helper script beside the config). Not part of the recipe.
+    pub config_dir: PathBuf,
     /// Run with `sh -c` in the worktree. `None`: nothing to build, artifacts are copied as checked out.
     pub command: Option<String>,
     /// Paths relative to the worktree, copied into the cache after a successful build.

@@ -7,6 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
+mod benches;
 mod probe;
 
 /// A build system perfbisect recognises.
@@ -45,6 +46,8 @@ pub struct Found {
     pub guess: Option<String>,
     /// cargo: bench targets (for the commented harness example).
     pub benches: Vec<String>,
+    /// cargo: the benchmarks the first of `benches` defines, read from its source.
+    pub bench_names: Vec<String>,
     /// cargo: criterion is among the dev-dependencies (of the package with the benches).
     pub criterion: bool,
     /// cargo: the workspace member that holds the benches, when it is not a default member
@@ -66,6 +69,7 @@ impl Found {
             programs,
             guess: None,
             benches: Vec::new(),
+            bench_names: Vec::new(),
             criterion: false,
             bench_package: None,
             configure_tracked: false,
@@ -490,6 +494,15 @@ fn cargo(dir: &Path) -> Found {
     let (mut programs, mut benches) = (Vec::new(), Vec::new());
     let mut criterion = criterion;
     let mut bench_package = None;
+    // Where each bench target's source is (the first one's benchmarks are read from it).
+    let mut bench_sources: Vec<(String, PathBuf)> = Vec::new();
+    if let Some(meta) = &from_metadata {
+        for t in meta.workspace_packages().iter().flat_map(|p| &p.targets) {
+            if t.is_kind(cargo_metadata::TargetKind::Bench) {
+                bench_sources.push((t.name.clone(), t.src_path.clone().into_std_path_buf()));
+            }
+        }
+    }
     match from_metadata {
         Some(meta) => {
             let defaults = meta.workspace_default_packages();
@@ -583,65 +596,25 @@ fn cargo(dir: &Path) -> Found {
     };
     programs.retain(ok);
     benches.retain(ok);
+    let bench_names = benches
+        .first()
+        .and_then(|b| {
+            let src = bench_sources
+                .iter()
+                .find(|(n, _)| n == b)
+                .map(|(_, p)| p.clone())
+                .unwrap_or_else(|| dir.join("benches").join(format!("{b}.rs")));
+            std::fs::read_to_string(src).ok()
+        })
+        .map(|src| benches::benchmark_names(&src, criterion))
+        .unwrap_or_default();
     Found {
         benches,
+        bench_names,
         criterion,
         bench_package,
         ..Found::new(System::Cargo, "Cargo.toml", programs)
     }
-}
-
-/// The config of a cargo project that builds no program but has benches (a library whose
-/// criterion benches live in a workspace member): the first bench, with its harness's numbers.
-fn bench_config(f: &Found) -> String {
-    let b = &f.benches[0];
-    let mut o = String::new();
-    o += &format!(
-        "# No bin target: the bench target `{b}`{} is built (`cargo bench --no-run`) and run.\n",
-        f.bench_package
-            .as_ref()
-            .map(|p| format!(" of the workspace member `{p}`"))
-            .unwrap_or_default()
-    );
-    o += "[build]\n\
-          # Built with cargo in perfbisect's own worktree of each commit (never your checkout);\n\
-          # the bench executable is cached under its target's name, so a test runs `./NAME`.\n";
-    o += &format!(
-        "cargo = {{ benches = [{}]{} }}\n",
-        q(b),
-        f.bench_package
-            .as_ref()
-            .map(|p| format!(", package = {}", q(p)))
-            .unwrap_or_default()
-    );
-    o += "timeout = \"30m\"\n\n";
-    if f.criterion {
-        o += &format!(
-            "# criterion's median of one benchmark, in ns. Name it (`name = \"group/id\"`, as\n\
-             # `./{b} --bench --list` prints it) and put the same filter after `--bench`, or every run\n\
-             # goes through the whole suite: without a name the bench must run exactly one.\n\
-             [tests.{b}-median]\n\
-             command = {}\n\
-             metric = {{ format = \"criterion\" }}\n\
-             direction = \"lower\"\n\
-             repeats = 3\n\
-             threshold = \"3%\"\n",
-            q(&format!("./{b} --bench"))
-        );
-    } else {
-        o += &format!(
-            "# libtest's ns/iter of one benchmark. Name it (`name = \"BENCH NAME\"`) and put the same\n\
-             # filter after `--bench`: without a name the bench must run exactly one.\n\
-             [tests.{b}-ns]\n\
-             command = {}\n\
-             metric = {{ format = \"libtest\" }}\n\
-             direction = \"lower\"\n\
-             repeats = 3\n\
-             threshold = \"3%\"\n",
-            q(&format!("./{b} --bench"))
-        );
-    }
-    o
 }
 
 /// The project's own benchmark programs and scripts, as commented tests.
@@ -754,6 +727,9 @@ fn wrap_comment(text: &str) -> String {
 /// that one when it was a guess.
 pub fn program_note(found: &[Found]) -> Option<String> {
     let f = found.first()?;
+    if let Some(n) = benches::note(f) {
+        return Some(n);
+    }
     let p = f.programs.first()?;
     Some(match &f.guess {
         Some(why) => format!("the tests run ./{p}: {why}"),
@@ -797,7 +773,7 @@ pub fn render(dir: &Path, found: &[Found]) -> String {
     if let Some(f) = first
         .filter(|f| f.system == System::Cargo && f.programs.is_empty() && !f.benches.is_empty())
     {
-        o += &bench_config(f);
+        o += &benches::bench_config(f);
         return o;
     }
     // The program a test runs, relative to the artifact directory (its working directory).
@@ -880,9 +856,11 @@ pub fn render(dir: &Path, found: &[Found]) -> String {
          command = {}\n\
          metric = \"wall\"\n\
          direction = \"lower\"        # lower is better\n\
-         repeats = 5                # runs per commit (find adds more when it cannot tell)\n\
+         repeats = {}                # {}\n\
          threshold = \"2%\"           # the smallest change that matters\n\n",
-        q(&run)
+        q(&run),
+        benches::noisy_repeats(),
+        benches::repeats_comment()
     );
     o += &format!(
         "# Peak memory of one run of {run}: max RSS of its process tree, in bytes.\n\
@@ -890,9 +868,10 @@ pub fn render(dir: &Path, found: &[Found]) -> String {
          command = {}\n\
          metric = \"max-rss\"\n\
          direction = \"lower\"\n\
-         repeats = 3\n\
+         repeats = {}\n\
          threshold = \"5%\"\n\n",
-        q(&run)
+        q(&run),
+        benches::noisy_repeats()
     );
     if let Some(f) = first {
         o += &project_benches(f);
@@ -902,19 +881,24 @@ pub fn render(dir: &Path, found: &[Found]) -> String {
         Some(f) if f.system == System::Cargo && !f.benches.is_empty() => {
             let b = &f.benches[0];
             o += &format!("#   (add `benches = [{}]` to `cargo` above, then)\n", q(b));
-            if f.criterion {
-                o += &format!(
-                    "# [tests.{b}-median]\n\
-                     # command = \"./{b} --bench\"\n\
-                     # metric = {{ format = \"criterion\", name = \"BENCHMARK ID\" }}   # median, ns\n"
-                );
+            let (suffix, format, what) = if f.criterion {
+                ("median", "criterion", "median, ns")
             } else {
-                o += &format!(
-                    "# [tests.{b}-ns]\n\
-                     # command = \"./{b} --bench\"\n\
-                     # metric = {{ format = \"libtest\", name = \"BENCH NAME\" }}     # ns/iter\n"
-                );
-            }
+                ("ns", "libtest", "ns/iter")
+            };
+            let (command, name) = match f.bench_names.first() {
+                Some(n) => (benches::filtered_command(b, n, f.criterion), n.clone()),
+                None => (format!("./{b} --bench FILTER"), "BENCHMARK ID".to_string()),
+            };
+            o += &format!(
+                "# [tests.{b}-{suffix}]\n\
+                 # command = {}\n\
+                 # metric = {{ format = \"{format}\", name = {} }}   # {what}\n\
+                 # repeats = {}\n",
+                q(&command),
+                q(&name),
+                benches::noisy_repeats()
+            );
         }
         _ => {
             o += "# [tests.parse]\n\

@@ -608,8 +608,17 @@ pub fn min_detectable_change_t(noise_cv: f64, n_a: usize, n_b: usize, alpha: f64
 /// Asymptotic relative efficiency of the Mann-Whitney test against the t test for normal data.
 const MWU_ARE: f64 = 3.0 / std::f64::consts::PI;
 
+/// The fewest runs a side with which a rank test can decide at `alpha` even with one run out
+/// of order: the smallest n with 2 · 2 / C(2n, n) ≤ alpha (the two most extreme orderings,
+/// both directions). 6 at α = 0.01; with 3 a side (p ≥ 0.1) no difference is ever decided.
+pub fn runs_to_decide(alpha: f64) -> usize {
+    (2..=60)
+        .find(|&n| 2.0 * min_mwu_p(n, n) <= alpha)
+        .unwrap_or(60)
+}
+
 /// Smallest two-sided exact MWU p-value reachable with these sizes: 2 / C(n_a + n_b, n_a).
-fn min_mwu_p(n_a: usize, n_b: usize) -> f64 {
+pub fn min_mwu_p(n_a: usize, n_b: usize) -> f64 {
     let (small, big) = (n_a.min(n_b), n_a.max(n_b));
     let mut log_c = 0.0f64;
     for i in 1..=small {
@@ -705,6 +714,18 @@ mod tests {
 
     fn close(a: f64, b: f64, rel: f64) -> bool {
         (a - b).abs() <= rel * a.abs().max(b.abs()).max(1e-300)
+    }
+
+    #[test]
+    fn runs_to_decide_leave_room_for_one_run_out_of_order() {
+        assert!(close(min_mwu_p(3, 3), 0.1, 1e-12));
+        assert_eq!(runs_to_decide(0.01), 6);
+        assert_eq!(runs_to_decide(0.05), 5);
+        // 6 against 6 with one pair swapped still decides at 0.01; 5 against 5 does not.
+        let a = [1.0, 2.0, 3.0, 4.0, 5.0, 7.0];
+        let b = [6.0, 8.0, 9.0, 10.0, 11.0, 12.0];
+        assert!(mann_whitney_u(&a, &b).unwrap().p_value < 0.01);
+        assert!(mann_whitney_u(&a[1..], &b[..5]).unwrap().p_value > 0.01);
     }
 
     #[test]
