@@ -32,6 +32,9 @@ struct JsonBuild {
     /// Failed builds: the first line of why.
     #[serde(skip_serializing_if = "Option::is_none")]
     reason: Option<String>,
+    /// Built (or failed) by another build recipe than the config's now: no command of this
+    /// config uses it (a failure of it is not this config's failure).
+    other_recipe: bool,
 }
 
 struct Entry {
@@ -151,14 +154,21 @@ pub fn ls(ws: &Workspace, subject: &dyn Fn(&str) -> String) -> String {
     let failed = entries(&root.join("failed"));
     if !failed.is_empty() {
         writeln!(o, "failed builds ({}):", failed.len()).unwrap();
+        let current = ws.config.build.recipe_hash();
         for e in &failed {
             let why = fs::read_to_string(&e.path).unwrap_or_default();
+            let (_, recipe) = split_entry(e.name.trim_end_matches(".txt"));
             writeln!(
                 o,
-                "  {:<10} {} ({})",
+                "  {:<10} {} ({}){}",
                 &e.name[..10.min(e.name.len())],
                 subject(&e.name),
-                why.lines().next().unwrap_or("").trim()
+                why.lines().next().unwrap_or("").trim(),
+                if recipe == current {
+                    ""
+                } else {
+                    " [another build recipe: this config does not build it so]"
+                }
             )
             .unwrap();
         }
@@ -420,6 +430,7 @@ pub fn ls_json(ws: &Workspace, subject: &dyn Fn(&str) -> String) -> anyhow::Resu
     };
     let arts = entries(&root.join("artifacts"));
     let failed = entries(&root.join("failed"));
+    let current = format!("{:016x}", ws.config.build.recipe_hash());
     let out = JsonLs {
         root: root.display().to_string(),
         total_bytes: arts.iter().map(|e| e.size).sum(),
@@ -427,12 +438,14 @@ pub fn ls_json(ws: &Workspace, subject: &dyn Fn(&str) -> String) -> anyhow::Resu
             .iter()
             .map(|e| {
                 let (commit, recipe) = split(&e.name);
+                let other_recipe = recipe != current;
                 JsonBuild {
                     subject: subject(&e.name),
                     commit,
                     recipe,
                     bytes: e.size,
                     reason: None,
+                    other_recipe,
                 }
             })
             .collect(),
@@ -440,6 +453,7 @@ pub fn ls_json(ws: &Workspace, subject: &dyn Fn(&str) -> String) -> anyhow::Resu
             .iter()
             .map(|e| {
                 let (commit, recipe) = split(&e.name);
+                let other_recipe = recipe != current;
                 let why = fs::read_to_string(&e.path).unwrap_or_default();
                 JsonBuild {
                     subject: subject(&e.name),
@@ -447,6 +461,7 @@ pub fn ls_json(ws: &Workspace, subject: &dyn Fn(&str) -> String) -> anyhow::Resu
                     recipe,
                     bytes: e.size,
                     reason: Some(why.lines().next().unwrap_or("").trim().to_string()),
+                    other_recipe,
                 }
             })
             .collect(),

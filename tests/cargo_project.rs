@@ -196,8 +196,7 @@ fn sections(exe: &std::path::Path) -> String {
 fn a_crate_its_dev_dependencies_also_pull_in_is_built_by_its_exact_id() {
     const ROOT: &str = "[package]\nname = \"foo\"\nversion = \"1.0.19\"\nedition = \"2021\"\n\n[dev-dependencies]\nhelper = { path = \"helper\" }\n\n[[bench]]\nname = \"bench\"\nharness = false\n\n[workspace]\nexclude = [\"vendor\"]\n";
     const HELPER: &str = "[package]\nname = \"helper\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\nfoo = { path = \"../vendor/foo\" }\n";
-    const OLD_FOO: &str =
-        "[package]\nname = \"foo\"\nversion = \"1.0.18\"\nedition = \"2021\"\n";
+    const OLD_FOO: &str = "[package]\nname = \"foo\"\nversion = \"1.0.18\"\nedition = \"2021\"\n";
     let lib = |v: u32| format!("pub fn work() -> u64 {{ {v} }}\n");
     let f = Fixture::with_files(
         &[

@@ -930,7 +930,7 @@ repeats = 2
 timeout = "2s"
 "#
     );
-    std::fs::write(&f.config, config).unwrap();
+    std::fs::write(&f.config, &config).unwrap();
     let cache = dir.path().join("cache");
     let mut c = bin(&f, &cache);
     c.args(["run", "value", &f.range()]);
@@ -956,10 +956,30 @@ timeout = "2s"
     ls.args(["cache", "ls"]);
     let ls = output(ls);
     assert!(
-        ls.stdout.contains("failed builds (1)") && ls.stdout.contains(&build_hang[..10]),
+        ls.stdout.contains("failed builds (1)")
+            && ls.stdout.contains(&build_hang[..10])
+            && !ls.stdout.contains("another build recipe"),
         "{}",
         ls.stdout
     );
+    // Once the build recipe changes, the old failure is marked as another recipe's.
+    std::fs::write(
+        &f.config,
+        config.replace("timeout = \"3s\"", "timeout = \"4s\"\nenv = { X = \"1\" }"),
+    )
+    .unwrap();
+    let mut ls = bin(&f, &cache);
+    ls.args(["cache", "ls"]);
+    let text = output(ls).stdout;
+    assert!(
+        text.contains("(build timed out after 3s) [another build recipe"),
+        "{text}"
+    );
+    let mut ls = bin(&f, &cache);
+    ls.args(["cache", "ls", "--format", "json"]);
+    let j: serde_json::Value = serde_json::from_str(&output(ls).stdout).unwrap();
+    assert_eq!(j["failed"][0]["other_recipe"], true, "{j}");
+    std::fs::write(&f.config, &config).unwrap();
     let failed = std::fs::read_dir(cache.join("failed"))
         .unwrap()
         .next()

@@ -40,7 +40,12 @@ fn run_and_build_only_fail_with_the_first_build_failure_when_nothing_builds() {
     );
     let f = fixture(3, &config);
     // `--build-only` too: its builds are its product, and none came.
-    for (format, only) in [("text", false), ("json", false), ("json", true), ("text", true)] {
+    for (format, only) in [
+        ("text", false),
+        ("json", false),
+        ("json", true),
+        ("text", true),
+    ] {
         let mut cmd = f.cmd();
         cmd.args(["run", "value", &f.range(), "--format", format]);
         if only {

@@ -231,7 +231,9 @@ pub fn bench_config(f: &Found) -> String {
         repeats_comment()
     );
     if f.bench_names.len() > 1 {
-        o += &format!("# The other benchmarks of `{b}` (name, then the command that runs it alone):\n");
+        o += &format!(
+            "# The other benchmarks of `{b}` (name, then the command that runs it alone):\n"
+        );
         for n in &f.bench_names[1..] {
             o += &format!(
                 "#   {}  {}\n",
