@@ -216,6 +216,23 @@ pub fn compare(
     let mut asked = runs;
     let mut moment = 0u32;
     let mut done_runs = 0usize;
+    // Off a terminal, a line for the phase and a heartbeat while it lasts (as `find` has).
+    if !ws.progress.visible() {
+        ws.note(&format!(
+            "perfbisect: measuring {} on A ({}) and B ({}) side by side, {runs} runs each{}",
+            test.name,
+            a.short(),
+            b.short(),
+            if adaptive {
+                " (more while they cannot be told apart)"
+            } else {
+                ""
+            }
+        ));
+    }
+    let doing = |n: usize, of: usize| format!("measuring A and B (run {n} of {of})");
+    let beat = ws.progress.heartbeat(doing(1, 2 * runs));
+    let mut measured = 0usize;
     loop {
         let more = asked - done_runs;
         let units = [
@@ -231,6 +248,8 @@ pub fn compare(
                 appender.append(&s)?;
                 crate::interrupt::kept_run();
                 bar.inc(1);
+                measured += 1;
+                beat.set(doing(measured + 1, 2 * asked));
                 match &s.error {
                     Some(e) => {
                         let first = got[u].iter().all(|x| x.error.is_none());
@@ -280,6 +299,7 @@ pub fn compare(
         asked = (2 * asked).min(most);
         bar.inc_length(2 * (asked - done_runs) as u64);
     }
+    drop(beat);
     bar.finish_and_clear();
     if crate::interrupt::requested() {
         return Err(crate::interrupt::Interrupted.into());

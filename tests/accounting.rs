@@ -150,7 +150,7 @@ fn long_builds_and_rebuilds_have_a_heartbeat() {
 }
 
 /// A run of a test that takes its time gets a heartbeat too, and `run`'s summary splits its
-/// time and counts its pristine checks.
+/// time and counts its pristine checks; `compare` beats too.
 #[test]
 fn long_runs_have_a_heartbeat_and_runs_summary_adds_up() {
     let f = Fixture::new(
@@ -185,4 +185,37 @@ warmup = 0
     let sum = part("building_s") + part("checking_s") + part("measuring_s") + part("waiting_s");
     assert!((sum - part("total_s")).abs() < 0.01, "{t}");
     assert!(part("measuring_s") >= 1.5, "{t}");
+
+    // `compare` of two commits off a terminal: a line for its phase, a heartbeat while it
+    // measures.
+    let f = Fixture::new(
+        &specs(2, |_, _| {}),
+        &with_build(
+            r#"
+[tests.slow]
+command = "sleep 0.6; ./app"
+metric = { regex = "^value: ([0-9.]+)" }
+repeats = 1
+warmup = 0
+"#,
+        ),
+    );
+    let out = f
+        .std_cmd()
+        .env("PERFBISECT_HEARTBEAT_SECS", "0.4")
+        .args(["compare", "slow", &f.ids[0], &f.ids[1], "--runs", "2"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("perfbisect: measuring slow on A (")
+            && err.contains("side by side, 2 runs each"),
+        "{err}"
+    );
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("perfbisect: still measuring A and B (run ")),
+        "{err}"
+    );
 }
