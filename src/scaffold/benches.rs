@@ -2,7 +2,19 @@
 //! libtest suite holds, read from its source (nothing is built), and a test that runs the
 //! first of them alone, with enough repeats for its rank test to decide.
 
-use super::{q, Found};
+use super::text::{q, wrap_comment};
+
+/// A cargo bench target as `config init` found it.
+pub struct Suite<'a> {
+    /// The bench target's name.
+    pub bench: &'a str,
+    /// The workspace member that holds it, when it is not a default member.
+    pub package: Option<&'a str>,
+    /// criterion's (else libtest's).
+    pub criterion: bool,
+    /// Its benchmarks, read from its source ([`benchmark_names`]).
+    pub names: &'a [String],
+}
 
 /// The runs a side `config init` writes for a noisy test: with fewer, a rank test at the
 /// default α cannot decide (3 against 3 never can), and each probe of a search asks for more.
@@ -163,13 +175,12 @@ pub fn filtered_command(bench: &str, name: &str, criterion: bool) -> String {
 /// The config of a cargo project that builds no program but has benches (a library whose
 /// criterion benches live in a workspace member): the first bench, with its harness's numbers
 /// for its first benchmark, run alone; its other benchmarks listed.
-pub fn bench_config(f: &Found) -> String {
-    let b = &f.benches[0];
+pub fn bench_config(f: &Suite<'_>) -> String {
+    let b = f.bench;
     let mut o = String::new();
     o += &format!(
         "# No bin target: the bench target `{b}`{} is built (`cargo bench --no-run`) and run.\n",
-        f.bench_package
-            .as_ref()
+        f.package
             .map(|p| format!(" of the workspace member `{p}`"))
             .unwrap_or_default()
     );
@@ -179,8 +190,7 @@ pub fn bench_config(f: &Found) -> String {
     o += &format!(
         "cargo = {{ benches = [{}]{} }}\n",
         q(b),
-        f.bench_package
-            .as_ref()
+        f.package
             .map(|p| format!(", package = {}", q(p)))
             .unwrap_or_default()
     );
@@ -190,12 +200,12 @@ pub fn bench_config(f: &Found) -> String {
     } else {
         ("libtest's ns/iter", "ns", "libtest")
     };
-    match f.bench_names.first() {
+    match f.names.first() {
         Some(first) => {
-            o += &super::wrap_comment(&format!(
+            o += &wrap_comment(&format!(
                 "{what} of the benchmark `{first}` of `{b}`, in ns, run alone (the filter after \
                  `--bench`){}.",
-                match f.bench_names.len() {
+                match f.names.len() {
                     1 => String::new(),
                     n => format!(
                         ": the suite holds {n} benchmarks, the others are listed below, each a \
@@ -230,11 +240,11 @@ pub fn bench_config(f: &Found) -> String {
         noisy_repeats(),
         repeats_comment()
     );
-    if f.bench_names.len() > 1 {
+    if f.names.len() > 1 {
         o += &format!(
             "# The other benchmarks of `{b}` (name, then the command that runs it alone):\n"
         );
-        for n in &f.bench_names[1..] {
+        for n in &f.names[1..] {
             o += &format!(
                 "#   {}  {}\n",
                 q(n),
@@ -245,13 +255,10 @@ pub fn bench_config(f: &Found) -> String {
     o
 }
 
-/// What `config init` says on stderr about the bench test it wrote, if it wrote one.
-pub fn note(f: &Found) -> Option<String> {
-    if !f.programs.is_empty() {
-        return None;
-    }
-    let b = f.benches.first()?;
-    Some(match f.bench_names.as_slice() {
+/// What `config init` says on stderr about the bench test it wrote.
+pub fn note(f: &Suite<'_>) -> String {
+    let b = f.bench;
+    match f.names {
         [] => format!("the test runs bench `{b}`; name its benchmark in the test (the source names none I can read)"),
         [one] => format!("the test runs benchmark `{one}` of bench `{b}`"),
         [first, rest @ ..] => format!(
@@ -260,7 +267,7 @@ pub fn note(f: &Found) -> Option<String> {
             if rest.len() == 1 { "" } else { "s" },
             if rest.len() == 1 { "is" } else { "are" }
         ),
-    })
+    }
 }
 
 #[cfg(test)]

@@ -9,6 +9,9 @@ use std::path::{Path, PathBuf};
 
 mod benches;
 mod probe;
+mod text;
+
+use text::{q, wrap_comment};
 
 /// A build system perfbisect recognises.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,6 +65,16 @@ pub struct Found {
 }
 
 impl Found {
+    /// The first bench target, for the test `config init` writes of it.
+    fn suite(&self) -> Option<benches::Suite<'_>> {
+        Some(benches::Suite {
+            bench: self.benches.first()?,
+            package: self.bench_package.as_deref(),
+            criterion: self.criterion,
+            names: &self.bench_names,
+        })
+    }
+
     fn new(system: System, evidence: &str, programs: Vec<String>) -> Found {
         Found {
             system,
@@ -676,11 +689,6 @@ fn project_benches(f: &Found) -> String {
     o + "\n"
 }
 
-/// A TOML basic string.
-fn q(s: &str) -> String {
-    toml::Value::String(s.to_string()).to_string()
-}
-
 /// A test name made from a program's file name.
 fn test_stem(program: &str) -> String {
     let base = Path::new(program)
@@ -705,30 +713,14 @@ fn test_stem(program: &str) -> String {
     }
 }
 
-/// `text` as `# ` comment lines of at most 92 columns.
-fn wrap_comment(text: &str) -> String {
-    let mut out = String::new();
-    let mut line = String::from("#");
-    for w in text.split_whitespace() {
-        if line.len() + 1 + w.len() > 92 && line.len() > 1 {
-            out += &line;
-            out += "\n";
-            line = String::from("#");
-        }
-        line += " ";
-        line += w;
-    }
-    out += &line;
-    out += "\n";
-    out
-}
-
 /// What `config init` says on stderr about the program its tests run: which one, and why
 /// that one when it was a guess.
 pub fn program_note(found: &[Found]) -> Option<String> {
     let f = found.first()?;
-    if let Some(n) = benches::note(f) {
-        return Some(n);
+    if f.programs.is_empty() {
+        if let Some(suite) = f.suite() {
+            return Some(benches::note(&suite));
+        }
     }
     let p = f.programs.first()?;
     Some(match &f.guess {
@@ -770,10 +762,11 @@ pub fn render(dir: &Path, found: &[Found]) -> String {
     let first = found.first();
     let system = first.map(|f| f.system);
     let program = first.and_then(|f| f.programs.first().cloned());
-    if let Some(f) = first
-        .filter(|f| f.system == System::Cargo && f.programs.is_empty() && !f.benches.is_empty())
+    if let Some(suite) = first
+        .filter(|f| f.system == System::Cargo && f.programs.is_empty())
+        .and_then(Found::suite)
     {
-        o += &benches::bench_config(f);
+        o += &benches::bench_config(&suite);
         return o;
     }
     // The program a test runs, relative to the artifact directory (its working directory).
