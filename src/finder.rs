@@ -199,10 +199,13 @@ impl FindRun {
     }
 
     /// The commits whose builds are the evidence for the verdict: each culprit and the last
-    /// commit measured at the old level before it; without a culprit, the two ends.
+    /// commit measured at the old level before it; an inconclusive search's two ends; none for
+    /// "no change", which names no build.
     pub fn evidence(&self) -> Vec<gix::ObjectId> {
         let positions: Vec<usize> = match &self.outcome {
             Outcome::Culprits(cs) => cs.iter().flat_map(|c| [c.parent, c.pos]).collect(),
+            // Names no build: nothing to rebuild pristine.
+            Outcome::NoChange { .. } => Vec::new(),
             _ => self
                 .blocks
                 .first()
@@ -307,6 +310,14 @@ pub fn find(
              again with pristine builds; the builds, runs and times above are of both searches"
                 .to_string(),
         );
+    }
+    if matches!(run.outcome, Outcome::NoChange { .. }) {
+        // Ends alike can hide a step and its return that the stored runs show.
+        let samples = ws.samples(&run.test)?;
+        let rows = crate::history::rows(ws, &samples, run.chain().to_vec());
+        if let Some(n) = crate::history::steps_inside(&run.test, &rows, &run.spec) {
+            run.notes.push(n);
+        }
     }
     let t = Instant::now();
     let mut profiles = 0;

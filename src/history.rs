@@ -140,6 +140,48 @@ pub fn detection<R: Run>(
     crate::report::show::detection(rows, &opts, &pair_params(test))
 }
 
+/// What a "no change" between the ends of `rows` (the old end first) leaves unsaid: the
+/// change points the stored runs inside the range show (a step and its return), as `report`
+/// would list them, with the search that would name the first one. `None` when there are none.
+pub fn steps_inside(
+    test: &crate::config::Test,
+    rows: &[crate::report::show::CommitRow],
+    range: &str,
+) -> Option<String> {
+    let d = detection(test, rows);
+    let points: Vec<&crate::stats::ChangePoint> = d
+        .points
+        .iter()
+        .filter(|c| c.index > 0 && c.index < rows.len())
+        .collect();
+    let first = points.first()?;
+    let steps: Vec<String> = points
+        .iter()
+        .map(|c| {
+            let r = &rows[c.index];
+            format!(
+                "{:+.2} % at {} {}",
+                100.0 * c.rel_change,
+                r.commit.short(),
+                r.commit.subject
+            )
+        })
+        .collect();
+    let old = &rows[0].commit;
+    let at = &rows[first.index].commit;
+    Some(format!(
+        "the ends do not differ, but the stored runs inside the range step: {} (the change \
+         point{} `perfbisect report {} {range}` lists); `perfbisect find {} {}..{}` names the \
+         first",
+        steps.join(", "),
+        if steps.len() == 1 { "" } else { "s" },
+        test.name,
+        test.name,
+        old.short(),
+        at.short()
+    ))
+}
+
 /// The rules `find` compares a culprit with its parent by, for the views that state a step
 /// between two commits measured side by side as `find` does ([`crate::report::show::side_by_side`]).
 pub fn pair_params(test: &crate::config::Test) -> crate::bisect::Params {

@@ -180,6 +180,56 @@ fn no_change_says_what_it_could_have_seen() {
     let mdc = j["no_change"]["min_detectable"].as_f64().unwrap();
     assert!(mdc > 0.0 && mdc < 0.1, "{j}");
     assert_eq!(search_builds(&j), 2, "only the ends: {j}");
+    // A verdict that names no build rebuilds none pristine.
+    assert_eq!(j["pristine_checks"], 0, "{j}");
+}
+
+/// Ends alike, a step and its return between them: "no change" is the answer about the ends,
+/// and a note names the two steps the stored runs inside show (as `report` lists them) and
+/// the search that names the first.
+#[test]
+fn no_change_names_the_steps_stored_runs_inside_the_range_show() {
+    let f = noisy(12, |i, c| {
+        if (5..9).contains(&i) {
+            c.metric *= 1.07;
+        }
+    });
+    let range = f.range();
+    // The nightly runs: every commit measured.
+    f.run_json("value", &range, &[]);
+    let j = find(&f, "value");
+    assert_eq!(j["verdict"], "no-change", "{j}");
+    assert_eq!(j["pristine_checks"], 0, "{j}");
+    let notes: Vec<&str> = j["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|n| n.as_str())
+        .collect();
+    let note = notes
+        .iter()
+        .find(|n| n.contains("the stored runs inside the range step"))
+        .unwrap_or_else(|| panic!("no note of the steps inside: {j}"));
+    let (up, down) = (&f.ids[4][..10], &f.ids[8][..10]);
+    assert!(
+        note.contains(&format!("at {up} Commit 5"))
+            && note.contains(&format!("at {down} Commit 9")),
+        "{note}"
+    );
+    assert!(
+        note.contains(&format!(
+            "`perfbisect find value {}..{up}`",
+            &f.ids[0][..10]
+        )),
+        "{note}"
+    );
+    // The text says it too.
+    let out = f.cmd().args(["find", "value", &range]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("the stored runs inside the range step"),
+        "{text}"
+    );
 }
 
 #[test]
