@@ -581,6 +581,32 @@ fn find_descends_into_the_merged_branch_and_names_the_commit_inside() {
         "{text}"
     );
 
+    // report: the merge's step on the searched chain is the culprit's, one step (the merge
+    // brought exactly the branch; its build is the culprit's and the branch's last), never a
+    // step "not named" beside a culprit that is "no change point".
+    let md = f.cmd().args(["report", "value", &range]).output().unwrap();
+    assert!(
+        md.status.success(),
+        "{}",
+        String::from_utf8_lossy(&md.stderr)
+    );
+    let md = String::from_utf8_lossy(&md.stdout);
+    let table: Vec<&str> = md
+        .lines()
+        .skip_while(|l| !l.starts_with("### Change points"))
+        .take_while(|l| !l.starts_with("### How"))
+        .collect();
+    let table = table.join("\n");
+    assert!(
+        table.contains(&format!("| `{}` |", &merge[..10]))
+            && table.contains(&format!("culprit `{}`, merged here", &culprit[..10])),
+        "{table}"
+    );
+    assert!(
+        !table.contains("not named") && !table.contains("no change point here"),
+        "{table}"
+    );
+
     // --no-descend stops at the merge, as before.
     let j = f.json(&["find", "value", &range, "--no-descend", "--format", "json"]);
     assert_eq!(j["culprit"]["commit"], merge.as_str(), "{j}");

@@ -408,9 +408,20 @@ fn change_points(o: &mut String, x: &Issue<'_>) {
         );
         return;
     }
-    // The commits `find` named (confirmed culprits), to say where the two answers differ.
-    let named: Vec<gix::ObjectId> = match r.outcome {
-        crate::bisect::Outcome::Culprits(cs) => cs.iter().map(|c| r.commits[c.pos].id).collect(),
+    // The commits `find` named (confirmed culprits), each where the searched chain shows it:
+    // a culprit found inside a merged branch is the merge's step (one step, one build when the
+    // merge brought exactly it), to say where the two answers differ.
+    let on_chain = |mut pos: usize| {
+        while let Some(m) = r.merge_of(pos) {
+            pos = m;
+        }
+        pos
+    };
+    let named: Vec<(gix::ObjectId, usize)> = match r.outcome {
+        crate::bisect::Outcome::Culprits(cs) => cs
+            .iter()
+            .map(|c| (r.commits[on_chain(c.pos)].id, c.pos))
+            .collect(),
         _ => Vec::new(),
     };
     let _ = writeln!(
@@ -422,8 +433,8 @@ fn change_points(o: &mut String, x: &Issue<'_>) {
         let Some(row) = x.rows.get(cp.index) else {
             continue;
         };
-        let is_culprit = named.contains(&row.commit.id);
-        if !is_culprit {
+        let culprit = named.iter().find(|(at, _)| *at == row.commit.id);
+        if culprit.is_none() {
             extra.push(row.commit.short());
         }
         let cells = [
@@ -446,7 +457,11 @@ fn change_points(o: &mut String, x: &Issue<'_>) {
                     }
                 )
             },
-            if is_culprit { "culprit" } else { "not named" }.to_string(),
+            match culprit {
+                None => "not named".to_string(),
+                Some(&(_, pos)) if r.commits[pos].id == row.commit.id => "culprit".to_string(),
+                Some(&(_, pos)) => format!("culprit `{}`, merged here", r.commits[pos].short()),
+            },
         ];
         let _ = writeln!(o, "{}", md::row(&cells));
     }
@@ -472,7 +487,7 @@ fn change_points(o: &mut String, x: &Issue<'_>) {
                 !x.change_points.iter().any(|cp| {
                     x.rows
                         .get(cp.index)
-                        .is_some_and(|row| row.commit.id == r.commits[c.pos].id)
+                        .is_some_and(|row| row.commit.id == r.commits[on_chain(c.pos)].id)
                 })
             })
             .collect(),
