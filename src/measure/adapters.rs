@@ -676,7 +676,9 @@ fn criterion_estimates(home: &Path, name: Option<&str>) -> Result<(PathBuf, Stri
             .map(|(id, p)| (p, id))
             .ok_or_else(|| {
                 if names.is_empty() {
-                    "criterion wrote no results: run the bench executable with --bench (it writes into $CRITERION_HOME, which perfbisect sets to $PERFBISECT_OUT/criterion)".to_string()
+                    format!(
+                        "criterion wrote no results: no benchmark ran (a filter after --bench that matches no benchmark of this commit's bench, `{n}` renamed here? `./BENCH --bench --list` lists them), or the bench ran without --bench (it writes into $CRITERION_HOME, which perfbisect sets to $PERFBISECT_OUT/criterion)"
+                    )
                 } else {
                     not_found("benchmark", n, &names)
                 }
