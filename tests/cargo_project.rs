@@ -266,3 +266,63 @@ deterministic = true
     assert_eq!(found["verdict"], "culprit", "{found}");
     assert_eq!(found["culprit"]["commit"], f.ids[2].as_str(), "{found}");
 }
+
+/// A crate as its author meets perfbisect: `config init` on a library whose libtest bench
+/// (`#![feature(test)]`) holds two benchmarks writes a config that builds it on this stable
+/// toolchain, runs the first benchmark alone with runs enough to decide, and `find` with that
+/// config, unedited, names the commit that slowed it.
+#[test]
+fn config_init_on_a_crate_with_a_libtest_bench_writes_a_test_that_decides() {
+    const TOML: &str = "[package]\nname = \"speedy\"\nversion = \"0.1.0\"\nedition = \"2021\"\n";
+    let lib = |rounds: u32| {
+        format!(
+            "/// The work the bench measures.\npub fn work(n: u64) -> u64 {{\n    let mut s = 0;\n    for _ in 0..{rounds} {{\n        s += (0..n).map(|i| i ^ (i >> 3)).sum::<u64>();\n    }}\n    s\n}}\n"
+        )
+    };
+    const BENCH: &str = "#![feature(test)]\nextern crate test;\n\n#[bench]\nfn parse(b: &mut test::Bencher) {\n    b.iter(|| speedy::work(test::black_box(200)));\n}\n\nmod render {\n    #[bench]\n    fn page(b: &mut test::Bencher) {\n        b.iter(|| speedy::work(test::black_box(10)));\n    }\n}\n";
+    let f = Fixture::with_files(
+        &[
+            (
+                "Crate",
+                vec![
+                    ("Cargo.toml", TOML.to_string()),
+                    ("src/lib.rs", lib(1)),
+                    ("benches/speed.rs", BENCH.to_string()),
+                    (".gitignore", "/target\nCargo.lock\n".to_string()),
+                ],
+            ),
+            ("Docs", vec![("README", "speedy\n".to_string())]),
+            ("Slower", vec![("src/lib.rs", lib(8))]),
+            (
+                "More docs",
+                vec![("README", "speedy, slower\n".to_string())],
+            ),
+        ],
+        "",
+    );
+    let out = f.cmd().args(["config", "init"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let config = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        config.contains("cargo = { benches = [\"speed\"] }")
+            && config.contains("env = { RUSTC_BOOTSTRAP = \"1\" }")
+            && config.contains("command = \"./speed --bench --exact 'parse'\"")
+            && config.contains("metric = { format = \"libtest\", name = \"parse\" }")
+            && config.contains("repeats = 6 ")
+            && config.contains("\"render::page\""),
+        "{config}"
+    );
+    assert!(
+        err.contains("the test runs benchmark `parse` of bench `speed` alone; its 1 other is listed commented"),
+        "{err}"
+    );
+    // Offline, as the other cargo tests build.
+    f.set_config(&config.replace(
+        "env = { RUSTC_BOOTSTRAP = \"1\" }",
+        "env = { RUSTC_BOOTSTRAP = \"1\", CARGO_NET_OFFLINE = \"true\" }",
+    ));
+    let found = f.json(&["find", "speed-ns", &f.range(), "--format", "json"]);
+    assert_eq!(found["verdict"], "culprit", "{found}");
+    assert_eq!(found["culprit"]["commit"], f.ids[2].as_str(), "{found}");
+}

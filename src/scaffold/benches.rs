@@ -14,7 +14,26 @@ pub struct Suite<'a> {
     pub criterion: bool,
     /// Its benchmarks, read from its source ([`benchmark_names`]).
     pub names: &'a [String],
+    /// It needs an unstable feature ([`needs_nightly`]).
+    pub unstable: bool,
 }
+
+/// Whether a bench source uses `#![feature(test)]` (libtest's `#[bench]`): a stable toolchain
+/// builds it only with `RUSTC_BOOTSTRAP=1`.
+pub fn needs_nightly(src: &str) -> bool {
+    let re = regex::Regex::new(r"#!\[\s*feature\s*\(([^)]*)\)").expect("valid regex");
+    let src = strip_comments(src);
+    let found = re
+        .captures_iter(&src)
+        .any(|c| c[1].split(',').any(|f| f.trim() == "test"));
+    found
+}
+
+/// The `[build]` line that lets a stable toolchain build an unstable bench, with why.
+pub const BOOTSTRAP_ENV: &str =
+    "# The bench uses libtest's `#[bench]` (`#![feature(test)]`, unstable): RUSTC_BOOTSTRAP\n\
+     # lets a stable toolchain build it (with a nightly toolchain this line can go).\n\
+     env = { RUSTC_BOOTSTRAP = \"1\" }\n";
 
 /// The runs a side `config init` writes for a noisy test: with fewer, a rank test at the
 /// default α cannot decide (3 against 3 never can), and each probe of a search asks for more.
@@ -194,6 +213,9 @@ pub fn bench_config(f: &Suite<'_>) -> String {
             .map(|p| format!(", package = {}", q(p)))
             .unwrap_or_default()
     );
+    if f.unstable {
+        o += BOOTSTRAP_ENV;
+    }
     o += "timeout = \"30m\"\n\n";
     let (what, suffix, format) = if f.criterion {
         ("criterion's median", "median", "criterion")
@@ -299,6 +321,16 @@ fn fmt(c: &mut Criterion) {
         let src = "#![feature(test)]\nextern crate test;\n#[bench]\nfn top(b: &mut test::Bencher) { b.iter(|| 1) }\n\
                    mod inner {\n    #[bench]\n    #[allow(unused)]\n    pub fn deep(b: &mut test::Bencher) { }\n}\n/* #[bench] fn gone() {} */\n";
         assert_eq!(benchmark_names(src, false), ["top", "inner::deep"]);
+    }
+
+    #[test]
+    fn unstable_benches_are_told_by_their_feature_attribute() {
+        assert!(needs_nightly("#![feature(test)]\nextern crate test;\n"));
+        assert!(needs_nightly("#![feature(portable_simd, test)]\n"));
+        assert!(!needs_nightly(
+            "// #![feature(test)]\nuse criterion::Criterion;\n"
+        ));
+        assert!(!needs_nightly("#![feature(testing)]\n"));
     }
 
     #[test]

@@ -51,6 +51,8 @@ pub struct Found {
     pub benches: Vec<String>,
     /// cargo: the benchmarks the first of `benches` defines, read from its source.
     pub bench_names: Vec<String>,
+    /// cargo: the first bench uses `#![feature(test)]` (libtest's `#[bench]`, unstable).
+    pub bench_unstable: bool,
     /// cargo: criterion is among the dev-dependencies (of the package with the benches).
     pub criterion: bool,
     /// cargo: the workspace member that holds the benches, when it is not a default member
@@ -72,6 +74,7 @@ impl Found {
             package: self.bench_package.as_deref(),
             criterion: self.criterion,
             names: &self.bench_names,
+            unstable: self.bench_unstable,
         })
     }
 
@@ -83,6 +86,7 @@ impl Found {
             guess: None,
             benches: Vec::new(),
             bench_names: Vec::new(),
+            bench_unstable: false,
             criterion: false,
             bench_package: None,
             configure_tracked: false,
@@ -609,21 +613,23 @@ fn cargo(dir: &Path) -> Found {
     };
     programs.retain(ok);
     benches.retain(ok);
-    let bench_names = benches
-        .first()
-        .and_then(|b| {
-            let src = bench_sources
-                .iter()
-                .find(|(n, _)| n == b)
-                .map(|(_, p)| p.clone())
-                .unwrap_or_else(|| dir.join("benches").join(format!("{b}.rs")));
-            std::fs::read_to_string(src).ok()
-        })
-        .map(|src| benches::benchmark_names(&src, criterion))
+    let bench_source = benches.first().and_then(|b| {
+        let src = bench_sources
+            .iter()
+            .find(|(n, _)| n == b)
+            .map(|(_, p)| p.clone())
+            .unwrap_or_else(|| dir.join("benches").join(format!("{b}.rs")));
+        std::fs::read_to_string(src).ok()
+    });
+    let bench_names = bench_source
+        .as_deref()
+        .map(|src| benches::benchmark_names(src, criterion))
         .unwrap_or_default();
+    let bench_unstable = bench_source.as_deref().is_some_and(benches::needs_nightly);
     Found {
         benches,
         bench_names,
+        bench_unstable,
         criterion,
         bench_package,
         ..Found::new(System::Cargo, "Cargo.toml", programs)
@@ -874,6 +880,10 @@ pub fn render(dir: &Path, found: &[Found]) -> String {
         Some(f) if f.system == System::Cargo && !f.benches.is_empty() => {
             let b = &f.benches[0];
             o += &format!("#   (add `benches = [{}]` to `cargo` above, then)\n", q(b));
+            if f.bench_unstable {
+                o += "#   (its `#[bench]` is unstable: on a stable toolchain also\n\
+                      #   `env = { RUSTC_BOOTSTRAP = \"1\" }` in [build])\n";
+            }
             let (suffix, format, what) = if f.criterion {
                 ("median", "criterion", "median, ns")
             } else {
