@@ -179,14 +179,27 @@ pub fn gh(args: &[&std::ffi::OsStr], what: &str) -> anyhow::Result<String> {
     Ok(stdout)
 }
 
-/// The last line of `gh`'s output that is a URL (the issue or comment it made).
-pub fn url_in(stdout: &str) -> String {
+/// The last line of `gh`'s output that is a URL (the issue or comment it made), if any: a
+/// line of anything else (a newer gh's wording, a warning on stdout) is never taken for one.
+pub fn url_in(stdout: &str) -> Option<String> {
     stdout
         .lines()
         .map(str::trim)
-        .rfind(|l| l.starts_with("https://") || l.starts_with("http://"))
+        .rfind(|l| {
+            (l.starts_with("https://") || l.starts_with("http://"))
+                && !l.contains(char::is_whitespace)
+        })
         .map(str::to_string)
-        .unwrap_or_else(|| stdout.trim().to_string())
+}
+
+/// The issue (or pull request) a URL of gh's names: the URL and its number
+/// (`https://github.com/o/r/issues/42`, a comment's `…/issues/42#issuecomment-7` too).
+pub fn issue_url(stdout: &str) -> Option<(String, u64)> {
+    let url = url_in(stdout)?;
+    let path = url.split('#').next().unwrap_or(&url).trim_end_matches('/');
+    let (rest, n) = path.rsplit_once('/')?;
+    let n: u64 = n.parse().ok()?;
+    (rest.ends_with("/issues") || rest.ends_with("/pull")).then_some((url, n))
 }
 
 /// Post the file `body` as a comment on `target` with `gh issue comment`; the comment's URL.
@@ -231,18 +244,28 @@ pub fn post(target: &Target, body: &Path) -> anyhow::Result<String> {
         anyhow::bail!("`gh issue comment` {code}: {msg}");
     }
     // gh prints the new comment's URL; keep the line that is one.
-    let url = stdout
-        .lines()
-        .map(str::trim)
-        .rfind(|l| l.starts_with("https://") || l.starts_with("http://"))
-        .map(str::to_string)
-        .unwrap_or_else(|| stdout.trim().to_string());
-    Ok(url)
+    Ok(url_in(&stdout).unwrap_or_else(|| format!("(posted to {target}; gh printed no URL)")))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_url_is_taken_for_one() {
+        assert_eq!(
+            issue_url("https://github.com/o/r/issues/42\n"),
+            Some(("https://github.com/o/r/issues/42".into(), 42))
+        );
+        assert_eq!(
+            issue_url("Creating issue in o/r\n\nhttps://github.com/o/r/issues/7#issuecomment-3\n")
+                .map(|u| u.1),
+            Some(7)
+        );
+        assert_eq!(issue_url("! a newer gh says: created issue 42\n"), None);
+        assert_eq!(url_in("warning: something\n"), None);
+        assert_eq!(issue_url("https://github.com/o/r/issues/new\n"), None);
+    }
 
     #[test]
     fn targets_parse_or_say_what_is_wrong() {

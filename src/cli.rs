@@ -324,7 +324,8 @@ pub struct TriageArgs {
     /// Label of the issues --attach opens.
     #[arg(long, default_value = "performance")]
     pub label: String,
-    /// Print what --attach would post; post nothing and change no finding's state.
+    /// Print what --attach would post; post nothing, save no finding and mark no gap searched
+    /// (the runs it measures are stored, as any run's).
     #[arg(long)]
     pub dry_run: bool,
     /// Output format: a summary for a CI log, JSON (a `findings` list, one object per culprit

@@ -286,7 +286,8 @@ impl Findings {
                         });
                     }
                 }
-                State::Fixed if !f.fixed_posted && f.url.is_some() => out.push(Post::Fixed {
+                // Without a URL too: its issue may have been created unsaved (found by marker).
+                State::Fixed if !f.fixed_posted => out.push(Post::Fixed {
                     commit: f.commit.clone(),
                     by: f.fixed_by.clone().unwrap_or_default(),
                 }),
@@ -309,6 +310,14 @@ impl Findings {
                 f.state = State::Posted;
             }
             f.updated = now;
+        }
+    }
+
+    /// The issue of `commit`'s finding is issue `number` at `url` (found by its marker).
+    pub fn set_issue(&mut self, commit: &str, url: &str, number: u64) {
+        if let Some(f) = self.get_mut(commit) {
+            f.url = Some(url.into());
+            f.issue = Some(number);
         }
     }
 
@@ -335,6 +344,19 @@ impl Findings {
 /// is posted once, whatever this cache remembers.
 pub fn marker(commit: &str) -> String {
     format!("perfbisect-finding-{commit}")
+}
+
+/// The marker a post carries: an issue's body `commit`'s ([`marker`]), a comment its finding,
+/// its kind and whom it is about, so that a comment that went through unsaved is found on the
+/// issue before it is posted again.
+pub fn comment_marker(p: &Post) -> String {
+    match p {
+        Post::Create { commit } => marker(commit),
+        Post::Join { commit, tests } => {
+            format!("perfbisect-comment-{commit}-join-{}", tests.join("+"))
+        }
+        Post::Fixed { commit, by } => format!("perfbisect-comment-{commit}-fixed-{by}"),
+    }
 }
 
 /// The findings file of a cache.

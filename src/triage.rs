@@ -86,6 +86,15 @@ pub fn triage(ws: &Workspace, opts: &Options<'_>) -> anyhow::Result<Outcome> {
         runs: 0,
         seconds: 0.0,
     };
+    // A dry run changes no finding and marks no gap searched: the next real run searches and
+    // posts as if it had not run (what it measured stays in the store, as every run's does).
+    let keep = |f: &Findings| {
+        if opts.dry_run {
+            Ok(())
+        } else {
+            findings::save(&file, f)
+        }
+    };
     let over_budget = |out: &Outcome| {
         opts.max_builds.is_some_and(|m| out.builds >= m)
             || opts.max_time.is_some_and(|t| started.elapsed() >= t)
@@ -96,12 +105,23 @@ pub fn triage(ws: &Workspace, opts: &Options<'_>) -> anyhow::Result<Outcome> {
         Some(r) => ws.repo.range(r)?.commits.last().map(|c| c.id),
         None => Some(ws.repo.head()?),
     };
-    if let Some(id) = newest.filter(|_| !over_budget(&out)) {
+    // (Only the tests with no number there: said only when there are some.)
+    let mut unmeasured: Vec<&Test> = Vec::new();
+    if let Some(id) = newest {
+        for t in &tests {
+            let key: [u8; 20] = id.as_bytes().try_into().unwrap_or([0; 20]);
+            if !ws.samples_for(t, Some(&[id]))?.by_commit.contains_key(&key) {
+                unmeasured.push(t);
+            }
+        }
+    }
+    if let Some(id) = newest.filter(|_| !unmeasured.is_empty() && !over_budget(&out)) {
+        let names: Vec<&str> = unmeasured.iter().map(|t| t.name.as_str()).collect();
         ws.note(&format!(
-            "perfbisect: triage: measuring the newest commit, {}, where it has no numbers",
-            crate::git::short(&id)
+            "perfbisect: triage: measuring the newest commit, {}, for {} (no numbers there yet)",
+            crate::git::short(&id),
+            names.join(", ")
         ));
-        let names: Vec<&str> = tests.iter().map(|t| t.name.as_str()).collect();
         let names = names.join(",");
         let hex = id.to_string();
         let round = crate::rounds::Options {
@@ -189,7 +209,8 @@ pub fn triage(ws: &Workspace, opts: &Options<'_>) -> anyhow::Result<Outcome> {
     }
 
     // 3. One search per gap: the tests that moved there, one after another on the same builds.
-    let mut reports: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    // Each culprit's reports by test: what an issue body shows under each test's name.
+    let mut reports: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
     for (gap, ts) in &merged {
         let spec = format!("{}..{}", gap.from, gap.to);
         let names: Vec<&str> = ts.iter().map(|t| t.name.as_str()).collect();
@@ -258,7 +279,10 @@ pub fn triage(ws: &Workspace, opts: &Options<'_>) -> anyhow::Result<Outcome> {
                         f.confirmed(&at.id.to_string(), &at.subject, step, now());
                         f.mark_searched(&t.name, &from, &to, Some(&at.id.to_string()));
                         let md = crate::publish::issue_markdown(ws, &run, &why, &opts.invocation)?;
-                        reports.entry(at.id.to_string()).or_default().push(md);
+                        reports
+                            .entry(at.id.to_string())
+                            .or_default()
+                            .insert(t.name.clone(), md);
                     }
                 }
                 Verdict::NoChange { .. } => {
@@ -276,13 +300,13 @@ pub fn triage(ws: &Workspace, opts: &Options<'_>) -> anyhow::Result<Outcome> {
                     f.mark_searched(&t.name, &from, &to, None);
                 }
             }
-            findings::save(&file, &f)?;
+            keep(&f)?;
         }
     }
 
     // 4. A later step that returns a level fixes the finding that left it.
     fixes(&mut f, &tests, &order);
-    findings::save(&file, &f)?;
+    keep(&f)?;
 
     // 5. Posting.
     if let Some((owner, name)) = &repo {
@@ -395,7 +419,7 @@ fn post_all(
     file: &std::path::Path,
     repo: &str,
     opts: &Options<'_>,
-    reports: &BTreeMap<String, Vec<String>>,
+    reports: &BTreeMap<String, BTreeMap<String, String>>,
     out: &mut Outcome,
 ) -> anyhow::Result<()> {
     use std::ffi::OsStr;
@@ -414,7 +438,7 @@ fn post_all(
         let body = match &p {
             Post::Create { .. } => crate::report::triage::issue_body(
                 &x,
-                reports.get(&commit).map_or(&[][..], Vec::as_slice),
+                reports.get(&commit).unwrap_or(&BTreeMap::new()),
                 &opts.invocation,
             ),
             Post::Join { tests, .. } => crate::report::triage::join_comment(&x, tests),
@@ -442,13 +466,17 @@ fn post_all(
             });
             continue;
         }
+        // Every post carries its marker, by which a post that went through unsaved is found.
+        let body = match &p {
+            Post::Create { .. } => body,
+            _ => format!("{body}\n<sub>{}</sub>\n", findings::comment_marker(&p)),
+        };
         let path = tmp.join(format!("triage-{commit}.md"));
         std::fs::write(&path, &body)?;
         let result = (|| -> anyhow::Result<(&'static str, Option<String>)> {
             match &p {
                 Post::Create { .. } => {
-                    if let Some(url) = find_marked(repo, &commit)? {
-                        let n = issue_number(&url);
+                    if let Some((url, n)) = find_marked(repo, &commit)? {
                         f.posted(&commit, &url, n, now());
                         return Ok(("found", Some(url)));
                     }
@@ -467,32 +495,64 @@ fn post_all(
                         ],
                         "`gh issue create`",
                     )?;
-                    let url = crate::attach::url_in(&stdout);
-                    f.posted(&commit, &url, issue_number(&url), now());
+                    // The issue's URL and number from gh's answer, else from the issue that
+                    // carries the marker; an issue that cannot be identified stays pending.
+                    let (url, n) = match crate::attach::issue_url(&stdout) {
+                        Some((url, n)) => (url, Some(n)),
+                        None => find_marked(repo, &commit)?.ok_or_else(|| {
+                            anyhow::anyhow!(
+                                "`gh issue create` printed no issue URL ({}) and no issue carries \
+                                 the finding's marker yet; the issue stays pending (the next run \
+                                 looks for its marker before creating one)",
+                                stdout.trim()
+                            )
+                        })?,
+                    };
+                    f.posted(&commit, &url, n, now());
                     Ok(("created", Some(url)))
                 }
                 Post::Join { .. } | Post::Fixed { .. } => {
-                    // An issue whose number is not known (its URL said none): nothing to
-                    // comment on, and nothing to say again next time.
-                    if let Some(n) = x.issue {
-                        let n = n.to_string();
-                        let stdout = crate::attach::gh(
-                            &[
-                                OsStr::new("issue"),
-                                OsStr::new("comment"),
-                                OsStr::new(&n),
-                                OsStr::new("--repo"),
-                                OsStr::new(repo),
-                                OsStr::new("--body-file"),
-                                path.as_os_str(),
-                            ],
-                            "`gh issue comment`",
-                        )?;
+                    let n = match x.issue {
+                        Some(n) => n,
+                        // A posted finding whose number was never known: its issue by marker.
+                        None => match find_marked(repo, &commit)? {
+                            Some((url, Some(n))) => {
+                                f.set_issue(&commit, &url, n);
+                                n
+                            }
+                            // Fixed before any issue of it was opened: nothing to comment on.
+                            None if matches!(p, Post::Fixed { .. }) => {
+                                mark(f, &p);
+                                return Ok(("fixed before it was posted, no comment:", None));
+                            }
+                            _ => anyhow::bail!(
+                                "the finding's issue cannot be identified (no number known, and \
+                                 no issue carries its marker): the comment stays pending"
+                            ),
+                        },
+                    };
+                    let n = n.to_string();
+                    // A comment that went through unanswered (a timeout, a kill before the
+                    // save) carries its marker: found, not posted again.
+                    let marker = findings::comment_marker(&p);
+                    if commented(repo, &n, &marker)? {
                         mark(f, &p);
-                        return Ok((what, Some(crate::attach::url_in(&stdout))));
+                        return Ok(("found", None));
                     }
+                    let stdout = crate::attach::gh(
+                        &[
+                            OsStr::new("issue"),
+                            OsStr::new("comment"),
+                            OsStr::new(&n),
+                            OsStr::new("--repo"),
+                            OsStr::new(repo),
+                            OsStr::new("--body-file"),
+                            path.as_os_str(),
+                        ],
+                        "`gh issue comment`",
+                    )?;
                     mark(f, &p);
-                    Ok((what, None))
+                    Ok((what, crate::attach::url_in(&stdout)))
                 }
             }
         })();
@@ -531,8 +591,9 @@ fn mark(f: &mut Findings, p: &Post) {
     }
 }
 
-/// The URL of an issue of `repo` whose body carries `commit`'s marker, if there is one.
-fn find_marked(repo: &str, commit: &str) -> anyhow::Result<Option<String>> {
+/// The URL and number of an issue of `repo` whose body carries `commit`'s marker, if there
+/// is one.
+fn find_marked(repo: &str, commit: &str) -> anyhow::Result<Option<(String, Option<u64>)>> {
     use std::ffi::OsStr;
     let marker = findings::marker(commit);
     let stdout = crate::attach::gh(
@@ -559,11 +620,29 @@ fn find_marked(repo: &str, commit: &str) -> anyhow::Result<Option<String>> {
     Ok(list.as_array().and_then(|a| {
         a.iter()
             .find(|i| i["body"].as_str().is_some_and(|b| b.contains(&marker)))
-            .and_then(|i| i["url"].as_str().map(str::to_string))
+            .and_then(|i| Some((i["url"].as_str()?.to_string(), i["number"].as_u64())))
     }))
 }
 
-/// The number at the end of an issue's URL (`…/issues/42`).
-fn issue_number(url: &str) -> Option<u64> {
-    url.trim_end_matches('/').rsplit('/').next()?.parse().ok()
+/// Whether issue `number` of `repo` has a comment carrying `marker`.
+fn commented(repo: &str, number: &str, marker: &str) -> anyhow::Result<bool> {
+    use std::ffi::OsStr;
+    let stdout = crate::attach::gh(
+        &[
+            OsStr::new("issue"),
+            OsStr::new("view"),
+            OsStr::new(number),
+            OsStr::new("--repo"),
+            OsStr::new(repo),
+            OsStr::new("--json"),
+            OsStr::new("comments"),
+        ],
+        "`gh issue view`",
+    )?;
+    let v: serde_json::Value = serde_json::from_str(stdout.trim())
+        .map_err(|e| anyhow::anyhow!("`gh issue view` printed no JSON ({e}): {}", stdout.trim()))?;
+    Ok(v["comments"].as_array().is_some_and(|cs| {
+        cs.iter()
+            .any(|c| c["body"].as_str().is_some_and(|b| b.contains(marker)))
+    }))
 }

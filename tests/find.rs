@@ -252,8 +252,8 @@ fn two_steps_are_both_reported() {
 }
 
 /// With several culprits the Markdown gives each its heading, table and reproduce block, and
-/// the reproduce lines work as pasted in the repository (with the config and cache given on
-/// the command line, which they repeat).
+/// the reproduce lines work as pasted in the repository, where the reader keeps their copy of
+/// the config (named by its file name alone: Markdown is for an issue, public).
 #[test]
 fn markdown_reproduce_lines_run_as_pasted_for_every_culprit() {
     let f = noisy(17, |i, c| {
@@ -288,12 +288,19 @@ fn markdown_reproduce_lines_run_as_pasted_for_every_culprit() {
         .unwrap()
         .to_path_buf();
     let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap());
+    // A reader pastes them in the repository with their copy of the config beside them (the
+    // lines name it by its file name: no path of this machine's), and may point
+    // PERFBISECT_CACHE at a cache (here the search's, so nothing is built twice).
+    std::fs::copy(&f.config, f.repo.join("perfbisect.toml")).unwrap();
+    let machine = f.dir.path().display().to_string();
     for l in &lines {
-        assert!(l.contains("--config") && l.contains("--cache"), "{l}");
+        assert!(l.contains("--config perfbisect.toml"), "{l}");
+        assert!(!l.contains(&machine) && !l.contains("--cache"), "{l}");
         let out = std::process::Command::new("sh")
             .args(["-c", l])
             .current_dir(&f.repo)
             .env("PATH", &path)
+            .env("PERFBISECT_CACHE", &f.cache)
             .output()
             .unwrap();
         let all = format!(

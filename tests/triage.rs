@@ -481,3 +481,154 @@ repeats = 3
         .collect();
     assert_eq!(at, [x11.as_str(), x21.as_str()], "{d:#}");
 }
+
+/// `triage TESTS RANGE --attach o/r --format json` with the stand-in on PATH and `env` set.
+fn triage_env(
+    f: &Fixture,
+    gh: &Gh,
+    tests: &str,
+    newest: usize,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> (i32, serde_json::Value, String) {
+    let range = format!("{}..{}", f.ids[0], f.ids[newest - 1]);
+    let mut c = f.cmd();
+    c.args([
+        "triage", tests, &range, "--attach", "o/r", "--format", "json",
+    ])
+    .args(extra)
+    .env("PATH", gh.path())
+    .env("GH_STATE", &gh.state);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let out = c.output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let j = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("no JSON ({e}): {err}"));
+    (out.status.code().unwrap_or(-1), j, err)
+}
+
+/// Issue 38, defect 1: a comment (and an issue) that went through but was not answered in
+/// time is found by its marker the next night, never posted twice.
+#[test]
+fn a_comment_that_went_through_unanswered_is_not_posted_again() {
+    let f = fixture();
+    let gh = Gh::new(&f);
+    cron(&f, &[1, 5, 9, 13, 17, 21, 25, 29]);
+    let (x14, x22) = (&f.ids[13], &f.ids[21]);
+    let (code, _, err) = triage_env(&f, &gh, "value", 30, &[], &[]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(gh.about(x14).len(), 1);
+    // value2 joins x14 and rss opens x22; gh does both but answers too late.
+    let slow = [("GH_HANG_AFTER", "3"), ("PERFBISECT_GH_TIMEOUT", "1")];
+    let (code, _, err) = triage_env(&f, &gh, "all", 30, &[], &slow);
+    assert_eq!(code, 1, "the posts are left for the next run: {err}");
+    assert!(err.contains("did not answer"), "{err}");
+    assert_eq!(gh.about(x14)[0]["comments"].as_array().unwrap().len(), 1);
+    assert_eq!(gh.about(x22).len(), 1);
+    // The next night finds both by their markers.
+    let (code, j, err) = triage_env(&f, &gh, "all", 30, &[], &[]);
+    assert_eq!(code, 0, "{err}");
+    let comments = gh.about(x14)[0]["comments"].clone();
+    assert_eq!(
+        comments.as_array().unwrap().len(),
+        1,
+        "posted twice: {comments}"
+    );
+    assert!(
+        comments[0].as_str().unwrap().contains("value2"),
+        "{comments}"
+    );
+    assert_eq!(gh.about(x22).len(), 1, "{:?}", gh.issues());
+    for c in [x14, x22] {
+        assert_eq!(finding(&j, c)["state"], "posted", "{j:#}");
+    }
+    assert_eq!(tests_of(finding(&j, x14)), ["value", "value2"], "{j:#}");
+    assert!(
+        finding(&j, x14)["tests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["posted"] == true),
+        "{j:#}"
+    );
+    // And a third night says nothing more.
+    let (_, j, _) = triage_env(&f, &gh, "all", 30, &[], &[]);
+    assert!(j["posted"].as_array().unwrap().is_empty(), "{j:#}");
+}
+
+/// Issue 38, defect 4: after a night whose post failed, the issue body shows each test's own
+/// report under its name (the tests searched before say so, with the command that makes
+/// their report), never another test's report under a name.
+#[test]
+fn a_report_is_shown_under_its_own_tests_name() {
+    let f = fixture();
+    let gh = Gh::new(&f);
+    cron(&f, &[1, 5, 9, 13, 17, 21, 25, 29]);
+    let x14 = &f.ids[13];
+    let (code, _, _) = triage_env(&f, &gh, "value", 30, &[], &[("GH_FAIL", "1")]);
+    assert_eq!(code, 1);
+    assert!(gh.issues().is_empty());
+    let (code, _, err) = triage_env(&f, &gh, "value,value2", 30, &[], &[]);
+    assert_eq!(code, 0, "{err}");
+    let body = gh.about(x14)[0]["body"].as_str().unwrap().to_string();
+    assert!(
+        !body.contains("<summary>value: the whole report</summary>"),
+        "{body}"
+    );
+    let (_, own) = body
+        .split_once("<summary>value2: the whole report</summary>")
+        .unwrap_or_else(|| panic!("{body}"));
+    let own = own.split("</details>").next().unwrap();
+    assert!(own.contains("value2"), "{own}");
+    assert!(
+        body.contains(&format!(
+            "value: searched by an earlier run; `perfbisect --config perfbisect.toml report value "
+        )),
+        "{body}"
+    );
+    // Public text: no path of this machine's.
+    assert!(
+        !body.contains(&f.dir.path().display().to_string()),
+        "{body}"
+    );
+}
+
+/// Issue 38, defects 2 and 3: `--dry-run` writes no finding and marks no gap, so the next real
+/// run searches and posts with the reports; an issue whose creation gh answers with no URL is
+/// found by its marker (URL and number), and later comments go to it.
+#[test]
+fn a_dry_run_changes_nothing_and_an_issue_created_without_a_url_is_found_by_its_marker() {
+    let f = fixture();
+    let gh = Gh::new(&f);
+    cron(&f, &[1, 5, 9, 13, 17, 21, 25, 29]);
+    let x14 = &f.ids[13];
+    let (code, j, err) = triage_env(&f, &gh, "value", 30, &["--dry-run"], &[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(j["searches"].as_u64().unwrap() > 0, "{j:#}");
+    assert!(gh.issues().is_empty());
+    assert!(
+        !f.cache.join("findings.json").exists(),
+        "a dry run saved findings"
+    );
+
+    let says = [("GH_CREATE_SAYS", "Created an issue in o/r (new wording)")];
+    let (code, j, err) = triage_env(&f, &gh, "value", 30, &[], &says);
+    assert_eq!(code, 0, "{err}");
+    assert!(j["searches"].as_u64().unwrap() > 0, "{j:#}");
+    let issue = &gh.about(x14)[0];
+    assert!(
+        issue["body"]
+            .as_str()
+            .unwrap()
+            .contains("<summary>value: the whole report</summary>"),
+        "{issue}"
+    );
+    let x = finding(&j, x14);
+    assert_eq!(x["url"], issue["url"], "{j:#}");
+    // value2 joins: its comment goes to that issue.
+    let (code, _, err) = triage_env(&f, &gh, "value,value2", 30, &[], &[]);
+    assert_eq!(code, 0, "{err}");
+    let comments = gh.about(x14)[0]["comments"].clone();
+    assert_eq!(comments.as_array().unwrap().len(), 1, "{comments}");
+}

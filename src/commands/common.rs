@@ -50,6 +50,28 @@ pub fn invocation(g: &Global, ws: &Workspace) -> String {
     out
 }
 
+/// [`invocation`] for text that leaves this machine (an issue, a comment, Markdown for one):
+/// no absolute path of the runner's. The commands run in the repository's top directory, so
+/// `--repo` goes, and `--cache` too (a reader builds into their own); a config inside the
+/// repository is named relative to it, one outside by its file name alone (the reader's copy
+/// beside them).
+pub fn public_invocation(g: &Global, ws: &Workspace) -> String {
+    let repo = crate::paths::normalize(ws.repo.dir());
+    let own = repo.join("perfbisect.toml");
+    let config = crate::paths::normalize(&ws.config.path);
+    if g.config.is_none() && config == own {
+        return String::new();
+    }
+    let name = match config.strip_prefix(&repo) {
+        Ok(rel) => rel.display().to_string(),
+        Err(_) => config.file_name().map_or_else(
+            || "perfbisect.toml".into(),
+            |n| n.to_string_lossy().into_owned(),
+        ),
+    };
+    format!("--config {} ", shell_quote(&name))
+}
+
 /// `s` as one word for `sh`.
 fn shell_quote(s: &str) -> String {
     if !s.is_empty()

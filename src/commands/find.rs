@@ -59,7 +59,12 @@ pub fn find(g: &Global, args: FindArgs) -> anyhow::Result<i32> {
         crate::bisect::Outcome::Inconclusive { .. } => crate::error::INCONCLUSIVE,
         _ => 0,
     };
-    let invocation = super::common::invocation(g, &ws);
+    // Markdown is for an issue: no path of this machine's in its commands.
+    let invocation = if args.format == Format::Md || target.is_some() {
+        super::common::public_invocation(g, &ws)
+    } else {
+        super::common::invocation(g, &ws)
+    };
 
     // The chain's medians as stored now (what this search measured, and what was there).
     let samples = ws.samples(&run.test)?;

@@ -55,7 +55,12 @@ pub fn report(g: &Global, args: ReportArgs) -> anyhow::Result<()> {
         no_why: false,
     };
     let (mut run, why) = crate::finder::find(&ws, test, &ask, started)?;
-    let invocation = super::common::invocation(g, &ws);
+    // Markdown is for an issue: no path of this machine's in its commands.
+    let invocation = if args.format == Format::Md {
+        super::common::public_invocation(g, &ws)
+    } else {
+        super::common::invocation(g, &ws)
+    };
 
     let samples = ws.samples(&run.test)?;
     let all_rows = crate::history::rows(&ws, &samples, run.commits.clone());

@@ -41,7 +41,8 @@ pub fn triage(g: &Global, args: TriageArgs) -> anyhow::Result<()> {
         attach: args.attach.clone(),
         label: args.label.clone(),
         dry_run: args.dry_run,
-        invocation: super::common::invocation(g, &ws),
+        // What it posts is public: no path of this machine's in its commands.
+        invocation: super::common::public_invocation(g, &ws),
     };
     let out = crate::triage::triage(&ws, &opts)?;
     let v = View {

@@ -362,7 +362,11 @@ pub fn markdown(v: &View<'_>) -> String {
 /// The body of the issue a new culprit gets: every test it moved, the full report of each
 /// test searched in this run, the commands that reproduce it, and the marker that keeps it
 /// from being posted twice.
-pub fn issue_body(x: &Finding, reports: &[String], invocation: &str) -> String {
+pub fn issue_body(
+    x: &Finding,
+    reports: &std::collections::BTreeMap<String, String>,
+    invocation: &str,
+) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
@@ -373,12 +377,29 @@ pub fn issue_body(x: &Finding, reports: &[String], invocation: &str) -> String {
     );
     table(&mut o, x);
     let _ = writeln!(o);
-    for (t, r) in x.tests.iter().zip(reports) {
-        let _ = writeln!(
-            o,
-            "<details><summary>{}: the whole report</summary>\n\n{r}\n</details>\n",
-            md::text(&t.test)
-        );
+    // Each test's own report, found by its name (a test whose search ran on an earlier night,
+    // before a post that failed, has none in this run: said, with the command that makes it).
+    for t in &x.tests {
+        match reports.get(&t.test) {
+            Some(r) => {
+                let _ = writeln!(
+                    o,
+                    "<details><summary>{}: the whole report</summary>\n\n{r}\n</details>\n",
+                    md::text(&t.test)
+                );
+            }
+            None => {
+                let _ = writeln!(
+                    o,
+                    "{}: searched by an earlier run; {} makes its whole report.\n",
+                    md::text(&t.test),
+                    md::code(&format!(
+                        "perfbisect {invocation}report {} {}..{}",
+                        t.test, t.parent, x.commit
+                    ))
+                );
+            }
+        }
     }
     let body: String = x
         .tests
@@ -467,7 +488,7 @@ mod tests {
     #[test]
     fn an_issue_body_names_the_tests_keeps_its_columns_and_carries_its_marker() {
         let x = finding(State::New);
-        let b = issue_body(&x, &[], "");
+        let b = issue_body(&x, &Default::default(), "");
         assert!(b.contains(&marker(&x.commit)), "{b}");
         assert!(b.contains("| `h2-req-mem` |"), "{b}");
         assert!(b.contains("\\|"), "the subject's pipe is escaped: {b}");
