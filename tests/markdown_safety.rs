@@ -29,6 +29,11 @@ description = "<!-- desc --> @descname #2 ![d](https://e.vil/d.png)"
 
 /// A repository of three commits whose middle one (the step) has a hostile subject and author.
 fn hostile() -> Fixture {
+    hostile_with(SUBJECT)
+}
+
+/// [`hostile`] with this subject for the step.
+fn hostile_with(step_subject: &str) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let repo = dir.path().join("repo");
     std::fs::create_dir_all(&repo).unwrap();
@@ -54,7 +59,7 @@ fn hostile() -> Fixture {
     git(&["init", "-q", "-b", "main", "."], "Dev One");
     for (value, subject, author) in [
         (1000, "Start", "Dev One"),
-        (1100, SUBJECT, AUTHOR),
+        (1100, step_subject, AUTHOR),
         (1100, "More", "Dev One"),
     ] {
         let app = repo.join("app");
@@ -129,6 +134,43 @@ fn markdown_reports_render_subjects_authors_units_and_descriptions_as_text() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(md.contains("- author: Eve @\u{2060}mallory"), "{md}");
     assert_inert(&md);
+}
+
+/// Issue 38, defect 7: a subject that would retitle the terminal and rewrite the line
+/// (`ESC ] 0 ; … BEL ESC [ 2 K CR`), turn the text around (U+202E) or link an issue (`GH-12`,
+/// `owner/repo#3`) is shown, not acted on: in the terminal's text, the JSON and the Markdown.
+#[test]
+fn live_text_in_a_subject_is_shown_not_acted_on() {
+    let live = "\u{1b}]0;pwned\u{7}\u{1b}[2K\rfix GH-12 and owner/repo#3 \u{202e}gnp.exe";
+    let f = hostile_with(live);
+    let range = f.range();
+    let o = f.cmd().args(["find", "value", &range]).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    for bad in ['\u{1b}', '\u{7}', '\r', '\u{202e}'] {
+        assert!(!text.contains(bad), "{bad:?} in:\n{text}");
+    }
+    assert!(
+        text.contains("\\u{1b}]0;pwned\\u{7}\\u{1b}[2K\\u{d}fix GH-12"),
+        "written out: {text}"
+    );
+    assert!(text.contains("\\u{202e}gnp.exe"), "{text}");
+    let j = f.json(&["find", "value", &range, "--format", "json"]);
+    let subject = j["culprit"]["subject"].as_str().unwrap();
+    assert!(
+        !subject.contains('\u{1b}') && subject.contains("\\u{1b}]0;pwned"),
+        "{subject}"
+    );
+    let o = f
+        .cmd()
+        .args(["find", "value", &range, "--format", "md"])
+        .output()
+        .unwrap();
+    let md = String::from_utf8_lossy(&o.stdout).into_owned();
+    for bad in ["GH-12", "repo#3", "\u{202e}", "\u{1b}"] {
+        assert!(!md.contains(bad), "{bad:?} in:\n{md}");
+    }
+    assert!(md.contains("GH-\u{2060}12"), "{md}");
 }
 
 #[test]

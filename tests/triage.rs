@@ -582,9 +582,9 @@ fn a_report_is_shown_under_its_own_tests_name() {
     let own = own.split("</details>").next().unwrap();
     assert!(own.contains("value2"), "{own}");
     assert!(
-        body.contains(&format!(
+        body.contains(
             "value: searched by an earlier run; `perfbisect --config perfbisect.toml report value "
-        )),
+        ),
         "{body}"
     );
     // Public text: no path of this machine's.

@@ -157,13 +157,14 @@ impl Repo {
             .find_commit(id)
             .with_context(|| format!("cannot read commit {id}"))?;
         let decoded = commit.decode()?;
-        let subject = decoded.message_summary().to_string();
+        // Untrusted text: inert wherever it is printed (a terminal, a CI log, Markdown).
+        let subject = crate::style::visible(&decoded.message_summary().to_string());
         let author = decoded.author()?;
         let time = author.time().map(|t| t.seconds).unwrap_or(0);
         Ok(CommitInfo {
             id,
             subject,
-            author: format!("{} <{}>", author.name, author.email),
+            author: crate::style::visible(&format!("{} <{}>", author.name, author.email)),
             time,
         })
     }

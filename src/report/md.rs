@@ -1,8 +1,8 @@
 //! Untrusted text (commit subjects and authors, output tails, units, descriptions) in
 //! GitHub-flavoured Markdown, so that it renders as the text it is: no HTML (`<!--` would hide
 //! the rest of a comment), no images or links, no `@` mentions or `#1` cross-references, no
-//! emphasis, bare `www.` links, tables cut by a `|` (in a code span too: [`row`]) or lines
-//! broken by a newline.
+//! emphasis, bare `www.` links, `GH-12` references, bidirectional marks (written out), tables
+//! cut by a `|` (in a code span too: [`row`]) or lines broken by a newline.
 
 /// Invisible, and breaks what GitHub links: `@name` and `#12` are only recognised with the
 /// name or number right after the sign, `https://` only whole.
@@ -52,6 +52,18 @@ pub fn text(s: &str) -> String {
                 o.push(JOINER);
                 o.push('.');
             }
+            // `GH-12` is a cross-reference to issue 12 on GitHub, as `#12` is.
+            '-' if i >= 2
+                && chars[i - 2..i]
+                    .iter()
+                    .collect::<String>()
+                    .eq_ignore_ascii_case("gh")
+                && (i == 2 || !chars[i - 3].is_alphanumeric())
+                && next.is_some_and(|n| n.is_ascii_digit()) =>
+            {
+                o.push('-');
+                o.push(JOINER);
+            }
             '-' | '+' if i == 0 && marker => {
                 o.push('\\');
                 o.push(c);
@@ -62,7 +74,11 @@ pub fn text(s: &str) -> String {
             }
             '!' if next == Some('[') => o.push_str("\\!"),
             c if c.is_control() => o.push(' '),
-            c => o.push(c),
+            // A bidirectional mark would turn the text around it: written out instead.
+            c => match crate::style::visible_char(c) {
+                Some(v) => o.push_str(&v),
+                None => o.push(c),
+            },
         }
     }
     o
