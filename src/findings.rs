@@ -63,6 +63,11 @@ pub struct TestStep {
     /// Said on the finding's issue (in its body or a comment).
     #[serde(default)]
     pub posted: bool,
+    /// Every commit that may be the culprit (40 hex, oldest first, this finding's last) when
+    /// commits between `parent` and it cannot be built: the step is among them. Empty when
+    /// the finding's commit is the culprit itself, confirmed against its own parent.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub candidates: Vec<String>,
 }
 
 /// A culprit commit and what it moved.
@@ -427,6 +432,7 @@ mod tests {
             kind: "regression".into(),
             why: Vec::new(),
             posted: false,
+            candidates: Vec::new(),
         }
     }
 

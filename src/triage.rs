@@ -275,6 +275,15 @@ pub fn triage(ws: &Workspace, opts: &Options<'_>) -> anyhow::Result<Outcome> {
                             kind: crate::report::find::judge(t.direction, c.rel_change).into(),
                             why: fns,
                             posted: false,
+                            // Unbuildable commits between: any of them may be the culprit.
+                            candidates: if c.candidates.len() > 1 {
+                                c.candidates
+                                    .iter()
+                                    .map(|&p| run.commits[p].id.to_string())
+                                    .collect()
+                            } else {
+                                Vec::new()
+                            },
                         };
                         f.confirmed(&at.id.to_string(), &at.subject, step, now());
                         f.mark_searched(&t.name, &from, &to, Some(&at.id.to_string()));
@@ -404,10 +413,23 @@ pub fn title(x: &findings::Finding) -> String {
     if subject.len() < x.subject.len() {
         subject.push('…');
     }
-    format!(
-        "perf: {lead}{more} at {} {subject}",
-        x.commit.get(..10).unwrap_or(&x.commit)
-    )
+    format!("perf: {lead}{more} at {} {subject}", at_commits(x))
+}
+
+/// "eb73af253c", or "1a2b3c4d5e or eb73af253c" when commits between the step's ends cannot be
+/// built and any of them may be the culprit (the most a title lists: 3).
+pub fn at_commits(x: &findings::Finding) -> String {
+    let short = |c: &str| c.get(..10).unwrap_or(c).to_string();
+    let Some(cands) = x.tests.iter().map(|t| &t.candidates).find(|c| c.len() > 1) else {
+        return short(&x.commit);
+    };
+    let names: Vec<String> = cands.iter().map(|c| short(c)).collect();
+    match names.as_slice() {
+        [a, b] => format!("{a} or {b}"),
+        [a, b, c] => format!("{a}, {b} or {c}"),
+        [first, .., last] => format!("one of {} commits, {first} to {last},", names.len()),
+        _ => short(&x.commit),
+    }
 }
 
 /// Carry out what posting still has to do, saving after each step: the marker is looked for

@@ -632,3 +632,56 @@ fn a_dry_run_changes_nothing_and_an_issue_created_without_a_url_is_found_by_its_
     let comments = gh.about(x14)[0]["comments"].clone();
     assert_eq!(comments.as_array().unwrap().len(), 1, "{comments}");
 }
+
+/// Issue 38, defect 5: a step next to a commit that cannot be built is ambiguous, and the
+/// finding says so: its JSON lists the candidates, the title says "at A or B", the body's
+/// first line why, and "the one before it" is never claimed for a parent that is not.
+#[test]
+fn an_ambiguous_culprit_is_posted_as_ambiguous() {
+    let f = Fixture::new(
+        &specs(14, |i, c| {
+            c.metric = if i >= 8 { 1080.0 } else { 1000.0 };
+            c.broken = i == 7;
+            c.work = 0;
+        }),
+        &with_build(CONFIG),
+    );
+    let gh = Gh::new(&f);
+    for n in [1, 4, 10, 13] {
+        f.run_json("value", &f.ids[n - 1], &[]);
+    }
+    let (code, j, err) = triage_env(&f, &gh, "value", 14, &[], &[]);
+    assert_eq!(code, 0, "{err}");
+    let (a, b) = (&f.ids[6], &f.ids[7]);
+    let x = finding(&j, b);
+    let cands: Vec<&str> = x["tests"][0]["candidates"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no candidates: {j:#}"))
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    assert_eq!(cands, [a.as_str(), b.as_str()], "{j:#}");
+    let issue = &gh.about(b)[0];
+    let title = issue["title"].as_str().unwrap();
+    assert!(
+        title.contains(&format!("at {} or {} ", &a[..10], &b[..10])),
+        "{title}"
+    );
+    let body = issue["body"].as_str().unwrap();
+    assert!(
+        body.starts_with(&format!(
+            "**Ambiguous: any of `{}`, `{}` may be the culprit.**",
+            &a[..10],
+            &b[..10]
+        )),
+        "{body}"
+    );
+    assert!(!body.contains("and the one before it"), "{body}");
+    assert!(
+        body.contains(&format!(
+            "and `{}`, the last commit before it that builds",
+            &f.ids[5][..10]
+        )),
+        "{body}"
+    );
+}

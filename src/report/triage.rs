@@ -368,13 +368,36 @@ pub fn issue_body(
     invocation: &str,
 ) -> String {
     let mut o = String::new();
-    let _ = writeln!(
-        o,
-        "Commit `{}` {} moved {}, found by `perfbisect triage` and confirmed by interleaved re-runs of the commit and the one before it.\n",
-        x.commit,
-        md::text(&x.subject),
-        count(x.tests.len(), "test")
-    );
+    // Commits that cannot be built next to the step: any of them may be the culprit, and the
+    // re-runs compared the finding's commit with the last one before it that builds.
+    match x.tests.iter().find(|t| t.candidates.len() > 1) {
+        Some(t) => {
+            let list: Vec<String> = t
+                .candidates
+                .iter()
+                .map(|c| format!("`{}`", short(c)))
+                .collect();
+            let _ = writeln!(
+                o,
+                "**Ambiguous: any of {} may be the culprit.** Commits between them cannot be built, so the step could be pinned no closer. Found by `perfbisect triage`: {} moved {}, confirmed by interleaved re-runs of `{}` {} and `{}`, the last commit before it that builds.\n",
+                list.join(", "),
+                md::code(&short(&x.commit)),
+                count(x.tests.len(), "test"),
+                short(&x.commit),
+                md::text(&x.subject),
+                short(&t.parent)
+            );
+        }
+        None => {
+            let _ = writeln!(
+                o,
+                "Commit `{}` {} moved {}, found by `perfbisect triage` and confirmed by interleaved re-runs of the commit and the one before it.\n",
+                x.commit,
+                md::text(&x.subject),
+                count(x.tests.len(), "test")
+            );
+        }
+    }
     table(&mut o, x);
     let _ = writeln!(o);
     // Each test's own report, found by its name (a test whose search ran on an earlier night,
@@ -476,6 +499,7 @@ mod tests {
                 kind: "regression".into(),
                 why: vec!["Curl_h2 +1.20 %".into()],
                 posted: false,
+                candidates: Vec::new(),
             }],
             unconfirmed: Vec::new(),
             fixed_by: None,
