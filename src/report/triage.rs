@@ -381,7 +381,7 @@ pub fn issue_body(
                 o,
                 "**Ambiguous: any of {} may be the culprit.** Commits between them cannot be built, so the step could be pinned no closer. Found by `perfbisect triage`: {} moved {}, confirmed by interleaved re-runs of `{}` {} and `{}`, the last commit before it that builds.\n",
                 list.join(", "),
-                md::code(&short(&x.commit)),
+                md::code(short(&x.commit)),
                 count(x.tests.len(), "test"),
                 short(&x.commit),
                 md::text(&x.subject),
