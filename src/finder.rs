@@ -199,13 +199,11 @@ impl FindRun {
     }
 
     /// The commits whose builds are the evidence for the verdict: each culprit and the last
-    /// commit measured at the old level before it; an inconclusive search's two ends; none for
-    /// "no change", which names no build.
+    /// commit measured at the old level before it; without a culprit, the two ends (a stale
+    /// incremental build at the new end could hide the step a "no change" denies).
     pub fn evidence(&self) -> Vec<gix::ObjectId> {
         let positions: Vec<usize> = match &self.outcome {
             Outcome::Culprits(cs) => cs.iter().flat_map(|c| [c.parent, c.pos]).collect(),
-            // Names no build: nothing to rebuild pristine.
-            Outcome::NoChange { .. } => Vec::new(),
             _ => self
                 .blocks
                 .first()
@@ -297,7 +295,14 @@ pub fn find(
     started: Instant,
 ) -> anyhow::Result<(FindRun, Vec<crate::profile::Profiled>)> {
     let mut run = search(ws, test.clone(), ask.range, ask.jobs, ask.no_descend)?;
-    let checked = ws.check_builds_jobs(&run.evidence(), ask.jobs)?;
+    // A "no change" names no build: cargo's builds, whose own dependency tracking is trusted
+    // (as beside the measurements), are not rebuilt for it; other builds' ends are, since a
+    // stale new end would hide a step.
+    let evidence = match run.outcome {
+        Outcome::NoChange { .. } if ws.config.build.cargo.is_some() => Vec::new(),
+        _ => run.evidence(),
+    };
+    let checked = ws.check_builds_jobs(&evidence, ask.jobs)?;
     run.tally.checks += checked.builds;
     run.tally.checking += std::time::Duration::from_secs_f64(checked.seconds);
     if checked.stale {

@@ -265,6 +265,11 @@ deterministic = true
     let found = f.json(&["find", "value", &f.range(), "--format", "json"]);
     assert_eq!(found["verdict"], "culprit", "{found}");
     assert_eq!(found["culprit"]["commit"], f.ids[2].as_str(), "{found}");
+    // A "no change" names no build: cargo's builds are not rebuilt pristine for it.
+    let docs = format!("{}..{}", f.ids[0], f.ids[1]);
+    let same = f.json(&["find", "value", &docs, "--format", "json"]);
+    assert_eq!(same["verdict"], "no-change", "{same}");
+    assert_eq!(same["pristine_checks"], 0, "{same}");
 }
 
 /// A crate as its author meets perfbisect: `config init` on a library whose libtest bench
