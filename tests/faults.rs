@@ -1863,3 +1863,64 @@ fn prune_after_merge_keeps_the_merged_samples() {
         output(cmd)
     });
 }
+
+/// Issue 38, defect 8: perfbisect killed with SIGKILL while a test runs — under `timeout` and
+/// `setsid`, as CI runners wrap it — takes the test's whole process tree with it, not only
+/// the test's shell: nothing it started is left running for whatever runs next.
+#[test]
+fn a_test_dies_with_perfbisect_killed_under_timeout_and_setsid() {
+    for tool in ["timeout", "setsid"] {
+        if Command::new(tool).arg("--version").output().is_err() {
+            eprintln!("{tool} is not installed: skipped");
+            return;
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let f = fixture(2, &[], "");
+    let (sleep, marker) = marked_sleep(&f, "orphan");
+    let config = format!(
+        r#"
+[build]
+command = "echo 'value: 5' > out.txt"
+artifacts = ["out.txt"]
+
+[tests.slow]
+command = "{} 31.5; cat out.txt"
+metric = {{ regex = "^value: ([0-9.]+)" }}
+repeats = 1
+"#,
+        sleep.display()
+    );
+    std::fs::write(&f.config, config).unwrap();
+    let cache = dir.path().join("cache");
+    let inner = bin(&f, &cache);
+    let mut c = Command::new("timeout");
+    c.args(["-s", "KILL", "30", "setsid"])
+        .arg(inner.get_program())
+        .args(inner.get_args())
+        .args(["run", "slow", &f.ids[1]])
+        .current_dir(f.dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut child = c.spawn().unwrap();
+    // The test is running: its sleep is there.
+    assert!(
+        wait_until(Duration::from_secs(60), || !survivors(&marker).is_empty()),
+        "the test never started"
+    );
+    // perfbisect itself (setsid's program, in a session of its own), killed outright.
+    let pb = survivors(&cache.display().to_string())
+        .lines()
+        .filter(|l| l.contains("perfbisect ") && l.contains(" run slow "))
+        .filter_map(|l| l.split_whitespace().next()?.parse::<i32>().ok())
+        .collect::<Vec<_>>();
+    assert!(!pb.is_empty(), "perfbisect not found");
+    for pid in pb {
+        // SAFETY: a signal to a process this test started.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    let _ = child.kill();
+    child.wait().unwrap();
+    assert_no_survivors(&marker);
+}

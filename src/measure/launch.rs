@@ -136,11 +136,41 @@ pub fn die_with_parent(cmd: &mut std::process::Command) {
     }
 }
 
+/// The launcher's end when perfbisect dies: its whole process group (the launcher leads it:
+/// the command and everything it started that stayed in the group) is killed, not only the
+/// command's first process.
+extern "C" fn end_group(_: libc::c_int) {
+    // SAFETY: kill(2) is async-signal-safe; 0 is this process's group.
+    unsafe {
+        libc::kill(0, libc::SIGKILL);
+    }
+}
+
+/// When perfbisect dies (a kill -9, under `timeout` or `setsid` or a CI runner), SIGTERM comes
+/// to the launcher instead of the SIGKILL perfbisect asked for before `exec` (which would end
+/// only the launcher), and ends the group ([`end_group`]). The SIGKILL stays armed until the
+/// handler is in place and SIGTERM replaces it in one call, so there is no moment without one.
+fn end_group_with_parent() {
+    // SAFETY: installing a handler that only calls kill(2), then changing this process's
+    // parent-death signal.
+    unsafe {
+        libc::signal(libc::SIGTERM, end_group as *const () as libc::sighandler_t);
+        libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGTERM as libc::c_ulong,
+            0,
+            0,
+            0,
+        );
+    }
+}
+
 fn launch(rest: &[OsString]) -> i32 {
     // SAFETY: FD was set up by perfbisect for this process; the command must not inherit it.
     unsafe {
         libc::fcntl(FD, libc::F_SETFD, libc::FD_CLOEXEC);
     }
+    end_group_with_parent();
     let (count, rest) = match rest.split_first() {
         Some((a, more)) if a == COUNT_ARG => (true, more),
         _ => (false, rest),

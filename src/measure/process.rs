@@ -145,7 +145,10 @@ pub fn run(spec: Spec<'_>) -> anyhow::Result<Finished> {
     super::reaper::reap_orphans();
     let mark = super::reaper::new_mark();
     let perf = matches!(spec.extra.count, Some(Count::Perf));
-    let launcher = super::launch::launcher().filter(|_| spec.own_rss || perf);
+    // Every command goes through the launcher (when enabled): besides a max-rss test's own
+    // peak and the instructions counter, it ends the command's whole group when perfbisect
+    // dies, whatever wraps perfbisect (`timeout`, `setsid`, a CI runner's kill -9).
+    let launcher = super::launch::launcher();
     if perf && launcher.is_none() {
         anyhow::bail!("counting instructions with the hardware counter needs perfbisect's launcher (perfbisect-launch), which is not enabled in this process");
     }
