@@ -250,7 +250,9 @@ impl Findings {
             if matches!(f.state, State::New | State::Posted) {
                 f.state = State::Fixed;
                 f.fixed_by = Some(by.into());
-                f.fixed_posted = f.url.is_none();
+                // Said on its issue even when no URL was saved: an issue created but not saved
+                // (a kill before the save) is found by its marker; none found, nothing is said.
+                f.fixed_posted = false;
                 f.updated = now;
             }
         }
@@ -473,6 +475,28 @@ mod tests {
         );
         f.fix_posted("c1", 7);
         assert!(f.pending().is_empty());
+    }
+
+    /// Issue 38, item 9: an issue created but not saved (a kill before the save), then the
+    /// fix confirmed before the next post: the "fixed" comment is still pending (its issue is
+    /// found by marker), not lost with the URL nobody saved; each comment has its own marker.
+    #[test]
+    fn a_fix_of_a_finding_whose_issue_was_never_saved_is_still_said() {
+        let mut f = Findings::default();
+        f.confirmed("c1", "s", step("a", 0.1), 1);
+        f.fixed("c1", "c9", 2);
+        let p = Post::Fixed {
+            commit: "c1".into(),
+            by: "c9".into(),
+        };
+        assert_eq!(f.pending(), vec![p.clone()]);
+        let join = Post::Join {
+            commit: "c1".into(),
+            tests: vec!["a".into(), "b".into()],
+        };
+        assert_eq!(comment_marker(&p), "perfbisect-comment-c1-fixed-c9");
+        assert_eq!(comment_marker(&join), "perfbisect-comment-c1-join-a+b");
+        assert_ne!(comment_marker(&p), marker("c1"));
     }
 
     #[test]

@@ -557,9 +557,18 @@ fn post_all(
                     // A comment that went through unanswered (a timeout, a kill before the
                     // save) carries its marker: found, not posted again.
                     let marker = findings::comment_marker(&p);
-                    if commented(repo, &n, &marker)? {
-                        mark(f, &p);
-                        return Ok(("found", None));
+                    match commented(repo, &n, &marker) {
+                        Ok(true) => {
+                            mark(f, &p);
+                            return Ok(("found", None));
+                        }
+                        Ok(false) => {}
+                        // A gh that cannot list the comments (an older one): posted unchecked,
+                        // as before markers, and said.
+                        Err(e) => ws.warn(&format!(
+                            "cannot look for an earlier copy of the comment on issue {n} ({e:#}); \
+                             posting it"
+                        )),
                     }
                     let stdout = crate::attach::gh(
                         &[

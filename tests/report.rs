@@ -519,7 +519,11 @@ fn report_markdown_and_json_on_a_real_repository() {
         "detect's change point: {md}"
     );
     assert!(md.contains("- build: `cc -O1 -o app app.c -lm`"), "{md}");
-    assert!(md.contains("git bisect run perfbisect --repo"), "{md}");
+    // Public text: the config by its file name (the reader's copy), no path of this machine's.
+    assert!(
+        md.contains("git bisect run perfbisect --config perfbisect.toml "),
+        "{md}"
+    );
 
     let j = f.json(&["report", "value", &f.range(), "--format", "json"]);
     assert_eq!(j["find"]["verdict"], "culprit", "{j}");

@@ -277,8 +277,10 @@ fn a_test_left_running_by_a_kill_9_is_killed_and_named_by_the_next_start() {
     let sleeper = dir.path().join(&marker);
     std::os::unix::fs::symlink("/bin/sleep", &sleeper).unwrap();
     let go = dir.path().join("go");
+    // The sleep leaves the test's process group (a session of its own), so the launcher that
+    // ends the group when perfbisect dies does not reach it: the next start must.
     let command = format!(
-        "test -e {} && echo value: 5 || {{ {} 300; echo value: 5; }}",
+        "test -e {} && echo value: 5 || {{ setsid {} 300; echo value: 5; }}",
         go.display(),
         sleeper.display()
     );
@@ -298,8 +300,8 @@ fn a_test_left_running_by_a_kill_9_is_killed_and_named_by_the_next_start() {
     assert!(started, "the test never started");
     child.kill().unwrap();
     child.wait().unwrap();
-    // The test's own process (`sh -c`) dies with perfbisect (its parent-death signal); what it
-    // started lives on, re-parented.
+    // The test's process group (`sh -c` and what stayed in it) dies with perfbisect; what left
+    // the group lives on, re-parented.
     let shell_gone = wait_until(Duration::from_secs(60), || {
         processes_with(&marker)
             .iter()

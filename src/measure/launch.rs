@@ -61,11 +61,24 @@ pub struct Usage {
     pub sys: f64,
     /// With [`COUNT_ARG`]: the instructions counted, or why none could be.
     pub instructions: Option<Result<u64, String>>,
+    /// The command's wall time as the launcher clocked it, from just before its spawn to its
+    /// reaping: the run's own, without the launcher's exec (about 1 ms) in it.
+    pub wall: Option<f64>,
 }
 
 /// Parse the launcher's report: `maxrss_kib utime_us stime_us`, then with [`COUNT_ARG`] the
-/// instructions, or `error: why` on a line of its own.
+/// instructions, or `error: why` on a line of its own; and a line `wall_ns N`.
 pub fn parse(report: &str) -> Option<Usage> {
+    let wall = report
+        .lines()
+        .find_map(|l| l.strip_prefix("wall_ns "))
+        .and_then(|n| n.trim().parse::<u64>().ok())
+        .map(|ns| ns as f64 / 1e9);
+    let report: String = report
+        .lines()
+        .filter(|l| !l.starts_with("wall_ns "))
+        .map(|l| format!("{l}\n"))
+        .collect();
     let mut lines = report.lines();
     let mut it = lines
         .next()?
@@ -84,6 +97,7 @@ pub fn parse(report: &str) -> Option<Usage> {
         user: user as f64 / 1e6,
         sys: sys as f64 / 1e6,
         instructions,
+        wall,
     })
 }
 
@@ -179,6 +193,7 @@ fn launch(rest: &[OsString]) -> i32 {
         eprintln!("perfbisect: launcher: nothing to run");
         return 127;
     };
+    let started = std::time::Instant::now();
     let (pid, counter) = if count {
         match spawn_counted(program, args) {
             Ok(x) => x,
@@ -215,6 +230,7 @@ fn launch(rest: &[OsString]) -> i32 {
             return 127;
         }
     }
+    let wall_ns = started.elapsed().as_nanos();
     let us = |tv: libc::timeval| (tv.tv_sec.max(0) as u64) * 1_000_000 + tv.tv_usec.max(0) as u64;
     let counted = match counter {
         None => String::new(),
@@ -225,7 +241,7 @@ fn launch(rest: &[OsString]) -> i32 {
         Some(Err(e)) => format!("\nerror: {e}"),
     };
     report_line(&format!(
-        "{} {} {}{counted}",
+        "{} {} {}{counted}\nwall_ns {wall_ns}",
         usage.ru_maxrss.max(0),
         us(usage.ru_utime),
         us(usage.ru_stime)
@@ -252,9 +268,14 @@ fn launch(rest: &[OsString]) -> i32 {
     127
 }
 
-/// Write the report on [`FD`] (and close it).
+/// Write the report on [`FD`] (and close it), when there is one to write to: a launcher
+/// started without the pipe (by hand, say) reports nothing.
 fn report_line(text: &str) {
-    // SAFETY: FD is ours (set up by perfbisect); File takes ownership and closes it.
+    // SAFETY: F_GETFD only reads the descriptor's flags; -1 is a descriptor not open.
+    if unsafe { libc::fcntl(FD, libc::F_GETFD) } == -1 {
+        return;
+    }
+    // SAFETY: FD is open and ours (set up by perfbisect); File takes ownership and closes it.
     let mut report = unsafe { std::fs::File::from_raw_fd(FD) };
     let _ = writeln!(report, "{text}");
 }
@@ -342,7 +363,12 @@ mod tests {
                 user: 0.0025,
                 sys: 1.0,
                 instructions: None,
+                wall: None,
             })
+        );
+        assert_eq!(
+            parse("1536 2500 1000000 77\nwall_ns 2500000\n").map(|u| (u.wall, u.instructions)),
+            Some((Some(0.0025), Some(Ok(77))))
         );
         assert_eq!(
             parse("1536 2500 1000000 12126963\n").unwrap().instructions,

@@ -75,9 +75,10 @@ pub struct Spec<'a> {
     /// Kill what the command left running in its group once it exits (test runs), but not
     /// for `setup`, whose servers must outlive it.
     pub kill_leftovers: bool,
-    /// Run through the launcher (when enabled) so `max_rss` is the command's own, not at
-    /// least perfbisect's peak: see [`super::launch`]. Costs one more exec per run (about
-    /// 1.1 ms, in the run's wall time). Without it `max_rss` is 0: unknown.
+    /// Asked by max-rss tests; every command runs through the launcher now when it is enabled
+    /// (it ends the command's group with perfbisect), so `max_rss` is the command's own and
+    /// the wall time the launcher's clock of it (without its own exec). Without the launcher
+    /// (the library's unit tests) `max_rss` is 0: unknown.
     pub own_rss: bool,
     /// Instruction counting and quiet-run settings (test runs only).
     pub extra: Extra,
@@ -153,7 +154,19 @@ pub fn run(spec: Spec<'_>) -> anyhow::Result<Finished> {
         anyhow::bail!("counting instructions with the hardware counter needs perfbisect's launcher (perfbisect-launch), which is not enabled in this process");
     }
     let mut cmd = match (&spec.extra.count, launcher) {
-        (Some(Count::Cachegrind { valgrind, dir }), _) => {
+        // Valgrind under the launcher too (its group ends with perfbisect), reporting nothing:
+        // the counts come from Cachegrind's files.
+        (Some(Count::Cachegrind { valgrind, dir }), Some((l, needs_arg))) => {
+            let mut c = Command::new(l);
+            if needs_arg {
+                c.arg(super::launch::ARG);
+            }
+            c.arg(valgrind);
+            c.args(super::counter::cachegrind_args(dir));
+            c.arg("/bin/sh");
+            c
+        }
+        (Some(Count::Cachegrind { valgrind, dir }), None) => {
             let mut c = Command::new(valgrind);
             c.args(super::counter::cachegrind_args(dir));
             c.arg("/bin/sh");
@@ -442,7 +455,7 @@ pub fn run(spec: Spec<'_>) -> anyhow::Result<Finished> {
         }
     };
     // The command's own time, not that of waiting for the pipes of what it left behind.
-    let wall = ended_at
+    let mut wall = ended_at
         .unwrap_or_else(Instant::now)
         .duration_since(start)
         .as_secs_f64();
@@ -509,6 +522,10 @@ pub fn run(spec: Spec<'_>) -> anyhow::Result<Finished> {
             if let Some(u) = super::launch::parse(&text) {
                 (user, sys, max_rss) = (u.user, u.sys, u.max_rss);
                 instructions = u.instructions;
+                // The command's own wall time, without the launcher's exec.
+                if let Some(w) = u.wall.filter(|w| *w > 0.0 && *w <= wall) {
+                    wall = w;
+                }
             }
         }
         if perf && instructions.is_none() {
