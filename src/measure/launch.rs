@@ -203,9 +203,11 @@ fn launch(rest: &[OsString]) -> i32 {
             }
         }
     } else {
+        // No hook before exec, so std spawns with posix_spawn (no copy of this process): the
+        // command needs no parent-death signal of its own, as the group it is in ends with
+        // this launcher's ([`end_group`]), and perfbisect kills the group on a timeout.
         let mut cmd = std::process::Command::new(program);
         cmd.args(args);
-        die_with_parent(&mut cmd);
         match cmd.spawn() {
             Ok(c) => (c.id() as libc::pid_t, None),
             Err(e) => {
