@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Per-run overhead of two perfbisect builds side by side, against hyperfine in the same run.
 
-Usage: scripts/bench-launcher.py BEFORE/perfbisect AFTER/perfbisect (each with its
+Usage: scripts/overhead-side-by-side.py BEFORE/perfbisect AFTER/perfbisect (each with its
 perfbisect-launch beside it). 500 runs of `true` stored by `run --again`, the two builds and
 `hyperfine --runs 500 true` alternated, medians of 7; then the median wall time each stored for
 `true` (the number a wall-time test keeps). Figures in src/guide/benchmarks.md ("core").
