@@ -149,22 +149,21 @@ fn long_builds_and_rebuilds_have_a_heartbeat() {
     );
 }
 
+/// `commits` commits and a test `slow` whose one run sleeps `secs` before the program.
+fn slow(commits: usize, secs: f64) -> Fixture {
+    Fixture::new(
+        &specs(commits, |_, _| {}),
+        &with_build(&format!(
+            "\n[tests.slow]\ncommand = \"sleep {secs}; ./app\"\nmetric = {{ regex = \"^value: ([0-9.]+)\" }}\nrepeats = 1\nwarmup = 0\n"
+        )),
+    )
+}
+
 /// A run of a test that takes its time gets a heartbeat too, and `run`'s summary splits its
 /// time and counts its pristine checks; `compare` beats too.
 #[test]
 fn long_runs_have_a_heartbeat_and_runs_summary_adds_up() {
-    let f = Fixture::new(
-        &specs(1, |_, _| {}),
-        &with_build(
-            r#"
-[tests.slow]
-command = "sleep 1.5; ./app"
-metric = { regex = "^value: ([0-9.]+)" }
-repeats = 1
-warmup = 0
-"#,
-        ),
-    );
+    let f = slow(1, 1.5);
     let out = f
         .std_cmd()
         .env("PERFBISECT_HEARTBEAT_SECS", "0.4")
@@ -188,18 +187,7 @@ warmup = 0
 
     // `compare` of two commits off a terminal: a line for its phase, a heartbeat while it
     // measures.
-    let f = Fixture::new(
-        &specs(2, |_, _| {}),
-        &with_build(
-            r#"
-[tests.slow]
-command = "sleep 0.6; ./app"
-metric = { regex = "^value: ([0-9.]+)" }
-repeats = 1
-warmup = 0
-"#,
-        ),
-    );
+    let f = slow(2, 0.6);
     let out = f
         .std_cmd()
         .env("PERFBISECT_HEARTBEAT_SECS", "0.4")
