@@ -68,6 +68,12 @@ pub struct TestStep {
     /// the finding's commit is the culprit itself, confirmed against its own parent.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub candidates: Vec<String>,
+    /// Runs of parent and commit taken interleaved to confirm the step (both sides) and their
+    /// windows of time; 0 when exact values confirmed it (or a findings file older than these).
+    #[serde(default)]
+    pub reruns: usize,
+    #[serde(default)]
+    pub rerun_windows: usize,
 }
 
 /// A culprit commit and what it moved.
@@ -435,6 +441,8 @@ mod tests {
             why: Vec::new(),
             posted: false,
             candidates: Vec::new(),
+            reruns: 20,
+            rerun_windows: 2,
         }
     }
 

@@ -284,6 +284,8 @@ pub fn triage(ws: &Workspace, opts: &Options<'_>) -> anyhow::Result<Outcome> {
                             } else {
                                 Vec::new()
                             },
+                            reruns: c.reruns,
+                            rerun_windows: c.rerun_windows,
                         };
                         f.confirmed(&at.id.to_string(), &at.subject, step, now());
                         f.mark_searched(&t.name, &from, &to, Some(&at.id.to_string()));

@@ -133,6 +133,69 @@ fn deterministic_metric_takes_one_run_per_commit() {
     );
 }
 
+/// The confirmation a culprit's line claims, from one invocation's text or Markdown.
+fn claim(f: &Fixture, test: &str, format: &str) -> String {
+    let out = f
+        .cmd()
+        .args(["find", test, &f.range(), "--format", format])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn every_confirmation_says_the_evidence_its_json_holds() {
+    // A timed step: confirmed by re-runs of parent and culprit, counted as the JSON counts them.
+    let f = noisy(9, |i, c| c.metric = if i >= 6 { 1080.0 } else { 1000.0 });
+    find(&f, "value");
+    // Asked again, every view rests on the same store: the counts must agree.
+    let j = find(&f, "value");
+    let (n, w) = (
+        j["culprit"]["reruns"].as_u64().unwrap(),
+        j["culprit"]["rerun_windows"].as_u64().unwrap(),
+    );
+    assert!(
+        n > 0 && w > 0,
+        "a timed culprit is re-run before it is named: {j}"
+    );
+    let said = format!(
+        "confirmed by {n} interleaved re-runs of parent and culprit in {w} window{} of time",
+        if w == 1 { "" } else { "s" }
+    );
+    for format in ["text", "md"] {
+        let out = claim(&f, "value", format);
+        assert!(
+            out.contains(&said),
+            "{format} should say `{said}`:\n{out}\n{j}"
+        );
+    }
+    // Exact values twice a side need no re-run: said so, never "re-runs".
+    let f = noisy(9, |i, c| {
+        c.noise_pct = 0.0;
+        c.outlier_rate = 0.0;
+        c.metric = if i >= 4 { 3072.0 } else { 3064.0 };
+    });
+    find(&f, "size");
+    let j = find(&f, "size");
+    let n = j["culprit"]["reruns"].as_u64().unwrap();
+    for format in ["text", "md"] {
+        let out = claim(&f, "size", format);
+        if n == 0 {
+            assert!(
+                out.contains("confirmed by exact values"),
+                "{format}:\n{out}\n{j}"
+            );
+            assert!(!out.contains("re-run"), "{format}:\n{out}\n{j}");
+        } else {
+            assert!(
+                out.contains(&format!("confirmed by {n} interleaved re-run")),
+                "{format}:\n{out}\n{j}"
+            );
+        }
+    }
+}
+
 #[test]
 fn max_rss_step_is_found() {
     let f = noisy(17, |i, c| c.megabytes = if i >= 9 { 60 } else { 20 });

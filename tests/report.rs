@@ -160,6 +160,8 @@ fn markdown_report_snapshot() {
         rel_change: 13_710_000.0 / 13_300_000.0 - 1.0,
         p_value: 2e-6,
         verified: true,
+        reruns: 20,
+        rerun_windows: 2,
         interval: None,
         windows: 0,
     }]);
@@ -1026,6 +1028,8 @@ fn markdown_reports_say_no_change_and_inconclusive_plainly() {
             rel_change: 0.0308,
             p_value: 0.02,
             verified: false,
+            reruns: 0,
+            rerun_windows: 0,
             interval: None,
             windows: 0,
         }),

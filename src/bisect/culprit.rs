@@ -96,6 +96,8 @@ impl Search {
             windows,
             p_value: c.p,
             verified,
+            reruns: 0,
+            rerun_windows: 0,
         }
     }
 }
@@ -161,6 +163,8 @@ impl Search {
             return c.clone();
         }
         r.candidates = c.candidates.clone();
+        r.reruns = c.reruns;
+        r.rerun_windows = c.rerun_windows;
         r
     }
 }

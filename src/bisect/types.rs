@@ -213,9 +213,17 @@ pub struct Culprit {
     pub windows: usize,
     /// p-value of parent vs culprit over all their samples (0 or 1 for deterministic metrics).
     pub p_value: f64,
-    /// Whether the interleaved re-run confirmed the difference (always true in
-    /// [`Outcome::Culprits`]; false in a best guess).
+    /// Whether the search confirmed the difference (always true in [`Outcome::Culprits`];
+    /// false in a best guess): by `reruns`, or for exact values by equal runs on each side.
     pub verified: bool,
+    /// Runs of parent and culprit (both sides, each run once) taken interleaved to verify the
+    /// step, by this search or an earlier one over the same cache; 0 when it was confirmed
+    /// without them (exact values already run twice a side) or not confirmed.
+    #[serde(default)]
+    pub reruns: usize,
+    /// Windows of time those re-runs were taken in.
+    #[serde(default)]
+    pub rerun_windows: usize,
 }
 
 /// How a probe compares with the old (and new) side, for `git bisect run`.

@@ -174,6 +174,17 @@ impl Search {
         Some(SegFlow::Again)
     }
 
+    /// The culprit of `seg` (its bounds), confirmed, with the re-runs its verification took.
+    fn confirmed(&self, seg: &Segment) -> Culprit {
+        let (lo, hi) = (seg.lo, seg.hi);
+        let mut c = self.culprit(lo, hi, lo + 1..=hi, true);
+        if let Stage::Verify(v) = &seg.stage {
+            c.reruns = v.old.len() + v.new.len();
+            c.rerun_windows = v.rounds as usize;
+        }
+        c
+    }
+
     pub(super) fn verify_runs(&self, lo: usize, hi: usize) -> usize {
         if self.det {
             return 1;
@@ -234,7 +245,7 @@ impl Search {
             {
                 if let Some(c) = self.compare_pos(lo, hi) {
                     if c.differs && (c.after > c.before) == seg.up {
-                        return SegFlow::Found(self.culprit(lo, hi, lo + 1..=hi, true));
+                        return SegFlow::Found(self.confirmed(seg));
                     }
                 }
             }
@@ -317,7 +328,7 @@ impl Search {
             );
         };
         if c.differs && (c.after > c.before) == seg.up {
-            return SegFlow::Found(self.culprit(lo, hi, lo + 1..=hi, true));
+            return SegFlow::Found(self.confirmed(seg));
         }
         // More re-runs while they show a move the range's way, or cannot yet show the move
         // short of the threshold (a handful of runs against it proves nothing).
@@ -338,7 +349,7 @@ impl Search {
                 self.p_text(c.p),
                 threshold_text(&self.params.threshold)
             ));
-            return SegFlow::Found(self.culprit(lo, hi, lo + 1..=hi, true));
+            return SegFlow::Found(self.confirmed(seg));
         }
         let why = format!(
             "{runs_so_far} interleaved runs each of {} and {} gave medians {} and {} \

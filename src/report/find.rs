@@ -435,6 +435,34 @@ impl FindReport<'_> {
         }
     }
 
+    /// What a culprit's confirmation rests on, from its evidence: the interleaved re-runs of
+    /// parent and culprit (counted, with their windows), or exact values; `None` when it was
+    /// not confirmed. The one phrase every view prints.
+    pub(crate) fn confirmation(&self, c: &Culprit) -> Option<String> {
+        if !c.verified {
+            return None;
+        }
+        let s = |n: usize| if n == 1 { "" } else { "s" };
+        Some(if c.reruns > 0 {
+            format!(
+                "confirmed by {} interleaved re-run{} of parent and culprit in {} window{} of time",
+                c.reruns,
+                s(c.reruns),
+                c.rerun_windows,
+                s(c.rerun_windows)
+            )
+        } else if self.deterministic {
+            format!(
+                "confirmed by exact values ({} run{} of the parent, {} of the culprit, each side's alike)",
+                c.n_before,
+                s(c.n_before),
+                c.n_after
+            )
+        } else {
+            format!("confirmed by the stored runs alone ({})", self.basis(c))
+        })
+    }
+
     fn culprit_lines(&self, o: &mut String, c: &Culprit, label: &str) {
         let at = &self.commits[c.pos];
         let parent = &self.commits[c.parent];
@@ -455,10 +483,9 @@ impl FindReport<'_> {
                 .unwrap_or_default(),
             self.evidence(c.p_value, true),
             self.basis(c),
-            if c.verified {
-                ", confirmed by interleaved re-runs"
-            } else {
-                ", NOT confirmed"
+            match self.confirmation(c) {
+                Some(how) => format!(", {how}"),
+                None => ", NOT confirmed".to_string(),
             }
         );
         if c.parent + 1 == c.pos {
@@ -716,11 +743,9 @@ pub fn markdown(r: &FindReport<'_>) -> String {
                 format!("{} ({})", super::text::fmt_p(c.p_value), r.test_name(c))
             },
             md_escape(&r.basis(c)),
-            if c.verified {
-                "; confirmed by interleaved re-runs of parent and culprit"
-            } else {
-                ""
-            }
+            r.confirmation(c)
+                .map(|how| format!("; {how}"))
+                .unwrap_or_default()
         );
         let _ = writeln!(o, "- author: {}, {}", md_escape(&at.author), date(at.time));
         let _ = writeln!(o, "- commit: `{}`", at.id);
@@ -918,6 +943,8 @@ mod tests {
             windows: 0,
             p_value,
             verified: true,
+            reruns: 0,
+            rerun_windows: 0,
         }
     }
 

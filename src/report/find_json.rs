@@ -33,6 +33,10 @@ struct JsonCulprit {
     p_value: f64,
     candidates: Vec<String>,
     verified: bool,
+    /// Runs of parent and culprit taken interleaved to confirm the step (both sides, each
+    /// run once; 0: confirmed by exact values, or not confirmed) and their windows of time.
+    reruns: usize,
+    rerun_windows: usize,
     kind: &'static str,
     /// The merge commit that brought this culprit into the searched range's first-parent chain.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -140,6 +144,8 @@ fn json_culprit(r: &FindReport<'_>, c: &Culprit) -> JsonCulprit {
             .map(|&p| r.commits[p].id.to_string())
             .collect(),
         verified: c.verified,
+        reruns: c.reruns,
+        rerun_windows: c.rerun_windows,
         kind: judge(r.test.direction, c.rel_change),
         merge: r.merge_of(c.pos).map(|m| r.commits[m].id.to_string()),
         why: r.why_of(c.pos).map(super::why::json),

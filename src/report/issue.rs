@@ -137,11 +137,9 @@ pub fn markdown(x: &Issue<'_>) -> String {
                 at.id,
                 md_escape(&at.author),
                 date(at.time),
-                if c.verified {
-                    "; confirmed by interleaved re-runs of parent and culprit"
-                } else {
-                    ""
-                },
+                r.confirmation(c)
+                    .map(|how| format!("; {how}"))
+                    .unwrap_or_default(),
                 if cs.len() > 1 {
                     format!("; the largest of {} steps", cs.len())
                 } else {

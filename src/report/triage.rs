@@ -359,6 +359,26 @@ pub fn markdown(v: &View<'_>) -> String {
     o
 }
 
+/// What the finding's confirmation rests on, from its tests' evidence: their interleaved
+/// re-runs (counted, with their windows), or exact values.
+fn confirmation(x: &Finding) -> String {
+    let reruns: usize = x.tests.iter().map(|t| t.reruns).sum();
+    let windows: usize = x.tests.iter().map(|t| t.rerun_windows).sum();
+    if reruns > 0 {
+        format!(
+            "confirmed by {} interleaved re-run{} in {} window{} of time",
+            reruns,
+            if reruns == 1 { "" } else { "s" },
+            windows,
+            if windows == 1 { "" } else { "s" }
+        )
+    } else if x.tests.iter().all(|t| t.deterministic) {
+        "confirmed by exact values".to_string()
+    } else {
+        "confirmed by `find`'s search".to_string()
+    }
+}
+
 /// The body of the issue a new culprit gets: every test it moved, the full report of each
 /// test searched in this run, the commands that reproduce it, and the marker that keeps it
 /// from being posted twice.
@@ -379,10 +399,11 @@ pub fn issue_body(
                 .collect();
             let _ = writeln!(
                 o,
-                "**Ambiguous: any of {} may be the culprit.** Commits between them cannot be built, so the step could be pinned no closer. Found by `perfbisect triage`: {} moved {}, confirmed by interleaved re-runs of `{}` {} and `{}`, the last commit before it that builds.\n",
+                "**Ambiguous: any of {} may be the culprit.** Commits between them cannot be built, so the step could be pinned no closer. Found by `perfbisect triage`: {} moved {}, {} of `{}` {} and `{}`, the last commit before it that builds.\n",
                 list.join(", "),
                 md::code(short(&x.commit)),
                 count(x.tests.len(), "test"),
+                confirmation(x),
                 short(&x.commit),
                 md::text(&x.subject),
                 short(&t.parent)
@@ -391,10 +412,11 @@ pub fn issue_body(
         None => {
             let _ = writeln!(
                 o,
-                "Commit `{}` {} moved {}, found by `perfbisect triage` and confirmed by interleaved re-runs of the commit and the one before it.\n",
+                "Commit `{}` {} moved {}, found by `perfbisect triage` and {} of the commit and the one before it.\n",
                 x.commit,
                 md::text(&x.subject),
-                count(x.tests.len(), "test")
+                count(x.tests.len(), "test"),
+                confirmation(x)
             );
         }
     }
@@ -500,6 +522,8 @@ mod tests {
                 why: vec!["Curl_h2 +1.20 %".into()],
                 posted: false,
                 candidates: Vec::new(),
+                reruns: 20,
+                rerun_windows: 2,
             }],
             unconfirmed: Vec::new(),
             fixed_by: None,
