@@ -237,6 +237,7 @@ pub fn triage(ws: &Workspace, opts: &Options<'_>) -> anyhow::Result<Outcome> {
                 no_descend: false,
                 why: false,
                 no_why: false,
+                replay: false,
             };
             let (run, why) = crate::finder::find(ws, (*t).clone(), &ask, Instant::now())?;
             out.searches += 1;

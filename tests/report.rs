@@ -1067,3 +1067,61 @@ fn reproduce_commands_name_a_config_found_elsewhere() {
     assert!(md.contains("--config perfbisect.toml "), "{md}");
     assert!(!md.contains(&f.dir.path().display().to_string()), "{md}");
 }
+
+/// `report` after `find` over the same range states `find`'s verdict and notes, whatever the
+/// runs stored since; another definition of the test is another search.
+#[test]
+fn report_states_the_verdict_find_reached_over_the_same_range() {
+    let f = stepped();
+    let found = f.json(&["find", "value", &f.range(), "--format", "json"]);
+    assert_eq!(found["verdict"], "culprit", "{found}");
+    // Every commit measured since: the store shows more than the search looked at.
+    f.run_json("value", &f.range(), &[]);
+    let j = f.json(&["report", "value", &f.range(), "--format", "json"]);
+    let r = &j["find"];
+    assert_eq!(r["culprits"], found["culprits"], "{j}\n{found}");
+    let notes: Vec<&str> = r["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    let kept = found["notes"].as_array().unwrap();
+    assert_eq!(
+        &notes[..kept.len()],
+        &kept.iter().map(|n| n.as_str().unwrap()).collect::<Vec<_>>()[..],
+        "{j}"
+    );
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("the verdict is the one `perfbisect find` reached")),
+        "{j}"
+    );
+    assert_eq!(
+        (r["builds"].as_u64(), r["runs"].as_u64()),
+        (Some(0), Some(0)),
+        "{j}"
+    );
+    // The Markdown says the same verdict.
+    let out = f
+        .cmd()
+        .args(["report", "value", &f.range()])
+        .output()
+        .unwrap();
+    let md = String::from_utf8_lossy(&out.stdout);
+    let culprit = &f.ids[7][..10];
+    assert!(
+        md.starts_with(&format!("## `value`: regression at `{culprit}`")),
+        "{md}"
+    );
+    // A test defined otherwise is searched afresh: no kept verdict is stated for it.
+    f.set_config(&CONFIG.replace("threshold = \"2%\"", "threshold = \"3%\""));
+    let j = f.json(&["report", "value", &f.range(), "--format", "json"]);
+    assert!(
+        !j["find"]["notes"]
+            .to_string()
+            .contains("the verdict is the one"),
+        "{j}"
+    );
+}

@@ -53,6 +53,7 @@ pub fn find(g: &Global, args: FindArgs) -> anyhow::Result<i32> {
         no_descend: args.no_descend,
         why: args.why,
         no_why: args.no_why,
+        replay: false,
     };
     let (mut run, why) = crate::finder::find(&ws, test, &ask, started)?;
     let code = match run.outcome {
@@ -129,6 +130,7 @@ fn several(
         no_descend: args.no_descend,
         why: args.why,
         no_why: args.no_why,
+        replay: false,
     };
     let invocation = super::common::invocation(g, ws);
     let (mut texts, mut values) = (Vec::new(), Vec::new());

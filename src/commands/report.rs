@@ -53,6 +53,7 @@ pub fn report(g: &Global, args: ReportArgs) -> anyhow::Result<()> {
         no_descend: args.no_descend,
         why: false,
         no_why: false,
+        replay: true,
     };
     let (mut run, why) = crate::finder::find(&ws, test, &ask, started)?;
     // Markdown is for an issue: no path of this machine's in its commands.

@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::bisect::{Culprit, Outcome};
 use crate::config::{Direction, Test};
@@ -54,7 +54,7 @@ pub struct FindReport<'a> {
 }
 
 /// How a search measured, for the report.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct SearchFacts {
     /// The metric does not follow the machine's load (a Cachegrind count, a deterministic
     /// value): a drift between windows is the program's, not the machine's speed.
@@ -91,7 +91,7 @@ pub struct SearchFacts {
 }
 
 /// How much this machine's speed moved during a search: one build measured at different times.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct DriftFact {
     /// (highest - lowest) window median, relative to the build's median.
     pub rel: f64,
@@ -157,7 +157,7 @@ impl SearchFacts {
 }
 
 /// The gap between two imported rounds whose levels differ, which the search was narrowed to.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ImportedGap {
     /// Imported samples of the test within the range.
     pub samples: usize,
@@ -176,7 +176,7 @@ pub struct ImportedGap {
 }
 
 /// One end of an [`ImportedGap`].
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct GapEnd {
     pub commit: String,
     pub median: f64,

@@ -18,6 +18,9 @@ use crate::report::find::{
 use crate::report::plot::{Marker, MarkerKind};
 use crate::store::Appender;
 
+mod imported;
+mod saved;
+
 /// What this invocation spent, over every search it ran.
 #[derive(Debug, Default)]
 struct Tally {
@@ -280,6 +283,96 @@ pub struct Ask<'a> {
     /// `--why` and `--no-why`.
     pub why: bool,
     pub no_why: bool,
+    /// State the verdict an earlier `find` reached over the same range (kept in the cache)
+    /// instead of searching again: `report`.
+    pub replay: bool,
+}
+
+impl FindRun {
+    /// The run a kept verdict describes: its search as `find` made it, nothing spent now.
+    /// `None` when the kept commits do not parse.
+    fn replayed(test: Test, spec: &str, v: saved::Verdict) -> Option<FindRun> {
+        let commits = v
+            .commits
+            .iter()
+            .map(saved::SavedCommit::info)
+            .collect::<Option<Vec<_>>>()?;
+        let mut notes = v.notes;
+        notes.push(format!(
+            "the verdict is the one `perfbisect find` reached over this range on {} (kept in \
+             the cache): `report` states it as `find` did, and `find` searches again",
+            crate::report::text::date(i64::try_from(v.at).unwrap_or(i64::MAX))
+        ));
+        Some(FindRun {
+            test,
+            spec: spec.to_string(),
+            searched: v.searched,
+            commits,
+            blocks: v.blocks.into_iter().map(|(a, b)| a..b).collect(),
+            outcome: v.outcome,
+            probed: v.probed,
+            notes,
+            skips: v
+                .skips
+                .into_iter()
+                .map(|(pos, reason)| Skip { pos, reason })
+                .collect(),
+            merges: v.merges,
+            tally: Tally {
+                facts: v.facts,
+                ..Tally::default()
+            },
+            deterministic: v.deterministic,
+            seconds: 0.0,
+            imported: v.imported,
+        })
+    }
+
+    /// This run's verdict as the cache keeps it.
+    fn saved(&self, definition: String, ends: (String, String)) -> saved::Verdict {
+        saved::Verdict {
+            definition,
+            ends,
+            at: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+            commits: self.commits.iter().map(saved::SavedCommit::of).collect(),
+            searched: self.searched,
+            blocks: self.blocks.iter().map(|b| (b.start, b.end)).collect(),
+            outcome: self.outcome.clone(),
+            probed: self.probed.clone(),
+            notes: self.notes.clone(),
+            skips: self
+                .skips
+                .iter()
+                .map(|s| (s.pos, s.reason.clone()))
+                .collect(),
+            merges: self.merges.clone(),
+            deterministic: self.deterministic,
+            imported: self.imported.clone(),
+            facts: self.tally.facts.clone(),
+        }
+    }
+}
+
+/// What a verdict over `range` depends on besides the range, and the range's ends: the key
+/// a kept verdict is found by. `None` for a range without an old end.
+fn verdict_key(
+    ws: &Workspace,
+    test: &Test,
+    ask: &Ask<'_>,
+) -> anyhow::Result<Option<(String, (String, String))>> {
+    let range = ws.repo.range(ask.range)?;
+    let Some(base) = range.base else {
+        return Ok(None);
+    };
+    let tip = range.commits.last().map_or(base.id, |c| c.id);
+    let definition = format!(
+        "{test:?}|build {:x}|descend {}",
+        ws.config.build.recipe_hash(),
+        !ask.no_descend
+    );
+    Ok(Some((definition, (base.id.to_string(), tip.to_string()))))
 }
 
 /// `find`'s whole job, which `report` does too: the search; the check of the builds its
@@ -294,6 +387,18 @@ pub fn find(
     ask: &Ask<'_>,
     started: Instant,
 ) -> anyhow::Result<(FindRun, Vec<crate::profile::Profiled>)> {
+    let key = verdict_key(ws, &test, ask)?;
+    let kept = key
+        .as_ref()
+        .filter(|_| ask.replay)
+        .and_then(|(d, ends)| saved::load(&ws.cache.root, &test.name, d, ends))
+        .and_then(|v| FindRun::replayed(test.clone(), ask.range, v));
+    if let Some(run) = kept {
+        ws.note(
+            "perfbisect: stating the verdict `find` reached over this range (kept in the cache)",
+        );
+        return finish(ws, run, ask, started);
+    }
     let mut run = search(ws, test.clone(), ask.range, ask.jobs, ask.no_descend)?;
     // A "no change" names no build: cargo's builds, whose own dependency tracking is trusted
     // (as beside the measurements), are not rebuilt for it; other builds' ends are, since a
@@ -324,6 +429,22 @@ pub fn find(
             run.notes.push(n);
         }
     }
+    if let Some((definition, ends)) = key {
+        // Losing it costs only a report's replay: said, never fatal.
+        if let Err(e) = saved::save(&ws.cache.root, &run.test.name, run.saved(definition, ends)) {
+            ws.warn(&format!("the verdict was not kept for `report`: {e:#}"));
+        }
+    }
+    finish(ws, run, ask, started)
+}
+
+/// The profiles of a run's culprits, and its clock stopped.
+fn finish(
+    ws: &Workspace,
+    mut run: FindRun,
+    ask: &Ask<'_>,
+    started: Instant,
+) -> anyhow::Result<(FindRun, Vec<crate::profile::Profiled>)> {
     let t = Instant::now();
     let mut profiles = 0;
     let why = why(ws, &run, ask.why, ask.no_why, &mut profiles)?;
@@ -401,7 +522,7 @@ pub fn search(
     let mut searched = range.commits.len();
     // Imported rounds first: when they show a step, only the gap between the two rounds
     // around it is searched (and built).
-    let mut gap = imported_gap(&test, &stored, &commits, params);
+    let mut gap = imported::gap(&test, &stored, &commits, params);
     let mut gap_notes = Vec::new();
     let mut first = None;
     if let Some((lo, hi, g)) = &mut gap {
@@ -830,119 +951,6 @@ fn drive(
         deterministic: search.is_deterministic(),
         min_detectable: search.min_detectable(),
     })
-}
-
-/// Imported points on either side of a boundary compared by a noisy test: enough for a rank
-/// test to reach α = 0.01 with one sample per round (5 vs 5).
-const STEP_WINDOW: usize = 5;
-
-/// The index of the first imported point of a new level: among the boundaries where the
-/// points before and after (up to [`STEP_WINDOW`] on each side for a noisy test, the two
-/// neighbours for a deterministic one) differ by the test's rule (significant and at least the
-/// threshold), the one with the largest change. Cron series are short and sparse, too short
-/// for change-point detection's minimum segments, and only one gap is needed.
-fn imported_step(series: &[Vec<f64>], test: &Test, deterministic: bool) -> Option<usize> {
-    let w = if deterministic { 1 } else { STEP_WINDOW };
-    let mut best: Option<(usize, f64)> = None;
-    for k in 1..series.len() {
-        let left: Vec<f64> = series[k.saturating_sub(w)..k].concat();
-        let right: Vec<f64> = series[k..(k + w).min(series.len())].concat();
-        // The nearest neighbours must differ too, or a window would place the step early.
-        let near = crate::stats::differ_declared(
-            &series[k - 1],
-            &series[k],
-            1.0,
-            test.threshold,
-            deterministic,
-        );
-        let Some(d) =
-            crate::stats::differ_declared(&left, &right, test.alpha, test.threshold, deterministic)
-        else {
-            continue;
-        };
-        if d.differs
-            && near.is_some_and(|n| n.rel_change.signum() == d.rel_change.signum())
-            && test.threshold.reached(
-                crate::stats::median(&series[k - 1]).unwrap_or(0.0),
-                crate::stats::median(&series[k]).unwrap_or(0.0),
-            )
-            && best.is_none_or(|(_, r)| d.rel_change.abs() > r)
-        {
-            best = Some((k, d.rel_change.abs()));
-        }
-    }
-    best.map(|(k, _)| k)
-}
-
-/// The gap between two imported rounds (positions `lo < hi` of `commits`) across which the
-/// imported numbers of `test` step, when they do: the change point of the imported series
-/// (per commit, in range order) with the largest effect. `None` when fewer than two commits
-/// of the range have imported samples or the imported numbers show no step.
-fn imported_gap(
-    test: &Test,
-    stored: &Samples,
-    commits: &[CommitInfo],
-    params: Params,
-) -> Option<(usize, usize, ImportedGap)> {
-    let mut at = Vec::new();
-    let mut series = Vec::new();
-    for (pos, c) in commits.iter().enumerate() {
-        let v: Vec<f64> = stored
-            .own(&c.id)
-            .iter()
-            .filter(|s| s.import.is_some())
-            .filter_map(|s| s.value)
-            .collect();
-        if !v.is_empty() {
-            at.push(pos);
-            series.push(v);
-        }
-    }
-    if at.len() < 2 {
-        return None;
-    }
-    let k = imported_step(&series, test, params.deterministic)?;
-    let (lo, hi) = (at[k - 1], at[k]);
-    let end = |pos: usize| {
-        let recs: Vec<&crate::store::Sample> = stored
-            .own(&commits[pos].id)
-            .iter()
-            .filter(|s| s.import.is_some() && s.value.is_some())
-            .collect();
-        let vals: Vec<f64> = recs.iter().filter_map(|s| s.value).collect();
-        let mut rounds: Vec<String> = recs
-            .iter()
-            .filter_map(|s| s.import.as_ref()?.round.as_deref().map(str::to_string))
-            .collect();
-        rounds.sort_by(|a, b| crate::report::text::natural_cmp(a, b));
-        rounds.dedup();
-        let mut machines: Vec<String> = recs
-            .iter()
-            .filter_map(|s| s.import.as_ref()?.machine.as_deref().map(str::to_string))
-            .collect();
-        machines.sort();
-        machines.dedup();
-        GapEnd {
-            commit: commits[pos].id.to_string(),
-            median: crate::stats::median(&vals).unwrap_or(f64::NAN),
-            n: vals.len(),
-            rounds,
-            machines,
-        }
-    };
-    Some((
-        lo,
-        hi,
-        ImportedGap {
-            samples: series.iter().map(Vec::len).sum(),
-            commits: at.len(),
-            old: end(lo),
-            new: end(hi),
-            inside: hi - lo - 1,
-            trusted_ends: params.deterministic,
-            fell_back: false,
-        },
-    ))
 }
 
 /// The bisection knobs of a test. Only `deterministic = true` makes a metric deterministic; a
