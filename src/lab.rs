@@ -314,7 +314,7 @@ impl Lab for WorkspaceLab<'_> {
     }
 
     /// With `-v`, or without a progress bar, where the search placed the probe just measured:
-    /// "old-like", "new-like", between the levels, or still unknown.
+    /// "old-like", "new-like", between the levels, beyond one of them, or still unknown.
     fn decided(&mut self, d: &crate::bisect::Decision) {
         use crate::bisect::Placed;
         if !self.step_lines() {
@@ -324,6 +324,17 @@ impl Lab for WorkspaceLab<'_> {
         let what = match d.placed {
             Placed::OldLike => "old-like".to_string(),
             Placed::NewLike => "new-like".to_string(),
+            // Beyond both levels is not between them: said as it lies.
+            Placed::Between if d.probe < d.old.min(d.new) || d.probe > d.old.max(d.new) => {
+                format!(
+                    "beyond the {} level (a second step: both sides are searched)",
+                    if (d.probe - d.new).abs() < (d.probe - d.old).abs() {
+                        "new"
+                    } else {
+                        "old"
+                    }
+                )
+            }
             Placed::Between => {
                 "between the levels (a second step: both sides are searched)".to_string()
             }

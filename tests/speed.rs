@@ -84,7 +84,10 @@ max_repeats = 30
     let j = f.json(&["find", "value", &f.range(), "--format", "json"]);
     assert_eq!(j["verdict"], "inconclusive", "{j:#}");
     let why = j["reason"].as_str().unwrap();
-    assert!(why.contains("could only have seen a change of"), "{why}");
+    assert!(
+        why.contains("reliably (80 % of the time) only from"),
+        "{why}"
+    );
     let mdc = j["measured"]["min_detectable"].as_f64().unwrap();
     assert!(mdc > 0.01, "{mdc}");
     // It measured more before saying so.

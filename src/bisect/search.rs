@@ -400,15 +400,17 @@ impl Search {
         if mdc > thr {
             return self.finish(Outcome::Inconclusive {
                 reason: format!(
-                    "the ends do not differ ({} {} to {} {}, {:+.2} %, {}), but {} and {} run{} \
-                     of them could only have seen a change of {} % or more, and the threshold \
-                     is {}; the noise here ({} %{}) is too large for {}",
+                    "the runs of the ends do not show a change ({} {} to {} {}, {:+.2} %, {}, \
+                     not below α = {}), and {} and {} run{} of them show one reliably (80 % of \
+                     the time) only from {} %, while the threshold is {}; the noise here ({} %{}) \
+                     is too large for {}",
                     self.name(0),
                     fmt_num(c.before),
                     self.name(hi),
                     fmt_num(c.after),
                     c.rel * 100.0,
                     self.p_text(c.p),
+                    self.params.alpha,
                     n0,
                     nhi,
                     if n0 == 1 && nhi == 1 { "" } else { "s" },

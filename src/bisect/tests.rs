@@ -409,7 +409,10 @@ fn no_change_is_only_said_when_the_runs_could_have_seen_the_threshold() {
         let r = drive(&mut search, &mut w);
         match &r.outcome {
             Outcome::Inconclusive { reason, .. } => {
-                assert!(reason.contains("could only have seen"), "{reason}");
+                assert!(
+                    reason.contains("show one reliably (80 % of the time) only from"),
+                    "{reason}"
+                );
                 let mdc = search.min_detectable().unwrap();
                 assert!(mdc > 0.01, "{mdc}");
             }

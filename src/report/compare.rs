@@ -129,7 +129,7 @@ pub fn text(c: &Comparison, test: &crate::config::Test) -> String {
             } else if c.could_see_threshold == Some(false) || c.min_detectable.is_none() {
                 let seen = match c.min_detectable {
                     Some(m) => format!(
-                        "{} each could only have seen a change of {} % or more, and the threshold is {}",
+                        "{} each show a change reliably (80 % of the time) only from {} %, while the threshold is {}",
                         count(c.runs, "run"),
                         fmt_num(m * 100.0),
                         threshold_text(test)

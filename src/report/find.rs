@@ -142,14 +142,21 @@ impl SearchFacts {
         ))
     }
 
-    /// "; 60 of the 110 runs measured the commits beside the probes again (interleaving)".
-    pub fn interleaving_text(&self) -> String {
+    /// "; 60 of the runs measured commits again beside the probes, in 9 windows side by side
+    /// (interleaving)"; without `probes` (commits measured between the ends) the commits were
+    /// measured beside each other, and it says that.
+    pub fn interleaving_text(&self, probes: usize) -> String {
         if self.beside_runs == 0 {
             return String::new();
         }
         format!(
-            "; {} of the runs measured commits again beside the probes, in {} window{} side by side (interleaving)",
+            "; {} of the runs measured commits again {}, in {} window{} side by side (interleaving)",
             self.beside_runs,
+            if probes > 0 {
+                "beside the probes"
+            } else {
+                "beside the commit compared with them"
+            },
             self.windows,
             if self.windows == 1 { "" } else { "s" }
         )
@@ -305,7 +312,12 @@ impl FindReport<'_> {
                 String::new()
             }
         ) + &self.time_line()
-            + &self.facts.interleaving_text()
+            + &self.facts.interleaving_text(
+                self.probed
+                    .iter()
+                    .filter(|&&p| p != 0 && p != self.searched)
+                    .count(),
+            )
     }
 
     /// "; building 12s in 3 rounds (up to 4 at once), checking builds 40s, measuring 2s,

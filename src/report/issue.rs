@@ -468,9 +468,9 @@ fn change_points(o: &mut String, x: &Issue<'_>) {
         let list: Vec<String> = extra.iter().map(|c| format!("`{c}`")).collect();
         let _ = writeln!(
             o,
-            "{} {} not named by `find`: `find` names only steps that interleaved re-runs of the \
-             commit and the one before it confirm, while change points come from every stored run \
-             at once, unconfirmed. {} over the commits around {} decides {}.\n",
+            "{} {} not named by `find`: `find` names only steps it confirms on the commit and \
+             the one before it (by interleaved re-runs, or exact values), while change points come \
+             from every stored run at once, unconfirmed. {} over the commits around {} decides {}.\n",
             list.join(", "),
             if extra.len() == 1 { "is" } else { "are" },
             md::code(&format!("perfbisect find {} OLD..NEW", x.find.test.name)),
@@ -498,30 +498,51 @@ fn change_points(o: &mut String, x: &Issue<'_>) {
         .into_iter()
         .partition(|c| own(c.parent).min(own(c.pos)) < super::show::RANK_RUNS);
     let names = |cs: &[&Culprit]| {
-        cs.iter()
+        let list: Vec<String> = cs
+            .iter()
             .map(|c| format!("`{}`", r.commits[c.pos].short()))
-            .collect::<Vec<_>>()
-            .join(", ")
+            .collect();
+        match list.split_last() {
+            Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+            _ => list.join(""),
+        }
+    };
+    // One culprit or several: the sentence agrees with its subject.
+    let subject = |cs: &[&Culprit]| {
+        if cs.len() == 1 {
+            format!("`find`'s culprit {} is no change point", names(cs))
+        } else {
+            format!("`find`'s culprits {} are no change points", names(cs))
+        }
     };
     if !few.is_empty() {
         let _ = writeln!(
             o,
-            "`find`'s culprit {} is no change point here: the stored runs around it are too few \
-             for `detect` to be as certain as the confirmed re-runs were.\n",
-            names(&few)
+            "{} here: the stored runs around {} are too few for `detect` to be as certain as \
+             the confirmation was.\n",
+            subject(&few),
+            if few.len() == 1 { "it" } else { "each" }
         );
     }
     if !many.is_empty() {
+        let one = many.len() == 1;
         let _ = writeln!(
             o,
-            "`find`'s culprit {} is no change point here, though its runs and its parent's are \
-             not few: `detect` weighs every stored run of the range at once and did not separate \
-             this step from the commits around it (where commits differ among themselves by \
-             more than their runs spread, it tests on the levels of the commits measured near a \
-             step, and a step close to a larger one has few of them on one side). The \
-             interleaved re-runs of the culprit and its parent decided it: the numbers above \
-             are theirs.\n",
-            names(&many)
+            "{} here, though {} runs and {} parent's are not few: `detect` weighs every stored \
+             run of the range at once and did not separate {} from the commits around {} (where \
+             commits differ among themselves by more than their runs spread, it tests on the \
+             levels of the commits measured near a step, and a step close to a larger one has \
+             few of them on one side). The confirmation of {} against {} parent decided {}: the \
+             numbers above are {}.\n",
+            subject(&many),
+            if one { "its" } else { "their" },
+            if one { "its" } else { "each one's" },
+            if one { "this step" } else { "these steps" },
+            if one { "it" } else { "them" },
+            if one { "the culprit" } else { "each culprit" },
+            if one { "its" } else { "its own" },
+            if one { "it" } else { "them" },
+            if one { "its" } else { "theirs" },
         );
     }
 }
