@@ -290,7 +290,7 @@ fn markdown_report_snapshot() {
     assert!(md.contains("| not named |"), "{md}");
     assert!(
         md.contains(
-            "`adadadadad` is not named by `find`: `find` names only steps that interleaved re-runs"
+            "`adadadadad` is not named by `find`: `find` names only steps it confirms on the commit and the one before it (by interleaved re-runs, or exact values)"
         ),
         "{md}"
     );
