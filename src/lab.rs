@@ -316,36 +316,11 @@ impl Lab for WorkspaceLab<'_> {
     /// With `-v`, or without a progress bar, where the search placed the probe just measured:
     /// "old-like", "new-like", between the levels, beyond one of them, or still unknown.
     fn decided(&mut self, d: &crate::bisect::Decision) {
-        use crate::bisect::Placed;
         if !self.step_lines() {
             return;
         }
         let c = &self.commits[d.pos];
-        let what = match d.placed {
-            Placed::OldLike => "old-like".to_string(),
-            Placed::NewLike => "new-like".to_string(),
-            // Beyond both levels is not between them: said as it lies.
-            Placed::Between if d.probe < d.old.min(d.new) || d.probe > d.old.max(d.new) => {
-                format!(
-                    "beyond the {} level (a second step: both sides are searched)",
-                    if (d.probe - d.new).abs() < (d.probe - d.old).abs() {
-                        "new"
-                    } else {
-                        "old"
-                    }
-                )
-            }
-            Placed::Between => {
-                "between the levels (a second step: both sides are searched)".to_string()
-            }
-            Placed::Unknown { more_runs: true } => "still unknown; more runs".to_string(),
-            Placed::Unknown { more_runs: false } => {
-                format!(
-                    "still unknown after {}; given up",
-                    crate::report::text::count(d.runs, "run")
-                )
-            }
-        };
+        let what = placed_words(d);
         self.ws.note(&format!(
             "perfbisect: {} is {what}: median {} against the old level {} and the new level {}",
             c.short(),
@@ -705,5 +680,64 @@ impl WorkspaceLab<'_> {
             rounds: done.rounds as u32,
             values: values_out,
         })
+    }
+}
+
+/// Where the search placed a probe, in one vocabulary: at a level ("old-like", "new-like"),
+/// between the levels, beyond one of them (a median past both is not between them), or
+/// still unknown.
+fn placed_words(d: &crate::bisect::Decision) -> String {
+    use crate::bisect::Placed;
+    match d.placed {
+        Placed::OldLike => "old-like".to_string(),
+        Placed::NewLike => "new-like".to_string(),
+        Placed::Between if d.probe < d.old.min(d.new) || d.probe > d.old.max(d.new) => {
+            format!(
+                "beyond the {} level (a second step: both sides are searched)",
+                if (d.probe - d.new).abs() < (d.probe - d.old).abs() {
+                    "new"
+                } else {
+                    "old"
+                }
+            )
+        }
+        Placed::Between => {
+            "between the levels (a second step: both sides are searched)".to_string()
+        }
+        Placed::Unknown { more_runs: true } => "still unknown; more runs".to_string(),
+        Placed::Unknown { more_runs: false } => {
+            format!(
+                "still unknown after {}; given up",
+                crate::report::text::count(d.runs, "run")
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::placed_words;
+    use crate::bisect::{Decision, Placed};
+
+    fn words(placed: Placed, old: f64, probe: f64, new: f64) -> String {
+        placed_words(&Decision {
+            pos: 1,
+            placed,
+            old,
+            probe,
+            new,
+            runs: 5,
+        })
+    }
+
+    #[test]
+    fn a_probe_is_between_the_levels_only_when_it_lies_between_them() {
+        assert!(words(Placed::Between, 100.0, 104.0, 110.0).starts_with("between the levels"));
+        // Past the new level, up or down: beyond it.
+        assert!(words(Placed::Between, 100.0, 125.0, 110.0).starts_with("beyond the new level"));
+        assert!(words(Placed::Between, 110.0, 90.0, 100.0).starts_with("beyond the new level"));
+        assert!(words(Placed::Between, 100.0, 95.0, 110.0).starts_with("beyond the old level"));
+        assert_eq!(words(Placed::OldLike, 100.0, 100.5, 110.0), "old-like");
+        assert_eq!(words(Placed::NewLike, 100.0, 109.0, 110.0), "new-like");
     }
 }

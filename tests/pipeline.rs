@@ -329,7 +329,7 @@ threshold = "2%"
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(text.contains("B is at 90.0 % of A"), "{text}");
-    assert!(text.contains("deterministic"), "{text}");
+    assert!(text.contains("exact (no spread on either side)"), "{text}");
     assert!(!text.contains("p = "), "{text}");
     assert!(text.contains("B differs from A: an improvement"), "{text}");
     // -1000 -> -900 went up, and lower is better: a regression, +10 %.
@@ -376,7 +376,7 @@ fn detect_says_deterministic_and_gives_negative_metrics_the_sign_of_their_move()
     );
     assert_eq!(
         text.trim(),
-        "index 7: -100 -> -110 (-10.00 %), deterministic",
+        "index 7: -100 -> -110 (-10.00 %), exact",
         "{text}"
     );
 }
@@ -417,7 +417,7 @@ threshold = "2%"
         "{text}"
     );
     assert!(
-        text.contains("1000 units -> 900 units (-10.00 %, an improvement), deterministic,"),
+        text.contains("1000 units -> 900 units (-10.00 %, an improvement), exact,"),
         "{text}"
     );
     assert!(!text.contains("p = "), "{text}");
@@ -427,7 +427,10 @@ threshold = "2%"
         .output()
         .unwrap();
     let md = String::from_utf8_lossy(&md.stdout);
-    assert!(md.contains("deterministic") && !md.contains("p = "), "{md}");
+    assert!(
+        md.contains("exact (values compared as they are)") && !md.contains("p = "),
+        "{md}"
+    );
 }
 
 /// A deterministic metric that most commits move a little, with a 0.1 % threshold: thirteen
@@ -492,7 +495,7 @@ fn detect_on_a_deterministic_series_reports_every_step_at_its_commit_with_its_va
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains(&format!(
-            "{} Commit 15: 100000 -> 100650 (+0.65 %), deterministic",
+            "{} Commit 15: 100000 -> 100650 (+0.65 %), exact",
             &f.ids[14][..10]
         )),
         "{text}"

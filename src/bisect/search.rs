@@ -51,9 +51,14 @@ impl Search {
     /// `p = 0.012`, or `deterministic` where runs are compared as plain numbers.
     pub(super) fn p_text(&self, p: f64) -> String {
         if self.det {
-            "deterministic".into()
+            "exact values".into()
         } else {
-            format!("p = {}", fmt_p(p))
+            let p = fmt_p(p);
+            if p.starts_with('<') {
+                format!("p {p}")
+            } else {
+                format!("p = {p}")
+            }
         }
     }
 

@@ -248,7 +248,7 @@ pub fn detect(g: &Global, args: DetectArgs) -> anyhow::Result<()> {
                     _ => format!("index {}", p.index),
                 };
                 let evidence = if p.deterministic {
-                    "deterministic".to_string()
+                    "exact".to_string()
                 } else {
                     format!("{} ({})", crate::report::fmt_p(p.p_value), p.test.name())
                 };
@@ -272,10 +272,10 @@ pub fn detect(g: &Global, args: DetectArgs) -> anyhow::Result<()> {
                 };
                 writeln!(
                     w,
-                    "{at}: {} -> {} ({:+.2} %), {evidence}{basis}",
+                    "{at}: {} -> {} ({}), {evidence}{basis}",
                     fmt_num(p.before),
                     fmt_num(p.after),
-                    p.rel_change * 100.0,
+                    crate::report::text::fmt_rel(p.rel_change, 2),
                 )?;
             }
             for u in &out.undecided {
@@ -285,10 +285,10 @@ pub fn detect(g: &Global, args: DetectArgs) -> anyhow::Result<()> {
                 };
                 writeln!(
                     w,
-                    "undecided: {at}: {} -> {} ({:+.2} %), {} from {} vs {} runs: too few to decide; about {} runs a side would{}",
+                    "undecided: {at}: {} -> {} ({}), {} from {} vs {} runs: too few to decide; about {} runs a side would{}",
                     fmt_num(u.before),
                     fmt_num(u.after),
-                    u.rel_change * 100.0,
+                    crate::report::text::fmt_rel(u.rel_change, 2),
                     crate::report::fmt_p(u.p_value),
                     u.runs[0],
                     u.runs[1],

@@ -238,10 +238,8 @@ pub fn distribution_chart(
         if a >= b {
             continue;
         }
-        let values: Vec<f64> = rows[a..b]
-            .iter()
-            .flat_map(|r| r.values.iter().copied())
-            .collect();
+        // Each real run once: a row showing an identical build's runs does not count them again.
+        let values: Vec<f64> = rows[a..b].iter().flat_map(|r| r.own_values()).collect();
         let sub = if b - a == 1 {
             tick_hash(&rows[a])
         } else {
@@ -267,7 +265,7 @@ pub fn distribution_chart(
             last.highlight = true;
         }
     }
-    let all: Vec<f64> = rows.iter().flat_map(|r| r.values.iter().copied()).collect();
+    let all: Vec<f64> = rows.iter().flat_map(|r| r.own_values()).collect();
     boxes.push(BoxGroup {
         label: "all runs".into(),
         sub: format!("{} commits", rows.len()),

@@ -153,9 +153,9 @@ pub fn text(c: &Comparison, test: &crate::config::Test) -> String {
                 "no difference that passes the test's threshold and alpha".into()
             };
             let evidence = if c.deterministic {
-                "deterministic (no spread on either side)".to_string()
+                "exact (no spread on either side)".to_string()
             } else {
-                format!("p = {p:.2e}")
+                super::text::fmt_p(p)
             };
             let _ = writeln!(
                 o,

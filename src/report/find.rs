@@ -135,10 +135,10 @@ impl SearchFacts {
             "this machine's speed moved"
         };
         Some(format!(
-            "{what} {:.2} % during the search (the same build, {short}, measured in {} windows of time, p = {:.1e}); every decision compared runs taken side by side, so the drift fell on both sides alike",
+            "{what} {:.2} % during the search (the same build, {short}, measured in {} windows of time, {}); every decision compared runs taken side by side, so the drift fell on both sides alike",
             d.rel * 100.0,
             d.windows,
-            d.p_value
+            super::text::fmt_p(d.p_value)
         ))
     }
 
@@ -375,7 +375,7 @@ impl FindReport<'_> {
     /// "deterministic" when the values were compared exactly and the p is no test's result.
     pub(crate) fn evidence(&self, p: f64, sci: bool) -> String {
         if self.deterministic {
-            "deterministic".into()
+            "exact".into()
         } else if sci {
             super::text::fmt_p(p)
         } else {
@@ -482,13 +482,13 @@ impl FindReport<'_> {
         let _ = writeln!(o, "  author {}, {}", at.author, date(at.time));
         let _ = writeln!(
             o,
-            "  {}: {}{} -> {}{} ({:+.2} %, {}{}), {}, {}{}",
+            "  {}: {}{} -> {}{} ({}, {}{}), {}, {}{}",
             self.test.name,
             fmt_num(c.before),
             self.unit(),
             fmt_num(c.after),
             self.unit(),
-            c.rel_change * 100.0,
+            crate::report::text::fmt_rel(c.rel_change, 2),
             judge_with_article(self.test.direction, c.rel_change),
             self.interval_text(c)
                 .map(|i| format!("; {i}"))
@@ -670,9 +670,9 @@ pub fn markdown(r: &FindReport<'_>) -> String {
             let c = &cs[0];
             let _ = writeln!(
                 o,
-                "### {}: {:+.2} % {} at {}\n",
+                "### {}: {} {} at {}\n",
                 md::code(&t.name),
-                c.rel_change * 100.0,
+                crate::report::text::fmt_rel(c.rel_change, 2),
                 judge(t.direction, c.rel_change),
                 r.commits[c.pos].short()
             );
@@ -713,10 +713,10 @@ pub fn markdown(r: &FindReport<'_>) -> String {
         if several {
             let _ = writeln!(
                 o,
-                "#### {} of {}: {:+.2} % {} at `{}` {}\n",
+                "#### {} of {}: {} {} at `{}` {}\n",
                 k + 1,
                 culprits.len(),
-                c.rel_change * 100.0,
+                crate::report::text::fmt_rel(c.rel_change, 2),
                 judge(t.direction, c.rel_change),
                 at.short(),
                 md_escape(&at.subject)
@@ -738,19 +738,19 @@ pub fn markdown(r: &FindReport<'_>) -> String {
         let _ = writeln!(o);
         let _ = writeln!(
             o,
-            "- **{}**: {:+.2} % ({}{}), {}; {}{}",
+            "- **{}**: {} ({}{}), {}; {}{}",
             if *confirmed {
                 "culprit"
             } else {
                 "best guess, unconfirmed"
             },
-            c.rel_change * 100.0,
+            crate::report::text::fmt_rel(c.rel_change, 2),
             judge(t.direction, c.rel_change),
             r.interval_text(c)
                 .map(|i| format!("; {i}"))
                 .unwrap_or_default(),
             if r.deterministic {
-                "deterministic (values compared exactly)".to_string()
+                "exact (values compared as they are)".to_string()
             } else {
                 format!("{} ({})", super::text::fmt_p(c.p_value), r.test_name(c))
             },
@@ -871,7 +871,13 @@ pub(crate) fn reproduce(o: &mut String, r: &FindReport<'_>, c: &Culprit) {
     );
     // The paths in the invocation are the user's: a fence longer than any backticks in them.
     let fence = md::fence(&body);
-    let _ = writeln!(o, "<details><summary>Reproduce</summary>\n");
+    // A report of several culprits has a block for each: its title says whose it is.
+    let _ = writeln!(
+        o,
+        "<details><summary>Reproduce the {} at {}</summary>\n",
+        judge(t.direction, c.rel_change),
+        r.commits[c.pos].short()
+    );
     let _ = writeln!(o, "{fence}sh\n{body}{fence}\n");
     let _ = writeln!(
         o,
@@ -1131,12 +1137,12 @@ mod tests {
         let o = Outcome::Culprits(vec![culprit(3072.0, 3064.0, 0.0)]);
         let (text, md, json) = render(&t, &o, true);
         assert!(
-            text.contains("size: 3072 bytes -> 3064 bytes (-0.26 %, an improvement), deterministic, medians of 1 vs 1 run"),
+            text.contains("size: 3072 bytes -> 3064 bytes (-0.26 %, an improvement), exact, medians of 1 vs 1 run"),
             "{text}"
         );
         assert!(!text.contains("p = "), "{text}");
         assert!(!md.contains("p = ") && !md.contains("Mann-Whitney"), "{md}");
-        assert!(md.contains("deterministic"), "{md}");
+        assert!(md.contains("exact (values compared as they are)"), "{md}");
         let j: serde_json::Value = serde_json::from_str(&json).unwrap();
         assert_eq!(j["deterministic"], true, "{json}");
 
@@ -1163,8 +1169,8 @@ mod tests {
             min_detectable: 0.0,
         };
         let (text, md, _) = render(&t, &o, true);
-        assert!(text.contains("at the new end (deterministic)"), "{text}");
-        assert!(md.contains("(deterministic)"), "{md}");
+        assert!(text.contains("at the new end (exact)"), "{text}");
+        assert!(md.contains("(exact)"), "{md}");
         assert!(!text.contains("p = ") && !md.contains("p = "), "{text}{md}");
     }
 

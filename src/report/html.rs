@@ -442,14 +442,14 @@ fn change_point_table(o: &mut String, p: &Page<'_>) {
         };
         let _ = writeln!(
             o,
-            "<tr><td class=\"l\"><a class=\"hash\" href=\"#c-{}\">{}</a></td><td class=\"l wrap\">{} → {}</td><td>{:+.2} %</td><td class=\"l wrap\">{}</td><td class=\"l subject wide\">{}</td></tr>",
+            "<tr><td class=\"l\"><a class=\"hash\" href=\"#c-{}\">{}</a></td><td class=\"l wrap\">{} → {}</td><td>{}</td><td class=\"l wrap\">{}</td><td class=\"l subject wide\">{}</td></tr>",
             r.commit.short(),
             r.commit.short(),
             esc(&quantity_pair(cp.before, cp.after, &p.test.unit()).0),
             esc(&quantity_pair(cp.before, cp.after, &p.test.unit()).1),
-            cp.rel_change * 100.0,
+            crate::report::text::fmt_rel(cp.rel_change, 2),
             if cp.deterministic {
-                "deterministic".to_string()
+                "exact".to_string()
             } else {
                 esc(&format!("{} ({})", super::text::fmt_p(cp.p_value), cp.test.name()))
             },
@@ -565,6 +565,13 @@ fn commit_table(o: &mut String, p: &Page<'_>, recent_from: usize) {
             r.commit.id,
             r.commit.short(),
             esc(&r.commit.subject)
+                + &r
+                    .same_build_as
+                    .map(|b| format!(
+                        " <span class=\"none\">(same build as {})</span>",
+                        crate::git::short(&b)
+                    ))
+                    .unwrap_or_default()
         );
     }
     o.push_str("</table>\n");

@@ -62,9 +62,9 @@ impl Issue<'_> {
     fn effect(&self, c: &Culprit) -> String {
         let (before, after) = quantity_pair(c.before, c.after, &self.unit());
         md_escape(&format!(
-            "{}: {:+.2} % ({before} → {after}{}), {}, {}",
+            "{}: {} ({before} → {after}{}), {}, {}",
             self.find.test.name,
-            c.rel_change * 100.0,
+            crate::report::text::fmt_rel(c.rel_change, 2),
             self.find
                 .interval_text(c)
                 .map(|i| format!("; {i}"))
@@ -342,14 +342,28 @@ fn around_table(o: &mut String, x: &Issue<'_>, c: &Culprit, confirmed: bool) {
         .and_then(|q| crate::report::show::step_between(&x.rows[q], row))
         .map_or_else(
             || "—".to_string(),
-            |s| format!("{:+.2} %", s.rel_change * 100.0),
+            |s| crate::report::text::fmt_rel(s.rel_change, 2),
         );
         let hash = if p == c.pos {
             format!("**`{}`**", row.commit.short())
         } else {
             format!("`{}`", row.commit.short())
         };
-        let mut cells = vec![role.to_string(), hash, md_escape(&row.commit.subject)];
+        // As `show` marks it: its runs are the identical build's, counted where they were made.
+        let subject = match &row.same_build_as {
+            Some(b) => format!(
+                "{} *(same build as `{}`)*",
+                md_escape(&row.commit.subject),
+                crate::git::short(b)
+            ),
+            None => md_escape(&row.commit.subject),
+        };
+        let vs = if row.joins_previous && p != c.pos {
+            "same build".to_string()
+        } else {
+            vs
+        };
+        let mut cells = vec![role.to_string(), hash, subject];
         cells.extend(numbers);
         cells.push(vs);
         let _ = writeln!(o, "{}", md::row(&cells));
@@ -440,9 +454,9 @@ fn change_points(o: &mut String, x: &Issue<'_>) {
             md_escape(&row.commit.subject),
             x.quantity(cp.before),
             x.quantity(cp.after),
-            format!("{:+.2} %", cp.rel_change * 100.0),
+            crate::report::text::fmt_rel(cp.rel_change, 2),
             if cp.deterministic {
-                "deterministic".to_string()
+                "exact".to_string()
             } else {
                 format!(
                     "{} ({}){}",

@@ -29,14 +29,33 @@ pub fn json_line<T: serde::Serialize>(value: &T) -> serde_json::Result<String> {
     })
 }
 
-/// A p-value as "p = 1.23e-4", or "p < 1e-300" where it underflowed (a p of 0 would read as
+/// The smallest p-value printed as a number: below it the tests' float arithmetic (normal
+/// approximations, tail sums) says nothing more, and "p = 1.1e-98" reads as a certainty
+/// no run can give.
+pub const P_FLOOR: f64 = 1e-15;
+
+/// A p-value as "p = 1.23e-4", or "p < 1e-15" below [`P_FLOOR`] (a p of 0 would read as
 /// certainty, or as an exact comparison).
 pub fn fmt_p(p: f64) -> String {
-    if p > 0.0 || p.is_nan() {
+    if p >= P_FLOOR || p.is_nan() {
         format!("p = {p:.2e}")
     } else {
-        "p < 1e-300".to_string()
+        format!("p < {P_FLOOR:.0e}")
     }
+}
+
+/// A relative change (`rel`: 0.05 for +5 %) as a signed percentage with `decimals`, or beyond
+/// +1000 % as a ratio, "×20": "+2000000166.7 %" is a number nobody reads.
+pub fn fmt_rel(rel: f64, decimals: usize) -> String {
+    if rel.is_finite() && rel > 10.0 {
+        let ratio = 1.0 + rel;
+        return if ratio < 1e6 {
+            format!("×{}", fmt_num((ratio * 10.0).round() / 10.0))
+        } else {
+            format!("×{ratio:.1e}")
+        };
+    }
+    format!("{:+.*} %", decimals, rel * 100.0)
 }
 
 /// A number with up to five significant digits, trailing zeros dropped; integers stay integers.

@@ -54,9 +54,9 @@ fn short(c: &str) -> &str {
 fn step_line(s: &TestStep) -> String {
     let (b, a) = quantity_pair(s.before, s.after, &s.unit);
     format!(
-        "{}: {b} -> {a} ({:+.2} %, {}{}), {}, {} vs {} runs",
+        "{}: {b} -> {a} ({}, {}{}), {}, {} vs {} runs",
         s.test,
-        s.rel_change * 100.0,
+        crate::report::text::fmt_rel(s.rel_change, 2),
         if s.kind == "regression" {
             "a regression"
         } else {
@@ -76,7 +76,7 @@ fn step_line(s: &TestStep) -> String {
     )
 }
 
-/// "p = 1.0e-6", or "deterministic" for plain numbers compared (a p-value of 0 would read as
+/// "p = 1.0e-6", or "exact" for plain numbers compared (a p-value of 0 would read as
 /// certainty from two runs).
 fn evidence(s: &TestStep) -> String {
     if s.deterministic {
@@ -91,15 +91,15 @@ fn evidence(s: &TestStep) -> String {
     }
 }
 
-/// The p-value as a table cell: "1.0e-6", or "deterministic".
+/// The p-value as a table cell: "1.0e-6", or "exact".
 fn p_cell(s: &TestStep) -> String {
     if s.deterministic {
-        "deterministic".to_string()
-    } else if s.p_value > 0.0 || s.p_value.is_nan() {
+        "exact".to_string()
+    } else if s.p_value >= super::text::P_FLOOR || s.p_value.is_nan() {
         format!("{:.1e}", s.p_value)
     } else {
-        // Underflowed: a p of 0 would read as an exact comparison.
-        "< 1e-300".to_string()
+        // Past what a float's test can tell: a p of 0 would read as an exact comparison.
+        format!("< {:.0e}", super::text::P_FLOOR)
     }
 }
 
@@ -285,8 +285,8 @@ fn table(o: &mut String, x: &Finding) {
             md::text(&b),
             md::text(&a),
             format!(
-                "{:+.2} % ({}){}",
-                s.rel_change * 100.0,
+                "{} ({}){}",
+                crate::report::text::fmt_rel(s.rel_change, 2),
                 md::text(&s.kind),
                 s.interval
                     .filter(|(lo, hi)| lo != hi)

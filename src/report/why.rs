@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use crate::profile::{Change, Why};
 
 use super::md;
+use super::text::fmt_rel;
 
 /// Instructions, short: 1.23 M, 45.6 k.
 fn count(n: i64) -> String {
@@ -41,7 +42,7 @@ fn place(c: &Change) -> String {
 /// The function's own change, `, +20.0 % of its own`; nothing for a new function.
 fn own(c: &Change) -> String {
     c.pct_of_function
-        .map(|p| format!(", {p:+.1} % of its own"))
+        .map(|p| format!(", {} of its own", fmt_rel(p / 100.0, 1)))
         .unwrap_or_default()
 }
 
@@ -117,9 +118,9 @@ pub fn text(why: &Result<Why, String>) -> String {
             for c in &w.changes {
                 let _ = writeln!(
                     o,
-                    "  {:>10}  {:+7.2} %  {}  {}  ({} → {}{})",
+                    "  {:>10}  {:>9}  {}  {}  ({} → {}{})",
                     signed(c.delta),
-                    c.pct_of_total,
+                    fmt_rel(c.pct_of_total / 100.0, 2),
                     c.function,
                     place(c),
                     count(c.before as i64),
@@ -193,10 +194,10 @@ pub fn markdown(why: &Result<Why, String>) -> String {
                         "{}{}",
                         signed(c.delta),
                         c.pct_of_function
-                            .map(|p| format!(" ({p:+.1} %)"))
+                            .map(|p| format!(" ({})", fmt_rel(p / 100.0, 1)))
                             .unwrap_or_default()
                     ),
-                    format!("{:+.2} %", c.pct_of_total),
+                    fmt_rel(c.pct_of_total / 100.0, 2),
                 ];
                 let _ = writeln!(o, "{}", md::row(&cells));
             }
@@ -209,6 +210,17 @@ pub fn markdown(why: &Result<Why, String>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn changes_beyond_a_thousand_percent_read_as_ratios() {
+        assert_eq!(fmt_rel(0.102, 1), "+10.2 %");
+        assert_eq!(fmt_rel(-0.5, 2), "-50.00 %");
+        assert_eq!(fmt_rel(9.99, 1), "+999.0 %");
+        assert_eq!(fmt_rel(19.0, 1), "×20");
+        // 9 → 180 M instructions: a function's own cost.
+        assert_eq!(fmt_rel(180e6 / 9.0 - 1.0, 1), "×2.0e7");
+        assert_eq!(fmt_rel(11.25, 1), "×12.3");
+    }
 
     fn why(before: u64, after: u64) -> Why {
         Why {

@@ -72,13 +72,21 @@ pub(super) fn draw<DB: DrawingBackend>(root: &Area<DB>, c: &Chart) -> DrawResult
                 .filter(|v| v.is_finite()),
         );
     }
-    for b in &c.boxes {
-        pool.extend(b.values.iter().copied().filter(|v| v.is_finite()));
-    }
     if let Some(s) = stats::summarize(&pool) {
         let iqr = s.p75 - s.p25;
         lo = lo.min(s.min.max(s.p25 - 1.5 * iqr));
         hi = hi.max(s.max.min(s.p75 + 1.5 * iqr));
+    }
+    // Each box's whiskers on its own: over the runs of all levels pooled, one level of exact
+    // counts holding most runs would fence every other level off the chart.
+    for b in &c.boxes {
+        let v: Vec<f64> = b.values.iter().copied().filter(|v| v.is_finite()).collect();
+        if let Some(s) = stats::summarize(&v) {
+            let iqr = s.p75 - s.p25;
+            lo = lo.min(s.min.max(s.p25 - 1.5 * iqr));
+            hi = hi.max(s.max.min(s.p75 + 1.5 * iqr));
+        }
+        pool.extend(v);
     }
     // The stake joins the y range when it is near the data; a stake far away would squash
     // the data into a line, so it is then only named at the edge it lies beyond.
