@@ -542,6 +542,24 @@ impl Workspace {
         build::state(&self.cache, &self.config.build, id)
     }
 
+    /// How a failed build of `id` ended, for an error: the tail of what it printed, indented,
+    /// and the path of its full log when there is one.
+    pub fn build_failure(&self, id: &ObjectId) -> String {
+        let tail = match self.build_state(id) {
+            State::Failed(tail) => tail,
+            _ => String::new(),
+        };
+        let log = self.cache.log(id, self.config.build.recipe_hash());
+        let mut text = indent(tail.trim_end());
+        if log.is_file() {
+            text.push_str(&format!(
+                "\nits full log: {}",
+                crate::paths::display_path(&log)
+            ));
+        }
+        text
+    }
+
     /// Build the given commits that are not cached (skipping recorded failures unless
     /// `retry_failed`), up to `jobs` at once.
     pub fn build_missing(

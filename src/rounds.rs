@@ -488,24 +488,14 @@ fn nothing_built(
         return Ok(());
     }
     let first = &commits[0];
-    let tail = match ws.build_state(&first.id) {
-        State::Failed(tail) => tail,
-        _ => String::new(),
-    };
-    let log = ws.cache.log(&first.id, ws.config.build.recipe_hash());
     anyhow::bail!(
-        "no commit of `{}` could be built ({} build{} failed); the first, {} {}, ended with:\n{}{}",
+        "no commit of `{}` could be built ({} build{} failed); the first, {} {}, ended with:\n{}",
         args.range,
         commits.len(),
         if commits.len() == 1 { "" } else { "s" },
         first.short(),
         first.subject,
-        crate::paths::indent(tail.trim_end()),
-        if log.is_file() {
-            format!("\nits full log: {}", crate::paths::display_path(&log))
-        } else {
-            String::new()
-        }
+        ws.build_failure(&first.id)
     );
 }
 
