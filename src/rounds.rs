@@ -396,7 +396,7 @@ pub fn run_pass(
                 // A test of minutes per run says it is alive (without progress bars).
                 let _beat = ws.progress.heartbeat(format!(
                     "measuring {} on {}",
-                    names.join(","),
+                    crate::progress::listed(&names),
                     c.short()
                 ));
                 if let [_] = group.as_slice() {
@@ -657,7 +657,7 @@ fn measure_rounds(
         let doing = |k: usize| {
             format!(
                 "measuring {} on {} commits, round by round (run {} of {all})",
-                names.join(","),
+                crate::progress::listed(&names),
                 visits.len(),
                 (k + 1).min(all)
             )
