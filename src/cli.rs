@@ -46,12 +46,13 @@ first-search` (src/guide/first-search.md).";
 
 /// The end of `--help` and of the manual page: exit codes, environment, files, the guide.
 const AFTER_HELP: &str = "\
-Exit status: 0 done, whatever the verdict (it is in the output); 3 a `find` that could not \
-decide (inconclusive); 1 any other failure; 2 bad usage, \
+Exit status: 0 done, whatever the verdict (it is in the output); 3 a `find` whose runs could \
+not decide (inconclusive); 1 any other failure (a build recipe that builds nothing a command \
+needs is one: the message says how the build ended); 2 bad usage, \
 bad config, unknown revision or test (the message names the key and line, the revision or the \
 test); 128 + the signal's number when stopped by one (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP; \
 everything measured is kept). `step` follows `git bisect run`: \
-0 old, 1 new, 125 cannot tell, 128 fatal.
+0 old, 1 new, 125 skip (does not build, or cannot tell), 128 fatal.
 
 Environment: PERFBISECT_CACHE is the cache directory when --cache is not given. NO_COLOR turns \
 colour off in messages (CLICOLOR_FORCE turns it on where stderr is not a terminal).
@@ -152,7 +153,8 @@ pub enum Command {
     /// neighbours, and the culprit is re-run beside its parent before it is named. Text and
     /// Markdown carry a sparkline of the medians; imported rounds narrow the search to one gap.
     /// `a,b` or `all` search each test over the same builds, a verdict each (JSON `{"tests": [...],
-    /// "builds", "runs", "time_s"}`). Exit 0 with a verdict, 3 when the search could not decide.
+    /// "builds", "runs", "time_s"}`). Exit 0 with a verdict, 3 when the runs could not decide, 1
+    /// when an end of the range does not build (with how its build ended).
     #[command(after_help = "Guide: `perfbisect guide finding` (src/guide/finding.md).")]
     Find(FindArgs),
     /// Build and measure TESTS on every commit of RANGE.

@@ -178,9 +178,11 @@ pub fn compare(
         match art {
             Some(p) => arts.push(p),
             None => anyhow::bail!(
-                "`{rev}` ({}) does not build; see `perfbisect cache ls` and its build log in {}",
+                "`{rev}` ({} {}) could not be built, so there is nothing to compare; its build \
+                 ended with:\n{}",
                 c.short(),
-                ws.cache.log(&c.id, ws.config.build.recipe_hash()).display()
+                c.subject,
+                ws.build_failure(&c.id)
             ),
         }
     }

@@ -16,7 +16,9 @@ impl UsageError {
 
 /// Exit code of a `find` that ran but could not name a culprit with confidence (verdict
 /// `inconclusive`): a script or bot tells it from a finding (0) and a failure (1) without
-/// reading the output.
+/// reading the output. Only the runs' indecision: an end that does not build is the build's
+/// failure (1), as in every command that builds (src/guide/finding.md, the table of exit
+/// codes).
 pub const INCONCLUSIVE: i32 = 3;
 
 /// Exit code 2 for usage errors anywhere in the chain, 1 for anything else.

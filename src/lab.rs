@@ -389,15 +389,37 @@ impl WorkspaceLab<'_> {
         let build = self.ws.config.build.clone();
         let jobs = self.ahead_jobs;
         let say = !self.ws.verbosity.quiet;
-        // A build may outlast the runs beside it: never silent while it is waited for.
-        let beat = self.ws.progress.heartbeat(format!(
-            "building {} beside the measurement",
-            names.join(", ")
-        ));
+        // A build may outlast the runs beside it: never silent while it is waited for. The
+        // heartbeat names the builds still going (none once they are all done).
+        let beat = self.ws.progress.heartbeat("");
+        let finished = std::sync::Mutex::new(vec![false; ids.len()]);
+        let building = |f: &[bool]| {
+            let now: Vec<&str> = crate::build::in_flight(f, jobs)
+                .into_iter()
+                .map(|i| names[i].as_str())
+                .collect();
+            beat.set(if now.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "building {} beside the measurement",
+                    crate::progress::listed(&now)
+                )
+            });
+        };
+        building(&finished.lock().unwrap_or_else(|e| e.into_inner()));
+        let (finished, building) = (&finished, &building);
         let (res, built) = std::thread::scope(|scope| {
             let h = scope.spawn(move || {
                 let t = std::time::Instant::now();
                 let out = crate::build::build_all(&git_dir, &cache, &build, &ids, jobs, &|o| {
+                    {
+                        let mut f = finished.lock().unwrap_or_else(|e| e.into_inner());
+                        if let Some(i) = ids.iter().position(|c| *c == o.commit) {
+                            f[i] = true;
+                        }
+                        building(&f);
+                    }
                     if say {
                         match &o.result {
                             Ok(_) => eprintln!(
@@ -468,17 +490,24 @@ impl WorkspaceLab<'_> {
         let git_dir = self.ws.repo.git_dir().to_path_buf();
         let build = self.ws.config.build.clone();
         let say = !self.ws.verbosity.quiet;
-        // A rebuild may outlast the runs beside it: never silent while it is waited for.
-        let beat = self.ws.progress.heartbeat(format!(
-            "checking {} against pristine rebuilds beside the measurement",
-            names.join(", ")
-        ));
+        // A rebuild may outlast the runs beside it: never silent while it is waited for. The
+        // heartbeat names the one going (one at a time), none once all are done.
+        let beat = self.ws.progress.heartbeat("");
+        let checking = |k: usize| {
+            beat.set(names.get(k).map_or(String::new(), |n| {
+                format!("checking {n} against a pristine rebuild beside the measurement")
+            }));
+        };
+        checking(0);
+        let checking = &checking;
         let (res, checked) = std::thread::scope(|scope| {
             let h = scope.spawn(move || {
                 ids.into_iter()
-                    .map(|id| {
+                    .enumerate()
+                    .map(|(k, id)| {
                         let (check, took) =
                             crate::pristine::check_beside(&git_dir, &cache, &build, id, say, true);
+                        checking(k + 1);
                         (id, check, took)
                     })
                     .collect::<Vec<_>>()
@@ -619,7 +648,7 @@ impl WorkspaceLab<'_> {
         let doing = |k: usize| {
             format!(
                 "measuring {} side by side (run {} of {all})",
-                names.join(", "),
+                crate::progress::listed(&names),
                 k + 1
             )
         };

@@ -542,6 +542,24 @@ impl Workspace {
         build::state(&self.cache, &self.config.build, id)
     }
 
+    /// How a failed build of `id` ended, for an error: the tail of what it printed, indented,
+    /// and the path of its full log when there is one.
+    pub fn build_failure(&self, id: &ObjectId) -> String {
+        let tail = match self.build_state(id) {
+            State::Failed(tail) => tail,
+            _ => String::new(),
+        };
+        let log = self.cache.log(id, self.config.build.recipe_hash());
+        let mut text = indent(tail.trim_end());
+        if log.is_file() {
+            text.push_str(&format!(
+                "\nits full log: {}",
+                crate::paths::display_path(&log)
+            ));
+        }
+        text
+    }
+
     /// Build the given commits that are not cached (skipping recorded failures unless
     /// `retry_failed`), up to `jobs` at once.
     pub fn build_missing(
@@ -568,16 +586,34 @@ impl Workspace {
         let bar = self.progress.bar(todo.len() as u64, "build");
         let verbose = self.verbosity.verbose > 0;
         let (progress, quiet) = (&self.progress, self.verbosity.quiet);
+        // A heartbeat names the builds still going, never the finished ones, then the count.
         let names: Vec<String> = todo.iter().map(git::short).collect();
-        let building = |done: usize| match names.as_slice() {
-            [one] => format!("building {one}"),
-            all => format!("building {} ({done} of {} done)", all.join(", "), all.len()),
+        let finished = std::sync::Mutex::new(vec![false; todo.len()]);
+        let beat = self.progress.heartbeat("building");
+        let building = |finished: &[bool]| {
+            let now: Vec<&str> = build::in_flight(finished, jobs)
+                .into_iter()
+                .map(|i| names[i].as_str())
+                .collect();
+            let n = finished.iter().filter(|&&f| f).count();
+            beat.set_done(
+                format!("building {}", crate::progress::listed(&now)),
+                if names.len() > 1 {
+                    format!("{n} of {} done", names.len())
+                } else {
+                    String::new()
+                },
+            );
         };
-        let beat = self.progress.heartbeat(building(0));
-        let finished = std::sync::atomic::AtomicUsize::new(0);
+        building(&finished.lock().unwrap_or_else(|e| e.into_inner()));
         let done = |o: &build::Outcome| {
-            let n = finished.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-            beat.set(building(n));
+            {
+                let mut f = finished.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some(i) = todo.iter().position(|c| *c == o.commit) {
+                    f[i] = true;
+                }
+                building(&f);
+            }
             // Above the bars (plainly on stderr when they are hidden: CI logs, --no-progress),
             // and not at all with -q, like `note` (the build threads cannot share `self`).
             let say = |msg: String| {

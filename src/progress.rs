@@ -21,27 +21,51 @@ pub struct Progress {
     quiet: bool,
 }
 
+/// Names a heartbeat line lists at most; the rest are counted ("+3 more"), so the line never
+/// runs on over several.
+const LISTED: usize = 3;
+
 /// While it lives, a line on stderr every [`HEARTBEAT`] ("perfbisect: still building
-/// 3a4b5c6d7e (40s so far)") saying what is in progress; inert when bars are drawn or with
-/// `-q`. [`Heartbeat::set`] changes what the next line says.
+/// 3a4b5c6d7e, 9f8e7d6c5b (+3 more) (40s so far); 24 of 46 done") saying what is in progress,
+/// and only that, on one line; inert when bars are drawn or with `-q`. [`Heartbeat::set`]
+/// changes what the next line says.
 pub struct Heartbeat {
     beat: Option<Beating>,
 }
 
-/// A heartbeat's line to say, the sender whose drop stops its thread, and the thread.
+/// A heartbeat's line to say (what is in progress, and how far the whole is), the sender whose
+/// drop stops its thread, and the thread.
 type Beating = (
-    Arc<Mutex<String>>,
+    Arc<Mutex<(String, String)>>,
     mpsc::Sender<()>,
     std::thread::JoinHandle<()>,
 );
 
 impl Heartbeat {
-    /// What is in progress now, for the next line.
+    /// What is in progress now, for the next line; nothing (empty) says no line until set
+    /// again.
     pub fn set(&self, what: impl Into<String>) {
+        self.set_done(what, "");
+    }
+
+    /// What is in progress now, and how far the whole is ("24 of 46 done"), said after the
+    /// time it has taken.
+    pub fn set_done(&self, what: impl Into<String>, done: impl Into<String>) {
         if let Some((w, _, _)) = &self.beat {
-            *w.lock().unwrap_or_else(|e| e.into_inner()) = what.into();
+            *w.lock().unwrap_or_else(|e| e.into_inner()) = (what.into(), done.into());
         }
     }
+}
+
+/// `names` for a heartbeat line: the first [`LISTED`] of them, then how many more ("a, b, c
+/// (+3 more)").
+pub fn listed(names: &[impl AsRef<str>]) -> String {
+    let shown: Vec<&str> = names.iter().take(LISTED).map(AsRef::as_ref).collect();
+    let mut text = shown.join(", ");
+    if names.len() > LISTED {
+        text.push_str(&format!(" (+{} more)", names.len() - LISTED));
+    }
+    text
 }
 
 impl Drop for Heartbeat {
@@ -60,6 +84,19 @@ fn interval() -> Duration {
         .and_then(|v| v.trim().parse::<f64>().ok())
         .filter(|s| s.is_finite() && *s > 0.0)
         .map_or(HEARTBEAT, Duration::from_secs_f64)
+}
+
+/// One heartbeat line: what is in progress (its first line only), the time so far, and how
+/// far the whole is.
+fn line(what: &str, done: &str, elapsed: Duration) -> String {
+    let what = what.lines().next().unwrap_or("");
+    let so_far = humantime::format_duration(Duration::from_secs(elapsed.as_secs()));
+    let done = done.lines().next().unwrap_or("");
+    if done.is_empty() {
+        format!("perfbisect: still {what} ({so_far} so far)")
+    } else {
+        format!("perfbisect: still {what} ({so_far} so far); {done}")
+    }
 }
 
 impl Progress {
@@ -85,7 +122,7 @@ impl Progress {
         if self.visible || self.quiet {
             return Heartbeat { beat: None };
         }
-        let what = Arc::new(Mutex::new(what.into()));
+        let what = Arc::new(Mutex::new((what.into(), String::new())));
         let (stop, stopped) = mpsc::channel::<()>();
         let said = Arc::clone(&what);
         let every = interval();
@@ -93,12 +130,14 @@ impl Progress {
         let thread = std::thread::spawn(move || {
             // Ends when the sender is dropped (recv sees it disconnected).
             while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(every) {
-                let now = said.lock().unwrap_or_else(|e| e.into_inner()).clone();
-                let so_far = Duration::from_secs(start.elapsed().as_secs());
-                eprintln!(
-                    "perfbisect: still {now} ({} so far)",
-                    humantime::format_duration(so_far)
-                );
+                // Held while the line is written: what a caller says after it changed what is
+                // in progress (a build that finished) never comes before a line that still
+                // names the old.
+                // Nothing in progress (all done while the caller waits on more): no line.
+                let now = said.lock().unwrap_or_else(|e| e.into_inner());
+                if !now.0.is_empty() {
+                    eprintln!("{}", line(&now.0, &now.1, start.elapsed()));
+                }
             }
         });
         Heartbeat {
@@ -150,7 +189,7 @@ mod tests {
         let hb = p.heartbeat("building");
         hb.set("building 3a4b5c6d7e");
         assert_eq!(
-            *hb.beat.as_ref().unwrap().0.lock().unwrap(),
+            hb.beat.as_ref().unwrap().0.lock().unwrap().0,
             "building 3a4b5c6d7e"
         );
         let t = Instant::now();
@@ -158,6 +197,23 @@ mod tests {
         assert!(
             t.elapsed() < Duration::from_secs(5),
             "the thread ends at once"
+        );
+    }
+
+    #[test]
+    fn a_heartbeat_line_is_one_line_of_a_few_names() {
+        let names: Vec<String> = (0..6).map(|i| format!("c{i}")).collect();
+        assert_eq!(listed(&names[..2]), "c0, c1");
+        assert_eq!(listed(&names[..3]), "c0, c1, c2");
+        assert_eq!(listed(&names), "c0, c1, c2 (+3 more)");
+        let what = format!("building {}", listed(&names));
+        assert_eq!(
+            line(&what, "24 of 46 done", Duration::from_millis(40_500)),
+            "perfbisect: still building c0, c1, c2 (+3 more) (40s so far); 24 of 46 done"
+        );
+        assert_eq!(
+            line("building c0\nand more", "", Duration::from_secs(2)),
+            "perfbisect: still building c0 (2s so far)"
         );
     }
 }

@@ -396,7 +396,7 @@ pub fn run_pass(
                 // A test of minutes per run says it is alive (without progress bars).
                 let _beat = ws.progress.heartbeat(format!(
                     "measuring {} on {}",
-                    names.join(","),
+                    crate::progress::listed(&names),
                     c.short()
                 ));
                 if let [_] = group.as_slice() {
@@ -488,24 +488,14 @@ fn nothing_built(
         return Ok(());
     }
     let first = &commits[0];
-    let tail = match ws.build_state(&first.id) {
-        State::Failed(tail) => tail,
-        _ => String::new(),
-    };
-    let log = ws.cache.log(&first.id, ws.config.build.recipe_hash());
     anyhow::bail!(
-        "no commit of `{}` could be built ({} build{} failed); the first, {} {}, ended with:\n{}{}",
+        "no commit of `{}` could be built ({} build{} failed); the first, {} {}, ended with:\n{}",
         args.range,
         commits.len(),
         if commits.len() == 1 { "" } else { "s" },
         first.short(),
         first.subject,
-        crate::paths::indent(tail.trim_end()),
-        if log.is_file() {
-            format!("\nits full log: {}", crate::paths::display_path(&log))
-        } else {
-            String::new()
-        }
+        ws.build_failure(&first.id)
     );
 }
 
@@ -667,7 +657,7 @@ fn measure_rounds(
         let doing = |k: usize| {
             format!(
                 "measuring {} on {} commits, round by round (run {} of {all})",
-                names.join(","),
+                crate::progress::listed(&names),
                 visits.len(),
                 (k + 1).min(all)
             )

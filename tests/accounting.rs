@@ -149,6 +149,49 @@ fn long_builds_and_rebuilds_have_a_heartbeat() {
     );
 }
 
+/// A heartbeat during builds is one line naming only the builds still going, then how many
+/// are done: never a commit whose build finished (said with `-v` as `built X in ...`, after
+/// the heartbeat stopped naming it).
+#[test]
+fn a_build_heartbeat_names_only_the_builds_in_flight() {
+    let f = Fixture::new(
+        &specs(4, |_, _| {}),
+        r#"
+[build]
+command = "sleep 0.8; cc -O0 -o app app.c -lm"
+artifacts = ["app"]
+
+[tests.value]
+command = "./app"
+metric = { regex = "^value: ([0-9.]+)" }
+repeats = 1
+"#,
+    );
+    let out = f
+        .std_cmd()
+        .env("PERFBISECT_HEARTBEAT_SECS", "0.2")
+        .args(["-v", "run", "value", &f.range(), "--build-only"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let mut finished: Vec<&str> = Vec::new();
+    let mut beats = 0;
+    for l in err.lines() {
+        if let Some(rest) = l.strip_prefix("built ") {
+            finished.extend(rest.split_whitespace().next());
+        } else if l.starts_with("perfbisect: still building ") {
+            beats += 1;
+            assert!(l.contains(" of 3 done"), "{l}");
+            for c in &finished {
+                assert!(!l.contains(c), "a finished build is named: {l}\n{err}");
+            }
+        }
+    }
+    assert_eq!(finished.len(), 3, "{err}");
+    assert!(beats > 0, "{err}");
+}
+
 /// `commits` commits and a test `slow` whose one run sleeps `secs` before the program.
 fn slow(commits: usize, secs: f64) -> Fixture {
     Fixture::new(

@@ -85,6 +85,66 @@ fn run_and_build_only_fail_with_the_first_build_failure_when_nothing_builds() {
     }
 }
 
+/// A build recipe that builds nothing is a failure (exit 1) with the build's error in every
+/// command that builds, not an inconclusive verdict (exit 3, for runs that could not decide);
+/// `step` answers `git bisect run` with a skip (125), as for any commit that does not build.
+#[test]
+fn every_command_fails_with_the_build_error_when_nothing_builds() {
+    let config = format!(
+        "[build]\ncommand = \"echo compiling; echo 'app.c:7: error: planted failure' >&2; exit 3\"\n\
+         artifacts = [\"app\"]\n{VALUE}"
+    );
+    let f = fixture(3, &config);
+    let range = f.range();
+    let (a, b) = (f.ids[1].as_str(), f.ids[2].as_str());
+    let cases: [&[&str]; 6] = [
+        &["find", "value", &range],
+        &["find", "value", &range, "--format", "json"],
+        &["value", &range],
+        &["report", "value", &range, "--format", "md"],
+        &["compare", "value", a, b],
+        &["triage", "value", &range],
+    ];
+    for args in cases {
+        let out = f.cmd().args(args).output().unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        // ("could be built" from `triage`, whose first step is `run`'s of the newest commit.)
+        assert!(err.contains(" be built"), "{args:?}: {err}");
+        assert!(
+            err.contains("app.c:7: error: planted failure"),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("inconclusive"), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+    let out = f
+        .cmd()
+        .args(["step", "value", "--old", &f.ids[0]])
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{err}");
+    assert!(err.contains("does not build"), "{err}");
+
+    // Only the old end does not build: nothing to compare the range with, the same failure.
+    let old_broken = Fixture::new(
+        &common::specs(3, |i, c| c.broken = i == 1),
+        &common::with_build(VALUE),
+    );
+    let out = old_broken
+        .cmd()
+        .args(["find", "value", &old_broken.range()])
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("the old end of") && err.contains("could not be built"),
+        "{err}"
+    );
+}
+
 #[test]
 fn compare_says_why_a_side_fails_and_stops_it() {
     let f = fixture(3, "");

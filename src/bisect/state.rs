@@ -73,6 +73,28 @@ impl Point {
     pub(super) fn usable(&self) -> bool {
         !self.skipped && (!self.unbuildable || !self.samples.is_empty())
     }
+
+    /// It did not build and nothing stored stands in for it.
+    fn unbuilt(&self) -> bool {
+        self.unbuildable && self.samples.is_empty()
+    }
+}
+
+impl Search {
+    /// Why an inconclusive search never started: the end it had no numbers of because it does
+    /// not build. The old end (0), when it has no stored samples; else the new end, when no
+    /// commit after the old end builds. `None` for any other outcome: the runs decided, or
+    /// could not. A caller says the build's error (exit 1), not an inconclusive verdict.
+    pub fn unbuilt_end(&self) -> Option<usize> {
+        if !matches!(self.phase, Phase::Done(Outcome::Inconclusive { .. })) {
+            return None;
+        }
+        let (old, rest) = self.points.split_first()?;
+        if old.unbuilt() {
+            return Some(0);
+        }
+        (!rest.is_empty() && rest.iter().all(Point::unbuilt)).then(|| self.points.len() - 1)
+    }
 }
 
 #[derive(Debug, Clone)]

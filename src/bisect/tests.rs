@@ -323,6 +323,43 @@ fn unbuildable_new_end_is_nudged_down() {
     assert!(!search.notes().is_empty());
 }
 
+/// A search that never started because an end does not build names that end (its caller
+/// fails with the build's error); one the runs decided, or that steps around unbuildable
+/// commits, names none.
+#[test]
+fn an_unbuilt_end_is_named_only_when_the_search_could_not_start() {
+    let m = 8;
+    let levels = step_levels(m, &[(5, 0.05)]);
+    // The old end does not build (and the new end neither).
+    let mut w = World::new(levels.clone(), 0.0, 1);
+    w.unbuildable = vec![true; m + 1];
+    let mut search = Search::new(m + 1, det());
+    let r = drive(&mut search, &mut w);
+    assert!(matches!(r.outcome, Outcome::Inconclusive { .. }));
+    assert_eq!(search.unbuilt_end(), Some(0));
+    // Only the old end does not build.
+    let mut w = World::new(levels.clone(), 0.0, 1);
+    w.unbuildable[0] = true;
+    let mut search = Search::new(m + 1, det());
+    drive(&mut search, &mut w);
+    assert_eq!(search.unbuilt_end(), Some(0));
+    // The old end is stored; nothing after it builds: the new end is named.
+    let mut search = Search::new(m + 1, det());
+    stored_in(&mut search, 3, 0, &[100.0]);
+    for p in 0..=m {
+        search.mark_unbuildable(p);
+    }
+    assert!(matches!(search.next_action(), Action::Done(_)));
+    assert_eq!(search.unbuilt_end(), Some(m));
+    // An unbuildable new end is stepped around: the search decides, nothing is named.
+    let mut w = World::new(levels, 0.0, 1);
+    w.unbuildable[m] = true;
+    let mut search = Search::new(m + 1, det());
+    let r = drive(&mut search, &mut w);
+    assert!(matches!(r.outcome, Outcome::Culprits(_)), "{:?}", r.outcome);
+    assert_eq!(search.unbuilt_end(), None);
+}
+
 #[test]
 fn two_steps_are_both_reported_largest_first() {
     let m = 64;

@@ -70,7 +70,7 @@ pub fn build_all(
     let pristine = stale::pristine_required(cache, build.incremental, build.recipe_hash());
     let _doing = crate::interrupt::doing(crate::interrupt::Activity::Building);
     let jobs = jobs.clamp(1, commits.len().max(1));
-    let chunk = commits.len().div_ceil(jobs).max(1);
+    let chunk = chunk_len(commits.len(), jobs);
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(jobs)
         .build()
@@ -111,6 +111,23 @@ pub fn build_all(
         all.extend(r?);
     }
     Ok(all)
+}
+
+/// How [`build_all`] splits `n` commits among `jobs` worktrees: each builds a run of this many
+/// of them, in order.
+fn chunk_len(n: usize, jobs: usize) -> usize {
+    n.div_ceil(jobs.clamp(1, n.max(1))).max(1)
+}
+
+/// The commits [`build_all`] is building now, by their index in what it was given, when those
+/// marked in `finished` are done: the first unfinished one of each worktree's run.
+pub fn in_flight(finished: &[bool], jobs: usize) -> Vec<usize> {
+    let chunk = chunk_len(finished.len(), jobs);
+    finished
+        .chunks(chunk)
+        .enumerate()
+        .filter_map(|(slot, part)| part.iter().position(|f| !f).map(|i| slot * chunk + i))
+        .collect()
 }
 
 /// Check out and build one commit in `wt` (emptied first when `pristine`), caching artifacts
@@ -522,4 +539,22 @@ pub fn check_pristine_then(
         old: old.digest,
         new: new.digest,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::in_flight;
+
+    #[test]
+    fn in_flight_is_the_first_unfinished_commit_of_each_worktree() {
+        // One worktree: the oldest unfinished commit only.
+        assert_eq!(in_flight(&[true, true, false, false], 1), vec![2]);
+        // Two worktrees of 3 and 2 commits; the second is done.
+        assert_eq!(in_flight(&[true, false, false, true, true], 2), vec![1]);
+        assert_eq!(in_flight(&[false; 5], 2), vec![0, 3]);
+        // More jobs than commits: every commit at once.
+        assert_eq!(in_flight(&[false, true], 4), vec![0]);
+        assert!(in_flight(&[true; 3], 2).is_empty());
+        assert!(in_flight(&[], 2).is_empty());
+    }
 }

@@ -10,7 +10,8 @@ use crate::report::{charts, spark};
 use super::common::{check_format, locations, verbosity};
 
 /// Exit code 0 for a verdict (culprit or no change), [`crate::error::INCONCLUSIVE`] when the
-/// search could not decide.
+/// runs could not decide; an error (exit 1, with the build's error) when an end of the range
+/// does not build.
 pub fn find(g: &Global, args: FindArgs) -> anyhow::Result<i32> {
     // The summary's clock: every minute from here to the report is accounted for.
     let started = std::time::Instant::now();

@@ -88,6 +88,8 @@ struct Searched {
     skips: Vec<Skip>,
     deterministic: bool,
     min_detectable: Option<f64>,
+    /// The end that does not build, when that is why the search could not start.
+    unbuilt: Option<usize>,
 }
 
 /// Deepest chain of merges `find` descends through (a merge of a merge of ...).
@@ -621,6 +623,9 @@ pub fn search(
             &mut tally,
         )?,
     };
+    if let Some(pos) = first.unbuilt {
+        unbuilt(ws, range_spec, &commits, pos)?;
+    }
     if tally.reused > 0 {
         ws.note(&format!(
             "used {} stored samples of `{}` in this range",
@@ -817,6 +822,34 @@ pub fn search(
     })
 }
 
+/// A search that could not start because the end `pos` of `commits` does not build: that is
+/// the build's failure (exit 1, as `run` fails when nothing builds), not an inconclusive
+/// verdict (exit 3, for runs that could not decide), and it says how the build ended.
+fn unbuilt(ws: &Workspace, spec: &str, commits: &[CommitInfo], pos: usize) -> anyhow::Result<()> {
+    let failed = commits
+        .iter()
+        .filter(|c| matches!(ws.build_state(&c.id), State::Failed(_)))
+        .count();
+    let c = &commits[pos];
+    let failed = crate::report::text::count(failed, "build");
+    if pos == 0 {
+        anyhow::bail!(
+            "the old end of `{spec}`, {} {}, could not be built and no samples of it are stored, \
+             so nothing can be compared with it ({failed} failed); its build ended with:\n{}",
+            c.short(),
+            c.subject,
+            ws.build_failure(&c.id)
+        )
+    }
+    anyhow::bail!(
+        "no commit of `{spec}` after its old end could be built ({failed} failed); the first \
+         tried, {} {}, ended with:\n{}",
+        c.short(),
+        c.subject,
+        ws.build_failure(&c.id)
+    )
+}
+
 /// Move a culprit's positions from a search's own list into the report's.
 /// A change with its sign: `+4184`, `-12.5`.
 fn signed(v: f64) -> String {
@@ -950,6 +983,7 @@ fn drive(
         skips,
         deterministic: search.is_deterministic(),
         min_detectable: search.min_detectable(),
+        unbuilt: search.unbuilt_end(),
     })
 }
 
