@@ -9,7 +9,10 @@ use std::path::{Path, PathBuf};
 
 mod benches;
 mod probe;
+mod source;
 mod text;
+
+pub use source::{checkout, Source};
 
 use text::{q, wrap_comment};
 
@@ -96,54 +99,67 @@ impl Found {
     }
 }
 
-/// Every build system found in `dir`, the one `init` uses first: cargo, CMake, Meson,
-/// autotools, then a plain Makefile (autotools and CMake projects often carry one too).
-pub fn detect(dir: &Path) -> Vec<Found> {
+/// The build systems that the files `has` says are at the top of a project give away, in
+/// the order `init` prefers them, each with its file: cargo, CMake, Meson, autotools (a tracked
+/// `configure` is one too), then a plain Makefile (autotools and CMake projects often carry
+/// one as well).
+pub fn systems(has: &dyn Fn(&str) -> bool, configure_tracked: bool) -> Vec<(System, &'static str)> {
     let mut out = Vec::new();
-    let has = |f: &str| dir.join(f).is_file();
-    if has("Cargo.toml") {
-        out.push(cargo(dir));
+    for (system, files) in [
+        (System::Cargo, &["Cargo.toml"][..]),
+        (System::CMake, &["CMakeLists.txt"]),
+        (System::Meson, &["meson.build"]),
+        (System::Autotools, &["configure.ac", "configure.in"]),
+        (System::Make, &["GNUmakefile", "makefile", "Makefile"]),
+    ] {
+        let found = files.iter().copied().find(|f| has(f));
+        // A tracked `configure` is the project's own (autoconf's, or autosetup's as SQLite's),
+        // even without configure.ac beside it.
+        let found = match system {
+            System::Autotools => found.or(configure_tracked.then_some("configure")),
+            _ => found,
+        };
+        if let Some(f) = found {
+            out.push((system, f));
+        }
     }
-    if has("CMakeLists.txt") {
-        out.push(Found::new(
-            System::CMake,
-            "CMakeLists.txt",
-            program_in(dir, "CMakeLists.txt", cmake_program, "build"),
-        ));
-    }
-    if has("meson.build") {
-        out.push(Found::new(
-            System::Meson,
-            "meson.build",
-            program_in(dir, "meson.build", meson_program, "build"),
-        ));
-    }
-    let tracked = probe::tracked_files(dir);
+    out
+}
+
+/// The build systems of a commit's tree, from the paths it tracks ([`systems`]).
+pub fn systems_of(paths: &[String]) -> Vec<(System, &'static str)> {
+    let top = |f: &str| paths.iter().any(|p| p == f);
+    systems(&top, top("configure"))
+}
+
+/// Every build system found in `dir` (the checkout, or a commit's tree written out), the one
+/// `init` uses first: see [`systems`].
+pub fn detect(dir: &Path, source: &Source<'_>) -> Vec<Found> {
+    let tracked = source.tracked(dir);
     let configure_tracked = tracked.iter().any(|f| f == "configure");
-    // A tracked `configure` is the project's own (autoconf's, or autosetup's as SQLite's),
-    // even without configure.ac beside it.
-    if let Some(f) = ["configure.ac", "configure.in"]
-        .into_iter()
-        .find(|f| has(f))
-        .or(configure_tracked.then_some("configure"))
-    {
-        let mut found = Found::new(
-            System::Autotools,
-            f,
-            program_in(dir, "Makefile.am", automake_program, ""),
-        );
-        found.configure_tracked = configure_tracked;
-        out.push(found);
-    }
-    if let Some(f) = ["GNUmakefile", "makefile", "Makefile"]
-        .into_iter()
-        .find(|f| has(f))
-    {
-        let text = std::fs::read_to_string(dir.join(f)).unwrap_or_default();
-        let guess = make_guess(&text);
-        let mut found = Found::new(System::Make, f, guess.iter().map(|g| g.0.clone()).collect());
-        found.guess = guess.map(|g| g.1);
-        out.push(found);
+    let has = |f: &str| dir.join(f).is_file();
+    let mut out = Vec::new();
+    for (system, f) in systems(&has, configure_tracked) {
+        out.push(match system {
+            System::Cargo => cargo(dir),
+            System::CMake => Found::new(system, f, program_in(dir, f, cmake_program, "build")),
+            System::Meson => Found::new(system, f, program_in(dir, f, meson_program, "build")),
+            System::Autotools => Found {
+                configure_tracked,
+                ..Found::new(
+                    system,
+                    f,
+                    program_in(dir, "Makefile.am", automake_program, ""),
+                )
+            },
+            System::Make => {
+                let text = std::fs::read_to_string(dir.join(f)).unwrap_or_default();
+                let guess = make_guess(&text);
+                let mut found = Found::new(system, f, guess.iter().map(|g| g.0.clone()).collect());
+                found.guess = guess.map(|g| g.1);
+                found
+            }
+        });
     }
     let bench_files = probe::bench_files(&tracked);
     for f in &mut out {
@@ -155,10 +171,11 @@ pub fn detect(dir: &Path) -> Vec<Found> {
 }
 
 /// For a make-based first system (autotools with a tracked `configure`, or a Makefile): what
-/// a dry run of its build in a temporary copy of HEAD really links, in place of what its
-/// build files suggest, and its benchmark targets. Returns what was run or why it could not
-/// be, for the note on stderr.
-pub fn probe(dir: &Path, found: &mut [Found]) -> Option<String> {
+/// a dry run of its build in a temporary copy of `source` (HEAD, or the revision of `--at`)
+/// really links, in place of what its build files suggest, and its benchmark targets.
+/// `repo` is the user's repository (HEAD is copied from it). Returns what was run or why it
+/// could not be, for the note on stderr.
+pub fn probe(repo: &Path, source: &Source<'_>, found: &mut [Found]) -> Option<String> {
     let f = found.first_mut()?;
     let configure = match f.system {
         System::Make => false,
@@ -169,7 +186,8 @@ pub fn probe(dir: &Path, found: &mut [Found]) -> Option<String> {
         ),
         _ => return None,
     };
-    match probe::dry_run(dir, configure) {
+    let what = source.what();
+    match probe::dry_run(repo, source, configure) {
         Err(why) => Some(format!(
             "{why}; the program is guessed from the build files"
         )),
@@ -194,14 +212,14 @@ pub fn probe(dir: &Path, found: &mut [Found]) -> Option<String> {
                         )
                     };
                     f.guess = Some(format!(
-                        "the first program the build's default goal links (`{}` in a temporary copy of HEAD){tools}",
+                        "the first program the build's default goal links (`{}` in a temporary copy of {what}){tools}",
                         run.ran
                     ));
                     f.programs = run.programs.clone();
                 }
             }
             Some(format!(
-                "dry-ran the build in a temporary copy of HEAD: {}",
+                "dry-ran the build in a temporary copy of {what}: {}",
                 run.ran
             ))
         }
@@ -735,14 +753,20 @@ pub fn program_note(found: &[Found]) -> Option<String> {
     })
 }
 
-/// The commented config for the repository in `dir`, whose build systems `found` lists.
-pub fn render(dir: &Path, found: &[Found]) -> String {
+/// The commented config for the repository in `dir`, whose build systems `found` lists; `at`
+/// names the revision read when it was not the checkout (`--at`).
+pub fn render(dir: &Path, found: &[Found], at: Option<&str>) -> String {
     let repo_name = dir
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "this repository".into());
     let mut o = String::new();
     o += &format!("# perfbisect config for `{repo_name}`, written by `perfbisect config init`.\n");
+    if let Some(at) = at {
+        o += &wrap_comment(&format!(
+            "Read from the tree of {at}, given to --at, not from the checkout."
+        ));
+    }
     match found.first() {
         Some(f) => {
             o += &format!("# Build system: {} ({}).", f.system.name(), f.evidence);
@@ -978,7 +1002,7 @@ mod tests {
                 bench_files: vec!["test/speedtest1.c".into(), "tool/speed-check.sh".into()],
                 ..Found::new(system, "x", programs)
             };
-            let text = render(Path::new("/r/demo"), &[f]);
+            let text = render(Path::new("/r/demo"), &[f], Some("`v1` (0123456789)"));
             let c = crate::config::parse(&text, Path::new("/r/perfbisect.toml"))
                 .unwrap_or_else(|e| panic!("{system:?}: {e:#}\n{text}"));
             if benches_only {
@@ -991,7 +1015,7 @@ mod tests {
             assert!(c.tests.values().any(|t| t.metric.describe() == "max-rss"));
             assert_eq!(c.build.cargo.is_some(), system == System::Cargo);
         }
-        let text = render(Path::new("/r/demo"), &[]);
+        let text = render(Path::new("/r/demo"), &[], None);
         crate::config::parse(&text, Path::new("/r/perfbisect.toml")).unwrap();
     }
 }
