@@ -366,8 +366,9 @@ pub enum ConfigAction {
     /// copied into a temporary directory, its tracked `configure` run there, then `make -n`
     /// (your checkout is left alone; on stderr, what ran). A tracked `configure` is run as
     /// committed, without autoreconf. The project's own benchmark targets and scripts (named
-    /// `speedtest*`, `bench*`, `perf*`) are offered as commented tests. What it prints passes
-    /// `config check` as it is.
+    /// `speedtest*`, `bench*`, `perf*`) are offered as commented tests; a CMake one behind an
+    /// option that is off by default, with the `-DOPTION=ON` that builds it. What it prints
+    /// passes `config check` as it is.
     ///
     /// --at REV reads the project from REV's tree instead of the checkout (written by perfbisect
     /// into a temporary directory and removed after; your checkout, HEAD, index and refs are

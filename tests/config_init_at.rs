@@ -1,6 +1,6 @@
 //! `perfbisect config init --at REV` reads the project from REV's tree (the checkout, HEAD,
-//! index and refs left as they were), and a range whose ends build otherwise than the
-//! revision read is warned about.
+//! index and refs left as they were), a range whose ends build otherwise than the revision
+//! read is warned about, and a CMake benchmark behind an option is offered with the option.
 
 mod common;
 
@@ -193,4 +193,111 @@ fn init_refuses_a_revision_or_range_that_does_not_exist() {
     let out = perfbisect(&plain, &["config", "init", "--at", "HEAD"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("not in a git repository"));
+}
+
+#[test]
+fn init_offers_a_cmake_benchmark_behind_an_option_with_the_option() {
+    let d = tempfile::tempdir().unwrap();
+    let repo = d.path().join("fastparse");
+    let top = "cmake_minimum_required(VERSION 3.10)\nproject(fastparse C)\n\
+        option(FASTPARSE_BENCHMARKS \"Build the benchmarks\" OFF)\n\
+        add_executable(fastparse src/main.c)\n\
+        if(FASTPARSE_BENCHMARKS)\n  add_subdirectory(bench)\nendif()\n";
+    let commits: Vec<FilesCommit<'_>> = vec![(
+        "fastparse",
+        vec![
+            ("CMakeLists.txt", top.to_string()),
+            ("src/main.c", "int main(void) { return 0; }\n".to_string()),
+            (
+                "bench/CMakeLists.txt",
+                "add_executable(bench_parse bench_parse.c)\n".to_string(),
+            ),
+            (
+                "bench/bench_parse.c",
+                "int main(void) { return 0; }\n".to_string(),
+            ),
+        ],
+    )];
+    files_repo(&repo, &commits);
+    let out = perfbisect(&repo, &["config", "init"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let (config, err) = (text(&out.stdout), text(&out.stderr));
+    // The program stays the project's own; the option is named, with the command that
+    // turns it on, and the benchmark is a commented test.
+    assert!(
+        config.contains("artifacts = [\"build/fastparse\"]"),
+        "{config}"
+    );
+    assert!(
+        config.contains(
+            "\n# command = \"cmake -S . -B build -DCMAKE_BUILD_TYPE=Release \
+             -DFASTPARSE_BENCHMARKS=ON && cmake --build build --parallel 2\"\n"
+        ),
+        "{config}"
+    );
+    assert!(
+        config.contains("CMake target bench_parse (bench/CMakeLists.txt)"),
+        "{config}"
+    );
+    assert!(
+        config.contains("# command = \"build/bench/bench_parse\""),
+        "{config}"
+    );
+    assert!(!config.contains("no target"), "{config}");
+    assert!(
+        err.contains("bench_parse (-DFASTPARSE_BENCHMARKS=ON, declared in bench/CMakeLists.txt)"),
+        "{err}"
+    );
+    let path = d.path().join("perfbisect.toml");
+    std::fs::write(&path, &config).unwrap();
+    let out = assert_cmd::Command::cargo_bin("perfbisect")
+        .unwrap()
+        .args(["--config", path.to_str().unwrap(), "config", "check"])
+        .current_dir(d.path())
+        .env("PATH", "")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+
+    // A library whose only program is the benchmark: the build command turns the option on.
+    let lib = d.path().join("fastlib");
+    let top = "cmake_minimum_required(VERSION 3.10)\nproject(fastlib C)\n\
+        option(FASTLIB_BENCH \"Build the benchmarks\")\n\
+        add_library(fastlib lib.c)\n\
+        if(FASTLIB_BENCH)\n  add_subdirectory(bench)\nendif()\n";
+    let commits: Vec<FilesCommit<'_>> = vec![(
+        "fastlib",
+        vec![
+            ("CMakeLists.txt", top.to_string()),
+            ("lib.c", "int f(void) { return 0; }\n".to_string()),
+            (
+                "bench/CMakeLists.txt",
+                "add_executable(bench_lib bench_lib.c)\n".to_string(),
+            ),
+            (
+                "bench/bench_lib.c",
+                "int main(void) { return 0; }\n".to_string(),
+            ),
+        ],
+    )];
+    files_repo(&lib, &commits);
+    let out = perfbisect(&lib, &["config", "init"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let config = text(&out.stdout);
+    assert!(
+        config.contains(
+            "\ncommand = \"cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DFASTLIB_BENCH=ON && \
+             cmake --build build --parallel 2\"\n"
+        ),
+        "{config}"
+    );
+    assert!(
+        config.contains("artifacts = [\"build/bench/bench_lib\"]"),
+        "{config}"
+    );
+    assert!(
+        text(&out.stderr).contains("the [build] command turns FASTLIB_BENCH on"),
+        "{}",
+        text(&out.stderr)
+    );
 }

@@ -153,6 +153,9 @@ fn init(g: &Global, args: InitArgs) -> anyhow::Result<()> {
     if let Some(p) = probed {
         eprintln!("perfbisect: {p}");
     }
+    if let Some(n) = crate::scaffold::bench_note(&found) {
+        eprintln!("perfbisect: {n}");
+    }
     let what = match found.first() {
         Some(f) => format!("{} ({})", f.system.name(), f.evidence),
         None => "no build system I know".to_string(),

@@ -8,6 +8,7 @@
 use std::path::{Path, PathBuf};
 
 mod benches;
+mod cmake;
 mod probe;
 mod source;
 mod text;
@@ -67,6 +68,8 @@ pub struct Found {
     pub bench_targets: Vec<String>,
     /// Tracked scripts and sources named like benchmarks (`tool/speed-check.sh`).
     pub bench_files: Vec<String>,
+    /// CMake: the benchmark programs its build files declare, with the option each needs on.
+    pub cmake_benches: Vec<cmake::Bench>,
 }
 
 impl Found {
@@ -95,6 +98,7 @@ impl Found {
             configure_tracked: false,
             bench_targets: Vec::new(),
             bench_files: Vec::new(),
+            cmake_benches: Vec::new(),
         }
     }
 }
@@ -142,7 +146,14 @@ pub fn detect(dir: &Path, source: &Source<'_>) -> Vec<Found> {
     for (system, f) in systems(&has, configure_tracked) {
         out.push(match system {
             System::Cargo => cargo(dir),
-            System::CMake => Found::new(system, f, program_in(dir, f, cmake_program, "build")),
+            System::CMake => {
+                let benches = cmake::benches(dir);
+                Found {
+                    bench_targets: benches.iter().map(|b| b.name.clone()).collect(),
+                    cmake_benches: benches,
+                    ..Found::new(system, f, program_in(dir, f, cmake_program, "build"))
+                }
+            }
             System::Meson => Found::new(system, f, program_in(dir, f, meson_program, "build")),
             System::Autotools => Found {
                 configure_tracked,
@@ -654,6 +665,34 @@ fn cargo(dir: &Path) -> Found {
     }
 }
 
+/// A CMake `[build] command`: with `-DNAME=ON` when the tests' program is a benchmark behind
+/// option NAME; else as it is, and the options of the benchmarks behind options named with
+/// a commented command that turns them on.
+fn cmake_build(f: &Found, program: Option<&str>) -> String {
+    let needed = cmake::program_option(&f.cmake_benches, program);
+    let mut o = String::new();
+    if let Some(opt) = needed {
+        o += &wrap_comment(&format!(
+            "The tests' program is a benchmark built only with the option {opt} on (off by \
+             default): -D{opt}=ON turns it on."
+        ));
+    }
+    o += &format!(
+        "command = {}\n",
+        q(&cmake::command(&needed.into_iter().collect::<Vec<_>>()))
+    );
+    let options = cmake::options(&f.cmake_benches);
+    if needed.is_none() && !options.is_empty() {
+        o += &wrap_comment(&format!(
+            "The project's benchmark programs (below) are built only with {} on (off by \
+             default); with them:",
+            options.join(", ")
+        ));
+        o += &format!("# command = {}\n", q(&cmake::command(&options)));
+    }
+    o
+}
+
 /// The project's own benchmark programs and scripts, as commented tests.
 fn project_benches(f: &Found) -> String {
     if f.bench_targets.is_empty() && f.bench_files.is_empty() {
@@ -668,6 +707,12 @@ fn project_benches(f: &Found) -> String {
          # build it, give it the arguments of a typical run, then uncomment its test.\n",
     );
     for t in &f.bench_targets {
+        if let Some(b) = f.cmake_benches.iter().find(|b| b.name == *t) {
+            if f.programs.first() != Some(&b.path) {
+                o += &cmake::commented_test(b, &test_stem(t));
+            }
+            continue;
+        }
         let source = f
             .bench_files
             .iter()
@@ -688,7 +733,9 @@ fn project_benches(f: &Found) -> String {
         );
     }
     for b in &f.bench_files {
-        if f.bench_targets.iter().any(|t| stem(b) == *t) {
+        if f.bench_targets.iter().any(|t| stem(b) == *t)
+            || f.cmake_benches.iter().any(|c| c.sources.contains(b))
+        {
             continue;
         }
         let is_source = [".c", ".cc", ".cpp"].iter().any(|e| b.ends_with(e));
@@ -735,6 +782,17 @@ fn test_stem(program: &str) -> String {
     } else {
         s
     }
+}
+
+/// What `config init` says on stderr about the benchmarks a CMake build declares behind an
+/// option that is off by default, if it declares any.
+pub fn bench_note(found: &[Found]) -> Option<String> {
+    let f = found.first().filter(|f| f.system == System::CMake)?;
+    let program = f.programs.first().map(String::as_str);
+    cmake::note(
+        &f.cmake_benches,
+        cmake::program_option(&f.cmake_benches, program),
+    )
 }
 
 /// What `config init` says on stderr about the program its tests run: which one, and why
@@ -837,8 +895,8 @@ pub fn render(dir: &Path, found: &[Found], at: Option<&str>) -> String {
         }
         Some(System::CMake) => {
             o += "# sh -c in perfbisect's own worktree of each commit (never your checkout); the worktree\n\
-                  # and its build/ directory are kept, so builds are incremental.\n\
-                  command = \"cmake -S . -B build -DCMAKE_BUILD_TYPE=Release && cmake --build build --parallel 2\"\n";
+                  # and its build/ directory are kept, so builds are incremental.\n";
+            o += &cmake_build(first.expect("a system"), program.as_deref());
         }
         Some(System::Meson) => {
             o += "# sh -c in perfbisect's own worktree of each commit (never your checkout); the worktree\n\
