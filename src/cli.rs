@@ -368,10 +368,27 @@ pub enum ConfigAction {
     /// copied into a temporary directory, its tracked `configure` run there, then `make -n`
     /// (your checkout is left alone; on stderr, what ran). A tracked `configure` is run as
     /// committed, without autoreconf. The project's own benchmark targets and scripts (named
-    /// `speedtest*`, `bench*`, `perf*`) are offered as commented tests. What it prints passes
-    /// `config check` as it is.
+    /// `speedtest*`, `bench*`, `perf*`) are offered as commented tests; a CMake one behind an
+    /// option that is off by default, with the `-DOPTION=ON` that builds it. What it prints
+    /// passes `config check` as it is.
+    ///
+    /// --at REV reads the project from REV's tree instead of the checkout (written by perfbisect
+    /// into a temporary directory and removed after; your checkout, HEAD, index and refs are
+    /// left alone): for a range from before the build system changed. Given a RANGE, it warns
+    /// when an end of it builds with another build system than the revision read, naming both.
     #[command(after_help = "Guide: `perfbisect guide first-search` (src/guide/first-search.md).")]
-    Init,
+    Init(InitArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// Revision range `OLD..NEW` (or a single revision) the config is for: a warning when
+    /// either end builds with another build system than the revision read.
+    pub range: Option<String>,
+    /// Read the project from the tree of revision REV (a hash, tag, branch, `HEAD~3`) instead
+    /// of the checkout.
+    #[arg(long, value_name = "REV")]
+    pub at: Option<String>,
 }
 
 /// Output formats for results. Each command accepts (and its `--help` lists) only its own

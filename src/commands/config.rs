@@ -5,15 +5,19 @@
 //! with key and line, about commands whose program cannot be found: a first word not on PATH,
 //! a helper script missing beside the config, a test program that is not among the build's
 //! artifacts. For `[build] cargo` it says the cargo commands a build of the checkout runs,
-//! with the exact package id `cargo metadata` gives (nothing is built). `init` prints a starting config for the repository at hand on stdout.
+//! with the exact package id `cargo metadata` gives (nothing is built). `init` prints a starting config for the repository at hand on stdout (`--at REV`: for REV's tree), and warns when
+//! an end of the range it is given builds with another build system.
 
-use crate::cli::{ConfigAction, ConfigArgs, Global};
+use anyhow::Context;
+
+use crate::cli::{ConfigAction, ConfigArgs, Global, InitArgs};
+use crate::scaffold::Source;
 
 /// Run `config check` or `config init`.
 pub fn config(g: &Global, args: ConfigArgs) -> anyhow::Result<()> {
     match args.action {
         ConfigAction::Check => check(g),
-        ConfigAction::Init => init(g),
+        ConfigAction::Init(args) => init(g, args),
     }
 }
 
@@ -86,8 +90,9 @@ fn check(g: &Global) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn init(g: &Global) -> anyhow::Result<()> {
-    let dir = match crate::git::Repo::open(g.repo.as_deref()) {
+fn init(g: &Global, args: InitArgs) -> anyhow::Result<()> {
+    let repo = crate::git::Repo::open(g.repo.as_deref());
+    let dir = match &repo {
         Ok(r) => r.dir().to_path_buf(),
         Err(_) => match &g.repo {
             Some(d) if d.is_dir() => d.clone(),
@@ -96,24 +101,133 @@ fn init(g: &Global) -> anyhow::Result<()> {
         },
     };
     let dir = crate::paths::normalize(&dir);
-    let mut found = crate::scaffold::detect(&dir);
-    let probed = crate::scaffold::probe(&dir, &mut found);
-    print!("{}", crate::scaffold::render(&dir, &found));
-    if !g.quiet {
-        if let Some(p) = probed {
-            eprintln!("perfbisect: {p}");
+    // --at and a range are revisions of the repository: without one, the error says so.
+    let repo = match repo {
+        Ok(r) => Some(r),
+        Err(e) if args.at.is_some() || args.range.is_some() => return Err(e),
+        Err(_) => None,
+    };
+    let at = match (&args.at, &repo) {
+        (Some(rev), Some(r)) => Some((rev.trim().to_string(), r.resolve(rev)?)),
+        _ => None,
+    };
+    let ends = match (&args.range, &repo) {
+        (Some(spec), Some(r)) => range_ends(r, spec)?,
+        _ => Vec::new(),
+    };
+    let source = match (&at, &repo) {
+        (Some((rev, id)), Some(r)) => Source::Commit {
+            repo: r.gix(),
+            id: *id,
+            rev: rev.clone(),
+        },
+        _ => Source::Checkout,
+    };
+    // --at: the tree of REV, written into a temporary directory of perfbisect's own (removed
+    // when `tmp` goes), never into the checkout.
+    let mut tmp = None;
+    let read = match &source {
+        Source::Commit { repo, id, .. } => {
+            let t = tempfile::Builder::new()
+                .prefix("perfbisect-init-")
+                .tempdir()
+                .context("cannot make a temporary directory")?;
+            let read = crate::scaffold::checkout(repo, *id, t.path())
+                .with_context(|| format!("cannot read the tree of {}", source.what()))?;
+            tmp = Some(t);
+            read
         }
-        let what = match found.first() {
-            Some(f) => format!("{} ({})", f.system.name(), f.evidence),
-            None => "no build system I know".to_string(),
+        Source::Checkout => dir.clone(),
+    };
+    let mut found = crate::scaffold::detect(&read, &source);
+    let probed = crate::scaffold::probe(&dir, &source, &mut found);
+    let at_what = at.as_ref().map(|_| source.what());
+    print!(
+        "{}",
+        crate::scaffold::render(&dir, &found, at_what.as_deref())
+    );
+    drop(tmp);
+    if g.quiet {
+        return Ok(());
+    }
+    if let Some(p) = probed {
+        eprintln!("perfbisect: {p}");
+    }
+    if let Some(n) = crate::scaffold::bench_note(&found) {
+        eprintln!("perfbisect: {n}");
+    }
+    let what = match found.first() {
+        Some(f) => format!("{} ({})", f.system.name(), f.evidence),
+        None => "no build system I know".to_string(),
+    };
+    let program = crate::scaffold::program_note(&found)
+        .map(|n| format!("; {n}"))
+        .unwrap_or_default();
+    let at_note = at_what
+        .as_ref()
+        .map(|w| format!(" at {w}"))
+        .unwrap_or_default();
+    eprintln!(
+        "perfbisect: found {what} in {}{at_note}{program}; save the config printed above (e.g. as perfbisect.toml) and run `perfbisect config check`",
+        dir.display()
+    );
+    if let (Some(r), Some(spec)) = (&repo, &args.range) {
+        let read_what = match &at_what {
+            Some(w) => w.clone(),
+            None => match r.head() {
+                Ok(h) => format!("the checkout (HEAD {})", crate::git::short(&h)),
+                Err(_) => "the checkout".to_string(),
+            },
         };
-        let program = crate::scaffold::program_note(&found)
-            .map(|n| format!("; {n}"))
-            .unwrap_or_default();
-        eprintln!(
-            "perfbisect: found {what} in {}{program}; save the config printed above (e.g. as perfbisect.toml) and run `perfbisect config check`",
-            dir.display()
-        );
+        let read = found.first().map(|f| (f.system, f.evidence.as_str()));
+        for (end, name, id) in &ends {
+            let paths = crate::git::worktree::paths(r.gix(), *id)?;
+            let theirs = crate::scaffold::systems_of(&paths).first().copied();
+            if theirs.map(|t| t.0) == read.map(|t| t.0) {
+                continue;
+            }
+            let builds = |s: Option<(crate::scaffold::System, &str)>| match s {
+                Some((system, file)) => format!("builds with {} ({file})", system.name()),
+                None => "has no build system perfbisect knows".to_string(),
+            };
+            eprintln!(
+                "perfbisect: {} range `{}`: its {end} `{name}` ({}) {}, but the config above was \
+                 read from {read_what}, which {}: its [build] command may not build the {end}'s commits. \
+                 `perfbisect config init --at {name}` reads the project at that end (a range \
+                 across the change needs a build command for both)",
+                crate::style::warning_prefix(),
+                spec.trim(),
+                crate::git::short(id),
+                builds(theirs),
+                builds(read),
+            );
+        }
     }
     Ok(())
+}
+
+/// The ends of range `spec` as the user named them (a side left empty is HEAD; a single
+/// revision's old end is its first parent), with their commits: the old end (none for a root
+/// commit's range), then the new end.
+fn range_ends(
+    repo: &crate::git::Repo,
+    spec: &str,
+) -> anyhow::Result<Vec<(&'static str, String, gix::ObjectId)>> {
+    let (base, ids) = repo.range_ids(spec)?;
+    let spec = spec.trim();
+    let (old, new) = match spec.split_once("..") {
+        Some((a, b)) => {
+            let or_head = |s: &str| if s.is_empty() { "HEAD" } else { s }.to_string();
+            (or_head(a), or_head(b))
+        }
+        None => (format!("{spec}^"), spec.to_string()),
+    };
+    let mut out = Vec::new();
+    if let Some(b) = base {
+        out.push(("old end", old, b));
+    }
+    if let Some(&last) = ids.last() {
+        out.push(("new end", new, last));
+    }
+    Ok(out)
 }

@@ -373,6 +373,16 @@ fn missing_object(repo: &gix::Repository, commit: ObjectId) -> Option<MissingObj
     None
 }
 
+/// The paths of the files a commit tracks (submodules left out), as `git ls-tree -r` lists
+/// them: read from its tree, nothing written.
+pub fn paths(repo: &gix::Repository, commit: ObjectId) -> anyhow::Result<Vec<String>> {
+    Ok(entries(repo, commit)?
+        .into_iter()
+        .filter(|(_, (_, kind))| *kind != Kind::Submodule)
+        .map(|(path, _)| path.to_str_lossy().into_owned())
+        .collect())
+}
+
 fn entries(repo: &gix::Repository, commit: ObjectId) -> anyhow::Result<Entries> {
     let tree = repo
         .find_commit(commit)

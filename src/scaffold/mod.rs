@@ -8,8 +8,12 @@
 use std::path::{Path, PathBuf};
 
 mod benches;
+mod cmake;
 mod probe;
+mod source;
 mod text;
+
+pub use source::{checkout, Source};
 
 use text::{q, wrap_comment};
 
@@ -64,6 +68,8 @@ pub struct Found {
     pub bench_targets: Vec<String>,
     /// Tracked scripts and sources named like benchmarks (`tool/speed-check.sh`).
     pub bench_files: Vec<String>,
+    /// CMake: the benchmark programs its build files declare, with the option each needs on.
+    pub cmake_benches: Vec<cmake::Bench>,
 }
 
 impl Found {
@@ -92,58 +98,79 @@ impl Found {
             configure_tracked: false,
             bench_targets: Vec::new(),
             bench_files: Vec::new(),
+            cmake_benches: Vec::new(),
         }
     }
 }
 
-/// Every build system found in `dir`, the one `init` uses first: cargo, CMake, Meson,
-/// autotools, then a plain Makefile (autotools and CMake projects often carry one too).
-pub fn detect(dir: &Path) -> Vec<Found> {
+/// The build systems that the files `has` says are at the top of a project give away, in
+/// the order `init` prefers them, each with its file: cargo, CMake, Meson, autotools (a tracked
+/// `configure` is one too), then a plain Makefile (autotools and CMake projects often carry
+/// one as well).
+pub fn systems(has: &dyn Fn(&str) -> bool, configure_tracked: bool) -> Vec<(System, &'static str)> {
     let mut out = Vec::new();
-    let has = |f: &str| dir.join(f).is_file();
-    if has("Cargo.toml") {
-        out.push(cargo(dir));
+    for (system, files) in [
+        (System::Cargo, &["Cargo.toml"][..]),
+        (System::CMake, &["CMakeLists.txt"]),
+        (System::Meson, &["meson.build"]),
+        (System::Autotools, &["configure.ac", "configure.in"]),
+        (System::Make, &["GNUmakefile", "makefile", "Makefile"]),
+    ] {
+        let found = files.iter().copied().find(|f| has(f));
+        // A tracked `configure` is the project's own (autoconf's, or autosetup's as SQLite's),
+        // even without configure.ac beside it.
+        let found = match system {
+            System::Autotools => found.or(configure_tracked.then_some("configure")),
+            _ => found,
+        };
+        if let Some(f) = found {
+            out.push((system, f));
+        }
     }
-    if has("CMakeLists.txt") {
-        out.push(Found::new(
-            System::CMake,
-            "CMakeLists.txt",
-            program_in(dir, "CMakeLists.txt", cmake_program, "build"),
-        ));
-    }
-    if has("meson.build") {
-        out.push(Found::new(
-            System::Meson,
-            "meson.build",
-            program_in(dir, "meson.build", meson_program, "build"),
-        ));
-    }
-    let tracked = probe::tracked_files(dir);
+    out
+}
+
+/// The build systems of a commit's tree, from the paths it tracks ([`systems`]).
+pub fn systems_of(paths: &[String]) -> Vec<(System, &'static str)> {
+    let top = |f: &str| paths.iter().any(|p| p == f);
+    systems(&top, top("configure"))
+}
+
+/// Every build system found in `dir` (the checkout, or a commit's tree written out), the one
+/// `init` uses first: see [`systems`].
+pub fn detect(dir: &Path, source: &Source<'_>) -> Vec<Found> {
+    let tracked = source.tracked(dir);
     let configure_tracked = tracked.iter().any(|f| f == "configure");
-    // A tracked `configure` is the project's own (autoconf's, or autosetup's as SQLite's),
-    // even without configure.ac beside it.
-    if let Some(f) = ["configure.ac", "configure.in"]
-        .into_iter()
-        .find(|f| has(f))
-        .or(configure_tracked.then_some("configure"))
-    {
-        let mut found = Found::new(
-            System::Autotools,
-            f,
-            program_in(dir, "Makefile.am", automake_program, ""),
-        );
-        found.configure_tracked = configure_tracked;
-        out.push(found);
-    }
-    if let Some(f) = ["GNUmakefile", "makefile", "Makefile"]
-        .into_iter()
-        .find(|f| has(f))
-    {
-        let text = std::fs::read_to_string(dir.join(f)).unwrap_or_default();
-        let guess = make_guess(&text);
-        let mut found = Found::new(System::Make, f, guess.iter().map(|g| g.0.clone()).collect());
-        found.guess = guess.map(|g| g.1);
-        out.push(found);
+    let has = |f: &str| dir.join(f).is_file();
+    let mut out = Vec::new();
+    for (system, f) in systems(&has, configure_tracked) {
+        out.push(match system {
+            System::Cargo => cargo(dir),
+            System::CMake => {
+                let benches = cmake::benches(dir);
+                Found {
+                    bench_targets: benches.iter().map(|b| b.name.clone()).collect(),
+                    cmake_benches: benches,
+                    ..Found::new(system, f, program_in(dir, f, cmake_program, "build"))
+                }
+            }
+            System::Meson => Found::new(system, f, program_in(dir, f, meson_program, "build")),
+            System::Autotools => Found {
+                configure_tracked,
+                ..Found::new(
+                    system,
+                    f,
+                    program_in(dir, "Makefile.am", automake_program, ""),
+                )
+            },
+            System::Make => {
+                let text = std::fs::read_to_string(dir.join(f)).unwrap_or_default();
+                let guess = make_guess(&text);
+                let mut found = Found::new(system, f, guess.iter().map(|g| g.0.clone()).collect());
+                found.guess = guess.map(|g| g.1);
+                found
+            }
+        });
     }
     let bench_files = probe::bench_files(&tracked);
     for f in &mut out {
@@ -155,10 +182,11 @@ pub fn detect(dir: &Path) -> Vec<Found> {
 }
 
 /// For a make-based first system (autotools with a tracked `configure`, or a Makefile): what
-/// a dry run of its build in a temporary copy of HEAD really links, in place of what its
-/// build files suggest, and its benchmark targets. Returns what was run or why it could not
-/// be, for the note on stderr.
-pub fn probe(dir: &Path, found: &mut [Found]) -> Option<String> {
+/// a dry run of its build in a temporary copy of `source` (HEAD, or the revision of `--at`)
+/// really links, in place of what its build files suggest, and its benchmark targets.
+/// `repo` is the user's repository (HEAD is copied from it). Returns what was run or why it
+/// could not be, for the note on stderr.
+pub fn probe(repo: &Path, source: &Source<'_>, found: &mut [Found]) -> Option<String> {
     let f = found.first_mut()?;
     let configure = match f.system {
         System::Make => false,
@@ -169,7 +197,8 @@ pub fn probe(dir: &Path, found: &mut [Found]) -> Option<String> {
         ),
         _ => return None,
     };
-    match probe::dry_run(dir, configure) {
+    let what = source.what();
+    match probe::dry_run(repo, source, configure) {
         Err(why) => Some(format!(
             "{why}; the program is guessed from the build files"
         )),
@@ -194,14 +223,14 @@ pub fn probe(dir: &Path, found: &mut [Found]) -> Option<String> {
                         )
                     };
                     f.guess = Some(format!(
-                        "the first program the build's default goal links (`{}` in a temporary copy of HEAD){tools}",
+                        "the first program the build's default goal links (`{}` in a temporary copy of {what}){tools}",
                         run.ran
                     ));
                     f.programs = run.programs.clone();
                 }
             }
             Some(format!(
-                "dry-ran the build in a temporary copy of HEAD: {}",
+                "dry-ran the build in a temporary copy of {what}: {}",
                 run.ran
             ))
         }
@@ -636,6 +665,34 @@ fn cargo(dir: &Path) -> Found {
     }
 }
 
+/// A CMake `[build] command`: with `-DNAME=ON` when the tests' program is a benchmark behind
+/// option NAME; else as it is, and the options of the benchmarks behind options named with
+/// a commented command that turns them on.
+fn cmake_build(f: &Found, program: Option<&str>) -> String {
+    let needed = cmake::program_option(&f.cmake_benches, program);
+    let mut o = String::new();
+    if let Some(opt) = needed {
+        o += &wrap_comment(&format!(
+            "The tests' program is a benchmark built only with the option {opt} on (off by \
+             default): -D{opt}=ON turns it on."
+        ));
+    }
+    o += &format!(
+        "command = {}\n",
+        q(&cmake::command(&needed.into_iter().collect::<Vec<_>>()))
+    );
+    let options = cmake::options(&f.cmake_benches);
+    if needed.is_none() && !options.is_empty() {
+        o += &wrap_comment(&format!(
+            "The project's benchmark programs (below) are built only with {} on (off by \
+             default); with them:",
+            options.join(", ")
+        ));
+        o += &format!("# command = {}\n", q(&cmake::command(&options)));
+    }
+    o
+}
+
 /// The project's own benchmark programs and scripts, as commented tests.
 fn project_benches(f: &Found) -> String {
     if f.bench_targets.is_empty() && f.bench_files.is_empty() {
@@ -650,6 +707,12 @@ fn project_benches(f: &Found) -> String {
          # build it, give it the arguments of a typical run, then uncomment its test.\n",
     );
     for t in &f.bench_targets {
+        if let Some(b) = f.cmake_benches.iter().find(|b| b.name == *t) {
+            if f.programs.first() != Some(&b.path) {
+                o += &cmake::commented_test(b, &test_stem(t));
+            }
+            continue;
+        }
         let source = f
             .bench_files
             .iter()
@@ -670,7 +733,9 @@ fn project_benches(f: &Found) -> String {
         );
     }
     for b in &f.bench_files {
-        if f.bench_targets.iter().any(|t| stem(b) == *t) {
+        if f.bench_targets.iter().any(|t| stem(b) == *t)
+            || f.cmake_benches.iter().any(|c| c.sources.contains(b))
+        {
             continue;
         }
         let is_source = [".c", ".cc", ".cpp"].iter().any(|e| b.ends_with(e));
@@ -719,6 +784,17 @@ fn test_stem(program: &str) -> String {
     }
 }
 
+/// What `config init` says on stderr about the benchmarks a CMake build declares behind an
+/// option that is off by default, if it declares any.
+pub fn bench_note(found: &[Found]) -> Option<String> {
+    let f = found.first().filter(|f| f.system == System::CMake)?;
+    let program = f.programs.first().map(String::as_str);
+    cmake::note(
+        &f.cmake_benches,
+        cmake::program_option(&f.cmake_benches, program),
+    )
+}
+
 /// What `config init` says on stderr about the program its tests run: which one, and why
 /// that one when it was a guess.
 pub fn program_note(found: &[Found]) -> Option<String> {
@@ -735,14 +811,20 @@ pub fn program_note(found: &[Found]) -> Option<String> {
     })
 }
 
-/// The commented config for the repository in `dir`, whose build systems `found` lists.
-pub fn render(dir: &Path, found: &[Found]) -> String {
+/// The commented config for the repository in `dir`, whose build systems `found` lists; `at`
+/// names the revision read when it was not the checkout (`--at`).
+pub fn render(dir: &Path, found: &[Found], at: Option<&str>) -> String {
     let repo_name = dir
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "this repository".into());
     let mut o = String::new();
     o += &format!("# perfbisect config for `{repo_name}`, written by `perfbisect config init`.\n");
+    if let Some(at) = at {
+        o += &wrap_comment(&format!(
+            "Read from the tree of {at}, given to --at, not from the checkout."
+        ));
+    }
     match found.first() {
         Some(f) => {
             o += &format!("# Build system: {} ({}).", f.system.name(), f.evidence);
@@ -813,8 +895,8 @@ pub fn render(dir: &Path, found: &[Found]) -> String {
         }
         Some(System::CMake) => {
             o += "# sh -c in perfbisect's own worktree of each commit (never your checkout); the worktree\n\
-                  # and its build/ directory are kept, so builds are incremental.\n\
-                  command = \"cmake -S . -B build -DCMAKE_BUILD_TYPE=Release && cmake --build build --parallel 2\"\n";
+                  # and its build/ directory are kept, so builds are incremental.\n";
+            o += &cmake_build(first.expect("a system"), program.as_deref());
         }
         Some(System::Meson) => {
             o += "# sh -c in perfbisect's own worktree of each commit (never your checkout); the worktree\n\
@@ -978,7 +1060,7 @@ mod tests {
                 bench_files: vec!["test/speedtest1.c".into(), "tool/speed-check.sh".into()],
                 ..Found::new(system, "x", programs)
             };
-            let text = render(Path::new("/r/demo"), &[f]);
+            let text = render(Path::new("/r/demo"), &[f], Some("`v1` (0123456789)"));
             let c = crate::config::parse(&text, Path::new("/r/perfbisect.toml"))
                 .unwrap_or_else(|e| panic!("{system:?}: {e:#}\n{text}"));
             if benches_only {
@@ -991,7 +1073,7 @@ mod tests {
             assert!(c.tests.values().any(|t| t.metric.describe() == "max-rss"));
             assert_eq!(c.build.cargo.is_some(), system == System::Cargo);
         }
-        let text = render(Path::new("/r/demo"), &[]);
+        let text = render(Path::new("/r/demo"), &[], None);
         crate::config::parse(&text, Path::new("/r/perfbisect.toml")).unwrap();
     }
 }

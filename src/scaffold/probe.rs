@@ -1,5 +1,5 @@
-//! What a make-based build really produces, for `config init`: the repository's HEAD in a
-//! temporary copy, `./configure` run there when the project has one, then `make -n` (the
+//! What a make-based build really produces, for `config init`: the repository's HEAD (or the
+//! revision of `--at`) in a temporary copy, `./configure` run there when the project has one, then `make -n` (the
 //! default goal, dry run) for the programs its link lines make, and `make -qp` (the rule
 //! database, nothing run) for the project's own benchmark targets. The user's checkout is
 //! never touched, and nothing is built.
@@ -7,6 +7,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+use super::source::Source;
 
 /// What the dry run showed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -27,16 +29,16 @@ const CONFIGURE_TIMEOUT: Duration = Duration::from_secs(180);
 /// How long `make -n` and `make -qp` may take.
 const MAKE_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Dry-run the build of `repo`'s HEAD: `./configure` first when `configure` is set. An error
-/// says what failed, for the note; the caller then falls back on reading the build files.
-pub fn dry_run(repo: &Path, configure: bool) -> Result<DryRun, String> {
+/// Dry-run the build of `source` (`repo`'s HEAD, or a commit's tree): `./configure` first
+/// when `configure` is set. An error says what failed, for the note; the caller then falls
+/// back on reading the build files.
+pub fn dry_run(repo: &Path, source: &Source<'_>, configure: bool) -> Result<DryRun, String> {
     which("make").ok_or("make is not on PATH")?;
     let tmp = tempfile::Builder::new()
         .prefix("perfbisect-init-")
         .tempdir()
         .map_err(|e| format!("no temporary directory: {e}"))?;
-    let top = tmp.path().join("src");
-    export(repo, &top)?;
+    let top = source.export(repo, tmp.path())?;
     let mut ran = Vec::new();
     if configure {
         let t0 = Instant::now();
@@ -61,32 +63,6 @@ pub fn dry_run(repo: &Path, configure: bool) -> Result<DryRun, String> {
         bench_targets: bench_targets(&db),
         ran: ran.join(", "),
     })
-}
-
-/// The files of HEAD in `dest` (`git archive`, so untracked and ignored files stay out).
-fn export(repo: &Path, dest: &Path) -> Result<(), String> {
-    std::fs::create_dir_all(dest).map_err(|e| format!("cannot create {}: {e}", dest.display()))?;
-    let mut archive = Command::new("git")
-        .args(["archive", "--format=tar", "HEAD"])
-        .current_dir(repo)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("cannot run git archive: {e}"))?;
-    let tar = Command::new("tar")
-        .args(["-x", "-f", "-"])
-        .current_dir(dest)
-        .stdin(archive.stdout.take().expect("piped stdout"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .map_err(|e| format!("cannot run tar: {e}"))?;
-    let git = archive.wait().map_err(|e| e.to_string())?;
-    if !(git.success() && tar.success()) {
-        return Err("cannot copy HEAD into a temporary directory (git archive | tar)".into());
-    }
-    Ok(())
 }
 
 /// Run `program args` in `dir` with stdin empty, stdout and stderr together, killed (with
@@ -284,26 +260,6 @@ pub fn bench_targets(db: &str) -> Vec<String> {
         }
     }
     out
-}
-
-/// The repository's tracked files (`git ls-files`), or none outside a git repository.
-pub fn tracked_files(repo: &Path) -> Vec<String> {
-    Command::new("git")
-        .args(["ls-files", "-z"])
-        .current_dir(repo)
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| {
-            o.stdout
-                .split(|&b| b == 0)
-                .filter(|f| !f.is_empty())
-                .map(|f| String::from_utf8_lossy(f).into_owned())
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// Tracked files that look like the project's own benchmarks: scripts and C sources named
