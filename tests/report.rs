@@ -193,6 +193,7 @@ fn markdown_report_snapshot() {
         builds: 6,
         runs: 40,
         reused: 0,
+        replayed: None,
         time: TimeSpent {
             building: 3.0,
             measuring: 9.5,
@@ -981,6 +982,7 @@ fn markdown_reports_say_no_change_and_inconclusive_plainly() {
             builds: 2,
             runs: 10,
             reused: 0,
+            replayed: None,
             time: TimeSpent::default(),
             skipped: &[],
             searched: 11,
@@ -1095,7 +1097,7 @@ fn report_states_the_verdict_find_reached_over_the_same_range() {
     assert!(
         notes
             .iter()
-            .any(|n| n.contains("the verdict is the one `perfbisect find` reached")),
+            .any(|n| n.contains("the verdict is the one perfbisect find reached")),
         "{j}"
     );
     assert_eq!(

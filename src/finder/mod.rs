@@ -122,6 +122,8 @@ pub struct FindRun {
     pub seconds: f64,
     /// The imported rounds that narrowed the search, when they did.
     pub imported: Option<ImportedGap>,
+    /// When this run states a verdict `find` reached earlier (kept in the cache): then.
+    pub replayed: Option<u64>,
 }
 
 impl FindRun {
@@ -141,6 +143,7 @@ impl FindRun {
             builds: self.tally.builds + self.tally.checks,
             runs: self.tally.runs,
             reused: self.tally.reused,
+            replayed: self.replayed,
             time: view::TimeSpent {
                 building: self.tally.building.as_secs_f64(),
                 measuring: self.tally.measuring.as_secs_f64(),
@@ -301,8 +304,8 @@ impl FindRun {
             .collect::<Option<Vec<_>>>()?;
         let mut notes = v.notes;
         notes.push(format!(
-            "the verdict is the one `perfbisect find` reached over this range on {} (kept in \
-             the cache): `report` states it as `find` did, and `find` searches again",
+            "the verdict is the one perfbisect find reached over this range on {} (kept in the \
+             cache): report states it as find did, and find searches again",
             crate::report::text::date(i64::try_from(v.at).unwrap_or(i64::MAX))
         ));
         Some(FindRun {
@@ -327,6 +330,7 @@ impl FindRun {
             deterministic: v.deterministic,
             seconds: 0.0,
             imported: v.imported,
+            replayed: Some(v.at),
         })
     }
 
@@ -819,6 +823,7 @@ pub fn search(
         deterministic,
         seconds: started.elapsed().as_secs_f64(),
         imported: gap.map(|(_, _, g)| g),
+        replayed: None,
     })
 }
 

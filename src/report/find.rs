@@ -23,6 +23,9 @@ pub struct FindReport<'a> {
     pub builds: usize,
     pub runs: usize,
     pub reused: usize,
+    /// When the verdict is one `find` reached earlier and kept (seconds since the epoch):
+    /// this invocation built and ran nothing, and says whose search it states.
+    pub replayed: Option<u64>,
     /// Where the wall time went.
     pub time: TimeSpent,
     pub skipped: &'a [Skip],
@@ -264,6 +267,14 @@ impl FindReport<'_> {
 
     /// "9 builds (2 of them pristine checks), 45 runs, 2 profiles in 19m 9s; building ...".
     pub(crate) fn spent(&self) -> String {
+        if let Some(at) = self.replayed {
+            return format!(
+                "nothing built or run now: the search stated is the one `find` made on {} (kept \
+                 in the cache), in {}",
+                date(i64::try_from(at).unwrap_or(i64::MAX)),
+                crate::build::fmt_secs(self.seconds)
+            );
+        }
         let t = &self.time;
         format!(
             "{} build{}{}, {} run{}{} in {}{}",
@@ -987,6 +998,7 @@ mod tests {
             builds: 2,
             runs: 2,
             reused: 0,
+            replayed: None,
             time: TimeSpent::default(),
             skipped: &[],
             merges: &[],
@@ -1033,6 +1045,7 @@ mod tests {
             builds: 9,
             runs: 45,
             reused: 0,
+            replayed: None,
             time,
             skipped: &[],
             merges: &[],
