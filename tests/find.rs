@@ -170,6 +170,31 @@ fn every_confirmation_says_the_evidence_its_json_holds() {
             "{format} should say `{said}`:\n{out}\n{j}"
         );
     }
+    // The interleaving a fresh search claims is the one it counted: its kept verdict, which
+    // `report` states, holds the same count.
+    let f = noisy(9, |i, c| c.metric = if i >= 6 { 1080.0 } else { 1000.0 });
+    let out = claim(&f, "value", "text");
+    let r = f.json(&["report", "value", &f.range(), "--format", "json"]);
+    let j = &r["find"];
+    let (beside, windows) = (
+        j["measured"]["beside_runs"].as_u64().unwrap(),
+        j["measured"]["windows"].as_u64().unwrap(),
+    );
+    let probes = j["probed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| **p != f.ids[0].as_str() && **p != f.ids[8].as_str())
+        .count();
+    let said = format!(
+        "; {beside} of the runs measured commits again {}, in {windows} window",
+        if probes > 0 {
+            "beside the probes"
+        } else {
+            "beside the commit compared with them"
+        }
+    );
+    assert!(beside > 0 && out.contains(&said), "`{said}`:\n{out}\n{j}");
     // Exact values twice a side need no re-run: said so, never "re-runs".
     let f = noisy(9, |i, c| {
         c.noise_pct = 0.0;
