@@ -415,3 +415,55 @@ fn a_culprit_behind_a_broken_build_is_one_step_in_find_and_detect() {
         assert!((a - b).abs() <= 1e-9 * b.abs(), "{cp} vs {c}");
     }
 }
+
+/// Where a probe lies, in one vocabulary: a probe whose median is past both levels is said
+/// "beyond" one of them, never "between the levels", and one said between lies between them.
+#[test]
+fn a_probe_past_both_levels_is_said_beyond_not_between() {
+    // 1000 up to 1300 at commit 6, back down to 1100 at commit 12: the ends differ by +10 %,
+    // and every probe of commits 6..11 reads 1300, beyond the new end's level.
+    let f = Fixture::new(
+        &specs(17, |i, c| {
+            c.metric = match i {
+                6..=11 => 1300.0,
+                12.. => 1100.0,
+                _ => 1000.0,
+            }
+        }),
+        &value_config(3),
+    );
+    let out = f
+        .cmd()
+        .args(["find", "value", &f.range(), "--no-progress"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let placed: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains(": median ") && l.contains(" against the old level "))
+        .collect();
+    let number = |l: &str, after: &str| -> f64 {
+        let rest = &l[l.find(after).unwrap() + after.len()..];
+        rest.split_whitespace().next().unwrap().parse().unwrap()
+    };
+    let mut beyond = 0;
+    for l in &placed {
+        let (m, old, new) = (
+            number(l, ": median "),
+            number(l, "against the old level "),
+            number(l, "and the new level "),
+        );
+        let inside = m >= old.min(new) && m <= old.max(new);
+        if l.contains(" is between the levels") {
+            assert!(inside, "said between, lies outside: {l}\n{err}");
+        }
+        if l.contains(" is beyond the ") {
+            assert!(!inside, "said beyond, lies inside: {l}\n{err}");
+            beyond += 1;
+        }
+    }
+    assert!(
+        beyond > 0,
+        "a probe of 6..11 reads past both levels:\n{err}"
+    );
+}
