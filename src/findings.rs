@@ -405,19 +405,8 @@ pub fn load(path: &Path) -> anyhow::Result<Findings> {
 /// Write `findings` to `path` durably: a temp file beside it, synced, renamed over it, the
 /// directory synced.
 pub fn save(path: &Path, findings: &Findings) -> anyhow::Result<()> {
-    use std::io::Write;
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let mut tmp = crate::store::temp_file(dir, ".findings.json.")?;
-    let text = serde_json::to_string_pretty(findings)?;
-    tmp.write_all(text.as_bytes())
-        .and_then(|()| tmp.write_all(b"\n"))
-        .and_then(|()| tmp.as_file().sync_all())
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    tmp.persist(path)
-        .map_err(|e| e.error)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    crate::store::try_sync_dir(dir)?;
-    Ok(())
+    let text = serde_json::to_string_pretty(findings)? + "\n";
+    crate::store::replace_file(path, ".findings.json.", text.as_bytes())
 }
 
 #[cfg(test)]

@@ -112,7 +112,6 @@ pub fn load(
 /// Keep `v` as `test`'s verdict over its range (replacing an earlier one of the same range
 /// and definition), durably: a temp file synced and renamed over the old one.
 pub fn save(cache_root: &Path, test: &str, v: Verdict) -> anyhow::Result<()> {
-    use std::io::Write;
     let path = path(cache_root, test);
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
@@ -121,16 +120,7 @@ pub fn save(cache_root: &Path, test: &str, v: Verdict) -> anyhow::Result<()> {
     all.push(v);
     let drop = all.len().saturating_sub(KEEP);
     all.drain(..drop);
-    let mut tmp = crate::store::temp_file(dir, ".verdicts.json.")?;
-    let text = serde_json::to_string(&all)?;
-    tmp.write_all(text.as_bytes())
-        .and_then(|()| tmp.as_file().sync_all())
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    tmp.persist(&path)
-        .map_err(|e| e.error)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    crate::store::try_sync_dir(dir)?;
-    Ok(())
+    crate::store::replace_file(&path, ".verdicts.json.", serde_json::to_string(&all)?.as_bytes())
 }
 
 #[cfg(test)]

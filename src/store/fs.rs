@@ -45,6 +45,22 @@ pub fn temp_file(dir: &Path, prefix: &str) -> anyhow::Result<tempfile::NamedTemp
         .with_context(|| format!("cannot create a temp file in {}", dir.display()))
 }
 
+/// Replace `path` with `bytes` durably: a temp file beside it (named `prefix`...), synced,
+/// renamed over it, the directory synced, so a crash leaves the old file or the new one,
+/// never half of one.
+pub fn replace_file(path: &Path, prefix: &str, bytes: &[u8]) -> anyhow::Result<()> {
+    use std::io::Write;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut tmp = temp_file(dir, prefix)?;
+    tmp.write_all(bytes)
+        .and_then(|()| tmp.as_file().sync_all())
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    tmp.persist(path)
+        .map_err(|e| e.error)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    try_sync_dir(dir)
+}
+
 /// Whether `name` is one of [`temp_file`]'s names in the store directory: `.<test>.pbs.XXXXXX`
 /// `.<test>.unit.XXXXXX` or `.<test>.idx.XXXXXX`.
 pub fn is_temp_name(name: &str) -> bool {

@@ -16,7 +16,7 @@ mod sample;
 
 pub use append::Appender;
 pub use files::{Pruned, Store};
-pub use fs::{is_temp_name, sync_dir, temp_file, try_sync_dir};
+pub use fs::{is_temp_name, replace_file, sync_dir, temp_file, try_sync_dir};
 pub use index::IndexState;
 pub use observation::{Head, Keep, Observation};
 pub use record::{
