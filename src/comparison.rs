@@ -155,7 +155,7 @@ fn failure_message(
         } else {
             format!(
                 "; its output ends with:\n{}",
-                crate::paths::indent(&tail.join("\n"))
+                crate::base::paths::indent(&tail.join("\n"))
             )
         }
     )
@@ -248,7 +248,7 @@ pub fn compare(
             &mut |u, _, s| {
                 let (name, rev, c) = names[u];
                 appender.append(&s)?;
-                crate::interrupt::kept_run();
+                crate::base::interrupt::kept_run();
                 bar.inc(1);
                 measured += 1;
                 beat.set(doing(measured + 1, 2 * asked));
@@ -279,7 +279,7 @@ pub fn compare(
         )?;
         moment += r.rounds as u32;
         done_runs = asked;
-        if crate::interrupt::requested() || !adaptive || asked >= most {
+        if crate::base::interrupt::requested() || !adaptive || asked >= most {
             break;
         }
         let va: Vec<f64> = got[0].iter().filter_map(|s| s.value).collect();
@@ -303,8 +303,8 @@ pub fn compare(
     }
     drop(beat);
     bar.finish_and_clear();
-    if crate::interrupt::requested() {
-        return Err(crate::interrupt::Interrupted.into());
+    if crate::base::interrupt::requested() {
+        return Err(crate::base::interrupt::Interrupted.into());
     }
     let [sa, sb] = got;
     let va: Vec<f64> = sa.iter().filter_map(|s| s.value).collect();

@@ -3,6 +3,7 @@
 //! The library holds everything; `main.rs` only calls [`main_with_args`].
 
 pub mod attach;
+pub mod base;
 pub mod bisect;
 pub mod build;
 pub mod calibration;
@@ -19,15 +20,12 @@ pub mod git;
 pub mod guide;
 pub mod history;
 pub mod import;
-pub mod interrupt;
 pub mod lab;
 pub mod lint;
 pub mod measure;
-pub mod paths;
 pub mod pipeline;
 pub mod pristine;
 pub mod profile;
-pub mod progress;
 pub mod publish;
 pub mod report;
 pub mod rounds;
@@ -35,7 +33,6 @@ pub mod scaffold;
 pub mod shards;
 pub mod stats;
 pub mod store;
-pub mod style;
 pub mod triage;
 pub mod upkeep;
 

@@ -8,14 +8,14 @@ use std::sync::OnceLock;
 use anyhow::Context as _;
 use gix::ObjectId;
 
+/// Kept here for the commands that still name them through the pipeline.
+use crate::base::paths::indent;
+use crate::base::progress::Progress;
 use crate::build::{self, State};
 use crate::config::{Config, Test};
 use crate::fingerprint::Fingerprint;
 use crate::git::{self, CommitInfo, Repo};
 use crate::measure;
-/// Kept here for the commands that still name them through the pipeline.
-pub use crate::paths::{display_path, indent};
-use crate::progress::Progress;
 use crate::store::cache::{Cache, CacheLock};
 use crate::store::{commit_key, Appender, Sample};
 
@@ -279,7 +279,7 @@ impl Workspace {
         if !self.verbosity.quiet {
             self.progress.println(&format!(
                 "perfbisect: {} {msg}",
-                crate::style::warning_prefix()
+                crate::base::style::warning_prefix()
             ));
         }
     }
@@ -554,7 +554,7 @@ impl Workspace {
         if log.is_file() {
             text.push_str(&format!(
                 "\nits full log: {}",
-                crate::paths::display_path(&log)
+                crate::base::paths::display_path(&log)
             ));
         }
         text
@@ -597,7 +597,7 @@ impl Workspace {
                 .collect();
             let n = finished.iter().filter(|&&f| f).count();
             beat.set_done(
-                format!("building {}", crate::progress::listed(&now)),
+                format!("building {}", crate::base::progress::listed(&now)),
                 if names.len() > 1 {
                     format!("{n} of {} done", names.len())
                 } else {
@@ -678,8 +678,8 @@ impl Workspace {
             State::Missing => {}
         }
         let outcomes = self.build_missing(&[*id], 1, false)?;
-        if crate::interrupt::requested() {
-            return Err(crate::interrupt::Interrupted.into());
+        if crate::base::interrupt::requested() {
+            return Err(crate::base::interrupt::Interrupted.into());
         }
         let built = !outcomes.is_empty();
         match self.build_state(id) {
@@ -786,7 +786,7 @@ impl Workspace {
             &runs,
             &mut |i, s| {
                 appenders[i].append(&s)?;
-                crate::interrupt::kept_run();
+                crate::base::interrupt::kept_run();
                 if let Some(e) = &s.error {
                     if self.verbosity.verbose > 0 || !warned[i] {
                         warned[i] = true;
@@ -828,7 +828,7 @@ impl Workspace {
             a.runs.min(b.runs),
             &mut |side, s| {
                 appender.append(&s)?;
-                crate::interrupt::kept_run();
+                crate::base::interrupt::kept_run();
                 each(&s);
                 if side {
                     got.1.push(s);
@@ -884,7 +884,7 @@ impl Workspace {
             parallel,
             &mut |u, _, s| {
                 appender.append(&s)?;
-                crate::interrupt::kept_run();
+                crate::base::interrupt::kept_run();
                 if let Some(e) = &s.error {
                     streak[u] += 1;
                     if self.verbosity.verbose > 0 || !warned {
@@ -953,7 +953,7 @@ impl Workspace {
             &mut |u, i, s| {
                 let t = visits[u].tests[i];
                 appenders[t].append(&s)?;
-                crate::interrupt::kept_run();
+                crate::base::interrupt::kept_run();
                 if let Some(e) = &s.error {
                     if self.verbosity.verbose > 0 || !warned[t] {
                         warned[t] = true;
@@ -996,7 +996,7 @@ impl Workspace {
             batch.runs,
             &mut |s| {
                 appender.append(&s)?;
-                crate::interrupt::kept_run();
+                crate::base::interrupt::kept_run();
                 if let Some(e) = &s.error {
                     if self.verbosity.verbose > 0 || got.is_empty() {
                         self.warn(&format!(

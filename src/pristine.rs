@@ -8,9 +8,9 @@ use std::time::Instant;
 
 use gix::ObjectId;
 
+use crate::base::paths::indent;
 use crate::build::{self, Check};
 use crate::git;
-use crate::paths::indent;
 use crate::pipeline::Workspace;
 
 /// What a check of builds found and cost.

@@ -329,8 +329,8 @@ fn answer(
         total_after: a.total,
         changes,
         explained,
-        parent_profile: crate::paths::display_path(bdir),
-        culprit_profile: crate::paths::display_path(adir),
+        parent_profile: crate::base::paths::display_path(bdir),
+        culprit_profile: crate::base::paths::display_path(adir),
     }
 }
 

@@ -26,7 +26,7 @@ pub fn measured(ws: &Workspace, t: &Test) -> Measured {
         max_repeats: t.max_repeats,
         threshold: match t.threshold {
             crate::stats::Threshold::Relative(r) => {
-                format!("{} %", crate::report::fmt_num(r * 100.0))
+                format!("{} %", crate::base::text::fmt_num(r * 100.0))
             }
             crate::stats::Threshold::Absolute(a) => crate::report::units::quantity(a, &t.unit()),
         },
@@ -112,7 +112,7 @@ pub fn save_markdown(
                 .duration_since(std::time::UNIX_EPOCH)
                 .map(|d| d.as_secs())
                 .unwrap_or(0);
-            let (y, mo, d, h, mi, s) = crate::report::text::civil(now as i64);
+            let (y, mo, d, h, mi, s) = crate::base::text::civil(now as i64);
             ws.cache
                 .root
                 .join("reports")
@@ -144,13 +144,13 @@ pub fn post(ws: &Workspace, target: &Target, saved: &Path) -> anyhow::Result<()>
             println!("{url}");
             ws.note(&format!(
                 "posted to {target}; the report is also saved as {}",
-                crate::paths::display_path(saved)
+                crate::base::paths::display_path(saved)
             ));
             Ok(())
         }
         Err(e) => Err(e.context(format!(
             "cannot post the report to {target}; it is saved as {}",
-            crate::paths::display_path(saved)
+            crate::base::paths::display_path(saved)
         ))),
     }
 }
@@ -271,8 +271,8 @@ pub fn site(ws: &Workspace, out: &Path, which: &str, range: Option<&str>) -> any
         "wrote {} file{} into {}; open {}",
         written + 1,
         if written == 0 { "" } else { "s" },
-        crate::paths::display_path(out),
-        crate::paths::display_path(&out.join("index.html"))
+        crate::base::paths::display_path(out),
+        crate::base::paths::display_path(&out.join("index.html"))
     ));
     Ok(())
 }

@@ -7,9 +7,9 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use crate::base::interrupt::Interrupted;
 use crate::build::State;
 use crate::git;
-use crate::interrupt::Interrupted;
 use crate::pipeline::{Batch, Workspace};
 
 /// What `run` was asked for, parsed.
@@ -277,7 +277,7 @@ pub fn run_pass(
         summary.building += t.elapsed();
         // Failed builds are listed in `failed_builds`, not counted here.
         summary.builds += outcomes.iter().filter(|o| o.result.is_ok()).count();
-        if attempt > 0 || !incremental || crate::interrupt::requested() {
+        if attempt > 0 || !incremental || crate::base::interrupt::requested() {
             break;
         }
         // The newest build of each worktree stands for the builds before it there: one that
@@ -296,7 +296,7 @@ pub fn run_pass(
             samples.push(ws.samples_for(test, Some(&ids))?);
         }
     }
-    if crate::interrupt::requested() {
+    if crate::base::interrupt::requested() {
         // Stopped while building: say what was built before the exit.
         report(&mut summary)?;
         return Err(Interrupted.into());
@@ -396,7 +396,7 @@ pub fn run_pass(
                 // A test of minutes per run says it is alive (without progress bars).
                 let _beat = ws.progress.heartbeat(format!(
                     "measuring {} on {}",
-                    crate::progress::listed(&names),
+                    crate::base::progress::listed(&names),
                     c.short()
                 ));
                 if let [_] = group.as_slice() {
@@ -423,7 +423,7 @@ pub fn run_pass(
                 for (ti, s) in fresh {
                     samples[ti].push(s);
                 }
-                if crate::interrupt::requested() {
+                if crate::base::interrupt::requested() {
                     break 'commits;
                 }
             }
@@ -433,7 +433,7 @@ pub fn run_pass(
     // Few runs never hide a step: where the numbers now show a step too few runs cannot decide,
     // both builds beside it are measured more, round by round, until it is decided or they
     // reach `max_repeats`. (Not for a shard: it holds every Nth commit and sees no steps.)
-    if interleave && shard.is_none() && !crate::interrupt::requested() {
+    if interleave && shard.is_none() && !crate::base::interrupt::requested() {
         let mut chain: Vec<crate::git::CommitInfo> = range.base.iter().cloned().collect();
         chain.extend(range.commits.iter().cloned());
         top_up(
@@ -447,7 +447,7 @@ pub fn run_pass(
         )?;
     }
     summary.measuring += measuring.elapsed();
-    if crate::interrupt::requested() {
+    if crate::base::interrupt::requested() {
         report(&mut summary)?;
         return Err(Interrupted.into());
     }
@@ -657,7 +657,7 @@ fn measure_rounds(
         let doing = |k: usize| {
             format!(
                 "measuring {} on {} commits, round by round (run {} of {all})",
-                crate::progress::listed(&names),
+                crate::base::progress::listed(&names),
                 visits.len(),
                 (k + 1).min(all)
             )
@@ -705,7 +705,7 @@ fn measure_rounds(
             summary.failed_runs += usize::from(s.value.is_none());
             samples[group[gi]].push(s);
         }
-        if crate::interrupt::requested() {
+        if crate::base::interrupt::requested() {
             break;
         }
     }
@@ -737,7 +737,7 @@ fn top_up(
     let ids: Vec<gix::ObjectId> = chain.iter().map(|c| c.id).collect();
     let main = summary.interleaved.take();
     for _ in 0..TOP_UP_PASSES {
-        if crate::interrupt::requested() {
+        if crate::base::interrupt::requested() {
             break;
         }
         // Runs wanted per position of `chain`, per test.
@@ -834,7 +834,7 @@ pub fn print_summary(
     elapsed: Duration,
 ) -> anyhow::Result<()> {
     match json {
-        true => println!("{}", crate::report::json_line(s)?),
+        true => println!("{}", crate::report::json::json_line(s)?),
         false => {
             let t = &s.time;
             let mut parts = vec![format!("building {}", crate::build::fmt_secs(t.building_s))];
@@ -917,7 +917,7 @@ pub fn print_summary(
                 if let Some(d) = i.drift.filter(|d| d.p_value < 0.01) {
                     println!(
                         "  this machine's speed moved {} % between rounds (p = {:.1e}); measured round by round, the drift fell on every commit alike",
-                        crate::report::fmt_num(d.rel * 100.0),
+                        crate::base::text::fmt_num(d.rel * 100.0),
                         d.p_value
                     );
                 }

@@ -30,7 +30,7 @@ pub fn calibrate(g: &Global, args: CalibrateArgs) -> anyhow::Result<()> {
     };
     let (cal, other_note) = crate::calibration::calibrate(&ws, &test, id, &art, args.runs)?;
     match args.format {
-        Format::Json => print!("{}", crate::report::json_pretty(&cal)?),
+        Format::Json => print!("{}", crate::report::json::json_pretty(&cal)?),
         _ => print!(
             "{}",
             crate::report::calibration::text(

@@ -22,7 +22,7 @@ pub fn compare(g: &Global, args: CompareArgs) -> anyhow::Result<()> {
     };
     let (cmp, why) = crate::comparison::compare(&ws, &test, &req)?;
     match args.format {
-        Format::Json => print!("{}", crate::report::json_pretty(&cmp)?),
+        Format::Json => print!("{}", crate::report::json::json_pretty(&cmp)?),
         _ => {
             print!("{}", crate::report::compare::text(&cmp, &test));
             if let Some(w) = &why {

@@ -5,9 +5,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 
+use crate::base::paths::display_path;
 use crate::cli::{DetectArgs, FindArgs, Format, Global, RunArgs, ShowArgs};
 use crate::demo::{create_repo, CommitSpec, CONFIG};
-use crate::paths::display_path;
 
 /// Commits in the demo repository.
 const COMMITS: usize = 24;

@@ -4,11 +4,11 @@ use std::io::Write;
 
 use serde::Serialize;
 
+use crate::base::text::fmt_num;
 use crate::cli::{DetectArgs, Format, Global};
 use crate::error::UsageError;
 use crate::git::CommitInfo;
 use crate::pipeline::Workspace;
-use crate::report::fmt_num;
 use crate::stats::{self, changepoint};
 use crate::store::Observation;
 
@@ -229,7 +229,7 @@ pub fn detect(g: &Global, args: DetectArgs) -> anyhow::Result<()> {
     let stdout = std::io::stdout();
     let mut w = stdout.lock();
     match args.format {
-        Format::Json => writeln!(w, "{}", crate::report::json_line(&out)?)?,
+        Format::Json => writeln!(w, "{}", crate::report::json::json_line(&out)?)?,
         _ => {
             if out.change_points.is_empty() {
                 writeln!(
@@ -250,7 +250,11 @@ pub fn detect(g: &Global, args: DetectArgs) -> anyhow::Result<()> {
                 let evidence = if p.deterministic {
                     "exact".to_string()
                 } else {
-                    format!("{} ({})", crate::report::fmt_p(p.p_value), p.test.name())
+                    format!(
+                        "{} ({})",
+                        crate::base::text::fmt_p(p.p_value),
+                        p.test.name()
+                    )
                 };
                 let basis = match (p.windows, p.interval) {
                     (0, _) => String::new(),
@@ -275,7 +279,7 @@ pub fn detect(g: &Global, args: DetectArgs) -> anyhow::Result<()> {
                     "{at}: {} -> {} ({}), {evidence}{basis}",
                     fmt_num(p.before),
                     fmt_num(p.after),
-                    crate::report::text::fmt_rel(p.rel_change, 2),
+                    crate::base::text::fmt_rel(p.rel_change, 2),
                 )?;
             }
             for u in &out.undecided {
@@ -288,8 +292,8 @@ pub fn detect(g: &Global, args: DetectArgs) -> anyhow::Result<()> {
                     "undecided: {at}: {} -> {} ({}), {} from {} vs {} runs: too few to decide; about {} runs a side would{}",
                     fmt_num(u.before),
                     fmt_num(u.after),
-                    crate::report::text::fmt_rel(u.rel_change, 2),
-                    crate::report::fmt_p(u.p_value),
+                    crate::base::text::fmt_rel(u.rel_change, 2),
+                    crate::base::text::fmt_p(u.p_value),
                     u.runs[0],
                     u.runs[1],
                     u.runs_needed,

@@ -160,7 +160,7 @@ fn several(
     match args.format {
         Format::Json => print!(
             "{}",
-            crate::report::text::json_pretty(&serde_json::json!({
+            crate::report::json::json_pretty(&serde_json::json!({
                 "range": args.range,
                 "tests": values,
                 "builds": builds,

@@ -30,7 +30,7 @@ pub fn merge(g: &Global, args: MergeArgs) -> anyhow::Result<()> {
     // Every source is checked before anything is written.
     let mut sources: Vec<(PathBuf, PathBuf)> = Vec::new();
     for c in &args.caches {
-        let shown = crate::pipeline::display_path(c);
+        let shown = crate::base::paths::display_path(c);
         let results = if c.join("results").is_dir() {
             c.join("results")
         } else if has_stores(c) {
@@ -64,7 +64,7 @@ pub fn merge(g: &Global, args: MergeArgs) -> anyhow::Result<()> {
         let here = dest.load(test).with_context(|| {
             format!(
                 "cannot read {}; nothing was merged",
-                crate::pipeline::display_path(&dest.path(test))
+                crate::base::paths::display_path(&dest.path(test))
             )
         })?;
         for s in &here.samples {
@@ -77,7 +77,7 @@ pub fn merge(g: &Global, args: MergeArgs) -> anyhow::Result<()> {
             let loaded = src.load(test).with_context(|| {
                 format!(
                     "cannot read {}; nothing was merged",
-                    crate::pipeline::display_path(&src.path(test))
+                    crate::base::paths::display_path(&src.path(test))
                 )
             })?;
             for w in &loaded.warnings {
@@ -91,7 +91,7 @@ pub fn merge(g: &Global, args: MergeArgs) -> anyhow::Result<()> {
                 let k = key(&encode_frame(&s).with_context(|| {
                     format!(
                         "{}: a record cannot be stored again; nothing was merged",
-                        crate::pipeline::display_path(&src.path(test))
+                        crate::base::paths::display_path(&src.path(test))
                     )
                 })?);
                 let n = seen.entry(k).or_default();
@@ -235,7 +235,7 @@ fn missing(from: &Path, to: &Path) -> anyhow::Result<Vec<(PathBuf, Vec<u8>)>> {
         let bytes = std::fs::read(e.path()).with_context(|| {
             format!(
                 "cannot read {}; nothing was merged",
-                crate::pipeline::display_path(&e.path())
+                crate::base::paths::display_path(&e.path())
             )
         })?;
         out.push((dest, bytes));

@@ -133,7 +133,7 @@ pub fn locate(explicit: Option<&Path>, repo_dir: Option<&Path>) -> anyhow::Resul
 pub fn load(path: &Path) -> anyhow::Result<Config> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| UsageError::err(format!("cannot read config file {}: {e}", path.display())))?;
-    let abs = crate::paths::normalize(path);
+    let abs = crate::base::paths::normalize(path);
     parse(&text, &abs)
 }
 
@@ -145,7 +145,7 @@ fn config_dir(path: &Path) -> PathBuf {
         _ => Path::new("."),
     };
     std::path::absolute(parent)
-        .map(|p| crate::paths::normalize(&p))
+        .map(|p| crate::base::paths::normalize(&p))
         .unwrap_or_else(|_| parent.to_path_buf())
 }
 

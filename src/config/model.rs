@@ -343,7 +343,7 @@ impl Config {
             UsageError::err(format!(
                 "unknown test `{name}`{} (tests in {}: {})",
                 crate::error::did_you_mean(name, self.tests.keys().map(String::as_str)),
-                crate::paths::display_path(&self.path),
+                crate::base::paths::display_path(&self.path),
                 self.known_tests()
             ))
         })

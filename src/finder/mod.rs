@@ -306,7 +306,7 @@ impl FindRun {
         notes.push(format!(
             "the verdict is the one perfbisect find reached over this range on {} (kept in the \
              cache): report states it as find did, and find searches again",
-            crate::report::text::date(i64::try_from(v.at).unwrap_or(i64::MAX))
+            crate::base::text::date(i64::try_from(v.at).unwrap_or(i64::MAX))
         ));
         Some(FindRun {
             test,
@@ -560,7 +560,7 @@ pub fn search(
                 "{} {} (median {} of {} imported sample{}{}{})",
                 c.short(),
                 c.subject,
-                crate::report::fmt_num(e.median),
+                crate::base::text::fmt_num(e.median),
                 e.n,
                 if e.n == 1 { "" } else { "s" },
                 if e.rounds.is_empty() {
@@ -573,7 +573,7 @@ pub fn search(
                         } else {
                             "rounds"
                         },
-                        crate::report::text::some_of(&e.rounds)
+                        crate::base::text::some_of(&e.rounds)
                     )
                 },
                 if e.machines.is_empty() {
@@ -675,7 +675,7 @@ pub fn search(
                     "{} {} is a merge: searching the {} the branch it merged",
                     m.short(),
                     m.subject,
-                    crate::report::text::plural(inner.len() - 1, "commit of", "commits of"),
+                    crate::base::text::plural(inner.len() - 1, "commit of", "commits of"),
                 ));
                 let r = drive(
                     ws,
@@ -836,7 +836,7 @@ fn unbuilt(ws: &Workspace, spec: &str, commits: &[CommitInfo], pos: usize) -> an
         .filter(|c| matches!(ws.build_state(&c.id), State::Failed(_)))
         .count();
     let c = &commits[pos];
-    let failed = crate::report::text::count(failed, "build");
+    let failed = crate::base::text::count(failed, "build");
     if pos == 0 {
         anyhow::bail!(
             "the old end of `{spec}`, {} {}, could not be built and no samples of it are stored, \
@@ -858,7 +858,7 @@ fn unbuilt(ws: &Workspace, spec: &str, commits: &[CommitInfo], pos: usize) -> an
 /// Move a culprit's positions from a search's own list into the report's.
 /// A change with its sign: `+4184`, `-12.5`.
 fn signed(v: f64) -> String {
-    let n = crate::report::fmt_num(v);
+    let n = crate::base::text::fmt_num(v);
     if v > 0.0 {
         format!("+{n}")
     } else {
@@ -1019,8 +1019,8 @@ pub fn search_params(
                  treating it as noisy",
                 test.name,
                 crate::git::short(&recs[0].commit_id()),
-                crate::report::fmt_num(lo),
-                crate::report::fmt_num(hi)
+                crate::base::text::fmt_num(lo),
+                crate::base::text::fmt_num(hi)
             ));
             deterministic = false;
         }

@@ -5,8 +5,8 @@ use crate::comparison::Comparison;
 use crate::report::find::judge_with_article;
 use crate::stats;
 
-use super::text::{count, fmt_num};
 use super::units::quantity;
+use crate::base::text::{count, fmt_num};
 
 /// `2 %` or `12 units`.
 fn threshold_text(test: &crate::config::Test) -> String {
@@ -155,7 +155,7 @@ pub fn text(c: &Comparison, test: &crate::config::Test) -> String {
             let evidence = if c.deterministic {
                 "exact (no spread on either side)".to_string()
             } else {
-                super::text::fmt_p(p)
+                crate::base::text::fmt_p(p)
             };
             let _ = writeln!(
                 o,

@@ -9,7 +9,7 @@ use crate::config::{Direction, Test};
 use crate::git::CommitInfo;
 
 use super::md;
-use super::text::{count, date, fmt_num};
+use crate::base::text::{count, date, fmt_num};
 
 /// Everything a `find` report shows.
 pub struct FindReport<'a> {
@@ -141,7 +141,7 @@ impl SearchFacts {
             "{what} {:.2} % during the search (the same build, {short}, measured in {} windows of time, {}); every decision compared runs taken side by side, so the drift fell on both sides alike",
             d.rel * 100.0,
             d.windows,
-            super::text::fmt_p(d.p_value)
+            crate::base::text::fmt_p(d.p_value)
         ))
     }
 
@@ -388,7 +388,7 @@ impl FindReport<'_> {
         if self.deterministic {
             "exact".into()
         } else if sci {
-            super::text::fmt_p(p)
+            crate::base::text::fmt_p(p)
         } else {
             format!("p = {p:.2}")
         }
@@ -499,7 +499,7 @@ impl FindReport<'_> {
             self.unit(),
             fmt_num(c.after),
             self.unit(),
-            crate::report::text::fmt_rel(c.rel_change, 2),
+            crate::base::text::fmt_rel(c.rel_change, 2),
             judge_with_article(self.test.direction, c.rel_change),
             self.interval_text(c)
                 .map(|i| format!("; {i}"))
@@ -683,7 +683,7 @@ pub fn markdown(r: &FindReport<'_>) -> String {
                 o,
                 "### {}: {} {} at {}\n",
                 md::code(&t.name),
-                crate::report::text::fmt_rel(c.rel_change, 2),
+                crate::base::text::fmt_rel(c.rel_change, 2),
                 judge(t.direction, c.rel_change),
                 r.commits[c.pos].short()
             );
@@ -727,7 +727,7 @@ pub fn markdown(r: &FindReport<'_>) -> String {
                 "#### {} of {}: {} {} at `{}` {}\n",
                 k + 1,
                 culprits.len(),
-                crate::report::text::fmt_rel(c.rel_change, 2),
+                crate::base::text::fmt_rel(c.rel_change, 2),
                 judge(t.direction, c.rel_change),
                 at.short(),
                 md_escape(&at.subject)
@@ -755,7 +755,7 @@ pub fn markdown(r: &FindReport<'_>) -> String {
             } else {
                 "best guess, unconfirmed"
             },
-            crate::report::text::fmt_rel(c.rel_change, 2),
+            crate::base::text::fmt_rel(c.rel_change, 2),
             judge(t.direction, c.rel_change),
             r.interval_text(c)
                 .map(|i| format!("; {i}"))
@@ -763,7 +763,11 @@ pub fn markdown(r: &FindReport<'_>) -> String {
             if r.deterministic {
                 "exact (values compared as they are)".to_string()
             } else {
-                format!("{} ({})", super::text::fmt_p(c.p_value), r.test_name(c))
+                format!(
+                    "{} ({})",
+                    crate::base::text::fmt_p(c.p_value),
+                    r.test_name(c)
+                )
             },
             md_escape(&r.basis(c)),
             r.confirmation(c)

@@ -13,8 +13,8 @@ use std::fmt::Write as _;
 use super::charts;
 use super::plot;
 use super::show::{summarize, CommitRow, RangeSummary, Status};
-use super::text::fmt_num;
 use super::units::{quantity, quantity_pair, signed_quantity};
+use crate::base::text::fmt_num;
 use crate::config::{Build, Test};
 use crate::stats::{self, ChangePoint};
 
@@ -317,8 +317,8 @@ pub fn page(p: &Page<'_>, site: &Site<'_>) -> anyhow::Result<Vec<File>> {
             .map(|s| {
                 format!(
                     " from {} of {}",
-                    super::text::count(s.samples, "run"),
-                    super::text::count(s.commits_measured, "commit")
+                    crate::base::text::count(s.samples, "run"),
+                    crate::base::text::count(s.commits_measured, "commit")
                 )
             })
             .unwrap_or_default(),
@@ -447,11 +447,11 @@ fn change_point_table(o: &mut String, p: &Page<'_>) {
             r.commit.short(),
             esc(&quantity_pair(cp.before, cp.after, &p.test.unit()).0),
             esc(&quantity_pair(cp.before, cp.after, &p.test.unit()).1),
-            crate::report::text::fmt_rel(cp.rel_change, 2),
+            crate::base::text::fmt_rel(cp.rel_change, 2),
             if cp.deterministic {
                 "exact".to_string()
             } else {
-                esc(&format!("{} ({})", super::text::fmt_p(cp.p_value), cp.test.name()))
+                esc(&format!("{} ({})", crate::base::text::fmt_p(cp.p_value), cp.test.name()))
             },
             esc(&r.commit.subject)
         );

@@ -9,7 +9,7 @@ use crate::git::CommitInfo;
 use crate::stats::{self, Summary};
 use crate::store::{Run, Sample};
 
-use super::text::{fmt_num, fmt_signed};
+use crate::base::text::{fmt_num, fmt_signed};
 
 /// Status of one commit in `show`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use crate::profile::{Change, Why};
 
 use super::md;
-use super::text::fmt_rel;
+use crate::base::text::fmt_rel;
 
 /// Instructions, short: 1.23 M, 45.6 k.
 fn count(n: i64) -> String {
