@@ -14,7 +14,6 @@ pub mod config;
 pub mod demo;
 pub mod error;
 pub mod finder;
-pub mod findings;
 pub mod fingerprint;
 pub mod git;
 pub mod guide;

@@ -3,7 +3,7 @@
 //! history, search each one not settled yet inside its gap — one search per gap for all the
 //! tests that moved there, on one set of builds (the cache serves every test, and the search
 //! prefers commits already built) — confirm each culprit as `find` does, and keep the
-//! results per culprit commit in the cache ([`crate::findings`]); with `--attach`, one issue
+//! results per culprit commit in the cache ([`crate::store::findings`]); with `--attach`, one issue
 //! per new culprit, a comment when tests join it or when a later step fixes it. Idempotent
 //! and resumable: a second run with nothing new posts nothing.
 
@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use crate::bisect::Outcome as Verdict;
 use crate::config::Test;
-use crate::findings::{self, Findings, Post, State, TestStep};
+use crate::store::findings::{self, Findings, Post, State, TestStep};
 use crate::pipeline::Workspace;
 pub use crate::report::triage::{Left, Posted};
 

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use crate::findings::{marker, Finding, Findings, State, TestStep};
+use crate::store::findings::{marker, Finding, Findings, State, TestStep};
 
 use super::md;
 use super::units::quantity_pair;

@@ -407,7 +407,7 @@ pub fn load(path: &Path) -> anyhow::Result<Findings> {
 pub fn save(path: &Path, findings: &Findings) -> anyhow::Result<()> {
     use std::io::Write;
     let dir = path.parent().unwrap_or(Path::new("."));
-    let mut tmp = crate::store::temp_file(dir, ".findings.json.")?;
+    let mut tmp = crate::store::fs::temp_file(dir, ".findings.json.")?;
     let text = serde_json::to_string_pretty(findings)?;
     tmp.write_all(text.as_bytes())
         .and_then(|()| tmp.write_all(b"\n"))
@@ -416,7 +416,7 @@ pub fn save(path: &Path, findings: &Findings) -> anyhow::Result<()> {
     tmp.persist(path)
         .map_err(|e| e.error)
         .with_context(|| format!("cannot write {}", path.display()))?;
-    crate::store::try_sync_dir(dir)?;
+    crate::store::fs::try_sync_dir(dir)?;
     Ok(())
 }
 
