@@ -12,9 +12,9 @@ use std::time::{Duration, Instant};
 
 use crate::bisect::Outcome as Verdict;
 use crate::config::Test;
-use crate::store::findings::{self, Findings, Post, State, TestStep};
 use crate::pipeline::Workspace;
 pub use crate::report::triage::{Left, Posted};
+use crate::store::findings::{self, Findings, Post, State, TestStep};
 
 /// What `triage` was asked for.
 pub struct Options<'a> {

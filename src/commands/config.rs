@@ -35,11 +35,11 @@ fn check(g: &Global) -> anyhow::Result<()> {
             crate::base::paths::display_path(&path)
         );
     }
-    let warnings = crate::lint::warnings(&cfg, &crate::lint::path_dirs());
+    let warnings = crate::scaffold::lint::warnings(&cfg, &crate::scaffold::lint::path_dirs());
     for w in &warnings {
         eprintln!("{w}");
     }
-    let counted = crate::lint::counters(&cfg);
+    let counted = crate::scaffold::lint::counters(&cfg);
     let build = match (&cfg.build.cargo, &cfg.build.command) {
         (Some(c), _) => {
             let names: Vec<&str> = c.names().collect();
