@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::base::interrupt::Interrupted;
 use crate::config::Test;
-use crate::pipeline::{Batch, Workspace};
+use crate::pipeline::workspace::{Batch, Workspace};
 use crate::stats::{self, Threshold};
 use crate::store::cache::Cache;
 

@@ -6,7 +6,7 @@
 use serde::Serialize;
 
 use crate::measure;
-use crate::pipeline::Workspace;
+use crate::pipeline::workspace::Workspace;
 use crate::stats;
 use crate::store::Sample;
 
@@ -167,7 +167,10 @@ pub fn compare(
     ws: &Workspace,
     test: &crate::config::Test,
     req: &Request<'_>,
-) -> anyhow::Result<(Comparison, Option<Result<crate::profile::Why, String>>)> {
+) -> anyhow::Result<(
+    Comparison,
+    Option<Result<crate::pipeline::profile::Why, String>>,
+)> {
     ws.counter_note(test)?;
     let a = ws.repo.info(ws.repo.resolve(req.rev_a)?)?;
     let b = ws.repo.info(ws.repo.resolve(req.rev_b)?)?;
@@ -342,9 +345,9 @@ pub fn compare(
         crate::measure::counter::select(crate::measure::counter::Choice::Cachegrind).is_ok();
     let profile = cmp.differs
         && !req.no_why
-        && (req.why || (valgrind && crate::profile::worth_profiling(test)));
+        && (req.why || (valgrind && crate::pipeline::profile::worth_profiling(test)));
     let why = if profile {
-        Some(crate::profile::why(ws, test, a.id, b.id)?)
+        Some(crate::pipeline::profile::why(ws, test, a.id, b.id)?)
     } else {
         None
     };

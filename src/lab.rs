@@ -9,7 +9,8 @@ use crate::bisect::{Culprit, Doing, Lab, Measured, Outcome, Search, Stored};
 use crate::build::State;
 use crate::config::Test;
 use crate::git::CommitInfo;
-use crate::pipeline::{Batch, Samples, Workspace};
+use crate::pipeline::samples::Samples;
+use crate::pipeline::workspace::{Batch, Workspace};
 use crate::store::Appender;
 
 /// A search's positions mapped onto commits of the workspace's repository.
@@ -505,8 +506,9 @@ impl WorkspaceLab<'_> {
                 ids.into_iter()
                     .enumerate()
                     .map(|(k, id)| {
-                        let (check, took) =
-                            crate::pristine::check_beside(&git_dir, &cache, &build, id, say, true);
+                        let (check, took) = crate::pipeline::pristine::check_beside(
+                            &git_dir, &cache, &build, id, say, true,
+                        );
                         checking(k + 1);
                         (id, check, took)
                     })

@@ -8,10 +8,10 @@ use anyhow::Context as _;
 
 use crate::attach::Target;
 use crate::config::Test;
-use crate::pipeline::Workspace;
+use crate::pipeline::workspace::Workspace;
 use rayon::prelude::*;
 
-use crate::history::{change_points, rows};
+use crate::pipeline::history::{change_points, rows};
 use crate::report::html::{self, IndexEntry, Page, Site};
 use crate::report::issue::Measured;
 use crate::report::plot::{self, Chart};
@@ -58,7 +58,7 @@ pub fn measured(ws: &Workspace, t: &Test) -> Measured {
             })
         }),
         artifacts: ws.config.build.artifacts.clone(),
-        machine: crate::fingerprint::machine(),
+        machine: crate::pipeline::fingerprint::machine(),
         perfbisect: env!("CARGO_PKG_VERSION").to_string(),
         runs: runs_setup(t),
     }
@@ -226,8 +226,14 @@ pub fn site(ws: &Workspace, out: &Path, which: &str, range: Option<&str>) -> any
                         .take(64)
                         .map(|r| r.commit.id)
                         .collect();
-                    crate::profile::cached(&root, recipe, t, &before, rows[cp.index].commit.id)
-                        .map(|w| (cp.index, w))
+                    crate::pipeline::profile::cached(
+                        &root,
+                        recipe,
+                        t,
+                        &before,
+                        rows[cp.index].commit.id,
+                    )
+                    .map(|w| (cp.index, w))
                 })
                 .collect();
             let page = Page {
@@ -304,7 +310,7 @@ fn check_site_dir(out: &Path) -> anyhow::Result<()> {
 pub fn issue_markdown(
     ws: &Workspace,
     run: &crate::finder::FindRun,
-    why: &[crate::profile::Profiled],
+    why: &[crate::pipeline::profile::Profiled],
     invocation: &str,
 ) -> anyhow::Result<String> {
     let samples = ws.samples(&run.test)?;

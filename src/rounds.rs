@@ -10,7 +10,7 @@ use serde::Serialize;
 use crate::base::interrupt::Interrupted;
 use crate::build::State;
 use crate::git;
-use crate::pipeline::{Batch, Workspace};
+use crate::pipeline::workspace::{Batch, Workspace};
 
 /// What `run` was asked for, parsed.
 pub struct Options<'a> {
@@ -132,7 +132,7 @@ impl Summary {
     }
 
     /// Add what a pristine check rebuilt and cost.
-    fn checked(&mut self, c: &crate::pristine::Checked) {
+    fn checked(&mut self, c: &crate::pipeline::pristine::Checked) {
         self.builds += c.builds;
         self.pristine_checks += c.builds;
         self.checking += Duration::from_secs_f64(c.seconds);
@@ -225,13 +225,14 @@ pub fn run_pass(
         }
         samples.push(s);
     }
-    let needs = |samples: &[crate::pipeline::Samples], ci: usize| -> Vec<(usize, u32, usize)> {
-        tests
-            .iter()
-            .zip(samples)
-            .map(|(test, samples)| need(test, samples, &commits[ci].id, args.again, args.gaps))
-            .collect()
-    };
+    let needs =
+        |samples: &[crate::pipeline::samples::Samples], ci: usize| -> Vec<(usize, u32, usize)> {
+            tests
+                .iter()
+                .zip(samples)
+                .map(|(test, samples)| need(test, samples, &commits[ci].id, args.again, args.gaps))
+                .collect()
+        };
     // Counted on from the passes before this one.
     let mut summary = Summary {
         builds: spent.builds,
@@ -345,7 +346,7 @@ pub fn run_pass(
             &mut appenders,
             &mut summary,
             &bar,
-            &|samples: &[crate::pipeline::Samples], ci: usize| needs(samples, ci),
+            &|samples: &[crate::pipeline::samples::Samples], ci: usize| needs(samples, ci),
             args.jobs,
         )?;
     } else {
@@ -529,7 +530,8 @@ fn note_shared(
 }
 
 /// What each test still needs on the `ci`th commit: (runs, round, runs saved by twins).
-type Needs<'a> = dyn Fn(&[crate::pipeline::Samples], usize) -> Vec<(usize, u32, usize)> + 'a;
+type Needs<'a> =
+    dyn Fn(&[crate::pipeline::samples::Samples], usize) -> Vec<(usize, u32, usize)> + 'a;
 
 /// Measure what every commit needs in interleaved rounds, one session per share group of
 /// tests (tests that read one execution's output; the others alone): in each round every
@@ -542,7 +544,7 @@ fn measure_rounds(
     ws: &Workspace,
     tests: &[&crate::config::Test],
     commits: &[crate::git::CommitInfo],
-    samples: &mut [crate::pipeline::Samples],
+    samples: &mut [crate::pipeline::samples::Samples],
     appenders: &mut [crate::store::Appender],
     summary: &mut Summary,
     bar: &indicatif::ProgressBar,
@@ -612,10 +614,10 @@ fn measure_rounds(
     }
     let mut inter = Interleaved::default();
     for group in share_groups(tests, &vec![(1, 0); tests.len()]) {
-        let mut visits: Vec<crate::pipeline::Visit<'_>> = Vec::new();
+        let mut visits: Vec<crate::pipeline::workspace::Visit<'_>> = Vec::new();
         for (ci, c) in commits.iter().enumerate() {
             let Some(art) = &arts[ci] else { continue };
-            let mut v = crate::pipeline::Visit {
+            let mut v = crate::pipeline::workspace::Visit {
                 batches: Vec::new(),
                 tests: Vec::new(),
             };
@@ -667,7 +669,7 @@ fn measure_rounds(
         // Counts the machine's load does not move may run on every core at once.
         let parallel = if group
             .iter()
-            .all(|&ti| crate::shards::dependence(tests[ti]).independent())
+            .all(|&ti| crate::pipeline::shards::dependence(tests[ti]).independent())
         {
             jobs
         } else {
@@ -729,7 +731,7 @@ fn top_up(
     ws: &Workspace,
     tests: &[&crate::config::Test],
     chain: &[crate::git::CommitInfo],
-    samples: &mut [crate::pipeline::Samples],
+    samples: &mut [crate::pipeline::samples::Samples],
     appenders: &mut [crate::store::Appender],
     summary: &mut Summary,
     jobs: usize,
@@ -747,8 +749,8 @@ fn top_up(
                 continue;
             }
             let stored = ws.samples_for(t, Some(&ids))?;
-            let rows = crate::history::rows(ws, &stored, chain.to_vec());
-            for u in crate::history::detection(t, &rows).undecided {
+            let rows = crate::pipeline::history::rows(ws, &stored, chain.to_vec());
+            for u in crate::pipeline::history::detection(t, &rows).undecided {
                 let has = |j: &usize| !rows[*j].own_values().is_empty();
                 let before = (0..u.index).rev().find(has);
                 let after = (u.index..rows.len()).find(has);
@@ -786,7 +788,7 @@ fn top_up(
         let total: usize = plan.iter().flatten().sum();
         summary.topped_up += total;
         let bar = ws.progress.bar(total as u64, "run");
-        let needs = |samples: &[crate::pipeline::Samples], ci: usize| {
+        let needs = |samples: &[crate::pipeline::samples::Samples], ci: usize| {
             tests
                 .iter()
                 .zip(samples)
@@ -936,7 +938,7 @@ pub fn print_summary(
 /// an identical build's samples stand in for the commit's own).
 fn need(
     test: &crate::config::Test,
-    samples: &crate::pipeline::Samples,
+    samples: &crate::pipeline::samples::Samples,
     id: &gix::ObjectId,
     again: bool,
     gaps: bool,
@@ -994,8 +996,8 @@ fn step_evidence(
     let ids: Vec<gix::ObjectId> = commits.iter().map(|c| c.id).collect();
     for t in tests {
         let samples = ws.samples_for(t, Some(&ids))?;
-        let rows = crate::history::rows(ws, &samples, commits.to_vec());
-        for cp in crate::history::change_points(t, &rows) {
+        let rows = crate::pipeline::history::rows(ws, &samples, commits.to_vec());
+        for cp in crate::pipeline::history::change_points(t, &rows) {
             let before = rows[..cp.index].iter().rev().find(|r| !r.values.is_empty());
             for r in before.into_iter().chain(rows.get(cp.index)) {
                 if !out.contains(&r.commit.id) {

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use crate::bisect::Outcome as Verdict;
 use crate::config::Test;
-use crate::pipeline::Workspace;
+use crate::pipeline::workspace::Workspace;
 pub use crate::report::triage::{Left, Posted};
 use crate::store::findings::{self, Findings, Post, State, TestStep};
 
@@ -158,7 +158,7 @@ pub fn triage(ws: &Workspace, opts: &Options<'_>) -> anyhow::Result<Outcome> {
             Some(r) => ws.chain_commits(r)?.0,
             None => ws.commits(None, &samples)?,
         };
-        let rows = crate::history::rows(ws, &samples, commits);
+        let rows = crate::pipeline::history::rows(ws, &samples, commits);
         order.insert(
             t.name.clone(),
             rows.iter()
@@ -168,7 +168,7 @@ pub fn triage(ws: &Workspace, opts: &Options<'_>) -> anyhow::Result<Outcome> {
         );
         // Steps the stored runs cannot decide (cron rounds each at its own moment, too few runs)
         // are searched as the confirmed ones are: `find`'s interleaved runs decide them.
-        let d = crate::history::detection(t, &rows);
+        let d = crate::pipeline::history::detection(t, &rows);
         let steps = d
             .points
             .iter()

@@ -11,7 +11,7 @@ use std::time::SystemTime;
 use bytesize::ByteSize;
 
 use crate::build::cas;
-use crate::pipeline::Workspace;
+use crate::pipeline::workspace::Workspace;
 
 /// `cache ls --format json`.
 #[derive(serde::Serialize)]

@@ -4,7 +4,7 @@ use bytesize::ByteSize;
 
 use crate::cli::{CacheAction, CacheArgs, Format, Global};
 use crate::error::UsageError;
-use crate::pipeline::Workspace;
+use crate::pipeline::workspace::Workspace;
 use crate::upkeep;
 
 use super::common::{locations, verbosity};

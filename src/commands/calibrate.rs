@@ -3,7 +3,7 @@
 //! so `run` and `find` can warn when a threshold is below what their repeats can detect.
 
 use crate::cli::{CalibrateArgs, Format, Global};
-use crate::pipeline::Workspace;
+use crate::pipeline::workspace::Workspace;
 
 use super::common::{check_format, locations, verbosity};
 

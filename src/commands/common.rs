@@ -3,7 +3,7 @@
 //! print.
 
 use crate::cli::{Format, Global};
-use crate::pipeline::{Locations, Verbosity, Workspace};
+use crate::pipeline::workspace::{Locations, Verbosity, Workspace};
 
 pub fn locations(g: &Global) -> Locations {
     Locations {

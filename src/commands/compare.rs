@@ -2,7 +2,7 @@
 //! both builds run interleaved.
 
 use crate::cli::{CompareArgs, Format, Global};
-use crate::pipeline::Workspace;
+use crate::pipeline::workspace::Workspace;
 
 use super::common::{check_format, locations, verbosity};
 

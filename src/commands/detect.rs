@@ -8,7 +8,7 @@ use crate::base::text::fmt_num;
 use crate::cli::{DetectArgs, Format, Global};
 use crate::error::UsageError;
 use crate::git::CommitInfo;
-use crate::pipeline::Workspace;
+use crate::pipeline::workspace::Workspace;
 use crate::stats::{self, changepoint};
 use crate::store::Observation;
 
@@ -167,7 +167,7 @@ pub fn detect(g: &Global, args: DetectArgs) -> anyhow::Result<()> {
             }
             // Each real run once, one value per independent moment (runs taken back to back
             // are one look at the machine): see `show::change_points`.
-            let rows = crate::history::take_rows(&ws, &mut samples, commits.clone());
+            let rows = crate::pipeline::history::take_rows(&ws, &mut samples, commits.clone());
             // A deterministic test: every change of at least the threshold is a change point at
             // its commit, with the values on either side. Runs of one commit that differ
             // disprove the declaration; the series is then analysed as noisy, as `find` does.
@@ -188,8 +188,11 @@ pub fn detect(g: &Global, args: DetectArgs) -> anyhow::Result<()> {
                 threshold: test.threshold,
                 deterministic: test.deterministic,
             };
-            let d =
-                crate::report::show::detection(&rows, &opts, &crate::history::pair_params(test));
+            let d = crate::report::show::detection(
+                &rows,
+                &opts,
+                &crate::pipeline::history::pair_params(test),
+            );
             // `index` stays the position in the range (the old end is not one of its
             // commits, and no step starts at it).
             let at = |i: usize| i as i64 - i64::from(old_end);

@@ -2,7 +2,7 @@
 //! over the range, building and measuring only what the search asks for.
 
 use crate::cli::{FindArgs, Format, Global};
-use crate::pipeline::Workspace;
+use crate::pipeline::workspace::Workspace;
 use crate::report::find::{self as view};
 use crate::report::plot::{self};
 use crate::report::{charts, spark};
@@ -70,7 +70,7 @@ pub fn find(g: &Global, args: FindArgs) -> anyhow::Result<i32> {
 
     // The chain's medians as stored now (what this search measured, and what was there).
     let samples = ws.samples(&run.test)?;
-    let rows = crate::history::rows(&ws, &samples, run.chain().to_vec());
+    let rows = crate::pipeline::history::rows(&ws, &samples, run.chain().to_vec());
     let spark = spark::medians_line(&rows, &run.test.unit());
     let chart = charts::commit_chart(
         &run.test,
@@ -145,7 +145,7 @@ fn several(
         builds += b;
         runs += r;
         let samples = ws.samples(&run.test)?;
-        let rows = crate::history::rows(ws, &samples, run.chain().to_vec());
+        let rows = crate::pipeline::history::rows(ws, &samples, run.chain().to_vec());
         let line = spark::medians_line(&rows, &run.test.unit());
         run.stop_clock(started);
         let mut report = run.report(&invocation);

@@ -4,7 +4,7 @@
 
 use crate::cli::{Global, ImportArgs, ImportFormat};
 use crate::import::{Format, Outcome};
-use crate::pipeline::Workspace;
+use crate::pipeline::workspace::Workspace;
 
 use super::common::{locations, verbosity};
 

@@ -9,7 +9,7 @@
 //! samples between identical builds and mark the commits that do not build. Builds come too
 //! (a runner's `run --build-only`): each one this cache lacks is put together from the
 //! source's content-addressed objects ([`crate::build::carry`]), so `run` here measures
-//! without building. A test whose numbers depend on the machine ([`crate::shards`]) and whose
+//! without building. A test whose numbers depend on the machine ([`crate::pipeline::shards`]) and whose
 //! samples now come from several fingerprints is warned about.
 
 use std::collections::HashMap;
@@ -19,7 +19,7 @@ use anyhow::Context as _;
 
 use crate::cli::{Global, MergeArgs};
 use crate::error::UsageError;
-use crate::pipeline::Workspace;
+use crate::pipeline::workspace::Workspace;
 use crate::store::{encode_frame, Store};
 
 use super::common::{locations, verbosity};
@@ -106,8 +106,8 @@ pub fn merge(g: &Global, args: MergeArgs) -> anyhow::Result<()> {
             }
         }
         if let Some(t) = ws.config.tests.get(test.as_str()) {
-            let dep = crate::shards::dependence(t);
-            let fps = crate::shards::fingerprints(
+            let dep = crate::pipeline::shards::dependence(t);
+            let fps = crate::pipeline::shards::fingerprints(
                 here.samples.iter().chain(&new),
                 t.definition_hash(),
                 ws.config.build.recipe_hash(),
@@ -178,7 +178,12 @@ pub fn merge(g: &Global, args: MergeArgs) -> anyhow::Result<()> {
     for (test, dep, fps) in mixed {
         let list: Vec<String> = fps
             .iter()
-            .map(|id| format!("  {}", crate::fingerprint::describe(&ws.cache.root, *id)))
+            .map(|id| {
+                format!(
+                    "  {}",
+                    crate::pipeline::fingerprint::describe(&ws.cache.root, *id)
+                )
+            })
             .collect();
         ws.warn(&format!(
             "the samples of `{test}` come from {} fingerprints, and its numbers depend on the \

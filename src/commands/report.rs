@@ -4,7 +4,7 @@
 
 use crate::attach::Target;
 use crate::cli::{Format, Global, ReportArgs};
-use crate::pipeline::Workspace;
+use crate::pipeline::workspace::Workspace;
 use crate::report::issue::{self, Issue};
 use crate::report::plot::{self};
 use crate::report::{charts, spark};
@@ -64,9 +64,9 @@ pub fn report(g: &Global, args: ReportArgs) -> anyhow::Result<()> {
     };
 
     let samples = ws.samples(&run.test)?;
-    let all_rows = crate::history::rows(&ws, &samples, run.commits.clone());
+    let all_rows = crate::pipeline::history::rows(&ws, &samples, run.commits.clone());
     let chain = &all_rows[..=run.searched];
-    let cps = crate::history::change_points(&run.test, chain);
+    let cps = crate::pipeline::history::change_points(&run.test, chain);
     let spark = spark::medians_line(chain, &run.test.unit());
     let mut markers = run.markers();
     markers.extend(charts::change_point_markers(chain, &cps));

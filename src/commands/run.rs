@@ -2,7 +2,7 @@
 //! repeats (or add a round, or fill only the gaps).
 
 use crate::cli::{Format, Global, RunArgs};
-use crate::pipeline::Workspace;
+use crate::pipeline::workspace::Workspace;
 use crate::rounds;
 
 use super::common::{check_format, locations, verbosity};

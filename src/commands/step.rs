@@ -7,7 +7,7 @@ use crate::bisect::step::{NEW, OLD, PROBE};
 use crate::bisect::{self, Class, StepSearch, StepVerdict};
 use crate::cli::{Global, StepArgs};
 use crate::lab::WorkspaceLab;
-use crate::pipeline::Workspace;
+use crate::pipeline::workspace::Workspace;
 
 use super::common::{locations, verbosity};
 
@@ -95,7 +95,7 @@ fn run(g: &Global, args: &StepArgs) -> anyhow::Result<i32> {
                 class.exit_code()
             );
             if args.why && class == Class::NewLike {
-                let w = crate::profile::why(&ws, &test, old, head)?;
+                let w = crate::pipeline::profile::why(&ws, &test, old, head)?;
                 eprint!("{}", crate::report::why::text(&w));
             }
             Ok(class.exit_code())

@@ -1,7 +1,7 @@
 //! `perfbisect triage TESTS [RANGE]`: the nightly perf sheriff (see [`crate::triage`]).
 
 use crate::cli::{Format, Global, TriageArgs};
-use crate::pipeline::Workspace;
+use crate::pipeline::workspace::Workspace;
 use crate::report::triage::{self as view, View};
 
 use super::common::{check_format, locations, verbosity};

@@ -4,7 +4,7 @@
 use crate::bisect::Params;
 use crate::config::Test;
 use crate::git::CommitInfo;
-use crate::pipeline::Samples;
+use crate::pipeline::samples::Samples;
 use crate::report::find::{GapEnd, ImportedGap};
 
 /// Imported points on either side of a boundary compared by a noisy test: enough for a rank

@@ -10,7 +10,7 @@ use crate::build::State;
 use crate::config::Test;
 use crate::git::CommitInfo;
 use crate::lab::WorkspaceLab;
-use crate::pipeline::{Samples, Workspace};
+use crate::pipeline::{samples::Samples, workspace::Workspace};
 use crate::report::charts;
 use crate::report::find::{
     self as view, DriftFact, FindReport, GapEnd, ImportedGap, SearchFacts, Skip,
@@ -392,7 +392,7 @@ pub fn find(
     test: Test,
     ask: &Ask<'_>,
     started: Instant,
-) -> anyhow::Result<(FindRun, Vec<crate::profile::Profiled>)> {
+) -> anyhow::Result<(FindRun, Vec<crate::pipeline::profile::Profiled>)> {
     let key = verdict_key(ws, &test, ask)?;
     let kept = key
         .as_ref()
@@ -430,8 +430,8 @@ pub fn find(
     if matches!(run.outcome, Outcome::NoChange { .. }) {
         // Ends alike can hide a step and its return that the stored runs show.
         let samples = ws.samples(&run.test)?;
-        let rows = crate::history::rows(ws, &samples, run.chain().to_vec());
-        if let Some(n) = crate::history::steps_inside(&run.test, &rows, &run.spec) {
+        let rows = crate::pipeline::history::rows(ws, &samples, run.chain().to_vec());
+        if let Some(n) = crate::pipeline::history::steps_inside(&run.test, &rows, &run.spec) {
             run.notes.push(n);
         }
     }
@@ -450,7 +450,7 @@ fn finish(
     mut run: FindRun,
     ask: &Ask<'_>,
     started: Instant,
-) -> anyhow::Result<(FindRun, Vec<crate::profile::Profiled>)> {
+) -> anyhow::Result<(FindRun, Vec<crate::pipeline::profile::Profiled>)> {
     let t = Instant::now();
     let mut profiles = 0;
     let why = why(ws, &run, ask.why, ask.no_why, &mut profiles)?;
@@ -461,7 +461,7 @@ fn finish(
 }
 
 /// The functions whose cost changed from each culprit's parent to it (see
-/// [`crate::profile`]), culprit by culprit (its position in the run's commits with the
+/// [`crate::pipeline::profile`]), culprit by culprit (its position in the run's commits with the
 /// answer): with `--why`, or by default for tests of a time or a count where Valgrind is
 /// installed; empty when not profiled. `made` counts the profiles run now.
 pub fn why(
@@ -470,20 +470,20 @@ pub fn why(
     asked: bool,
     refused: bool,
     made: &mut usize,
-) -> anyhow::Result<Vec<crate::profile::Profiled>> {
+) -> anyhow::Result<Vec<crate::pipeline::profile::Profiled>> {
     let Outcome::Culprits(cs) = &run.outcome else {
         return Ok(Vec::new());
     };
     let valgrind =
         crate::measure::counter::select(crate::measure::counter::Choice::Cachegrind).is_ok();
-    if refused || !(asked || (valgrind && crate::profile::worth_profiling(&run.test))) {
+    if refused || !(asked || (valgrind && crate::pipeline::profile::worth_profiling(&run.test))) {
         return Ok(Vec::new());
     }
     let mut out = Vec::with_capacity(cs.len());
     for c in cs {
         let (parent, culprit) = (&run.commits[c.parent], &run.commits[c.pos]);
         // A parent shared by two culprits is profiled once: its profile is kept.
-        let w = crate::profile::why_counted(ws, &run.test, parent.id, culprit.id, made)?;
+        let w = crate::pipeline::profile::why_counted(ws, &run.test, parent.id, culprit.id, made)?;
         out.push((c.pos, w));
     }
     Ok(out)
@@ -899,7 +899,7 @@ fn drive(
     lab.trust_imported(params.deterministic);
     // A count the machine's load does not move: runs of different commits on every core at
     // once, and the next probes building while one is measured. Never a time or a peak.
-    let dep = crate::shards::dependence(test);
+    let dep = crate::pipeline::shards::dependence(test);
     tally.facts.load_free |= dep.independent();
     if jobs > 1 && dep.independent() {
         lab.parallel = jobs;
@@ -996,7 +996,7 @@ fn drive(
 /// declared one whose stored runs of some commit differ is treated as noisy, with a warning.
 pub fn search_params(
     test: &crate::config::Test,
-    stored: &crate::pipeline::Samples,
+    stored: &crate::pipeline::samples::Samples,
     warn: &dyn Fn(&str),
 ) -> crate::bisect::Params {
     let mut deterministic = test.deterministic;
@@ -1027,6 +1027,6 @@ pub fn search_params(
     }
     crate::bisect::Params {
         deterministic,
-        ..crate::history::pair_params(test)
+        ..crate::pipeline::history::pair_params(test)
     }
 }

@@ -27,7 +27,7 @@ use gix::ObjectId;
 
 use crate::config::Test;
 use crate::error::UsageError;
-use crate::pipeline::Workspace;
+use crate::pipeline::workspace::Workspace;
 use crate::store::{commit_key, Appender, Import, Sample};
 
 use keys::StoredKeys;

@@ -32,7 +32,7 @@ pub struct Context<'a> {
     pub commit: ObjectId,
     pub recipe_hash: u64,
     pub round: u32,
-    /// The [`crate::fingerprint::Fingerprint::id`] every sample records.
+    /// The [`crate::pipeline::fingerprint::Fingerprint::id`] every sample records.
     pub fingerprint: u64,
     /// The measuring session every sample records (see [`crate::store::Sample::window`]).
     pub window: u64,

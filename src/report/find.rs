@@ -53,7 +53,7 @@ pub struct FindReport<'a> {
     pub facts: &'a SearchFacts,
     /// Per culprit (by position), the functions whose cost changed from its parent to it, or
     /// why they were not profiled; empty when profiling was not asked for.
-    pub why: &'a [crate::profile::Profiled],
+    pub why: &'a [crate::pipeline::profile::Profiled],
 }
 
 /// How a search measured, for the report.
@@ -253,7 +253,10 @@ pub fn judge_with_article(direction: Direction, rel_change: f64) -> &'static str
 
 impl FindReport<'_> {
     /// Why the culprit at `pos` moved, when it was profiled.
-    pub(crate) fn why_of(&self, pos: usize) -> Option<&Result<crate::profile::Why, String>> {
+    pub(crate) fn why_of(
+        &self,
+        pos: usize,
+    ) -> Option<&Result<crate::pipeline::profile::Why, String>> {
         self.why.iter().find(|(p, _)| *p == pos).map(|(_, w)| w)
     }
 
@@ -989,7 +992,7 @@ mod tests {
         test: &Test,
         outcome: &Outcome,
         deterministic: bool,
-        why: &[crate::profile::Profiled],
+        why: &[crate::pipeline::profile::Profiled],
     ) -> (String, String, String) {
         let commits = commits();
         let r = FindReport {
@@ -1094,12 +1097,12 @@ mod tests {
         let mut second = culprit(1000.0, 1100.0, 1e-4);
         (second.pos, second.parent, second.candidates) = (1, 0, vec![1]);
         let o = Outcome::Culprits(vec![culprit(1100.0, 1300.0, 1e-5), second]);
-        let why = |parent: u8, culprit: u8, function: &str| crate::profile::Why {
+        let why = |parent: u8, culprit: u8, function: &str| crate::pipeline::profile::Why {
             parent: format!("{parent:02x}").repeat(20),
             culprit: format!("{culprit:02x}").repeat(20),
             total_before: 1_000_000,
             total_after: 1_200_000,
-            changes: vec![crate::profile::Change {
+            changes: vec![crate::pipeline::profile::Change {
                 function: function.into(),
                 file: "app.c".into(),
                 line: Some(7),

@@ -31,7 +31,7 @@ pub struct Page<'a> {
     pub change_points: Vec<ChangePoint>,
     /// For change points whose culprit and parent were profiled (by `find` or `report`): the
     /// functions whose cost changed, by the change point's row.
-    pub why: Vec<(usize, crate::profile::Why)>,
+    pub why: Vec<(usize, crate::pipeline::profile::Why)>,
 }
 
 /// What every page shows about where the numbers come from.
@@ -463,7 +463,7 @@ fn change_point_table(o: &mut String, p: &Page<'_>) {
 }
 
 /// A small bar chart of the functions whose instructions changed most at a change point.
-fn why_card(o: &mut String, p: &Page<'_>, at: usize, w: &crate::profile::Why) {
+fn why_card(o: &mut String, p: &Page<'_>, at: usize, w: &crate::pipeline::profile::Why) {
     let Some(r) = p.rows.get(at) else { return };
     let _ = writeln!(
         o,

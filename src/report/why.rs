@@ -1,9 +1,9 @@
-//! How reports show why the culprit moved ([`crate::profile::Why`]): the functions whose
+//! How reports show why the culprit moved ([`crate::pipeline::profile::Why`]): the functions whose
 //! instructions changed most, in text, JSON and Markdown.
 
 use std::fmt::Write as _;
 
-use crate::profile::{Change, Why};
+use crate::pipeline::profile::{Change, Why};
 
 use super::md;
 use crate::base::text::fmt_rel;

@@ -13,7 +13,7 @@ use gix::ObjectId;
 use serde::Serialize;
 
 use crate::config::{Metric, Test};
-use crate::pipeline::Workspace;
+use crate::pipeline::workspace::Workspace;
 
 /// How many changed functions a report lists.
 pub const TOP: usize = 8;

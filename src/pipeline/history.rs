@@ -2,14 +2,14 @@
 //! commit (its values and records, and why a commit without values has none), and the change
 //! points over those rows with the test's threshold.
 
-use crate::pipeline::Workspace;
+use crate::pipeline::workspace::Workspace;
 use crate::store::Run;
 
 /// Per-commit rows of `test` for `commits`: the values and records stored, and whether a
 /// commit without values failed to build, failed every run, or was never measured.
 pub fn rows(
     ws: &Workspace,
-    samples: &crate::pipeline::Samples,
+    samples: &crate::pipeline::samples::Samples,
     commits: Vec<crate::git::CommitInfo>,
 ) -> Vec<crate::report::show::CommitRow> {
     let known = Known::of(samples, &commits);
@@ -25,7 +25,7 @@ pub fn rows(
 /// fingerprints and identical builds, and no records of these commits.
 pub fn take_rows<R: Run + Clone>(
     ws: &Workspace,
-    samples: &mut crate::pipeline::Samples<R>,
+    samples: &mut crate::pipeline::samples::Samples<R>,
     commits: Vec<crate::git::CommitInfo>,
 ) -> Vec<crate::report::show::CommitRow<R>> {
     let known = Known::of(samples, &commits);
@@ -62,7 +62,10 @@ struct Known {
 }
 
 impl Known {
-    fn of<R>(samples: &crate::pipeline::Samples<R>, commits: &[crate::git::CommitInfo]) -> Known {
+    fn of<R>(
+        samples: &crate::pipeline::samples::Samples<R>,
+        commits: &[crate::git::CommitInfo],
+    ) -> Known {
         Known {
             own: commits.iter().map(|c| samples.own(&c.id).len()).collect(),
             same: commits
@@ -75,7 +78,7 @@ impl Known {
 
 fn build<R: Run>(
     ws: &Workspace,
-    samples: &crate::pipeline::Samples<R>,
+    samples: &crate::pipeline::samples::Samples<R>,
     commits: Vec<crate::git::CommitInfo>,
     records: Vec<Vec<R>>,
     known: Known,
