@@ -188,7 +188,7 @@ pub fn detect(g: &Global, args: DetectArgs) -> anyhow::Result<()> {
                 threshold: test.threshold,
                 deterministic: test.deterministic,
             };
-            let d = crate::report::show::detection(
+            let d = crate::pipeline::rows::detection(
                 &rows,
                 &opts,
                 &crate::pipeline::history::pair_params(test),
@@ -202,7 +202,7 @@ pub fn detect(g: &Global, args: DetectArgs) -> anyhow::Result<()> {
                 .map(|u| {
                     let mut o = Open::new(u, at(u.index), Some(&commits[u.index]));
                     // The builds on either side that hold the runs: `run` over them tops both up.
-                    let own = |r: &&crate::report::show::CommitRow<Observation>| {
+                    let own = |r: &&crate::pipeline::rows::CommitRow<Observation>| {
                         !r.own_values().is_empty()
                     };
                     let before = rows[..u.index].iter().rev().find(own);

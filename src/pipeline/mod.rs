@@ -10,6 +10,7 @@ pub mod fingerprint;
 pub mod history;
 pub mod pristine;
 pub mod profile;
+pub mod rows;
 pub mod samples;
 pub mod shards;
 pub mod workspace;

@@ -4,10 +4,11 @@
 
 use serde::Serialize;
 
-use super::show::{summarize, CommitRow, RangeSummary, Status};
+use super::show::{summarize, RangeSummary};
 use crate::base::text::iso8601;
 use crate::config::{Direction, Test};
 use crate::git::CommitInfo;
+use crate::pipeline::rows::{CommitRow, Status};
 use crate::stats;
 use crate::store::Sample;
 

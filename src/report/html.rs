@@ -12,10 +12,11 @@ use std::fmt::Write as _;
 
 use super::charts;
 use super::plot;
-use super::show::{summarize, CommitRow, RangeSummary, Status};
+use super::show::{summarize, RangeSummary};
 use super::units::{quantity, quantity_pair, signed_quantity};
 use crate::base::text::fmt_num;
 use crate::config::{Build, Test};
+use crate::pipeline::rows::{CommitRow, Status};
 use crate::stats::{self, ChangePoint};
 
 use super::charts::RECENT;

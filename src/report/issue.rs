@@ -10,10 +10,10 @@ use serde::Serialize;
 
 use super::find::{judge, md_escape, reproduce, FindReport};
 use super::md;
-use super::show::{CommitRow, Status};
 use super::units::{quantity, quantity_pair};
 use crate::base::text::{count, date};
 use crate::bisect::{Culprit, Outcome};
+use crate::pipeline::rows::{CommitRow, Status};
 use crate::stats::{self, ChangePoint};
 
 /// How the numbers were made, for the "How it was measured" section.
@@ -339,7 +339,7 @@ fn around_table(o: &mut String, x: &Issue<'_>, c: &Culprit, confirmed: bool) {
         } else {
             p.checked_sub(1)
         })
-        .and_then(|q| crate::report::show::step_between(&x.rows[q], row))
+        .and_then(|q| crate::pipeline::rows::step_between(&x.rows[q], row))
         .map_or_else(
             || "—".to_string(),
             |s| crate::base::text::fmt_rel(s.rel_change, 2),
@@ -510,7 +510,7 @@ fn change_points(o: &mut String, x: &Issue<'_>) {
     let own = |pos: usize| x.rows.get(pos).map_or(0, |row| row.own);
     let (few, many): (Vec<&Culprit>, Vec<&Culprit>) = missing
         .into_iter()
-        .partition(|c| own(c.parent).min(own(c.pos)) < super::show::RANK_RUNS);
+        .partition(|c| own(c.parent).min(own(c.pos)) < crate::pipeline::rows::RANK_RUNS);
     let names = |cs: &[&Culprit]| {
         let list: Vec<String> = cs
             .iter()
