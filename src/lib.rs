@@ -6,27 +6,21 @@ pub mod attach;
 pub mod base;
 pub mod bisect;
 pub mod build;
-pub mod calibration;
 pub mod cli;
 pub mod commands;
-pub mod comparison;
 pub mod config;
 pub mod error;
-pub mod finder;
 pub mod git;
 pub mod guide;
 pub mod import;
-pub mod lab;
+pub mod jobs;
 pub mod measure;
 pub mod pipeline;
 pub mod publish;
 pub mod report;
-pub mod rounds;
 pub mod scaffold;
 pub mod stats;
 pub mod store;
-pub mod triage;
-pub mod upkeep;
 
 /// Parse arguments, run the command, print errors, and return the process exit code.
 pub fn main_with_args<I, T>(args: I) -> i32

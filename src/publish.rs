@@ -309,7 +309,7 @@ fn check_site_dir(out: &Path) -> anyhow::Result<()> {
 /// (without a plot): what `triage` puts in the issue of each culprit.
 pub fn issue_markdown(
     ws: &Workspace,
-    run: &crate::finder::FindRun,
+    run: &crate::jobs::find::FindRun,
     why: &[crate::pipeline::profile::Profiled],
     invocation: &str,
 ) -> anyhow::Result<String> {

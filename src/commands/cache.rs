@@ -4,8 +4,8 @@ use bytesize::ByteSize;
 
 use crate::cli::{CacheAction, CacheArgs, Format, Global};
 use crate::error::UsageError;
+use crate::jobs::upkeep;
 use crate::pipeline::workspace::Workspace;
-use crate::upkeep;
 
 use super::common::{locations, verbosity};
 

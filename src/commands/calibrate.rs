@@ -28,7 +28,7 @@ pub fn calibrate(g: &Global, args: CalibrateArgs) -> anyhow::Result<()> {
             info.subject
         );
     };
-    let (cal, other_note) = crate::calibration::calibrate(&ws, &test, id, &art, args.runs)?;
+    let (cal, other_note) = crate::jobs::calibrate::calibrate(&ws, &test, id, &art, args.runs)?;
     match args.format {
         Format::Json => print!("{}", crate::report::json::json_pretty(&cal)?),
         _ => print!(

@@ -13,14 +13,14 @@ pub fn compare(g: &Global, args: CompareArgs) -> anyhow::Result<()> {
     }
     let ws = Workspace::open(&locations(g), verbosity(g), true)?;
     let test = ws.config.test(&args.test)?.clone();
-    let req = crate::comparison::Request {
+    let req = crate::jobs::compare::Request {
         rev_a: &args.rev_a,
         rev_b: &args.rev_b,
         runs: args.runs,
         why: args.why,
         no_why: args.no_why,
     };
-    let (cmp, why) = crate::comparison::compare(&ws, &test, &req)?;
+    let (cmp, why) = crate::jobs::compare::compare(&ws, &test, &req)?;
     match args.format {
         Format::Json => print!("{}", crate::report::json::json_pretty(&cmp)?),
         _ => {

@@ -48,7 +48,7 @@ pub fn find(g: &Global, args: FindArgs) -> anyhow::Result<i32> {
         return several(g, &ws, &args, started);
     }
     let test = ws.config.test(&args.test)?.clone();
-    let ask = crate::finder::Ask {
+    let ask = crate::jobs::find::Ask {
         range: &args.range,
         jobs: args.jobs,
         no_descend: args.no_descend,
@@ -56,7 +56,7 @@ pub fn find(g: &Global, args: FindArgs) -> anyhow::Result<i32> {
         no_why: args.no_why,
         replay: false,
     };
-    let (mut run, why) = crate::finder::find(&ws, test, &ask, started)?;
+    let (mut run, why) = crate::jobs::find::find(&ws, test, &ask, started)?;
     let code = match run.outcome {
         crate::bisect::Outcome::Inconclusive { .. } => crate::error::INCONCLUSIVE,
         _ => 0,
@@ -125,7 +125,7 @@ fn several(
 ) -> anyhow::Result<i32> {
     let tests: Vec<crate::config::Test> =
         ws.config.select(&args.test)?.into_iter().cloned().collect();
-    let ask = crate::finder::Ask {
+    let ask = crate::jobs::find::Ask {
         range: &args.range,
         jobs: args.jobs,
         no_descend: args.no_descend,
@@ -137,7 +137,7 @@ fn several(
     let (mut texts, mut values) = (Vec::new(), Vec::new());
     let (mut builds, mut runs, mut code) = (0, 0, 0);
     for t in tests {
-        let (mut run, why) = crate::finder::find(ws, t, &ask, std::time::Instant::now())?;
+        let (mut run, why) = crate::jobs::find::find(ws, t, &ask, std::time::Instant::now())?;
         if matches!(run.outcome, crate::bisect::Outcome::Inconclusive { .. }) {
             code = crate::error::INCONCLUSIVE;
         }

@@ -47,7 +47,7 @@ pub fn report(g: &Global, args: ReportArgs) -> anyhow::Result<()> {
     let test = ws.config.test(&args.test)?.clone();
     // The same as `find`: the search, its builds checked, every culprit profiled (the
     // profiles `find` made are kept: a report after it reuses them).
-    let ask = crate::finder::Ask {
+    let ask = crate::jobs::find::Ask {
         range,
         jobs: args.jobs,
         no_descend: args.no_descend,
@@ -55,7 +55,7 @@ pub fn report(g: &Global, args: ReportArgs) -> anyhow::Result<()> {
         no_why: false,
         replay: true,
     };
-    let (mut run, why) = crate::finder::find(&ws, test, &ask, started)?;
+    let (mut run, why) = crate::jobs::find::find(&ws, test, &ask, started)?;
     // Markdown is for an issue: no path of this machine's in its commands.
     let invocation = if args.format == Format::Md {
         super::common::public_invocation(g, &ws)

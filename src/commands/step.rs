@@ -6,7 +6,7 @@ use crate::base::text::fmt_num;
 use crate::bisect::step::{NEW, OLD, PROBE};
 use crate::bisect::{self, Class, StepSearch, StepVerdict};
 use crate::cli::{Global, StepArgs};
-use crate::lab::WorkspaceLab;
+use crate::jobs::find::lab::WorkspaceLab;
 use crate::pipeline::workspace::Workspace;
 
 use super::common::{locations, verbosity};
@@ -40,7 +40,7 @@ fn run(g: &Global, args: &StepArgs) -> anyhow::Result<i32> {
         crate::usage!("--jobs must be at least 1");
     }
     let stored = ws.samples(&test)?;
-    let params = crate::finder::search_params(&test, &stored, &|w| ws.warn(w));
+    let params = crate::jobs::find::search_params(&test, &stored, &|w| ws.warn(w));
     let mut commits = vec![ws.repo.info(old)?, ws.repo.info(head)?];
     if let Some(n) = new {
         commits.push(ws.repo.info(n)?);

@@ -3,9 +3,9 @@
 
 use std::fmt::Write as _;
 
-use crate::calibration::Calibration;
 use crate::config::Test;
 use crate::git::CommitInfo;
+use crate::jobs::calibrate::Calibration;
 
 use crate::base::text::{count, fmt_num};
 

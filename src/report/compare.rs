@@ -1,7 +1,7 @@
 //! What `compare` prints: the two sides' medians and ranges per metric, failed runs, and the
 //! verdict with its evidence.
 
-use crate::comparison::Comparison;
+use crate::jobs::compare::Comparison;
 use crate::report::find::judge_with_article;
 use crate::stats;
 
@@ -186,7 +186,7 @@ pub fn text(c: &Comparison, test: &crate::config::Test) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::comparison::Side;
+    use crate::jobs::compare::Side;
 
     fn side(commit: &str, vals: &[f64]) -> Side {
         Side {

@@ -124,7 +124,7 @@ pub fn triage(ws: &Workspace, opts: &Options<'_>) -> anyhow::Result<Outcome> {
         ));
         let names = names.join(",");
         let hex = id.to_string();
-        let round = crate::rounds::Options {
+        let round = crate::jobs::run::Options {
             tests: &names,
             range: &hex,
             jobs: opts.jobs,
@@ -134,14 +134,14 @@ pub fn triage(ws: &Workspace, opts: &Options<'_>) -> anyhow::Result<Outcome> {
             retry_failed: false,
             build_only: false,
         };
-        let mut spent = crate::rounds::Spent::new(Instant::now());
+        let mut spent = crate::jobs::run::Spent::new(Instant::now());
         let counts = std::cell::Cell::new((0, 0));
-        let keep = |s: &crate::rounds::Summary, _: Duration| {
+        let keep = |s: &crate::jobs::run::Summary, _: Duration| {
             counts.set(s.counts());
             Ok(())
         };
-        if crate::rounds::run_pass(ws, &round, true, &mut spent, &keep)? {
-            crate::rounds::run_pass(ws, &round, false, &mut spent, &keep)?;
+        if crate::jobs::run::run_pass(ws, &round, true, &mut spent, &keep)? {
+            crate::jobs::run::run_pass(ws, &round, false, &mut spent, &keep)?;
         }
         let (b, r) = counts.get();
         out.builds += b;
@@ -231,7 +231,7 @@ pub fn triage(ws: &Workspace, opts: &Options<'_>) -> anyhow::Result<Outcome> {
                 names.iter().position(|n| *n == t.name).map_or(1, |i| i + 1),
                 names.join(", ")
             ));
-            let ask = crate::finder::Ask {
+            let ask = crate::jobs::find::Ask {
                 range: &spec,
                 jobs: opts.jobs,
                 no_descend: false,
@@ -239,7 +239,7 @@ pub fn triage(ws: &Workspace, opts: &Options<'_>) -> anyhow::Result<Outcome> {
                 no_why: false,
                 replay: false,
             };
-            let (run, why) = crate::finder::find(ws, (*t).clone(), &ask, Instant::now())?;
+            let (run, why) = crate::jobs::find::find(ws, (*t).clone(), &ask, Instant::now())?;
             out.searches += 1;
             let (b, r) = run.counts();
             out.builds += b;

@@ -184,7 +184,7 @@ pub fn run_pass(
         // Before anything is built: a test that cannot be counted here says so now (a
         // runner that only builds counts nothing).
         ws.counter_note(t)?;
-        if let Some(w) = crate::calibration::threshold_warning(&ws.cache, t) {
+        if let Some(w) = crate::jobs::calibrate::threshold_warning(&ws.cache, t) {
             ws.warn(&w);
         }
     }

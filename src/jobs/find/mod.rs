@@ -1,5 +1,5 @@
 //! The search `find` and `report` share: the noisy bisection of a range on the real lab
-//! ([`crate::lab::WorkspaceLab`] through [`bisect::drive`]), narrowed first to the gap between
+//! ([`lab::WorkspaceLab`] through [`bisect::drive`]), narrowed first to the gap between
 //! imported rounds that shows the step, descending into the branches merges brought in, and
 //! the profile of the first culprit (`--why`). Its result, a [`FindRun`], is what both render.
 
@@ -9,7 +9,6 @@ use crate::bisect::{self, Culprit, Driven, Outcome, Params, Search};
 use crate::build::State;
 use crate::config::Test;
 use crate::git::CommitInfo;
-use crate::lab::WorkspaceLab;
 use crate::pipeline::{samples::Samples, workspace::Workspace};
 use crate::report::charts;
 use crate::report::find::{
@@ -19,6 +18,7 @@ use crate::report::plot::{Marker, MarkerKind};
 use crate::store::Appender;
 
 mod imported;
+pub mod lab;
 mod saved;
 
 /// What this invocation spent, over every search it ran.
@@ -499,7 +499,7 @@ pub fn search(
     no_descend: bool,
 ) -> anyhow::Result<FindRun> {
     ws.counter_note(&test)?;
-    if let Some(w) = crate::calibration::threshold_warning(&ws.cache, &test) {
+    if let Some(w) = crate::jobs::calibrate::threshold_warning(&ws.cache, &test) {
         ws.warn(&w);
     }
     let range = ws.repo.range(range_spec)?;
@@ -894,7 +894,7 @@ fn drive(
             .map(|c| format!("{} ({})", c.short(), c.subject))
             .collect(),
     );
-    let mut lab = WorkspaceLab::new(ws, test, commits, appender, stored, "find");
+    let mut lab = lab::WorkspaceLab::new(ws, test, commits, appender, stored, "find");
     // Another machine's numbers set no level for a noisy test: it measures here.
     lab.trust_imported(params.deterministic);
     // A count the machine's load does not move: runs of different commits on every core at
@@ -909,7 +909,7 @@ fn drive(
     let driven = bisect::drive(&mut search, &mut lab, commits.len(), jobs);
     lab.finish();
     let (outcome, d) = driven?;
-    let outcome = crate::lab::restated(ws, test, &search, commits, outcome, params.deterministic)?;
+    let outcome = lab::restated(ws, test, &search, commits, outcome, params.deterministic)?;
     tally.add(&d);
     tally.facts.parallel_runs += lab.overlapped;
     tally.facts.ahead += d.ahead.len();
