@@ -2,7 +2,6 @@
 //!
 //! The library holds everything; `main.rs` only calls [`main_with_args`].
 
-pub mod attach;
 pub mod base;
 pub mod bisect;
 pub mod build;

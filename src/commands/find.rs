@@ -31,7 +31,7 @@ pub fn find(g: &Global, args: FindArgs) -> anyhow::Result<i32> {
                     "--attach posts the Markdown report; leave out --format json (or use --format md)"
                 );
             }
-            Some(crate::attach::Target::parse(t)?)
+            Some(crate::publish::attach::Target::parse(t)?)
         }
         None => None,
     };
@@ -94,7 +94,7 @@ pub fn find(g: &Global, args: FindArgs) -> anyhow::Result<i32> {
     };
     if let Some(target) = target {
         let name = format!("{}.md", run.test.name);
-        let saved = crate::publish::save_markdown(
+        let saved = crate::publish::files::save_markdown(
             &ws,
             None,
             &run.test.name,
@@ -103,7 +103,7 @@ pub fn find(g: &Global, args: FindArgs) -> anyhow::Result<i32> {
             &chart,
             &|plot_ref| render(plot_ref, Format::Md),
         )?;
-        crate::publish::post(&ws, &target, &saved)?;
+        crate::publish::files::post(&ws, &target, &saved)?;
         return Ok(code);
     }
     if let Some(path) = &args.plot {

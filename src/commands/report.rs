@@ -2,9 +2,9 @@
 //! and `report TEST|all [RANGE] --format html --out DIR` (a static site of the stored
 //! results); `--attach OWNER/REPO#N` posts the Markdown with `gh`.
 
-use crate::attach::Target;
 use crate::cli::{Format, Global, ReportArgs};
 use crate::pipeline::workspace::Workspace;
+use crate::publish::attach::Target;
 use crate::report::issue::{self, Issue};
 use crate::report::plot::{self};
 use crate::report::{charts, spark};
@@ -71,7 +71,7 @@ pub fn report(g: &Global, args: ReportArgs) -> anyhow::Result<()> {
     let mut markers = run.markers();
     markers.extend(charts::change_point_markers(chain, &cps));
     let chart = charts::commit_chart(&run.test, &run.chart_title(), chain, markers, charts::WIDE);
-    let measured = crate::publish::measured(&ws, &run.test);
+    let measured = crate::publish::files::measured(&ws, &run.test);
     run.stop_clock(started);
     let run = run;
     let render = |plot_ref: Option<String>| -> anyhow::Result<String> {
@@ -99,7 +99,7 @@ pub fn report(g: &Global, args: ReportArgs) -> anyhow::Result<()> {
             "md"
         };
         let name = format!("{}.{ext}", run.test.name);
-        let saved = crate::publish::save_markdown(
+        let saved = crate::publish::files::save_markdown(
             &ws,
             args.out.as_deref(),
             &run.test.name,
@@ -109,7 +109,7 @@ pub fn report(g: &Global, args: ReportArgs) -> anyhow::Result<()> {
             &render,
         )?;
         return match target {
-            Some(t) => crate::publish::post(&ws, &t, &saved),
+            Some(t) => crate::publish::files::post(&ws, &t, &saved),
             None => {
                 ws.note(&format!("report written to {}", saved.display()));
                 Ok(())
@@ -138,5 +138,5 @@ fn site(g: &Global, args: &ReportArgs) -> anyhow::Result<()> {
         );
     }
     let ws = Workspace::open(&locations(g), verbosity(g), false)?;
-    crate::publish::site(&ws, out, &args.test, args.range.as_deref())
+    crate::publish::site::site(&ws, out, &args.test, args.range.as_deref())
 }

@@ -290,7 +290,12 @@ pub fn triage(ws: &Workspace, opts: &Options<'_>) -> anyhow::Result<Outcome> {
                         };
                         f.confirmed(&at.id.to_string(), &at.subject, step, now());
                         f.mark_searched(&t.name, &from, &to, Some(&at.id.to_string()));
-                        let md = crate::publish::issue_markdown(ws, &run, &why, &opts.invocation)?;
+                        let md = crate::publish::files::issue_markdown(
+                            ws,
+                            &run,
+                            &why,
+                            &opts.invocation,
+                        )?;
                         reports
                             .entry(at.id.to_string())
                             .or_default()
@@ -392,7 +397,7 @@ fn fixes(f: &mut Findings, tests: &[Test], order: &BTreeMap<String, BTreeMap<Str
 /// `OWNER/REPO`, or a usage error naming what is wrong.
 fn parse_repo(s: &str) -> anyhow::Result<(String, String)> {
     // The same rules as an issue target's, without the number.
-    let t = crate::attach::Target::parse(&format!("{s}#1")).map_err(|_| {
+    let t = crate::publish::attach::Target::parse(&format!("{s}#1")).map_err(|_| {
         crate::error::UsageError::err(format!(
             "--attach {s}: write OWNER/REPO (letters, digits, `-`, `_` and `.`), e.g. curl/curl"
         ))
@@ -505,7 +510,7 @@ fn post_all(
                         f.posted(&commit, &url, n, now());
                         return Ok(("found", Some(url)));
                     }
-                    let stdout = crate::attach::gh(
+                    let stdout = crate::publish::attach::gh(
                         &[
                             OsStr::new("issue"),
                             OsStr::new("create"),
@@ -522,7 +527,7 @@ fn post_all(
                     )?;
                     // The issue's URL and number from gh's answer, else from the issue that
                     // carries the marker; an issue that cannot be identified stays pending.
-                    let (url, n) = match crate::attach::issue_url(&stdout) {
+                    let (url, n) = match crate::publish::attach::issue_url(&stdout) {
                         Some((url, n)) => (url, Some(n)),
                         None => find_marked(repo, &commit)?.ok_or_else(|| {
                             anyhow::anyhow!(
@@ -573,7 +578,7 @@ fn post_all(
                              posting it"
                         )),
                     }
-                    let stdout = crate::attach::gh(
+                    let stdout = crate::publish::attach::gh(
                         &[
                             OsStr::new("issue"),
                             OsStr::new("comment"),
@@ -586,7 +591,7 @@ fn post_all(
                         "`gh issue comment`",
                     )?;
                     mark(f, &p);
-                    Ok((what, crate::attach::url_in(&stdout)))
+                    Ok((what, crate::publish::attach::url_in(&stdout)))
                 }
             }
         })();
@@ -630,7 +635,7 @@ fn mark(f: &mut Findings, p: &Post) {
 fn find_marked(repo: &str, commit: &str) -> anyhow::Result<Option<(String, Option<u64>)>> {
     use std::ffi::OsStr;
     let marker = findings::marker(commit);
-    let stdout = crate::attach::gh(
+    let stdout = crate::publish::attach::gh(
         &[
             OsStr::new("issue"),
             OsStr::new("list"),
@@ -661,7 +666,7 @@ fn find_marked(repo: &str, commit: &str) -> anyhow::Result<Option<(String, Optio
 /// Whether issue `number` of `repo` has a comment carrying `marker`.
 fn commented(repo: &str, number: &str, marker: &str) -> anyhow::Result<bool> {
     use std::ffi::OsStr;
-    let stdout = crate::attach::gh(
+    let stdout = crate::publish::attach::gh(
         &[
             OsStr::new("issue"),
             OsStr::new("view"),
