@@ -11,6 +11,7 @@ use toml::Spanned;
 use crate::error::UsageError;
 use crate::stats::Threshold;
 
+pub mod harness;
 pub mod keys;
 mod model;
 
@@ -244,8 +245,8 @@ pub fn parse(text: &str, path: &Path) -> anyhow::Result<Config> {
         None => None,
     };
     let counter = match &measure.counter {
-        None => crate::measure::counter::Choice::Auto,
-        Some(c) => crate::measure::counter::Choice::parse(c.get_ref()).ok_or_else(|| {
+        None => crate::config::harness::Choice::Auto,
+        Some(c) => crate::config::harness::Choice::parse(c.get_ref()).ok_or_else(|| {
             UsageError::err(format!(
                 "{}: key `measure.counter`: `{}` is not \"auto\", \"perf\" or \"cachegrind\"",
                 at(c.span()),
@@ -784,7 +785,7 @@ fn harness_metric(
     key: &str,
     at: &str,
 ) -> anyhow::Result<Metric> {
-    use crate::measure::adapters::{Adapter, Harness};
+    use harness::{Adapter, Harness};
     const KEYS: [&str; 4] = ["format", "name", "field", "file"];
     let get = |k: &str| -> anyhow::Result<Option<String>> {
         match t.get(k) {

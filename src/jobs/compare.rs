@@ -342,7 +342,7 @@ pub fn compare(
         why: None,
     };
     let valgrind =
-        crate::measure::counter::select(crate::measure::counter::Choice::Cachegrind).is_ok();
+        crate::measure::counter::select(crate::config::harness::Choice::Cachegrind).is_ok();
     let profile = cmp.differs
         && !req.no_why
         && (req.why || (valgrind && crate::pipeline::profile::worth_profiling(test)));

@@ -273,7 +273,7 @@ fn execute(ctxs: &[&Context<'_>], warn: &dyn Fn(&str)) -> anyhow::Result<Ran> {
             .context("cannot create the run's scratch directory")?;
         env.push(("PERFBISECT_OUT".into(), dir.path().display().to_string()));
         let criterion = ctxs.iter().any(|c| {
-            matches!(&c.test.metric, Metric::Harness(a) if a.harness == adapters::Harness::Criterion)
+            matches!(&c.test.metric, Metric::Harness(a) if a.harness == crate::config::harness::Harness::Criterion)
         });
         if criterion {
             // criterion writes `<id>/new/estimates.json` under CRITERION_HOME: a fresh one per

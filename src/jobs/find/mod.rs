@@ -475,7 +475,7 @@ pub fn why(
         return Ok(Vec::new());
     };
     let valgrind =
-        crate::measure::counter::select(crate::measure::counter::Choice::Cachegrind).is_ok();
+        crate::measure::counter::select(crate::config::harness::Choice::Cachegrind).is_ok();
     if refused || !(asked || (valgrind && crate::pipeline::profile::worth_profiling(&run.test))) {
         return Ok(Vec::new());
     }
