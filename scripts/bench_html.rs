@@ -11,7 +11,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
-use perfbisect::demo::{create_repo, CommitSpec};
+use perfbisect::scaffold::demo::{create_repo, CommitSpec};
 use perfbisect::store::{commit_key, encode_frame, Sample, Store};
 
 /// curl's test names (DESIGN.md): speeds, allocations, RSS, request rates, struct sizes.

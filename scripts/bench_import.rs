@@ -16,12 +16,12 @@ fn main() {
     let repo = dir.path().join("repo");
     // 2,000 commits: about 7 months of a project like curl, where a cron round every 20
     // minutes measures 24 tests.
-    let specs: Vec<perfbisect::demo::CommitSpec> = (0..2000)
-        .map(|_| perfbisect::demo::CommitSpec::default())
+    let specs: Vec<perfbisect::scaffold::demo::CommitSpec> = (0..2000)
+        .map(|_| perfbisect::scaffold::demo::CommitSpec::default())
         .collect();
-    let ids = perfbisect::demo::create_repo(&repo, &specs).expect("repo");
+    let ids = perfbisect::scaffold::demo::create_repo(&repo, &specs).expect("repo");
     let config = dir.path().join("perfbisect.toml");
-    std::fs::write(&config, perfbisect::demo::CONFIG).expect("config");
+    std::fs::write(&config, perfbisect::scaffold::demo::CONFIG).expect("config");
     let tests = ["value", "rss", "speed", "size"];
     let mut csv = String::with_capacity(rows * 90);
     csv.push_str("commit,test,value,timestamp,round,machine\n");

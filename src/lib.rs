@@ -2,42 +2,24 @@
 //!
 //! The library holds everything; `main.rs` only calls [`main_with_args`].
 
-pub mod attach;
+pub mod base;
 pub mod bisect;
 pub mod build;
-pub mod calibration;
 pub mod cli;
 pub mod commands;
-pub mod comparison;
 pub mod config;
-pub mod demo;
 pub mod error;
-pub mod finder;
-pub mod findings;
-pub mod fingerprint;
 pub mod git;
 pub mod guide;
-pub mod history;
 pub mod import;
-pub mod interrupt;
-pub mod lab;
-pub mod lint;
+pub mod jobs;
 pub mod measure;
-pub mod paths;
 pub mod pipeline;
-pub mod pristine;
-pub mod profile;
-pub mod progress;
 pub mod publish;
 pub mod report;
-pub mod rounds;
 pub mod scaffold;
-pub mod shards;
 pub mod stats;
 pub mod store;
-pub mod style;
-pub mod triage;
-pub mod upkeep;
 
 /// Parse arguments, run the command, print errors, and return the process exit code.
 pub fn main_with_args<I, T>(args: I) -> i32

@@ -628,7 +628,8 @@ fn init_on_an_autosetup_project_dry_runs_its_build_and_offers_its_benchmarks() {
         assert!(err.contains("the tests run ./dbshell"), "{err}");
         // Nothing was configured or built in the user's checkout.
         let status =
-            perfbisect::demo::git(&repo, &["status", "--porcelain", "--ignored"], None).unwrap();
+            perfbisect::scaffold::demo::git(&repo, &["status", "--porcelain", "--ignored"], None)
+                .unwrap();
         assert!(status.is_empty(), "{status}");
         let path = d.path().join("perfbisect.toml");
         std::fs::write(&path, &config).unwrap();

@@ -25,7 +25,7 @@ fn text(o: &[u8]) -> String {
 }
 
 fn git(repo: &Path, args: &[&str]) -> String {
-    perfbisect::demo::git(repo, args, None).unwrap()
+    perfbisect::scaffold::demo::git(repo, args, None).unwrap()
 }
 
 const MAKEFILE: &str = "all: app\napp: app.c\n\tcc -o app app.c\n";

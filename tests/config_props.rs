@@ -240,7 +240,7 @@ fn run_never_panics_on_generated_configs() {
     let dir = tempfile::tempdir().unwrap();
     let repo = dir.path().join("repo");
     std::fs::create_dir_all(&repo).unwrap();
-    let git = |args: &[&str]| perfbisect::demo::git(&repo, args, None).unwrap();
+    let git = |args: &[&str]| perfbisect::scaffold::demo::git(&repo, args, None).unwrap();
     git(&["init", "-q", "-b", "main"]);
     std::fs::write(repo.join("x"), "1\n").unwrap();
     git(&["add", "x"]);

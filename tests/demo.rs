@@ -20,8 +20,12 @@ fn demo_finds_the_planted_changes_and_reuses_everything_the_second_time() {
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
     let first = run();
-    let ids = perfbisect::demo::git(&demo.join("repo"), &["rev-list", "--reverse", "main"], None)
-        .unwrap();
+    let ids = perfbisect::scaffold::demo::git(
+        &demo.join("repo"),
+        &["rev-list", "--reverse", "main"],
+        None,
+    )
+    .unwrap();
     let ids: Vec<&str> = ids.lines().collect();
     // Commit 17 raises the value, commit 9 grows memory, commit 5 does not build.
     assert!(

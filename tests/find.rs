@@ -4,7 +4,7 @@
 mod common;
 
 use common::{specs, Fixture};
-use perfbisect::demo::CommitSpec;
+use perfbisect::scaffold::demo::CommitSpec;
 
 const CONFIG: &str = r#"
 [build]

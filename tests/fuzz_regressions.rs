@@ -52,7 +52,7 @@ fn check_one(data: &[u8]) {
     if let Ok(m) = perfbisect::build::carry::parse_foreign(data, "fuzz.json") {
         for f in &m.files {
             assert_eq!(
-                perfbisect::paths::outside_reason(&f.path),
+                perfbisect::base::paths::outside_reason(&f.path),
                 None,
                 "{:?}",
                 f.path

@@ -11,10 +11,10 @@ use std::path::{Path, PathBuf};
 use common::{specs, Fixture};
 use perfbisect::bisect::{Culprit, Outcome};
 use perfbisect::git::CommitInfo;
+use perfbisect::pipeline::rows::{CommitRow, Status};
 use perfbisect::report::find::{FindReport, TimeSpent};
 use perfbisect::report::issue::{self, Issue, Measured};
 use perfbisect::report::plot::{self, BoxGroup, Chart, Marker, MarkerKind, PlotCommit, Style};
-use perfbisect::report::show::{CommitRow, Status};
 use perfbisect::store::Sample;
 
 const CONFIG: &str = r#"

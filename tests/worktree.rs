@@ -82,7 +82,7 @@ fn switching_rewrites_only_changed_files_and_deletes_removed_ones() {
 /// A plain repository: commit `i` (1-based) has `v.txt` = the value of its group of three
 /// commits, `doc.txt` and `n.txt` = i; returns the ids and the values each commit must measure.
 fn scribbled_repo(dir: &std::path::Path, n: usize) -> (Vec<String>, Vec<u64>) {
-    let git = |args: &[&str]| perfbisect::demo::git(dir, args, None).unwrap();
+    let git = |args: &[&str]| perfbisect::scaffold::demo::git(dir, args, None).unwrap();
     std::fs::create_dir_all(dir).unwrap();
     git(&["init", "-q", "-b", "main"]);
     let mut ids = Vec::new();

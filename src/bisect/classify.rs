@@ -123,8 +123,8 @@ pub(super) fn finite(xs: &[f64]) -> Vec<f64> {
 /// At least two samples, all equal: one sample alone says nothing about spread.
 /// A p-value as reports print it: three decimals, or two significant digits when small.
 pub(super) fn fmt_p(p: f64) -> String {
-    if p < crate::report::text::P_FLOOR {
-        format!("< {:.0e}", crate::report::text::P_FLOOR)
+    if p < crate::base::text::P_FLOOR {
+        format!("< {:.0e}", crate::base::text::P_FLOOR)
     } else if p < 0.001 {
         format!("{p:.1e}")
     } else {

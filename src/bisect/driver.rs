@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use super::types::{Action, Outcome, Stored};
-use crate::interrupt::Interrupted;
+use crate::base::interrupt::Interrupted;
 
 /// The answer to a window of runs: its id, the moment its first round got, how many rounds
 /// ran, and the runs of each position asked for (NaN for failed ones), in the order asked.

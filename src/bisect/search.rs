@@ -427,7 +427,7 @@ impl Search {
                     } else {
                         ""
                     },
-                    crate::report::text::count(max, "run")
+                    crate::base::text::count(max, "run")
                 ),
                 best_guess: None,
             });
@@ -842,7 +842,7 @@ impl Search {
             "{} stayed unclassified after {}: median {} {place} the old level {} of {} and \
              the new level {} of {} (measured side by side with it){}; the culprit is one of {}",
             self.name(x),
-            crate::report::text::count(ev.attempts[1], "run"),
+            crate::base::text::count(ev.attempts[1], "run"),
             fmt_num(m_x),
             fmt_num(m_lo),
             self.name(ps[0]),

@@ -3,7 +3,7 @@
 //! [`Class`]), and the constants of its policy (see the module above for the policy itself).
 
 // What every file of the search names, brought in once (the files `use super::types::*`).
-pub(super) use crate::report::text::fmt_num;
+pub(super) use crate::base::text::fmt_num;
 pub(super) use crate::stats::{self, Threshold};
 pub(super) use serde::{Deserialize, Serialize};
 

@@ -341,7 +341,7 @@ fn step(run: &Run<'_>, command: &str) -> anyhow::Result<Result<String, Built>> {
         env,
         timeout: left.max(Duration::from_millis(1)),
         output: Output::File(log),
-        interrupt: Some(&crate::interrupt::REQUESTED),
+        interrupt: Some(&crate::base::interrupt::REQUESTED),
         kill_leftovers: true,
         own_rss: false,
         extra: Default::default(),

@@ -73,11 +73,11 @@ pub fn plan(from: &Path, cache: &Cache, skip: &[String]) -> anyhow::Result<Vec<C
 
 /// A manifest of another cache (untrusted: a CI artifact), checked before anything of it is
 /// used: its name is a build's (`<commit>-<recipe>`), it is no symbolic link, its file paths
-/// stay inside the entry ([`crate::paths::outside_reason`], checked as it is decoded), and no
+/// stay inside the entry ([`crate::base::paths::outside_reason`], checked as it is decoded), and no
 /// path is listed twice or is also the directory of another. Anything else is bad input
 /// (exit code 2), named.
 pub fn read_foreign(path: &Path, name: &str) -> anyhow::Result<Manifest> {
-    let shown = crate::paths::display_path(path);
+    let shown = crate::base::paths::display_path(path);
     if !is_build_name(name) {
         return Err(UsageError::err(format!(
             "{shown}: not a build's manifest name (`<40 hex>-<16 hex>.json`); nothing was merged"

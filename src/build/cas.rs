@@ -40,7 +40,7 @@ pub struct FileEntry {
 
 fn inside_path<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
     let p = String::deserialize(d)?;
-    match crate::paths::outside_reason(&p) {
+    match crate::base::paths::outside_reason(&p) {
         Some(why) => Err(serde::de::Error::custom(format!(
             "file path `{}` is not inside the build: {why}",
             p.escape_debug()

@@ -68,7 +68,7 @@ pub fn build_all(
     done: &(dyn Fn(&Outcome) + Sync),
 ) -> anyhow::Result<Vec<Outcome>> {
     let pristine = stale::pristine_required(cache, build.incremental, build.recipe_hash());
-    let _doing = crate::interrupt::doing(crate::interrupt::Activity::Building);
+    let _doing = crate::base::interrupt::doing(crate::base::interrupt::Activity::Building);
     let jobs = jobs.clamp(1, commits.len().max(1));
     let chunk = chunk_len(commits.len(), jobs);
     let pool = rayon::ThreadPoolBuilder::new()
@@ -88,12 +88,12 @@ pub fn build_all(
                 let wt = Worktree::slot(&cache.worktrees(), slot);
                 let mut out = Vec::new();
                 for &c in part {
-                    if crate::interrupt::requested() {
+                    if crate::base::interrupt::requested() {
                         break;
                     }
                     let o = build_one(&repo, cache, build, &wt, c, pristine)?;
                     if o.result.is_ok() {
-                        crate::interrupt::kept_build();
+                        crate::base::interrupt::kept_build();
                     }
                     done(&o);
                     let stop = o.interrupted;
@@ -248,7 +248,7 @@ fn build_into(
             env,
             timeout: build.timeout,
             output: Output::File(log),
-            interrupt: Some(&crate::interrupt::REQUESTED),
+            interrupt: Some(&crate::base::interrupt::REQUESTED),
             kill_leftovers: true,
             own_rss: false,
             extra: Default::default(),

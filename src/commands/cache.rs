@@ -4,8 +4,8 @@ use bytesize::ByteSize;
 
 use crate::cli::{CacheAction, CacheArgs, Format, Global};
 use crate::error::UsageError;
-use crate::pipeline::Workspace;
-use crate::upkeep;
+use crate::jobs::upkeep;
+use crate::pipeline::workspace::Workspace;
 
 use super::common::{locations, verbosity};
 

@@ -3,7 +3,7 @@
 //! so `run` and `find` can warn when a threshold is below what their repeats can detect.
 
 use crate::cli::{CalibrateArgs, Format, Global};
-use crate::pipeline::Workspace;
+use crate::pipeline::workspace::Workspace;
 
 use super::common::{check_format, locations, verbosity};
 
@@ -28,9 +28,9 @@ pub fn calibrate(g: &Global, args: CalibrateArgs) -> anyhow::Result<()> {
             info.subject
         );
     };
-    let (cal, other_note) = crate::calibration::calibrate(&ws, &test, id, &art, args.runs)?;
+    let (cal, other_note) = crate::jobs::calibrate::calibrate(&ws, &test, id, &art, args.runs)?;
     match args.format {
-        Format::Json => print!("{}", crate::report::json_pretty(&cal)?),
+        Format::Json => print!("{}", crate::report::json::json_pretty(&cal)?),
         _ => print!(
             "{}",
             crate::report::calibration::text(

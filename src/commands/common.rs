@@ -3,7 +3,7 @@
 //! print.
 
 use crate::cli::{Format, Global};
-use crate::pipeline::{Locations, Verbosity, Workspace};
+use crate::pipeline::workspace::{Locations, Verbosity, Workspace};
 
 pub fn locations(g: &Global) -> Locations {
     Locations {
@@ -31,7 +31,7 @@ pub fn invocation(g: &Global, ws: &Workspace) -> String {
     let mut out = String::new();
     let own = ws.repo.dir().join("perfbisect.toml");
     let same = |a: &std::path::Path, b: &std::path::Path| {
-        crate::paths::normalize(a) == crate::paths::normalize(b)
+        crate::base::paths::normalize(a) == crate::base::paths::normalize(b)
     };
     let config = g
         .config
@@ -43,7 +43,7 @@ pub fn invocation(g: &Global, ws: &Workspace) -> String {
         ("--cache", &g.cache),
     ] {
         if let Some(p) = p {
-            let abs = crate::paths::display_path(p);
+            let abs = crate::base::paths::display_path(p);
             out += &format!("{flag} {} ", shell_quote(&abs));
         }
     }
@@ -56,9 +56,9 @@ pub fn invocation(g: &Global, ws: &Workspace) -> String {
 /// repository is named relative to it, one outside by its file name alone (the reader's copy
 /// beside them).
 pub fn public_invocation(g: &Global, ws: &Workspace) -> String {
-    let repo = crate::paths::normalize(ws.repo.dir());
+    let repo = crate::base::paths::normalize(ws.repo.dir());
     let own = repo.join("perfbisect.toml");
-    let config = crate::paths::normalize(&ws.config.path);
+    let config = crate::base::paths::normalize(&ws.config.path);
     if g.config.is_none() && config == own {
         return String::new();
     }

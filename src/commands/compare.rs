@@ -2,7 +2,7 @@
 //! both builds run interleaved.
 
 use crate::cli::{CompareArgs, Format, Global};
-use crate::pipeline::Workspace;
+use crate::pipeline::workspace::Workspace;
 
 use super::common::{check_format, locations, verbosity};
 
@@ -13,16 +13,16 @@ pub fn compare(g: &Global, args: CompareArgs) -> anyhow::Result<()> {
     }
     let ws = Workspace::open(&locations(g), verbosity(g), true)?;
     let test = ws.config.test(&args.test)?.clone();
-    let req = crate::comparison::Request {
+    let req = crate::jobs::compare::Request {
         rev_a: &args.rev_a,
         rev_b: &args.rev_b,
         runs: args.runs,
         why: args.why,
         no_why: args.no_why,
     };
-    let (cmp, why) = crate::comparison::compare(&ws, &test, &req)?;
+    let (cmp, why) = crate::jobs::compare::compare(&ws, &test, &req)?;
     match args.format {
-        Format::Json => print!("{}", crate::report::json_pretty(&cmp)?),
+        Format::Json => print!("{}", crate::report::json::json_pretty(&cmp)?),
         _ => {
             print!("{}", crate::report::compare::text(&cmp, &test));
             if let Some(w) = &why {

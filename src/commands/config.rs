@@ -32,14 +32,14 @@ fn check(g: &Global) -> anyhow::Result<()> {
         crate::usage!(
             "{}: no tests: nothing can be measured; add a `[tests.NAME]` table with a `command` \
              (`perfbisect config init` writes a config for the project; `perfbisect guide config` lists the keys)",
-            crate::paths::display_path(&path)
+            crate::base::paths::display_path(&path)
         );
     }
-    let warnings = crate::lint::warnings(&cfg, &crate::lint::path_dirs());
+    let warnings = crate::scaffold::lint::warnings(&cfg, &crate::scaffold::lint::path_dirs());
     for w in &warnings {
         eprintln!("{w}");
     }
-    let counted = crate::lint::counters(&cfg);
+    let counted = crate::scaffold::lint::counters(&cfg);
     let build = match (&cfg.build.cargo, &cfg.build.command) {
         (Some(c), _) => {
             let names: Vec<&str> = c.names().collect();
@@ -56,7 +56,7 @@ fn check(g: &Global) -> anyhow::Result<()> {
     let tests: Vec<&str> = cfg.tests.keys().map(String::as_str).collect();
     println!(
         "{}: ok; build: {build}; {} test{}{}{}",
-        crate::paths::display_path(&path),
+        crate::base::paths::display_path(&path),
         tests.len(),
         if tests.len() == 1 { "" } else { "s" },
         if tests.is_empty() {
@@ -83,7 +83,7 @@ fn check(g: &Global) -> anyhow::Result<()> {
             }
             Err(why) => eprintln!(
                 "perfbisect: warning: {}: [build] cargo at the checkout: {why}",
-                crate::paths::display_path(&path)
+                crate::base::paths::display_path(&path)
             ),
         }
     }
@@ -100,7 +100,7 @@ fn init(g: &Global, args: InitArgs) -> anyhow::Result<()> {
             None => std::env::current_dir()?,
         },
     };
-    let dir = crate::paths::normalize(&dir);
+    let dir = crate::base::paths::normalize(&dir);
     // --at and a range are revisions of the repository: without one, the error says so.
     let repo = match repo {
         Ok(r) => Some(r),
@@ -195,7 +195,7 @@ fn init(g: &Global, args: InitArgs) -> anyhow::Result<()> {
                  read from {read_what}, which {}: its [build] command may not build the {end}'s commits. \
                  `perfbisect config init --at {name}` reads the project at that end (a range \
                  across the change needs a build command for both)",
-                crate::style::warning_prefix(),
+                crate::base::style::warning_prefix(),
                 spec.trim(),
                 crate::git::short(id),
                 builds(theirs),

@@ -5,9 +5,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 
+use crate::base::paths::display_path;
 use crate::cli::{DetectArgs, FindArgs, Format, Global, RunArgs, ShowArgs};
-use crate::demo::{create_repo, CommitSpec, CONFIG};
-use crate::paths::display_path;
+use crate::scaffold::demo::{create_repo, CommitSpec, CONFIG};
 
 /// Commits in the demo repository.
 const COMMITS: usize = 24;
@@ -86,7 +86,7 @@ pub fn demo(g: &Global, args: crate::cli::DemoArgs) -> anyhow::Result<()> {
     if args.create_only {
         return create_only(&repo, &config, &args);
     }
-    let ids = match crate::demo::git(&repo, &["rev-list", "--reverse", "main"], None) {
+    let ids = match crate::scaffold::demo::git(&repo, &["rev-list", "--reverse", "main"], None) {
         Ok(out) if out.lines().count() == COMMITS && repo.join("app.c").is_file() => {
             out.lines().map(str::to_string).collect::<Vec<_>>()
         }

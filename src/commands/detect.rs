@@ -4,11 +4,11 @@ use std::io::Write;
 
 use serde::Serialize;
 
+use crate::base::text::fmt_num;
 use crate::cli::{DetectArgs, Format, Global};
 use crate::error::UsageError;
 use crate::git::CommitInfo;
-use crate::pipeline::Workspace;
-use crate::report::fmt_num;
+use crate::pipeline::workspace::Workspace;
 use crate::stats::{self, changepoint};
 use crate::store::Observation;
 
@@ -167,7 +167,7 @@ pub fn detect(g: &Global, args: DetectArgs) -> anyhow::Result<()> {
             }
             // Each real run once, one value per independent moment (runs taken back to back
             // are one look at the machine): see `show::change_points`.
-            let rows = crate::history::take_rows(&ws, &mut samples, commits.clone());
+            let rows = crate::pipeline::history::take_rows(&ws, &mut samples, commits.clone());
             // A deterministic test: every change of at least the threshold is a change point at
             // its commit, with the values on either side. Runs of one commit that differ
             // disprove the declaration; the series is then analysed as noisy, as `find` does.
@@ -188,8 +188,11 @@ pub fn detect(g: &Global, args: DetectArgs) -> anyhow::Result<()> {
                 threshold: test.threshold,
                 deterministic: test.deterministic,
             };
-            let d =
-                crate::report::show::detection(&rows, &opts, &crate::history::pair_params(test));
+            let d = crate::pipeline::rows::detection(
+                &rows,
+                &opts,
+                &crate::pipeline::history::pair_params(test),
+            );
             // `index` stays the position in the range (the old end is not one of its
             // commits, and no step starts at it).
             let at = |i: usize| i as i64 - i64::from(old_end);
@@ -199,7 +202,7 @@ pub fn detect(g: &Global, args: DetectArgs) -> anyhow::Result<()> {
                 .map(|u| {
                     let mut o = Open::new(u, at(u.index), Some(&commits[u.index]));
                     // The builds on either side that hold the runs: `run` over them tops both up.
-                    let own = |r: &&crate::report::show::CommitRow<Observation>| {
+                    let own = |r: &&crate::pipeline::rows::CommitRow<Observation>| {
                         !r.own_values().is_empty()
                     };
                     let before = rows[..u.index].iter().rev().find(own);
@@ -229,7 +232,7 @@ pub fn detect(g: &Global, args: DetectArgs) -> anyhow::Result<()> {
     let stdout = std::io::stdout();
     let mut w = stdout.lock();
     match args.format {
-        Format::Json => writeln!(w, "{}", crate::report::json_line(&out)?)?,
+        Format::Json => writeln!(w, "{}", crate::report::json::json_line(&out)?)?,
         _ => {
             if out.change_points.is_empty() {
                 writeln!(
@@ -250,7 +253,11 @@ pub fn detect(g: &Global, args: DetectArgs) -> anyhow::Result<()> {
                 let evidence = if p.deterministic {
                     "exact".to_string()
                 } else {
-                    format!("{} ({})", crate::report::fmt_p(p.p_value), p.test.name())
+                    format!(
+                        "{} ({})",
+                        crate::base::text::fmt_p(p.p_value),
+                        p.test.name()
+                    )
                 };
                 let basis = match (p.windows, p.interval) {
                     (0, _) => String::new(),
@@ -275,7 +282,7 @@ pub fn detect(g: &Global, args: DetectArgs) -> anyhow::Result<()> {
                     "{at}: {} -> {} ({}), {evidence}{basis}",
                     fmt_num(p.before),
                     fmt_num(p.after),
-                    crate::report::text::fmt_rel(p.rel_change, 2),
+                    crate::base::text::fmt_rel(p.rel_change, 2),
                 )?;
             }
             for u in &out.undecided {
@@ -288,8 +295,8 @@ pub fn detect(g: &Global, args: DetectArgs) -> anyhow::Result<()> {
                     "undecided: {at}: {} -> {} ({}), {} from {} vs {} runs: too few to decide; about {} runs a side would{}",
                     fmt_num(u.before),
                     fmt_num(u.after),
-                    crate::report::text::fmt_rel(u.rel_change, 2),
-                    crate::report::fmt_p(u.p_value),
+                    crate::base::text::fmt_rel(u.rel_change, 2),
+                    crate::base::text::fmt_p(u.p_value),
                     u.runs[0],
                     u.runs[1],
                     u.runs_needed,

@@ -2,7 +2,7 @@
 //! over the range, building and measuring only what the search asks for.
 
 use crate::cli::{FindArgs, Format, Global};
-use crate::pipeline::Workspace;
+use crate::pipeline::workspace::Workspace;
 use crate::report::find::{self as view};
 use crate::report::plot::{self};
 use crate::report::{charts, spark};
@@ -31,7 +31,7 @@ pub fn find(g: &Global, args: FindArgs) -> anyhow::Result<i32> {
                     "--attach posts the Markdown report; leave out --format json (or use --format md)"
                 );
             }
-            Some(crate::attach::Target::parse(t)?)
+            Some(crate::publish::attach::Target::parse(t)?)
         }
         None => None,
     };
@@ -48,7 +48,7 @@ pub fn find(g: &Global, args: FindArgs) -> anyhow::Result<i32> {
         return several(g, &ws, &args, started);
     }
     let test = ws.config.test(&args.test)?.clone();
-    let ask = crate::finder::Ask {
+    let ask = crate::jobs::find::Ask {
         range: &args.range,
         jobs: args.jobs,
         no_descend: args.no_descend,
@@ -56,7 +56,7 @@ pub fn find(g: &Global, args: FindArgs) -> anyhow::Result<i32> {
         no_why: args.no_why,
         replay: false,
     };
-    let (mut run, why) = crate::finder::find(&ws, test, &ask, started)?;
+    let (mut run, why) = crate::jobs::find::find(&ws, test, &ask, started)?;
     let code = match run.outcome {
         crate::bisect::Outcome::Inconclusive { .. } => crate::error::INCONCLUSIVE,
         _ => 0,
@@ -70,7 +70,7 @@ pub fn find(g: &Global, args: FindArgs) -> anyhow::Result<i32> {
 
     // The chain's medians as stored now (what this search measured, and what was there).
     let samples = ws.samples(&run.test)?;
-    let rows = crate::history::rows(&ws, &samples, run.chain().to_vec());
+    let rows = crate::pipeline::history::rows(&ws, &samples, run.chain().to_vec());
     let spark = spark::medians_line(&rows, &run.test.unit());
     let chart = charts::commit_chart(
         &run.test,
@@ -94,7 +94,7 @@ pub fn find(g: &Global, args: FindArgs) -> anyhow::Result<i32> {
     };
     if let Some(target) = target {
         let name = format!("{}.md", run.test.name);
-        let saved = crate::publish::save_markdown(
+        let saved = crate::publish::files::save_markdown(
             &ws,
             None,
             &run.test.name,
@@ -103,7 +103,7 @@ pub fn find(g: &Global, args: FindArgs) -> anyhow::Result<i32> {
             &chart,
             &|plot_ref| render(plot_ref, Format::Md),
         )?;
-        crate::publish::post(&ws, &target, &saved)?;
+        crate::publish::files::post(&ws, &target, &saved)?;
         return Ok(code);
     }
     if let Some(path) = &args.plot {
@@ -125,7 +125,7 @@ fn several(
 ) -> anyhow::Result<i32> {
     let tests: Vec<crate::config::Test> =
         ws.config.select(&args.test)?.into_iter().cloned().collect();
-    let ask = crate::finder::Ask {
+    let ask = crate::jobs::find::Ask {
         range: &args.range,
         jobs: args.jobs,
         no_descend: args.no_descend,
@@ -137,7 +137,7 @@ fn several(
     let (mut texts, mut values) = (Vec::new(), Vec::new());
     let (mut builds, mut runs, mut code) = (0, 0, 0);
     for t in tests {
-        let (mut run, why) = crate::finder::find(ws, t, &ask, std::time::Instant::now())?;
+        let (mut run, why) = crate::jobs::find::find(ws, t, &ask, std::time::Instant::now())?;
         if matches!(run.outcome, crate::bisect::Outcome::Inconclusive { .. }) {
             code = crate::error::INCONCLUSIVE;
         }
@@ -145,7 +145,7 @@ fn several(
         builds += b;
         runs += r;
         let samples = ws.samples(&run.test)?;
-        let rows = crate::history::rows(ws, &samples, run.chain().to_vec());
+        let rows = crate::pipeline::history::rows(ws, &samples, run.chain().to_vec());
         let line = spark::medians_line(&rows, &run.test.unit());
         run.stop_clock(started);
         let mut report = run.report(&invocation);
@@ -160,7 +160,7 @@ fn several(
     match args.format {
         Format::Json => print!(
             "{}",
-            crate::report::text::json_pretty(&serde_json::json!({
+            crate::report::json::json_pretty(&serde_json::json!({
                 "range": args.range,
                 "tests": values,
                 "builds": builds,

@@ -4,7 +4,7 @@
 
 use crate::cli::{Global, ImportArgs, ImportFormat};
 use crate::import::{Format, Outcome};
-use crate::pipeline::Workspace;
+use crate::pipeline::workspace::Workspace;
 
 use super::common::{locations, verbosity};
 
@@ -16,7 +16,7 @@ pub fn import(g: &Global, args: ImportArgs) -> anyhow::Result<()> {
     });
     let verbose = ws.verbosity.verbose > 0;
     let out = crate::import::import(&ws, &args.file, format, verbose)?;
-    let file = crate::pipeline::display_path(&args.file);
+    let file = crate::base::paths::display_path(&args.file);
     print_problems(&ws, &file, &out);
     println!("{}", summary(&file, &out));
     if out.imported + out.already + out.report.failed_runs == 0 {

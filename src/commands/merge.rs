@@ -9,7 +9,7 @@
 //! samples between identical builds and mark the commits that do not build. Builds come too
 //! (a runner's `run --build-only`): each one this cache lacks is put together from the
 //! source's content-addressed objects ([`crate::build::carry`]), so `run` here measures
-//! without building. A test whose numbers depend on the machine ([`crate::shards`]) and whose
+//! without building. A test whose numbers depend on the machine ([`crate::pipeline::shards`]) and whose
 //! samples now come from several fingerprints is warned about.
 
 use std::collections::HashMap;
@@ -19,7 +19,7 @@ use anyhow::Context as _;
 
 use crate::cli::{Global, MergeArgs};
 use crate::error::UsageError;
-use crate::pipeline::Workspace;
+use crate::pipeline::workspace::Workspace;
 use crate::store::{encode_frame, Store};
 
 use super::common::{locations, verbosity};
@@ -30,7 +30,7 @@ pub fn merge(g: &Global, args: MergeArgs) -> anyhow::Result<()> {
     // Every source is checked before anything is written.
     let mut sources: Vec<(PathBuf, PathBuf)> = Vec::new();
     for c in &args.caches {
-        let shown = crate::pipeline::display_path(c);
+        let shown = crate::base::paths::display_path(c);
         let results = if c.join("results").is_dir() {
             c.join("results")
         } else if has_stores(c) {
@@ -64,7 +64,7 @@ pub fn merge(g: &Global, args: MergeArgs) -> anyhow::Result<()> {
         let here = dest.load(test).with_context(|| {
             format!(
                 "cannot read {}; nothing was merged",
-                crate::pipeline::display_path(&dest.path(test))
+                crate::base::paths::display_path(&dest.path(test))
             )
         })?;
         for s in &here.samples {
@@ -77,7 +77,7 @@ pub fn merge(g: &Global, args: MergeArgs) -> anyhow::Result<()> {
             let loaded = src.load(test).with_context(|| {
                 format!(
                     "cannot read {}; nothing was merged",
-                    crate::pipeline::display_path(&src.path(test))
+                    crate::base::paths::display_path(&src.path(test))
                 )
             })?;
             for w in &loaded.warnings {
@@ -91,7 +91,7 @@ pub fn merge(g: &Global, args: MergeArgs) -> anyhow::Result<()> {
                 let k = key(&encode_frame(&s).with_context(|| {
                     format!(
                         "{}: a record cannot be stored again; nothing was merged",
-                        crate::pipeline::display_path(&src.path(test))
+                        crate::base::paths::display_path(&src.path(test))
                     )
                 })?);
                 let n = seen.entry(k).or_default();
@@ -106,8 +106,8 @@ pub fn merge(g: &Global, args: MergeArgs) -> anyhow::Result<()> {
             }
         }
         if let Some(t) = ws.config.tests.get(test.as_str()) {
-            let dep = crate::shards::dependence(t);
-            let fps = crate::shards::fingerprints(
+            let dep = crate::pipeline::shards::dependence(t);
+            let fps = crate::pipeline::shards::fingerprints(
                 here.samples.iter().chain(&new),
                 t.definition_hash(),
                 ws.config.build.recipe_hash(),
@@ -178,7 +178,12 @@ pub fn merge(g: &Global, args: MergeArgs) -> anyhow::Result<()> {
     for (test, dep, fps) in mixed {
         let list: Vec<String> = fps
             .iter()
-            .map(|id| format!("  {}", crate::fingerprint::describe(&ws.cache.root, *id)))
+            .map(|id| {
+                format!(
+                    "  {}",
+                    crate::pipeline::fingerprint::describe(&ws.cache.root, *id)
+                )
+            })
             .collect();
         ws.warn(&format!(
             "the samples of `{test}` come from {} fingerprints, and its numbers depend on the \
@@ -235,7 +240,7 @@ fn missing(from: &Path, to: &Path) -> anyhow::Result<Vec<(PathBuf, Vec<u8>)>> {
         let bytes = std::fs::read(e.path()).with_context(|| {
             format!(
                 "cannot read {}; nothing was merged",
-                crate::pipeline::display_path(&e.path())
+                crate::base::paths::display_path(&e.path())
             )
         })?;
         out.push((dest, bytes));

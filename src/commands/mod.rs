@@ -22,7 +22,7 @@ mod triage;
 use crate::cli::{Cli, Command, FindArgs, Global};
 // For import.rs, until it names `common` itself.
 
-use crate::interrupt::Interrupted;
+use crate::base::interrupt::Interrupted;
 
 /// Parse `args`, run the command and return the exit code.
 pub fn dispatch<I, T>(args: I) -> i32
@@ -37,7 +37,7 @@ where
             return if e.use_stderr() { 2 } else { 0 };
         }
     };
-    crate::interrupt::install();
+    crate::base::interrupt::install();
     let g = cli.global.clone();
     let command = match (cli.command, cli.test, cli.range) {
         (Some(c), _, _) => c,
@@ -83,10 +83,10 @@ where
         Ok(code) => code,
         Err(e) if e.is::<Interrupted>() => {
             eprintln!("perfbisect: {e}");
-            crate::interrupt::exit_code()
+            crate::base::interrupt::exit_code()
         }
         Err(e) => {
-            crate::style::error(&format!("{e:#}"));
+            crate::base::style::error(&format!("{e:#}"));
             crate::error::exit_code(&e)
         }
     }

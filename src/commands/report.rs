@@ -2,9 +2,9 @@
 //! and `report TEST|all [RANGE] --format html --out DIR` (a static site of the stored
 //! results); `--attach OWNER/REPO#N` posts the Markdown with `gh`.
 
-use crate::attach::Target;
 use crate::cli::{Format, Global, ReportArgs};
-use crate::pipeline::Workspace;
+use crate::pipeline::workspace::Workspace;
+use crate::publish::attach::Target;
 use crate::report::issue::{self, Issue};
 use crate::report::plot::{self};
 use crate::report::{charts, spark};
@@ -47,7 +47,7 @@ pub fn report(g: &Global, args: ReportArgs) -> anyhow::Result<()> {
     let test = ws.config.test(&args.test)?.clone();
     // The same as `find`: the search, its builds checked, every culprit profiled (the
     // profiles `find` made are kept: a report after it reuses them).
-    let ask = crate::finder::Ask {
+    let ask = crate::jobs::find::Ask {
         range,
         jobs: args.jobs,
         no_descend: args.no_descend,
@@ -55,7 +55,7 @@ pub fn report(g: &Global, args: ReportArgs) -> anyhow::Result<()> {
         no_why: false,
         replay: true,
     };
-    let (mut run, why) = crate::finder::find(&ws, test, &ask, started)?;
+    let (mut run, why) = crate::jobs::find::find(&ws, test, &ask, started)?;
     // Markdown is for an issue: no path of this machine's in its commands.
     let invocation = if args.format == Format::Md {
         super::common::public_invocation(g, &ws)
@@ -64,14 +64,14 @@ pub fn report(g: &Global, args: ReportArgs) -> anyhow::Result<()> {
     };
 
     let samples = ws.samples(&run.test)?;
-    let all_rows = crate::history::rows(&ws, &samples, run.commits.clone());
+    let all_rows = crate::pipeline::history::rows(&ws, &samples, run.commits.clone());
     let chain = &all_rows[..=run.searched];
-    let cps = crate::history::change_points(&run.test, chain);
+    let cps = crate::pipeline::history::change_points(&run.test, chain);
     let spark = spark::medians_line(chain, &run.test.unit());
     let mut markers = run.markers();
     markers.extend(charts::change_point_markers(chain, &cps));
     let chart = charts::commit_chart(&run.test, &run.chart_title(), chain, markers, charts::WIDE);
-    let measured = crate::publish::measured(&ws, &run.test);
+    let measured = crate::publish::files::measured(&ws, &run.test);
     run.stop_clock(started);
     let run = run;
     let render = |plot_ref: Option<String>| -> anyhow::Result<String> {
@@ -99,7 +99,7 @@ pub fn report(g: &Global, args: ReportArgs) -> anyhow::Result<()> {
             "md"
         };
         let name = format!("{}.{ext}", run.test.name);
-        let saved = crate::publish::save_markdown(
+        let saved = crate::publish::files::save_markdown(
             &ws,
             args.out.as_deref(),
             &run.test.name,
@@ -109,7 +109,7 @@ pub fn report(g: &Global, args: ReportArgs) -> anyhow::Result<()> {
             &render,
         )?;
         return match target {
-            Some(t) => crate::publish::post(&ws, &t, &saved),
+            Some(t) => crate::publish::files::post(&ws, &t, &saved),
             None => {
                 ws.note(&format!("report written to {}", saved.display()));
                 Ok(())
@@ -138,5 +138,5 @@ fn site(g: &Global, args: &ReportArgs) -> anyhow::Result<()> {
         );
     }
     let ws = Workspace::open(&locations(g), verbosity(g), false)?;
-    crate::publish::site(&ws, out, &args.test, args.range.as_deref())
+    crate::publish::site::site(&ws, out, &args.test, args.range.as_deref())
 }

@@ -2,8 +2,8 @@
 //! repeats (or add a round, or fill only the gaps).
 
 use crate::cli::{Format, Global, RunArgs};
-use crate::pipeline::Workspace;
-use crate::rounds;
+use crate::jobs::run::{print_summary, run_pass, Options, Spent};
+use crate::pipeline::workspace::Workspace;
 
 use super::common::{check_format, locations, verbosity};
 
@@ -12,7 +12,7 @@ pub fn run(g: &Global, args: RunArgs) -> anyhow::Result<()> {
     if args.jobs == 0 {
         crate::usage!("--jobs must be at least 1");
     }
-    let opts = rounds::Options {
+    let opts = Options {
         tests: &args.tests,
         range: &args.range,
         jobs: args.jobs,
@@ -24,14 +24,14 @@ pub fn run(g: &Global, args: RunArgs) -> anyhow::Result<()> {
     };
     let json = args.format == Format::Json;
     // The summary's clock, from the command's start, over every pass.
-    let mut spent = rounds::Spent::new(std::time::Instant::now());
+    let mut spent = Spent::new(std::time::Instant::now());
     let mut pass = |check_steps: bool| -> anyhow::Result<bool> {
         let mut ws = Workspace::open(&locations(g), verbosity(g), true)?;
         // A runner that only builds builds for another machine: a commit measured by any
         // machine (a restored store's samples) is not a gap.
         ws.any_fingerprint = args.build_only;
-        rounds::run_pass(&ws, &opts, check_steps, &mut spent, &|s, elapsed| {
-            rounds::print_summary(&ws, s, json, elapsed)
+        run_pass(&ws, &opts, check_steps, &mut spent, &|s, elapsed| {
+            print_summary(&ws, s, json, elapsed)
         })
     };
     if pass(true)? {

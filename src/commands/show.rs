@@ -3,7 +3,8 @@
 
 use crate::cli::{Format, Global, ShowArgs};
 use crate::config::Test;
-use crate::pipeline::{Samples, Workspace};
+use crate::pipeline::samples::Samples;
+use crate::pipeline::workspace::Workspace;
 use crate::report::show as view;
 use crate::report::{charts, export, plot};
 
@@ -43,11 +44,11 @@ pub fn show(g: &Global, args: ShowArgs) -> anyhow::Result<()> {
             (samples, commits)
         }
     };
-    let rows = crate::history::take_rows(&ws, &mut samples, commits);
+    let rows = crate::pipeline::history::take_rows(&ws, &mut samples, commits);
     if let Some(path) = &args.plot {
         // Refuse a bad file name before anything is drawn.
         plot::ImageFormat::of(path)?;
-        let cps = crate::history::change_points(test, &rows);
+        let cps = crate::pipeline::history::change_points(test, &rows);
         let scope = args
             .range
             .clone()

@@ -2,12 +2,12 @@
 //! HEAD against the old (and new) commit, measuring what is missing, and answer with git
 //! bisect's exit codes: 0 old, 1 new, 125 cannot tell, 128 fatal (stops the bisect).
 
+use crate::base::text::fmt_num;
 use crate::bisect::step::{NEW, OLD, PROBE};
 use crate::bisect::{self, Class, StepSearch, StepVerdict};
 use crate::cli::{Global, StepArgs};
-use crate::lab::WorkspaceLab;
-use crate::pipeline::Workspace;
-use crate::report::fmt_num;
+use crate::jobs::find::lab::WorkspaceLab;
+use crate::pipeline::workspace::Workspace;
 
 use super::common::{locations, verbosity};
 
@@ -40,7 +40,7 @@ fn run(g: &Global, args: &StepArgs) -> anyhow::Result<i32> {
         crate::usage!("--jobs must be at least 1");
     }
     let stored = ws.samples(&test)?;
-    let params = crate::finder::search_params(&test, &stored, &|w| ws.warn(w));
+    let params = crate::jobs::find::search_params(&test, &stored, &|w| ws.warn(w));
     let mut commits = vec![ws.repo.info(old)?, ws.repo.info(head)?];
     if let Some(n) = new {
         commits.push(ws.repo.info(n)?);
@@ -62,7 +62,7 @@ fn run(g: &Global, args: &StepArgs) -> anyhow::Result<i32> {
     let tail = |pos: usize| {
         last_error
             .get(&pos)
-            .map(|e| format!("\n{}", crate::paths::indent(e.trim_end())))
+            .map(|e| format!("\n{}", crate::base::paths::indent(e.trim_end())))
             .unwrap_or_default()
     };
     match policy.verdict().cloned() {
@@ -79,15 +79,15 @@ fn run(g: &Global, args: &StepArgs) -> anyhow::Result<i32> {
                 info.subject,
                 test.name,
                 med(probe),
-                crate::report::text::count(probe.len(), "run"),
+                crate::base::text::count(probe.len(), "run"),
                 med(old_s),
-                crate::report::text::count(old_s.len(), "run"),
+                crate::base::text::count(old_s.len(), "run"),
                 if new.is_some() {
                     let n = policy.samples(NEW);
                     format!(
                         ", new {} ({})",
                         med(n),
-                        crate::report::text::count(n.len(), "run")
+                        crate::base::text::count(n.len(), "run")
                     )
                 } else {
                     String::new()
@@ -95,7 +95,7 @@ fn run(g: &Global, args: &StepArgs) -> anyhow::Result<i32> {
                 class.exit_code()
             );
             if args.why && class == Class::NewLike {
-                let w = crate::profile::why(&ws, &test, old, head)?;
+                let w = crate::pipeline::profile::why(&ws, &test, old, head)?;
                 eprint!("{}", crate::report::why::text(&w));
             }
             Ok(class.exit_code())

@@ -1,7 +1,7 @@
-//! `perfbisect triage TESTS [RANGE]`: the nightly perf sheriff (see [`crate::triage`]).
+//! `perfbisect triage TESTS [RANGE]`: the nightly perf sheriff (see [`crate::jobs::triage`]).
 
 use crate::cli::{Format, Global, TriageArgs};
-use crate::pipeline::Workspace;
+use crate::pipeline::workspace::Workspace;
 use crate::report::triage::{self as view, View};
 
 use super::common::{check_format, locations, verbosity};
@@ -32,7 +32,7 @@ pub fn triage(g: &Global, args: TriageArgs) -> anyhow::Result<()> {
     // The cache lock is held throughout: two triages at once take turns, and the second
     // sees what the first posted.
     let ws = Workspace::open(&locations(g), verbosity(g), true)?;
-    let opts = crate::triage::Options {
+    let opts = crate::jobs::triage::Options {
         tests: &args.tests,
         range: args.range.as_deref(),
         jobs: args.jobs,
@@ -44,7 +44,7 @@ pub fn triage(g: &Global, args: TriageArgs) -> anyhow::Result<()> {
         // What it posts is public: no path of this machine's in its commands.
         invocation: super::common::public_invocation(g, &ws),
     };
-    let out = crate::triage::triage(&ws, &opts)?;
+    let out = crate::jobs::triage::triage(&ws, &opts)?;
     let v = View {
         findings: &out.findings,
         changed: &out.changed,

@@ -11,6 +11,7 @@ use toml::Spanned;
 use crate::error::UsageError;
 use crate::stats::Threshold;
 
+pub mod harness;
 pub mod keys;
 mod model;
 
@@ -133,7 +134,7 @@ pub fn locate(explicit: Option<&Path>, repo_dir: Option<&Path>) -> anyhow::Resul
 pub fn load(path: &Path) -> anyhow::Result<Config> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| UsageError::err(format!("cannot read config file {}: {e}", path.display())))?;
-    let abs = crate::paths::normalize(path);
+    let abs = crate::base::paths::normalize(path);
     parse(&text, &abs)
 }
 
@@ -145,7 +146,7 @@ fn config_dir(path: &Path) -> PathBuf {
         _ => Path::new("."),
     };
     std::path::absolute(parent)
-        .map(|p| crate::paths::normalize(&p))
+        .map(|p| crate::base::paths::normalize(&p))
         .unwrap_or_else(|_| parent.to_path_buf())
 }
 
@@ -244,8 +245,8 @@ pub fn parse(text: &str, path: &Path) -> anyhow::Result<Config> {
         None => None,
     };
     let counter = match &measure.counter {
-        None => crate::measure::counter::Choice::Auto,
-        Some(c) => crate::measure::counter::Choice::parse(c.get_ref()).ok_or_else(|| {
+        None => crate::config::harness::Choice::Auto,
+        Some(c) => crate::config::harness::Choice::parse(c.get_ref()).ok_or_else(|| {
             UsageError::err(format!(
                 "{}: key `measure.counter`: `{}` is not \"auto\", \"perf\" or \"cachegrind\"",
                 at(c.span()),
@@ -784,7 +785,7 @@ fn harness_metric(
     key: &str,
     at: &str,
 ) -> anyhow::Result<Metric> {
-    use crate::measure::adapters::{Adapter, Harness};
+    use harness::{Adapter, Harness};
     const KEYS: [&str; 4] = ["format", "name", "field", "file"];
     let get = |k: &str| -> anyhow::Result<Option<String>> {
         match t.get(k) {

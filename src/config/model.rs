@@ -34,7 +34,7 @@ pub struct Config {
     /// their outputs go into the fingerprint.
     pub fingerprint_commands: Vec<String>,
     /// `[measure] counter`: how `metric = "instructions"` is counted.
-    pub counter: crate::measure::counter::Choice,
+    pub counter: crate::config::harness::Choice,
 }
 
 /// How to build a commit.
@@ -133,7 +133,7 @@ pub enum Metric {
     /// Valgrind's Cachegrind where there is none).
     Instructions,
     /// One named benchmark of a harness's output (`{ format, name, field, file }`).
-    Harness(crate::measure::adapters::Adapter),
+    Harness(crate::config::harness::Adapter),
 }
 
 impl Metric {
@@ -206,7 +206,7 @@ pub struct Test {
     /// (`[measure] interleave`, default true).
     pub interleave: bool,
     /// How instructions are counted (`[measure] counter`).
-    pub counter: crate::measure::counter::Choice,
+    pub counter: crate::config::harness::Choice,
 }
 
 /// The unit a harness reported for a test's values, learned from its first run (or from
@@ -343,7 +343,7 @@ impl Config {
             UsageError::err(format!(
                 "unknown test `{name}`{} (tests in {}: {})",
                 crate::error::did_you_mean(name, self.tests.keys().map(String::as_str)),
-                crate::paths::display_path(&self.path),
+                crate::base::paths::display_path(&self.path),
                 self.known_tests()
             ))
         })

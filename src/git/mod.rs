@@ -123,7 +123,7 @@ impl Repo {
                     .unwrap_or_default();
                 format!(
                     "no branch, tag or commit of that name in {}{}",
-                    crate::paths::display_path(self.dir()),
+                    crate::base::paths::display_path(self.dir()),
                     crate::error::did_you_mean(base, refs.iter().map(String::as_str))
                 )
             };
@@ -158,13 +158,13 @@ impl Repo {
             .with_context(|| format!("cannot read commit {id}"))?;
         let decoded = commit.decode()?;
         // Untrusted text: inert wherever it is printed (a terminal, a CI log, Markdown).
-        let subject = crate::style::visible(&decoded.message_summary().to_string());
+        let subject = crate::base::style::visible(&decoded.message_summary().to_string());
         let author = decoded.author()?;
         let time = author.time().map(|t| t.seconds).unwrap_or(0);
         Ok(CommitInfo {
             id,
             subject,
-            author: crate::style::visible(&format!("{} <{}>", author.name, author.email)),
+            author: crate::base::style::visible(&format!("{} <{}>", author.name, author.email)),
             time,
         })
     }

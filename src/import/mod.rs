@@ -27,7 +27,7 @@ use gix::ObjectId;
 
 use crate::config::Test;
 use crate::error::UsageError;
-use crate::pipeline::Workspace;
+use crate::pipeline::workspace::Workspace;
 use crate::store::{commit_key, Appender, Import, Sample};
 
 use keys::StoredKeys;
@@ -155,7 +155,7 @@ pub fn import(
     format: Option<Format>,
     keep_all: bool,
 ) -> anyhow::Result<Outcome> {
-    let file = crate::pipeline::display_path(path);
+    let file = crate::base::paths::display_path(path);
     let mut f = std::fs::File::open(path)
         .map_err(|e| UsageError::err(format!("cannot read {file}: {e}")))?;
     let format = match format {
@@ -282,7 +282,7 @@ impl Rows for Sink<'_> {
                 format!(
                     "test `{}` is not in {}{}",
                     row.test,
-                    crate::pipeline::display_path(&ws.config.path),
+                    crate::base::paths::display_path(&ws.config.path),
                     crate::error::did_you_mean(
                         &row.test,
                         ws.config.tests.keys().map(String::as_str)
@@ -427,7 +427,7 @@ fn resolve_name(ws: &Workspace, rev: &str) -> Result<Option<ObjectId>, String> {
         return Err("no commit named".into());
     }
     let gix = ws.repo.gix();
-    let repo = crate::pipeline::display_path(ws.repo.dir());
+    let repo = crate::base::paths::display_path(ws.repo.dir());
     let unknown = || format!("unknown commit `{rev}`: no commit or tag of that name in {repo}");
     let commit_of = |spec: &str| -> Option<Result<Option<ObjectId>, String>> {
         let id = gix.rev_parse_single(spec).ok()?;

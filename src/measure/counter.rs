@@ -8,6 +8,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use crate::config::harness::Choice;
+
 /// How `metric = "instructions"` is counted.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Counter {
@@ -32,28 +34,6 @@ impl Counter {
         match self {
             Counter::Perf => "perf",
             Counter::Cachegrind { .. } => "cachegrind",
-        }
-    }
-}
-
-/// What the config asks for (`[measure] counter`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Choice {
-    /// The hardware counter where there is one, else Cachegrind.
-    #[default]
-    Auto,
-    Perf,
-    Cachegrind,
-}
-
-impl Choice {
-    /// Parse the config's value.
-    pub fn parse(s: &str) -> Option<Choice> {
-        match s {
-            "auto" => Some(Choice::Auto),
-            "perf" => Some(Choice::Perf),
-            "cachegrind" => Some(Choice::Cachegrind),
-            _ => None,
         }
     }
 }

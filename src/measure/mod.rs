@@ -32,7 +32,7 @@ pub struct Context<'a> {
     pub commit: ObjectId,
     pub recipe_hash: u64,
     pub round: u32,
-    /// The [`crate::fingerprint::Fingerprint::id`] every sample records.
+    /// The [`crate::pipeline::fingerprint::Fingerprint::id`] every sample records.
     pub fingerprint: u64,
     /// The measuring session every sample records (see [`crate::store::Sample::window`]).
     pub window: u64,
@@ -273,7 +273,7 @@ fn execute(ctxs: &[&Context<'_>], warn: &dyn Fn(&str)) -> anyhow::Result<Ran> {
             .context("cannot create the run's scratch directory")?;
         env.push(("PERFBISECT_OUT".into(), dir.path().display().to_string()));
         let criterion = ctxs.iter().any(|c| {
-            matches!(&c.test.metric, Metric::Harness(a) if a.harness == adapters::Harness::Criterion)
+            matches!(&c.test.metric, Metric::Harness(a) if a.harness == crate::config::harness::Harness::Criterion)
         });
         if criterion {
             // criterion writes `<id>/new/estimates.json` under CRITERION_HOME: a fresh one per
@@ -380,7 +380,7 @@ pub fn profile_once(
     dir: &Path,
     slower: u32,
 ) -> anyhow::Result<Result<(), String>> {
-    let _doing = crate::interrupt::doing(crate::interrupt::Activity::Measuring);
+    let _doing = crate::base::interrupt::doing(crate::base::interrupt::Activity::Measuring);
     if let Err(why) = ctx.setup()? {
         let _ = ctx.teardown();
         return Ok(Err(why));
@@ -443,7 +443,7 @@ pub fn shared_batch(
     sink: &mut dyn FnMut(usize, Sample) -> anyhow::Result<()>,
     warn: &dyn Fn(&str),
 ) -> anyhow::Result<usize> {
-    let _doing = crate::interrupt::doing(crate::interrupt::Activity::Measuring);
+    let _doing = crate::base::interrupt::doing(crate::base::interrupt::Activity::Measuring);
     let most = runs.iter().copied().max().unwrap_or(0);
     if most == 0 || ctxs.is_empty() {
         return Ok(0);
@@ -461,14 +461,14 @@ pub fn shared_batch(
     let all: Vec<&Context<'_>> = ctxs.iter().collect();
     let result = (|| {
         for _ in 0..first.test.warmup {
-            if crate::interrupt::requested() {
+            if crate::base::interrupt::requested() {
                 return Ok(0);
             }
             execute(&all, warn)?;
         }
         let mut n = 0;
         for k in 0..most {
-            if crate::interrupt::requested() {
+            if crate::base::interrupt::requested() {
                 break;
             }
             let ran = execute(&all, warn)?;
@@ -512,7 +512,7 @@ pub fn batch(
     sink: &mut dyn FnMut(Sample) -> anyhow::Result<()>,
     warn: &dyn Fn(&str),
 ) -> anyhow::Result<usize> {
-    let _doing = crate::interrupt::doing(crate::interrupt::Activity::Measuring);
+    let _doing = crate::base::interrupt::doing(crate::base::interrupt::Activity::Measuring);
     if runs == 0 {
         return Ok(0);
     }
@@ -523,14 +523,14 @@ pub fn batch(
     }
     let result = (|| {
         for _ in 0..ctx.test.warmup {
-            if crate::interrupt::requested() {
+            if crate::base::interrupt::requested() {
                 return Ok(0);
             }
             ctx.run_once(0, warn)?;
         }
         let mut n = 0;
         for _ in 0..runs {
-            if crate::interrupt::requested() {
+            if crate::base::interrupt::requested() {
                 break;
             }
             // Back to back: one moment.
@@ -575,7 +575,7 @@ pub fn interleaved_while(
     sink: &mut dyn FnMut(bool, Sample) -> anyhow::Result<bool>,
     warn: &dyn Fn(&str),
 ) -> anyhow::Result<usize> {
-    let _doing = crate::interrupt::doing(crate::interrupt::Activity::Measuring);
+    let _doing = crate::base::interrupt::doing(crate::base::interrupt::Activity::Measuring);
     let units = [Unit::one(a, runs), Unit::one(b, runs)];
     let done = rounds(&units, a.window, 0, &mut |u, _, s| sink(u == 1, s), warn)?;
     Ok(done.rounds)
@@ -645,7 +645,7 @@ pub fn rounds_parallel(
     warn: &dyn Fn(&str),
 ) -> anyhow::Result<RoundsDone> {
     let parallel = parallel.max(1);
-    let _doing = crate::interrupt::doing(crate::interrupt::Activity::Measuring);
+    let _doing = crate::base::interrupt::doing(crate::base::interrupt::Activity::Measuring);
     let mut done = RoundsDone::default();
     let mut left: Vec<Vec<usize>> = units.iter().map(|u| u.runs.clone()).collect();
     let mut going: Vec<bool> = units
@@ -661,13 +661,13 @@ pub fn rounds_parallel(
             let mut order: Vec<usize> = (0..units.len())
                 .filter(|&u| going[u] && left[u].iter().any(|&r| r > 0))
                 .collect();
-            if order.is_empty() || crate::interrupt::requested() {
+            if order.is_empty() || crate::base::interrupt::requested() {
                 break;
             }
             shuffle(&mut order, &mut rng);
             if parallel > 1 {
                 for group in order.chunks(parallel) {
-                    if crate::interrupt::requested() {
+                    if crate::base::interrupt::requested() {
                         return Ok(());
                     }
                     let mut ready = Vec::with_capacity(group.len());
@@ -733,7 +733,7 @@ pub fn rounds_parallel(
                 continue;
             }
             for u in order {
-                if crate::interrupt::requested() {
+                if crate::base::interrupt::requested() {
                     return Ok(());
                 }
                 let first = units[u].ctxs[0];
@@ -752,7 +752,7 @@ pub fn rounds_parallel(
                         continue;
                     }
                     for _ in 0..first.test.warmup {
-                        if crate::interrupt::requested() {
+                        if crate::base::interrupt::requested() {
                             return Ok(());
                         }
                         execute(&units[u].ctxs, warn)?;
@@ -812,7 +812,7 @@ fn start_unit(
         return Ok(false);
     }
     for _ in 0..first.test.warmup {
-        if crate::interrupt::requested() {
+        if crate::base::interrupt::requested() {
             return Ok(false);
         }
         execute(&unit.ctxs, warn)?;

@@ -589,14 +589,14 @@ struct GroupGuard(libc::pid_t);
 
 impl GroupGuard {
     fn register(pgid: libc::pid_t) -> GroupGuard {
-        crate::interrupt::register_group(pgid);
+        crate::base::interrupt::register_group(pgid);
         GroupGuard(pgid)
     }
 }
 
 impl Drop for GroupGuard {
     fn drop(&mut self) {
-        crate::interrupt::unregister_group(self.0);
+        crate::base::interrupt::unregister_group(self.0);
     }
 }
 

@@ -3,11 +3,11 @@
 
 use std::fmt::Write as _;
 
-use crate::calibration::Calibration;
 use crate::config::Test;
 use crate::git::CommitInfo;
+use crate::jobs::calibrate::Calibration;
 
-use super::text::{count, fmt_num};
+use crate::base::text::{count, fmt_num};
 
 /// The text of a calibration of `test` on `info` (`head`: no REV was given, HEAD was used);
 /// `other_note` says why the other way of measuring was not measured.

@@ -2,8 +2,8 @@
 //! markers, which boxes. Drawing itself is `plot`'s.
 
 use super::plot::{BoxGroup, Chart, Marker, MarkerKind, PlotCommit, Style};
-use super::show::{CommitRow, Status};
 use crate::config::Test;
+use crate::pipeline::rows::{CommitRow, Status};
 use crate::stats::ChangePoint;
 
 /// Commits in the "most recent" chart and table of a test's HTML page.

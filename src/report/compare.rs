@@ -1,12 +1,12 @@
 //! What `compare` prints: the two sides' medians and ranges per metric, failed runs, and the
 //! verdict with its evidence.
 
-use crate::comparison::Comparison;
+use crate::jobs::compare::Comparison;
 use crate::report::find::judge_with_article;
 use crate::stats;
 
-use super::text::{count, fmt_num};
 use super::units::quantity;
+use crate::base::text::{count, fmt_num};
 
 /// `2 %` or `12 units`.
 fn threshold_text(test: &crate::config::Test) -> String {
@@ -155,7 +155,7 @@ pub fn text(c: &Comparison, test: &crate::config::Test) -> String {
             let evidence = if c.deterministic {
                 "exact (no spread on either side)".to_string()
             } else {
-                super::text::fmt_p(p)
+                crate::base::text::fmt_p(p)
             };
             let _ = writeln!(
                 o,
@@ -186,7 +186,7 @@ pub fn text(c: &Comparison, test: &crate::config::Test) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::comparison::Side;
+    use crate::jobs::compare::Side;
 
     fn side(commit: &str, vals: &[f64]) -> Side {
         Side {

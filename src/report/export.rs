@@ -4,10 +4,11 @@
 
 use serde::Serialize;
 
-use super::show::{summarize, CommitRow, RangeSummary, Status};
-use super::text::iso8601;
+use super::show::{summarize, RangeSummary};
+use crate::base::text::iso8601;
 use crate::config::{Direction, Test};
 use crate::git::CommitInfo;
+use crate::pipeline::rows::{CommitRow, Status};
 use crate::stats;
 use crate::store::Sample;
 
@@ -122,7 +123,7 @@ pub fn otava(
             }
             continue;
         };
-        let (y, mo, d, h, mi, s) = super::text::civil(c.time);
+        let (y, mo, d, h, mi, s) = crate::base::text::civil(c.time);
         let mut rec = vec![
             format!("{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02} +0000"),
             c.id.to_string(),
@@ -175,7 +176,7 @@ struct JsonShow<'a> {
 
 /// `--format json`, one object; `old_end`: the first row is the range's old end.
 pub fn json(test: &Test, rows: &[CommitRow], old_end: bool) -> anyhow::Result<String> {
-    Ok(super::text::json_pretty(&json_value(test, rows, old_end)?)?)
+    Ok(super::json::json_pretty(&json_value(test, rows, old_end)?)?)
 }
 
 /// The object `--format json` prints, for reports that add to it.

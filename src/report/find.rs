@@ -9,7 +9,7 @@ use crate::config::{Direction, Test};
 use crate::git::CommitInfo;
 
 use super::md;
-use super::text::{count, date, fmt_num};
+use crate::base::text::{count, date, fmt_num};
 
 /// Everything a `find` report shows.
 pub struct FindReport<'a> {
@@ -53,7 +53,7 @@ pub struct FindReport<'a> {
     pub facts: &'a SearchFacts,
     /// Per culprit (by position), the functions whose cost changed from its parent to it, or
     /// why they were not profiled; empty when profiling was not asked for.
-    pub why: &'a [crate::profile::Profiled],
+    pub why: &'a [crate::pipeline::profile::Profiled],
 }
 
 /// How a search measured, for the report.
@@ -141,7 +141,7 @@ impl SearchFacts {
             "{what} {:.2} % during the search (the same build, {short}, measured in {} windows of time, {}); every decision compared runs taken side by side, so the drift fell on both sides alike",
             d.rel * 100.0,
             d.windows,
-            super::text::fmt_p(d.p_value)
+            crate::base::text::fmt_p(d.p_value)
         ))
     }
 
@@ -253,7 +253,10 @@ pub fn judge_with_article(direction: Direction, rel_change: f64) -> &'static str
 
 impl FindReport<'_> {
     /// Why the culprit at `pos` moved, when it was profiled.
-    pub(crate) fn why_of(&self, pos: usize) -> Option<&Result<crate::profile::Why, String>> {
+    pub(crate) fn why_of(
+        &self,
+        pos: usize,
+    ) -> Option<&Result<crate::pipeline::profile::Why, String>> {
         self.why.iter().find(|(p, _)| *p == pos).map(|(_, w)| w)
     }
 
@@ -388,7 +391,7 @@ impl FindReport<'_> {
         if self.deterministic {
             "exact".into()
         } else if sci {
-            super::text::fmt_p(p)
+            crate::base::text::fmt_p(p)
         } else {
             format!("p = {p:.2}")
         }
@@ -499,7 +502,7 @@ impl FindReport<'_> {
             self.unit(),
             fmt_num(c.after),
             self.unit(),
-            crate::report::text::fmt_rel(c.rel_change, 2),
+            crate::base::text::fmt_rel(c.rel_change, 2),
             judge_with_article(self.test.direction, c.rel_change),
             self.interval_text(c)
                 .map(|i| format!("; {i}"))
@@ -683,7 +686,7 @@ pub fn markdown(r: &FindReport<'_>) -> String {
                 o,
                 "### {}: {} {} at {}\n",
                 md::code(&t.name),
-                crate::report::text::fmt_rel(c.rel_change, 2),
+                crate::base::text::fmt_rel(c.rel_change, 2),
                 judge(t.direction, c.rel_change),
                 r.commits[c.pos].short()
             );
@@ -727,7 +730,7 @@ pub fn markdown(r: &FindReport<'_>) -> String {
                 "#### {} of {}: {} {} at `{}` {}\n",
                 k + 1,
                 culprits.len(),
-                crate::report::text::fmt_rel(c.rel_change, 2),
+                crate::base::text::fmt_rel(c.rel_change, 2),
                 judge(t.direction, c.rel_change),
                 at.short(),
                 md_escape(&at.subject)
@@ -755,7 +758,7 @@ pub fn markdown(r: &FindReport<'_>) -> String {
             } else {
                 "best guess, unconfirmed"
             },
-            crate::report::text::fmt_rel(c.rel_change, 2),
+            crate::base::text::fmt_rel(c.rel_change, 2),
             judge(t.direction, c.rel_change),
             r.interval_text(c)
                 .map(|i| format!("; {i}"))
@@ -763,7 +766,11 @@ pub fn markdown(r: &FindReport<'_>) -> String {
             if r.deterministic {
                 "exact (values compared as they are)".to_string()
             } else {
-                format!("{} ({})", super::text::fmt_p(c.p_value), r.test_name(c))
+                format!(
+                    "{} ({})",
+                    crate::base::text::fmt_p(c.p_value),
+                    r.test_name(c)
+                )
             },
             md_escape(&r.basis(c)),
             r.confirmation(c)
@@ -985,7 +992,7 @@ mod tests {
         test: &Test,
         outcome: &Outcome,
         deterministic: bool,
-        why: &[crate::profile::Profiled],
+        why: &[crate::pipeline::profile::Profiled],
     ) -> (String, String, String) {
         let commits = commits();
         let r = FindReport {
@@ -1090,12 +1097,12 @@ mod tests {
         let mut second = culprit(1000.0, 1100.0, 1e-4);
         (second.pos, second.parent, second.candidates) = (1, 0, vec![1]);
         let o = Outcome::Culprits(vec![culprit(1100.0, 1300.0, 1e-5), second]);
-        let why = |parent: u8, culprit: u8, function: &str| crate::profile::Why {
+        let why = |parent: u8, culprit: u8, function: &str| crate::pipeline::profile::Why {
             parent: format!("{parent:02x}").repeat(20),
             culprit: format!("{culprit:02x}").repeat(20),
             total_before: 1_000_000,
             total_after: 1_200_000,
-            changes: vec![crate::profile::Change {
+            changes: vec![crate::pipeline::profile::Change {
                 function: function.into(),
                 file: "app.c".into(),
                 line: Some(7),

@@ -6,7 +6,7 @@ use serde::Serialize;
 use crate::bisect::{Culprit, Outcome};
 
 use super::find::{judge, FindReport, ImportedGap, SearchFacts};
-use super::text::date;
+use crate::base::text::date;
 
 #[derive(Serialize)]
 struct Level {
@@ -154,7 +154,7 @@ fn json_culprit(r: &FindReport<'_>, c: &Culprit) -> JsonCulprit {
 
 /// `--format json`: one object, the shape src/guide/json.md gives (`culprits`, the evidence).
 pub fn json(r: &FindReport<'_>) -> anyhow::Result<String> {
-    Ok(super::text::json_pretty(&json_value(r)?)?)
+    Ok(super::json::json_pretty(&json_value(r)?)?)
 }
 
 /// The object `--format json` prints, for reports that carry it.

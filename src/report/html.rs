@@ -12,10 +12,11 @@ use std::fmt::Write as _;
 
 use super::charts;
 use super::plot;
-use super::show::{summarize, CommitRow, RangeSummary, Status};
-use super::text::fmt_num;
+use super::show::{summarize, RangeSummary};
 use super::units::{quantity, quantity_pair, signed_quantity};
+use crate::base::text::fmt_num;
 use crate::config::{Build, Test};
+use crate::pipeline::rows::{CommitRow, Status};
 use crate::stats::{self, ChangePoint};
 
 use super::charts::RECENT;
@@ -31,7 +32,7 @@ pub struct Page<'a> {
     pub change_points: Vec<ChangePoint>,
     /// For change points whose culprit and parent were profiled (by `find` or `report`): the
     /// functions whose cost changed, by the change point's row.
-    pub why: Vec<(usize, crate::profile::Why)>,
+    pub why: Vec<(usize, crate::pipeline::profile::Why)>,
 }
 
 /// What every page shows about where the numbers come from.
@@ -317,8 +318,8 @@ pub fn page(p: &Page<'_>, site: &Site<'_>) -> anyhow::Result<Vec<File>> {
             .map(|s| {
                 format!(
                     " from {} of {}",
-                    super::text::count(s.samples, "run"),
-                    super::text::count(s.commits_measured, "commit")
+                    crate::base::text::count(s.samples, "run"),
+                    crate::base::text::count(s.commits_measured, "commit")
                 )
             })
             .unwrap_or_default(),
@@ -447,11 +448,11 @@ fn change_point_table(o: &mut String, p: &Page<'_>) {
             r.commit.short(),
             esc(&quantity_pair(cp.before, cp.after, &p.test.unit()).0),
             esc(&quantity_pair(cp.before, cp.after, &p.test.unit()).1),
-            crate::report::text::fmt_rel(cp.rel_change, 2),
+            crate::base::text::fmt_rel(cp.rel_change, 2),
             if cp.deterministic {
                 "exact".to_string()
             } else {
-                esc(&format!("{} ({})", super::text::fmt_p(cp.p_value), cp.test.name()))
+                esc(&format!("{} ({})", crate::base::text::fmt_p(cp.p_value), cp.test.name()))
             },
             esc(&r.commit.subject)
         );
@@ -463,7 +464,7 @@ fn change_point_table(o: &mut String, p: &Page<'_>) {
 }
 
 /// A small bar chart of the functions whose instructions changed most at a change point.
-fn why_card(o: &mut String, p: &Page<'_>, at: usize, w: &crate::profile::Why) {
+fn why_card(o: &mut String, p: &Page<'_>, at: usize, w: &crate::pipeline::profile::Why) {
     let Some(r) = p.rows.get(at) else { return };
     let _ = writeln!(
         o,

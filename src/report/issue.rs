@@ -10,10 +10,10 @@ use serde::Serialize;
 
 use super::find::{judge, md_escape, reproduce, FindReport};
 use super::md;
-use super::show::{CommitRow, Status};
-use super::text::{count, date};
 use super::units::{quantity, quantity_pair};
+use crate::base::text::{count, date};
 use crate::bisect::{Culprit, Outcome};
+use crate::pipeline::rows::{CommitRow, Status};
 use crate::stats::{self, ChangePoint};
 
 /// How the numbers were made, for the "How it was measured" section.
@@ -64,7 +64,7 @@ impl Issue<'_> {
         md_escape(&format!(
             "{}: {} ({before} → {after}{}), {}, {}",
             self.find.test.name,
-            crate::report::text::fmt_rel(c.rel_change, 2),
+            crate::base::text::fmt_rel(c.rel_change, 2),
             self.find
                 .interval_text(c)
                 .map(|i| format!("; {i}"))
@@ -339,10 +339,10 @@ fn around_table(o: &mut String, x: &Issue<'_>, c: &Culprit, confirmed: bool) {
         } else {
             p.checked_sub(1)
         })
-        .and_then(|q| crate::report::show::step_between(&x.rows[q], row))
+        .and_then(|q| crate::pipeline::rows::step_between(&x.rows[q], row))
         .map_or_else(
             || "—".to_string(),
-            |s| crate::report::text::fmt_rel(s.rel_change, 2),
+            |s| crate::base::text::fmt_rel(s.rel_change, 2),
         );
         let hash = if p == c.pos {
             format!("**`{}`**", row.commit.short())
@@ -454,13 +454,13 @@ fn change_points(o: &mut String, x: &Issue<'_>) {
             md_escape(&row.commit.subject),
             x.quantity(cp.before),
             x.quantity(cp.after),
-            crate::report::text::fmt_rel(cp.rel_change, 2),
+            crate::base::text::fmt_rel(cp.rel_change, 2),
             if cp.deterministic {
                 "exact".to_string()
             } else {
                 format!(
                     "{} ({}){}",
-                    super::text::fmt_p(cp.p_value),
+                    crate::base::text::fmt_p(cp.p_value),
                     cp.test.name(),
                     match cp.windows {
                         0 => String::new(),
@@ -510,7 +510,7 @@ fn change_points(o: &mut String, x: &Issue<'_>) {
     let own = |pos: usize| x.rows.get(pos).map_or(0, |row| row.own);
     let (few, many): (Vec<&Culprit>, Vec<&Culprit>) = missing
         .into_iter()
-        .partition(|c| own(c.parent).min(own(c.pos)) < super::show::RANK_RUNS);
+        .partition(|c| own(c.parent).min(own(c.pos)) < crate::pipeline::rows::RANK_RUNS);
     let names = |cs: &[&Culprit]| {
         let list: Vec<String> = cs
             .iter()
@@ -657,5 +657,5 @@ pub fn json(x: &Issue<'_>, find_json: serde_json::Value) -> anyhow::Result<Strin
     }
     // `"schema"` first, as in every JSON output (the guide's JSON reference says so, and
     // tests/guide_json.rs holds every output to it).
-    Ok(super::text::json_pretty(&v)?)
+    Ok(super::json::json_pretty(&v)?)
 }

@@ -75,7 +75,7 @@ pub fn text(s: &str) -> String {
             '!' if next == Some('[') => o.push_str("\\!"),
             c if c.is_control() => o.push(' '),
             // A bidirectional mark would turn the text around it: written out instead.
-            c => match crate::style::visible_char(c) {
+            c => match crate::base::style::visible_char(c) {
                 Some(v) => o.push_str(&v),
                 None => o.push(c),
             },

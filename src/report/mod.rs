@@ -8,13 +8,11 @@ pub mod find;
 pub mod find_json;
 pub mod html;
 pub mod issue;
+pub mod json;
 pub mod md;
 pub mod plot;
 pub mod show;
 pub mod spark;
-pub mod text;
 pub mod triage;
 pub mod units;
 pub mod why;
-
-pub use text::{fmt_num, fmt_p, fmt_signed, json_line, json_pretty, JSON_SCHEMA};

@@ -1,7 +1,7 @@
 //! Unicode sparklines (`▁▂▃▄▅▆▇█`) of commit medians: a picture of a range that renders in
 //! any terminal and issue tracker, with no image to host.
 
-use crate::report::show::CommitRow;
+use crate::pipeline::rows::CommitRow;
 use crate::stats;
 
 const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];

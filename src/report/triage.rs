@@ -6,11 +6,11 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use crate::findings::{marker, Finding, Findings, State, TestStep};
+use crate::store::findings::{marker, Finding, Findings, State, TestStep};
 
 use super::md;
-use super::text::{count, fmt_num, plural};
 use super::units::quantity_pair;
+use crate::base::text::{count, fmt_num, plural};
 
 /// A search the budget left for the next run.
 #[derive(Debug, Clone, Serialize)]
@@ -56,7 +56,7 @@ fn step_line(s: &TestStep) -> String {
     format!(
         "{}: {b} -> {a} ({}, {}{}), {}, {} vs {} runs",
         s.test,
-        crate::report::text::fmt_rel(s.rel_change, 2),
+        crate::base::text::fmt_rel(s.rel_change, 2),
         if s.kind == "regression" {
             "a regression"
         } else {
@@ -95,11 +95,11 @@ fn evidence(s: &TestStep) -> String {
 fn p_cell(s: &TestStep) -> String {
     if s.deterministic {
         "exact".to_string()
-    } else if s.p_value >= super::text::P_FLOOR || s.p_value.is_nan() {
+    } else if s.p_value >= crate::base::text::P_FLOOR || s.p_value.is_nan() {
         format!("{:.1e}", s.p_value)
     } else {
         // Past what a float's test can tell: a p of 0 would read as an exact comparison.
-        format!("< {:.0e}", super::text::P_FLOOR)
+        format!("< {:.0e}", crate::base::text::P_FLOOR)
     }
 }
 
@@ -261,7 +261,7 @@ pub fn json(v: &View<'_>) -> anyhow::Result<String> {
         runs: v.runs,
         time_s: v.seconds,
     };
-    Ok(super::text::json_pretty(&serde_json::to_value(&out)?)?)
+    Ok(super::json::json_pretty(&serde_json::to_value(&out)?)?)
 }
 
 fn table(o: &mut String, x: &Finding) {
@@ -286,7 +286,7 @@ fn table(o: &mut String, x: &Finding) {
             md::text(&a),
             format!(
                 "{} ({}){}",
-                crate::report::text::fmt_rel(s.rel_change, 2),
+                crate::base::text::fmt_rel(s.rel_change, 2),
                 md::text(&s.kind),
                 s.interval
                     .filter(|(lo, hi)| lo != hi)

@@ -138,7 +138,7 @@ pub fn quantity(v: f64, unit: &str) -> String {
     }
     let s = scale_for(v, unit);
     if s.factor == 1.0 {
-        return format!("{}{}", super::text::fmt_num(v), unit_after("", unit));
+        return format!("{}{}", crate::base::text::fmt_num(v), unit_after("", unit));
     }
     let x = v / s.factor;
     let digits = x.abs().log10().floor() as i32 + 1;

@@ -1,12 +1,12 @@
-//! How reports show why the culprit moved ([`crate::profile::Why`]): the functions whose
+//! How reports show why the culprit moved ([`crate::pipeline::profile::Why`]): the functions whose
 //! instructions changed most, in text, JSON and Markdown.
 
 use std::fmt::Write as _;
 
-use crate::profile::{Change, Why};
+use crate::pipeline::profile::{Change, Why};
 
 use super::md;
-use super::text::fmt_rel;
+use crate::base::text::fmt_rel;
 
 /// Instructions, short: 1.23 M, 45.6 k.
 fn count(n: i64) -> String {

@@ -4,11 +4,16 @@
 //! benchmark programs and scripts offered as commented tests. For a make-based build the
 //! program is what a dry run of the build really links (`probe`). What it prints passes
 //! `perfbisect config check` as it is.
+//!
+//! Beside it, the rest of what helps a project start: what `config check` says beyond parsing
+//! ([`lint`]), and the generated repositories of the demo and the tests ([`demo`]).
 
 use std::path::{Path, PathBuf};
 
 mod benches;
 mod cmake;
+pub mod demo;
+pub mod lint;
 mod probe;
 mod source;
 mod text;

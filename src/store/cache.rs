@@ -99,8 +99,8 @@ impl Cache {
     }
 }
 
-/// Paths are normalized as everywhere else ([`crate::paths::normalize`]).
-pub use crate::paths::normalize;
+/// Paths are normalized as everywhere else ([`crate::base::paths::normalize`]).
+pub use crate::base::paths::normalize;
 
 fn entry_name(commit: &ObjectId, recipe: u64) -> String {
     format!("{commit}-{recipe:016x}")

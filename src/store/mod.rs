@@ -1,11 +1,13 @@
 //! The result store: one append-only file per test, bincode records framed with a length and
 //! a CRC, each fsynced before the next run starts. A torn tail (a crash mid-write) is dropped
 //! with a warning; corrupt records elsewhere are reported with file and offset and skipped,
-//! keeping every intact record. This module only declares its parts and re-exports them.
+//! keeping every intact record. Beside it, the findings `triage` keeps ([`findings`]). This
+//! module only declares its parts and re-exports them.
 
 mod append;
 pub mod cache;
 mod files;
+pub mod findings;
 mod fs;
 mod index;
 mod observation;

@@ -47,7 +47,7 @@ pub struct Sample {
     /// Why the run failed, with the tail of its output.
     #[serde(deserialize_with = "borrowed_text")]
     pub error: Option<String>,
-    /// [`crate::fingerprint::Fingerprint::id`] of the machine and setup that measured it; 0 when
+    /// [`crate::pipeline::fingerprint::Fingerprint::id`] of the machine and setup that measured it; 0 when
     /// not recorded (records of version 1, imported rows).
     pub fingerprint: u64,
     /// Where an imported sample came from; `None` for a run perfbisect made.

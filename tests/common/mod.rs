@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use perfbisect::demo::{create_repo, CommitSpec};
+use perfbisect::scaffold::demo::{create_repo, CommitSpec};
 
 /// The `[build]` section most test configs share: compile the fixture's C program.
 pub const BUILD: &str = r#"
@@ -46,7 +46,7 @@ impl Fixture {
 
     /// The demo config (tests value, rss, speed).
     pub fn with_demo_config(specs: &[CommitSpec]) -> Fixture {
-        Fixture::new(specs, perfbisect::demo::CONFIG)
+        Fixture::new(specs, perfbisect::scaffold::demo::CONFIG)
     }
 
     /// The binary with --repo, --config and --cache set.
@@ -130,7 +130,7 @@ impl Fixture {
     }
 
     pub fn git(&self, args: &[&str]) -> String {
-        perfbisect::demo::git(&self.repo, args, None).unwrap()
+        perfbisect::scaffold::demo::git(&self.repo, args, None).unwrap()
     }
 }
 
@@ -168,7 +168,7 @@ pub type FilesCommit<'a> = (&'a str, Vec<(&'a str, String)>);
 /// A git repository in `dir` whose commits write the given files, oldest first (each commit
 /// keeps the files of the ones before it). Returns the commit ids.
 pub fn files_repo(dir: &Path, commits: &[FilesCommit<'_>]) -> Vec<String> {
-    use perfbisect::demo::git;
+    use perfbisect::scaffold::demo::git;
     std::fs::create_dir_all(dir).unwrap();
     git(dir, &["init", "-q", "-b", "main", "."], None).unwrap();
     for (subject, files) in commits {

@@ -10,7 +10,7 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(m) = perfbisect::build::carry::parse_foreign(data, "fuzz.json") {
         let mut paths = Vec::new();
         for f in &m.files {
-            assert_eq!(perfbisect::paths::outside_reason(&f.path), None, "{:?}", f.path);
+            assert_eq!(perfbisect::base::paths::outside_reason(&f.path), None, "{:?}", f.path);
             assert!(f.hash.len() == 64 && f.hash.bytes().all(|b| b.is_ascii_hexdigit()));
             paths.push(f.path.as_str());
         }

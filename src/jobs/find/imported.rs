@@ -4,7 +4,7 @@
 use crate::bisect::Params;
 use crate::config::Test;
 use crate::git::CommitInfo;
-use crate::pipeline::Samples;
+use crate::pipeline::samples::Samples;
 use crate::report::find::{GapEnd, ImportedGap};
 
 /// Imported points on either side of a boundary compared by a noisy test: enough for a rank
@@ -89,7 +89,7 @@ pub(super) fn gap(
             .iter()
             .filter_map(|s| s.import.as_ref()?.round.as_deref().map(str::to_string))
             .collect();
-        rounds.sort_by(|a, b| crate::report::text::natural_cmp(a, b));
+        rounds.sort_by(|a, b| crate::base::text::natural_cmp(a, b));
         rounds.dedup();
         let mut machines: Vec<String> = recs
             .iter()

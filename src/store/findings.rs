@@ -406,7 +406,7 @@ pub fn load(path: &Path) -> anyhow::Result<Findings> {
 /// directory synced.
 pub fn save(path: &Path, findings: &Findings) -> anyhow::Result<()> {
     let text = serde_json::to_string_pretty(findings)? + "\n";
-    crate::store::replace_file(path, ".findings.json.", text.as_bytes())
+    crate::store::fs::replace_file(path, ".findings.json.", text.as_bytes())
 }
 
 #[cfg(test)]

@@ -8,10 +8,10 @@ use std::time::Instant;
 
 use gix::ObjectId;
 
+use crate::base::paths::indent;
 use crate::build::{self, Check};
 use crate::git;
-use crate::paths::indent;
-use crate::pipeline::Workspace;
+use crate::pipeline::workspace::Workspace;
 
 /// What a check of builds found and cost.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]

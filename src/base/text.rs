@@ -1,33 +1,7 @@
-//! The small pieces every report is made of: numbers with five significant digits, commit
-//! dates, and JSON with its schema version first. Below every other report module.
-
-/// The version of every JSON object perfbisect prints (its `"schema"` field, first). It
-/// changes when a field is removed or changes meaning; new fields may appear without it.
-pub const JSON_SCHEMA: u32 = 1;
-
-/// `body`'s fields after `"schema": JSON_SCHEMA`.
-#[derive(serde::Serialize)]
-struct Versioned<'a, T: serde::Serialize> {
-    schema: u32,
-    #[serde(flatten)]
-    body: &'a T,
-}
-
-/// `value` (a struct or map) as pretty JSON with `"schema"` first, and a newline.
-pub fn json_pretty<T: serde::Serialize>(value: &T) -> serde_json::Result<String> {
-    Ok(serde_json::to_string_pretty(&Versioned {
-        schema: JSON_SCHEMA,
-        body: value,
-    })? + "\n")
-}
-
-/// `value` as one line of JSON with `"schema"` first (no newline).
-pub fn json_line<T: serde::Serialize>(value: &T) -> serde_json::Result<String> {
-    serde_json::to_string(&Versioned {
-        schema: JSON_SCHEMA,
-        body: value,
-    })
-}
+//! The small pieces every message and report is made of: numbers with five significant
+//! digits, p-values, counts with their plural, commit dates, lists of names elided in the
+//! middle, and the natural order of round names. Below everything that prints, `bisect`'s
+//! evidence included.
 
 /// The smallest p-value printed as a number: below it the tests' float arithmetic (normal
 /// approximations, tail sums) says nothing more, and "p = 1.1e-98" reads as a certainty

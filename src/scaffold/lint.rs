@@ -211,7 +211,7 @@ fn not_an_artifact(rel: &str) -> String {
 
 /// Every warning of `cfg`, as `FILE:LINE: key `K`: warning: ...`.
 pub fn warnings(cfg: &Config, path: &[PathBuf]) -> Vec<String> {
-    let file = crate::paths::display_path(&cfg.path);
+    let file = crate::base::paths::display_path(&cfg.path);
     let mut out = Vec::new();
     let mut warn = |key: &str, msg: String| {
         let line = cfg
@@ -221,7 +221,7 @@ pub fn warnings(cfg: &Config, path: &[PathBuf]) -> Vec<String> {
             .unwrap_or_default();
         out.push(format!(
             "{file}{line}: key `{key}`: {} {msg}",
-            crate::style::warning_prefix()
+            crate::base::style::warning_prefix()
         ));
     };
     if let Some(c) = &cfg.build.command {

@@ -3,7 +3,7 @@
 //! history, search each one not settled yet inside its gap — one search per gap for all the
 //! tests that moved there, on one set of builds (the cache serves every test, and the search
 //! prefers commits already built) — confirm each culprit as `find` does, and keep the
-//! results per culprit commit in the cache ([`crate::findings`]); with `--attach`, one issue
+//! results per culprit commit in the cache ([`crate::store::findings`]); with `--attach`, one issue
 //! per new culprit, a comment when tests join it or when a later step fixes it. Idempotent
 //! and resumable: a second run with nothing new posts nothing.
 
@@ -12,9 +12,9 @@ use std::time::{Duration, Instant};
 
 use crate::bisect::Outcome as Verdict;
 use crate::config::Test;
-use crate::findings::{self, Findings, Post, State, TestStep};
-use crate::pipeline::Workspace;
+use crate::pipeline::workspace::Workspace;
 pub use crate::report::triage::{Left, Posted};
+use crate::store::findings::{self, Findings, Post, State, TestStep};
 
 /// What `triage` was asked for.
 pub struct Options<'a> {
@@ -124,7 +124,7 @@ pub fn triage(ws: &Workspace, opts: &Options<'_>) -> anyhow::Result<Outcome> {
         ));
         let names = names.join(",");
         let hex = id.to_string();
-        let round = crate::rounds::Options {
+        let round = crate::jobs::run::Options {
             tests: &names,
             range: &hex,
             jobs: opts.jobs,
@@ -134,14 +134,14 @@ pub fn triage(ws: &Workspace, opts: &Options<'_>) -> anyhow::Result<Outcome> {
             retry_failed: false,
             build_only: false,
         };
-        let mut spent = crate::rounds::Spent::new(Instant::now());
+        let mut spent = crate::jobs::run::Spent::new(Instant::now());
         let counts = std::cell::Cell::new((0, 0));
-        let keep = |s: &crate::rounds::Summary, _: Duration| {
+        let keep = |s: &crate::jobs::run::Summary, _: Duration| {
             counts.set(s.counts());
             Ok(())
         };
-        if crate::rounds::run_pass(ws, &round, true, &mut spent, &keep)? {
-            crate::rounds::run_pass(ws, &round, false, &mut spent, &keep)?;
+        if crate::jobs::run::run_pass(ws, &round, true, &mut spent, &keep)? {
+            crate::jobs::run::run_pass(ws, &round, false, &mut spent, &keep)?;
         }
         let (b, r) = counts.get();
         out.builds += b;
@@ -158,7 +158,7 @@ pub fn triage(ws: &Workspace, opts: &Options<'_>) -> anyhow::Result<Outcome> {
             Some(r) => ws.chain_commits(r)?.0,
             None => ws.commits(None, &samples)?,
         };
-        let rows = crate::history::rows(ws, &samples, commits);
+        let rows = crate::pipeline::history::rows(ws, &samples, commits);
         order.insert(
             t.name.clone(),
             rows.iter()
@@ -168,7 +168,7 @@ pub fn triage(ws: &Workspace, opts: &Options<'_>) -> anyhow::Result<Outcome> {
         );
         // Steps the stored runs cannot decide (cron rounds each at its own moment, too few runs)
         // are searched as the confirmed ones are: `find`'s interleaved runs decide them.
-        let d = crate::history::detection(t, &rows);
+        let d = crate::pipeline::history::detection(t, &rows);
         let steps = d
             .points
             .iter()
@@ -231,7 +231,7 @@ pub fn triage(ws: &Workspace, opts: &Options<'_>) -> anyhow::Result<Outcome> {
                 names.iter().position(|n| *n == t.name).map_or(1, |i| i + 1),
                 names.join(", ")
             ));
-            let ask = crate::finder::Ask {
+            let ask = crate::jobs::find::Ask {
                 range: &spec,
                 jobs: opts.jobs,
                 no_descend: false,
@@ -239,7 +239,7 @@ pub fn triage(ws: &Workspace, opts: &Options<'_>) -> anyhow::Result<Outcome> {
                 no_why: false,
                 replay: false,
             };
-            let (run, why) = crate::finder::find(ws, (*t).clone(), &ask, Instant::now())?;
+            let (run, why) = crate::jobs::find::find(ws, (*t).clone(), &ask, Instant::now())?;
             out.searches += 1;
             let (b, r) = run.counts();
             out.builds += b;
@@ -290,7 +290,12 @@ pub fn triage(ws: &Workspace, opts: &Options<'_>) -> anyhow::Result<Outcome> {
                         };
                         f.confirmed(&at.id.to_string(), &at.subject, step, now());
                         f.mark_searched(&t.name, &from, &to, Some(&at.id.to_string()));
-                        let md = crate::publish::issue_markdown(ws, &run, &why, &opts.invocation)?;
+                        let md = crate::publish::files::issue_markdown(
+                            ws,
+                            &run,
+                            &why,
+                            &opts.invocation,
+                        )?;
                         reports
                             .entry(at.id.to_string())
                             .or_default()
@@ -392,7 +397,7 @@ fn fixes(f: &mut Findings, tests: &[Test], order: &BTreeMap<String, BTreeMap<Str
 /// `OWNER/REPO`, or a usage error naming what is wrong.
 fn parse_repo(s: &str) -> anyhow::Result<(String, String)> {
     // The same rules as an issue target's, without the number.
-    let t = crate::attach::Target::parse(&format!("{s}#1")).map_err(|_| {
+    let t = crate::publish::attach::Target::parse(&format!("{s}#1")).map_err(|_| {
         crate::error::UsageError::err(format!(
             "--attach {s}: write OWNER/REPO (letters, digits, `-`, `_` and `.`), e.g. curl/curl"
         ))
@@ -505,7 +510,7 @@ fn post_all(
                         f.posted(&commit, &url, n, now());
                         return Ok(("found", Some(url)));
                     }
-                    let stdout = crate::attach::gh(
+                    let stdout = crate::publish::attach::gh(
                         &[
                             OsStr::new("issue"),
                             OsStr::new("create"),
@@ -522,7 +527,7 @@ fn post_all(
                     )?;
                     // The issue's URL and number from gh's answer, else from the issue that
                     // carries the marker; an issue that cannot be identified stays pending.
-                    let (url, n) = match crate::attach::issue_url(&stdout) {
+                    let (url, n) = match crate::publish::attach::issue_url(&stdout) {
                         Some((url, n)) => (url, Some(n)),
                         None => find_marked(repo, &commit)?.ok_or_else(|| {
                             anyhow::anyhow!(
@@ -573,7 +578,7 @@ fn post_all(
                              posting it"
                         )),
                     }
-                    let stdout = crate::attach::gh(
+                    let stdout = crate::publish::attach::gh(
                         &[
                             OsStr::new("issue"),
                             OsStr::new("comment"),
@@ -586,7 +591,7 @@ fn post_all(
                         "`gh issue comment`",
                     )?;
                     mark(f, &p);
-                    Ok((what, crate::attach::url_in(&stdout)))
+                    Ok((what, crate::publish::attach::url_in(&stdout)))
                 }
             }
         })();
@@ -630,7 +635,7 @@ fn mark(f: &mut Findings, p: &Post) {
 fn find_marked(repo: &str, commit: &str) -> anyhow::Result<Option<(String, Option<u64>)>> {
     use std::ffi::OsStr;
     let marker = findings::marker(commit);
-    let stdout = crate::attach::gh(
+    let stdout = crate::publish::attach::gh(
         &[
             OsStr::new("issue"),
             OsStr::new("list"),
@@ -661,7 +666,7 @@ fn find_marked(repo: &str, commit: &str) -> anyhow::Result<Option<(String, Optio
 /// Whether issue `number` of `repo` has a comment carrying `marker`.
 fn commented(repo: &str, number: &str, marker: &str) -> anyhow::Result<bool> {
     use std::ffi::OsStr;
-    let stdout = crate::attach::gh(
+    let stdout = crate::publish::attach::gh(
         &[
             OsStr::new("issue"),
             OsStr::new("view"),

@@ -7,10 +7,10 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use crate::base::interrupt::Interrupted;
 use crate::build::State;
 use crate::git;
-use crate::interrupt::Interrupted;
-use crate::pipeline::{Batch, Workspace};
+use crate::pipeline::workspace::{Batch, Workspace};
 
 /// What `run` was asked for, parsed.
 pub struct Options<'a> {
@@ -132,7 +132,7 @@ impl Summary {
     }
 
     /// Add what a pristine check rebuilt and cost.
-    fn checked(&mut self, c: &crate::pristine::Checked) {
+    fn checked(&mut self, c: &crate::pipeline::pristine::Checked) {
         self.builds += c.builds;
         self.pristine_checks += c.builds;
         self.checking += Duration::from_secs_f64(c.seconds);
@@ -184,7 +184,7 @@ pub fn run_pass(
         // Before anything is built: a test that cannot be counted here says so now (a
         // runner that only builds counts nothing).
         ws.counter_note(t)?;
-        if let Some(w) = crate::calibration::threshold_warning(&ws.cache, t) {
+        if let Some(w) = crate::jobs::calibrate::threshold_warning(&ws.cache, t) {
             ws.warn(&w);
         }
     }
@@ -225,13 +225,14 @@ pub fn run_pass(
         }
         samples.push(s);
     }
-    let needs = |samples: &[crate::pipeline::Samples], ci: usize| -> Vec<(usize, u32, usize)> {
-        tests
-            .iter()
-            .zip(samples)
-            .map(|(test, samples)| need(test, samples, &commits[ci].id, args.again, args.gaps))
-            .collect()
-    };
+    let needs =
+        |samples: &[crate::pipeline::samples::Samples], ci: usize| -> Vec<(usize, u32, usize)> {
+            tests
+                .iter()
+                .zip(samples)
+                .map(|(test, samples)| need(test, samples, &commits[ci].id, args.again, args.gaps))
+                .collect()
+        };
     // Counted on from the passes before this one.
     let mut summary = Summary {
         builds: spent.builds,
@@ -277,7 +278,7 @@ pub fn run_pass(
         summary.building += t.elapsed();
         // Failed builds are listed in `failed_builds`, not counted here.
         summary.builds += outcomes.iter().filter(|o| o.result.is_ok()).count();
-        if attempt > 0 || !incremental || crate::interrupt::requested() {
+        if attempt > 0 || !incremental || crate::base::interrupt::requested() {
             break;
         }
         // The newest build of each worktree stands for the builds before it there: one that
@@ -296,7 +297,7 @@ pub fn run_pass(
             samples.push(ws.samples_for(test, Some(&ids))?);
         }
     }
-    if crate::interrupt::requested() {
+    if crate::base::interrupt::requested() {
         // Stopped while building: say what was built before the exit.
         report(&mut summary)?;
         return Err(Interrupted.into());
@@ -345,7 +346,7 @@ pub fn run_pass(
             &mut appenders,
             &mut summary,
             &bar,
-            &|samples: &[crate::pipeline::Samples], ci: usize| needs(samples, ci),
+            &|samples: &[crate::pipeline::samples::Samples], ci: usize| needs(samples, ci),
             args.jobs,
         )?;
     } else {
@@ -396,7 +397,7 @@ pub fn run_pass(
                 // A test of minutes per run says it is alive (without progress bars).
                 let _beat = ws.progress.heartbeat(format!(
                     "measuring {} on {}",
-                    crate::progress::listed(&names),
+                    crate::base::progress::listed(&names),
                     c.short()
                 ));
                 if let [_] = group.as_slice() {
@@ -423,7 +424,7 @@ pub fn run_pass(
                 for (ti, s) in fresh {
                     samples[ti].push(s);
                 }
-                if crate::interrupt::requested() {
+                if crate::base::interrupt::requested() {
                     break 'commits;
                 }
             }
@@ -433,7 +434,7 @@ pub fn run_pass(
     // Few runs never hide a step: where the numbers now show a step too few runs cannot decide,
     // both builds beside it are measured more, round by round, until it is decided or they
     // reach `max_repeats`. (Not for a shard: it holds every Nth commit and sees no steps.)
-    if interleave && shard.is_none() && !crate::interrupt::requested() {
+    if interleave && shard.is_none() && !crate::base::interrupt::requested() {
         let mut chain: Vec<crate::git::CommitInfo> = range.base.iter().cloned().collect();
         chain.extend(range.commits.iter().cloned());
         top_up(
@@ -447,7 +448,7 @@ pub fn run_pass(
         )?;
     }
     summary.measuring += measuring.elapsed();
-    if crate::interrupt::requested() {
+    if crate::base::interrupt::requested() {
         report(&mut summary)?;
         return Err(Interrupted.into());
     }
@@ -529,7 +530,8 @@ fn note_shared(
 }
 
 /// What each test still needs on the `ci`th commit: (runs, round, runs saved by twins).
-type Needs<'a> = dyn Fn(&[crate::pipeline::Samples], usize) -> Vec<(usize, u32, usize)> + 'a;
+type Needs<'a> =
+    dyn Fn(&[crate::pipeline::samples::Samples], usize) -> Vec<(usize, u32, usize)> + 'a;
 
 /// Measure what every commit needs in interleaved rounds, one session per share group of
 /// tests (tests that read one execution's output; the others alone): in each round every
@@ -542,7 +544,7 @@ fn measure_rounds(
     ws: &Workspace,
     tests: &[&crate::config::Test],
     commits: &[crate::git::CommitInfo],
-    samples: &mut [crate::pipeline::Samples],
+    samples: &mut [crate::pipeline::samples::Samples],
     appenders: &mut [crate::store::Appender],
     summary: &mut Summary,
     bar: &indicatif::ProgressBar,
@@ -612,10 +614,10 @@ fn measure_rounds(
     }
     let mut inter = Interleaved::default();
     for group in share_groups(tests, &vec![(1, 0); tests.len()]) {
-        let mut visits: Vec<crate::pipeline::Visit<'_>> = Vec::new();
+        let mut visits: Vec<crate::pipeline::workspace::Visit<'_>> = Vec::new();
         for (ci, c) in commits.iter().enumerate() {
             let Some(art) = &arts[ci] else { continue };
-            let mut v = crate::pipeline::Visit {
+            let mut v = crate::pipeline::workspace::Visit {
                 batches: Vec::new(),
                 tests: Vec::new(),
             };
@@ -657,7 +659,7 @@ fn measure_rounds(
         let doing = |k: usize| {
             format!(
                 "measuring {} on {} commits, round by round (run {} of {all})",
-                crate::progress::listed(&names),
+                crate::base::progress::listed(&names),
                 visits.len(),
                 (k + 1).min(all)
             )
@@ -667,7 +669,7 @@ fn measure_rounds(
         // Counts the machine's load does not move may run on every core at once.
         let parallel = if group
             .iter()
-            .all(|&ti| crate::shards::dependence(tests[ti]).independent())
+            .all(|&ti| crate::pipeline::shards::dependence(tests[ti]).independent())
         {
             jobs
         } else {
@@ -705,7 +707,7 @@ fn measure_rounds(
             summary.failed_runs += usize::from(s.value.is_none());
             samples[group[gi]].push(s);
         }
-        if crate::interrupt::requested() {
+        if crate::base::interrupt::requested() {
             break;
         }
     }
@@ -729,7 +731,7 @@ fn top_up(
     ws: &Workspace,
     tests: &[&crate::config::Test],
     chain: &[crate::git::CommitInfo],
-    samples: &mut [crate::pipeline::Samples],
+    samples: &mut [crate::pipeline::samples::Samples],
     appenders: &mut [crate::store::Appender],
     summary: &mut Summary,
     jobs: usize,
@@ -737,7 +739,7 @@ fn top_up(
     let ids: Vec<gix::ObjectId> = chain.iter().map(|c| c.id).collect();
     let main = summary.interleaved.take();
     for _ in 0..TOP_UP_PASSES {
-        if crate::interrupt::requested() {
+        if crate::base::interrupt::requested() {
             break;
         }
         // Runs wanted per position of `chain`, per test.
@@ -747,8 +749,8 @@ fn top_up(
                 continue;
             }
             let stored = ws.samples_for(t, Some(&ids))?;
-            let rows = crate::history::rows(ws, &stored, chain.to_vec());
-            for u in crate::history::detection(t, &rows).undecided {
+            let rows = crate::pipeline::history::rows(ws, &stored, chain.to_vec());
+            for u in crate::pipeline::history::detection(t, &rows).undecided {
                 let has = |j: &usize| !rows[*j].own_values().is_empty();
                 let before = (0..u.index).rev().find(has);
                 let after = (u.index..rows.len()).find(has);
@@ -786,7 +788,7 @@ fn top_up(
         let total: usize = plan.iter().flatten().sum();
         summary.topped_up += total;
         let bar = ws.progress.bar(total as u64, "run");
-        let needs = |samples: &[crate::pipeline::Samples], ci: usize| {
+        let needs = |samples: &[crate::pipeline::samples::Samples], ci: usize| {
             tests
                 .iter()
                 .zip(samples)
@@ -834,7 +836,7 @@ pub fn print_summary(
     elapsed: Duration,
 ) -> anyhow::Result<()> {
     match json {
-        true => println!("{}", crate::report::json_line(s)?),
+        true => println!("{}", crate::report::json::json_line(s)?),
         false => {
             let t = &s.time;
             let mut parts = vec![format!("building {}", crate::build::fmt_secs(t.building_s))];
@@ -917,7 +919,7 @@ pub fn print_summary(
                 if let Some(d) = i.drift.filter(|d| d.p_value < 0.01) {
                     println!(
                         "  this machine's speed moved {} % between rounds (p = {:.1e}); measured round by round, the drift fell on every commit alike",
-                        crate::report::fmt_num(d.rel * 100.0),
+                        crate::base::text::fmt_num(d.rel * 100.0),
                         d.p_value
                     );
                 }
@@ -936,7 +938,7 @@ pub fn print_summary(
 /// an identical build's samples stand in for the commit's own).
 fn need(
     test: &crate::config::Test,
-    samples: &crate::pipeline::Samples,
+    samples: &crate::pipeline::samples::Samples,
     id: &gix::ObjectId,
     again: bool,
     gaps: bool,
@@ -994,8 +996,8 @@ fn step_evidence(
     let ids: Vec<gix::ObjectId> = commits.iter().map(|c| c.id).collect();
     for t in tests {
         let samples = ws.samples_for(t, Some(&ids))?;
-        let rows = crate::history::rows(ws, &samples, commits.to_vec());
-        for cp in crate::history::change_points(t, &rows) {
+        let rows = crate::pipeline::history::rows(ws, &samples, commits.to_vec());
+        for cp in crate::pipeline::history::change_points(t, &rows) {
             let before = rows[..cp.index].iter().rev().find(|r| !r.values.is_empty());
             for r in before.into_iter().chain(rows.get(cp.index)) {
                 if !out.contains(&r.commit.id) {

@@ -1,21 +1,21 @@
 //! The workspace every command works in: the repository, the config, the cache and its lock,
 //! and the steps they share (load samples, build what is missing, measure and store).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use anyhow::Context as _;
 use gix::ObjectId;
 
+use crate::base::paths::indent;
+use crate::base::progress::Progress;
 use crate::build::{self, State};
 use crate::config::{Config, Test};
-use crate::fingerprint::Fingerprint;
 use crate::git::{self, CommitInfo, Repo};
 use crate::measure;
-/// Kept here for the commands that still name them through the pipeline.
-pub use crate::paths::{display_path, indent};
-use crate::progress::Progress;
+use crate::pipeline::fingerprint::Fingerprint;
+use crate::pipeline::samples::Samples;
 use crate::store::cache::{Cache, CacheLock};
 use crate::store::{commit_key, Appender, Sample};
 
@@ -46,103 +46,6 @@ pub struct Locations {
     pub repo: Option<PathBuf>,
     pub config: Option<PathBuf>,
     pub cache: Option<PathBuf>,
-}
-
-/// Samples of one test, grouped by commit: those of the current test and build definitions
-/// and of this machine's fingerprint (or every fingerprint with `--any-fingerprint`), plus
-/// imported ones.
-///
-/// `R` is what is kept of each run: the whole [`Sample`], or an
-/// [`crate::store::Observation`] for statistics over a long history.
-#[derive(Debug)]
-pub struct Samples<R = Sample> {
-    /// (foldhash: the keys are commit ids, and millions of samples are filed by them.)
-    pub by_commit: HashMap<[u8; 20], Vec<R>, foldhash::fast::RandomState>,
-    /// Samples ignored because the test or build definition changed since.
-    pub stale: usize,
-    /// Samples set aside because they were measured on an incremental build that was found
-    /// stale, or may be (see [`build::stale`]).
-    pub set_aside: usize,
-    /// Samples set aside because another machine or setup measured them, by fingerprint id.
-    pub other_fingerprints: BTreeMap<u64, usize>,
-    /// Commits whose builds are byte-identical (same artifact digest), each with the others:
-    /// they measure the same, so they share their samples.
-    pub twins: HashMap<[u8; 20], Vec<[u8; 20]>>,
-}
-
-impl<R> Default for Samples<R> {
-    fn default() -> Self {
-        Samples {
-            by_commit: HashMap::default(),
-            stale: 0,
-            set_aside: 0,
-            other_fingerprints: BTreeMap::new(),
-            twins: HashMap::new(),
-        }
-    }
-}
-
-impl<R> Samples<R> {
-    /// The commit's own records (ok and failed), without those of identical builds.
-    pub fn own(&self, id: &ObjectId) -> &[R] {
-        self.by_commit
-            .get(&commit_key(id))
-            .map(Vec::as_slice)
-            .unwrap_or(&[])
-    }
-
-    /// All records (ok and failed) of a commit: its own, then those of commits whose build is
-    /// byte-identical to its own.
-    pub fn records(&self, id: &ObjectId) -> Vec<&R> {
-        let key = commit_key(id);
-        let mut out: Vec<&R> = self.own(id).iter().collect();
-        for t in self.twins.get(&key).into_iter().flatten() {
-            out.extend(self.by_commit.get(t).into_iter().flatten());
-        }
-        out
-    }
-
-    /// The identical builds whose samples a commit uses (those with samples), oldest id first.
-    pub fn shared_from(&self, id: &ObjectId) -> Vec<ObjectId> {
-        let mut out: Vec<ObjectId> = self
-            .twins
-            .get(&commit_key(id))
-            .into_iter()
-            .flatten()
-            .filter(|t| self.by_commit.get(*t).is_some_and(|v| !v.is_empty()))
-            .map(|t| ObjectId::from_bytes_or_panic(t))
-            .collect();
-        out.sort();
-        out
-    }
-
-    /// Metric values of the successful runs of a commit (and of its identical builds).
-    pub fn values(&self, id: &ObjectId) -> Vec<f64>
-    where
-        R: crate::store::Run,
-    {
-        self.records(id).iter().filter_map(|s| s.value()).collect()
-    }
-
-    /// Learn that `a` and `b` built byte-identical artifacts.
-    pub fn add_twins(&mut self, group: &[[u8; 20]]) {
-        for &a in group {
-            let others: Vec<[u8; 20]> = group.iter().copied().filter(|&b| b != a).collect();
-            let e = self.twins.entry(a).or_default();
-            for b in others {
-                if !e.contains(&b) {
-                    e.push(b);
-                }
-            }
-        }
-    }
-}
-
-impl Samples {
-    /// Add a sample measured now, so later commits of the same invocation see it.
-    pub fn push(&mut self, s: Sample) {
-        self.by_commit.entry(s.commit).or_default().push(s);
-    }
 }
 
 impl Workspace {
@@ -229,13 +132,13 @@ impl Workspace {
         for (id, k) in &samples.other_fingerprints {
             out += &format!(
                 "\n  {k} from {}",
-                crate::fingerprint::describe(&self.cache.root, *id)
+                crate::pipeline::fingerprint::describe(&self.cache.root, *id)
             );
         }
         let here = self.test_fingerprint(test);
         out += &format!(
             "\n  this machine: {}",
-            crate::fingerprint::describe(&self.cache.root, here.id())
+            crate::pipeline::fingerprint::describe(&self.cache.root, here.id())
         );
         Some(out)
     }
@@ -279,7 +182,7 @@ impl Workspace {
         if !self.verbosity.quiet {
             self.progress.println(&format!(
                 "perfbisect: {} {msg}",
-                crate::style::warning_prefix()
+                crate::base::style::warning_prefix()
             ));
         }
     }
@@ -318,9 +221,9 @@ impl Workspace {
         let here = here_fp.id();
         // A test whose numbers do not depend on the machine uses the samples of every machine
         // that ran it the same way (the runners of a CI matrix).
-        let anywhere = crate::shards::dependence(test)
+        let anywhere = crate::pipeline::shards::dependence(test)
             .independent()
-            .then(|| crate::fingerprint::setup_part(&here_fp.text()));
+            .then(|| crate::pipeline::fingerprint::setup_part(&here_fp.text()));
         let set_aside = build::stale::set_aside_until(&self.cache, rh);
         let (root, any_fingerprint) = (&self.cache.root, self.any_fingerprint);
         // Each sample is judged as it is read: only those used are kept, in their commit's
@@ -356,7 +259,7 @@ impl Workspace {
                 && s.fingerprint != here
                 && !anywhere.as_ref().is_some_and(|setup| {
                     *same_setup.entry(s.fingerprint).or_insert_with(|| {
-                        crate::fingerprint::setup_part_of(root, s.fingerprint)
+                        crate::pipeline::fingerprint::setup_part_of(root, s.fingerprint)
                             .is_some_and(|other| other == *setup)
                     })
                 });
@@ -554,7 +457,7 @@ impl Workspace {
         if log.is_file() {
             text.push_str(&format!(
                 "\nits full log: {}",
-                crate::paths::display_path(&log)
+                crate::base::paths::display_path(&log)
             ));
         }
         text
@@ -597,7 +500,7 @@ impl Workspace {
                 .collect();
             let n = finished.iter().filter(|&&f| f).count();
             beat.set_done(
-                format!("building {}", crate::progress::listed(&now)),
+                format!("building {}", crate::base::progress::listed(&now)),
                 if names.len() > 1 {
                     format!("{n} of {} done", names.len())
                 } else {
@@ -678,8 +581,8 @@ impl Workspace {
             State::Missing => {}
         }
         let outcomes = self.build_missing(&[*id], 1, false)?;
-        if crate::interrupt::requested() {
-            return Err(crate::interrupt::Interrupted.into());
+        if crate::base::interrupt::requested() {
+            return Err(crate::base::interrupt::Interrupted.into());
         }
         let built = !outcomes.is_empty();
         match self.build_state(id) {
@@ -786,7 +689,7 @@ impl Workspace {
             &runs,
             &mut |i, s| {
                 appenders[i].append(&s)?;
-                crate::interrupt::kept_run();
+                crate::base::interrupt::kept_run();
                 if let Some(e) = &s.error {
                     if self.verbosity.verbose > 0 || !warned[i] {
                         warned[i] = true;
@@ -828,7 +731,7 @@ impl Workspace {
             a.runs.min(b.runs),
             &mut |side, s| {
                 appender.append(&s)?;
-                crate::interrupt::kept_run();
+                crate::base::interrupt::kept_run();
                 each(&s);
                 if side {
                     got.1.push(s);
@@ -851,7 +754,7 @@ impl Workspace {
     /// and what the rounds cost.
     ///
     /// With `parallel` above 1 up to that many runs of a round go at once, each on another
-    /// commit: only for metrics the machine's load does not move (those [`crate::shards::dependence`]
+    /// commit: only for metrics the machine's load does not move (those [`crate::pipeline::shards::dependence`]
     /// finds independent of the machine: Cachegrind counts, declared deterministic values).
     #[allow(clippy::too_many_arguments)]
     pub fn measure_window(
@@ -884,7 +787,7 @@ impl Workspace {
             parallel,
             &mut |u, _, s| {
                 appender.append(&s)?;
-                crate::interrupt::kept_run();
+                crate::base::interrupt::kept_run();
                 if let Some(e) = &s.error {
                     streak[u] += 1;
                     if self.verbosity.verbose > 0 || !warned {
@@ -953,7 +856,7 @@ impl Workspace {
             &mut |u, i, s| {
                 let t = visits[u].tests[i];
                 appenders[t].append(&s)?;
-                crate::interrupt::kept_run();
+                crate::base::interrupt::kept_run();
                 if let Some(e) = &s.error {
                     if self.verbosity.verbose > 0 || !warned[t] {
                         warned[t] = true;
@@ -996,7 +899,7 @@ impl Workspace {
             batch.runs,
             &mut |s| {
                 appender.append(&s)?;
-                crate::interrupt::kept_run();
+                crate::base::interrupt::kept_run();
                 if let Some(e) = &s.error {
                     if self.verbosity.verbose > 0 || got.is_empty() {
                         self.warn(&format!(

@@ -11,7 +11,7 @@ use std::time::SystemTime;
 use bytesize::ByteSize;
 
 use crate::build::cas;
-use crate::pipeline::Workspace;
+use crate::pipeline::workspace::Workspace;
 
 /// `cache ls --format json`.
 #[derive(serde::Serialize)]
@@ -369,7 +369,7 @@ pub fn prune(ws: &Workspace) -> anyhow::Result<String> {
         writeln!(o,
             "left alone: results of test{} not in {}: {} (delete {} by hand if {} no longer needed)",
             if others.len() == 1 { "" } else { "s" },
-            crate::paths::display_path(&ws.config.path),
+            crate::base::paths::display_path(&ws.config.path),
             others.join(", "),
             if others.len() == 1 {
                 "its file in results/"
@@ -466,7 +466,7 @@ pub fn ls_json(ws: &Workspace, subject: &dyn Fn(&str) -> String) -> anyhow::Resu
             })
             .collect(),
     };
-    Ok(crate::report::json_pretty(&out)?)
+    Ok(crate::report::json::json_pretty(&out)?)
 }
 
 /// `cache rm REV`: remove the builds (and their logs and manifests) of commit `id`; its stored

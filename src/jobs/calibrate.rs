@@ -4,9 +4,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::base::interrupt::Interrupted;
 use crate::config::Test;
-use crate::interrupt::Interrupted;
-use crate::pipeline::{Batch, Workspace};
+use crate::pipeline::workspace::{Batch, Workspace};
 use crate::stats::{self, Threshold};
 use crate::store::cache::Cache;
 
@@ -237,7 +237,7 @@ pub fn calibrate(
     bar.finish_and_clear();
     // Stopped by Ctrl-C: the runs made are in the store, but a calibration from a part of
     // them would stand for the full count; keep none, exit 128 + the signal as `run` does.
-    if crate::interrupt::requested() {
+    if crate::base::interrupt::requested() {
         return Err(Interrupted.into());
     }
     let other = if instr_test {
@@ -268,7 +268,7 @@ pub fn calibrate(
         )
     };
     bar.finish_and_clear();
-    if crate::interrupt::requested() {
+    if crate::base::interrupt::requested() {
         return Err(Interrupted.into());
     }
     let vals: Vec<f64> = got.iter().filter_map(|s| s.value).collect();

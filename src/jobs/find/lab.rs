@@ -9,7 +9,8 @@ use crate::bisect::{Culprit, Doing, Lab, Measured, Outcome, Search, Stored};
 use crate::build::State;
 use crate::config::Test;
 use crate::git::CommitInfo;
-use crate::pipeline::{Batch, Samples, Workspace};
+use crate::pipeline::samples::Samples;
+use crate::pipeline::workspace::{Batch, Workspace};
 use crate::store::Appender;
 
 /// A search's positions mapped onto commits of the workspace's repository.
@@ -310,7 +311,7 @@ impl Lab for WorkspaceLab<'_> {
     }
 
     fn interrupted(&self) -> bool {
-        crate::interrupt::requested()
+        crate::base::interrupt::requested()
     }
 
     /// With `-v`, or without a progress bar, where the search placed the probe just measured:
@@ -348,7 +349,7 @@ impl Lab for WorkspaceLab<'_> {
             Doing::Window { positions, runs } => format!(
                 "measure {} side by side ({} each)",
                 names(positions),
-                crate::report::text::count(runs, "interleaved run")
+                crate::base::text::count(runs, "interleaved run")
             ),
             Doing::Verify {
                 parent,
@@ -358,7 +359,7 @@ impl Lab for WorkspaceLab<'_> {
                 "verify {} against its parent {} ({} each)",
                 name(culprit),
                 name(parent),
-                crate::report::text::count(runs, "interleaved run")
+                crate::base::text::count(runs, "interleaved run")
             ),
         };
         self.ws.note(&format!("perfbisect: {line}"));
@@ -403,7 +404,7 @@ impl WorkspaceLab<'_> {
             } else {
                 format!(
                     "building {} beside the measurement",
-                    crate::progress::listed(&now)
+                    crate::base::progress::listed(&now)
                 )
             });
         };
@@ -430,7 +431,7 @@ impl WorkspaceLab<'_> {
                             Err(tail) if !o.interrupted => eprintln!(
                                 "perfbisect: build of {} failed; it will be skipped:\n{}",
                                 crate::git::short(&o.commit),
-                                crate::paths::indent(tail.trim_end())
+                                crate::base::paths::indent(tail.trim_end())
                             ),
                             _ => {}
                         }
@@ -505,8 +506,9 @@ impl WorkspaceLab<'_> {
                 ids.into_iter()
                     .enumerate()
                     .map(|(k, id)| {
-                        let (check, took) =
-                            crate::pristine::check_beside(&git_dir, &cache, &build, id, say, true);
+                        let (check, took) = crate::pipeline::pristine::check_beside(
+                            &git_dir, &cache, &build, id, say, true,
+                        );
                         checking(k + 1);
                         (id, check, took)
                     })
@@ -597,7 +599,7 @@ impl WorkspaceLab<'_> {
                 "perfbisect: probed {} {}: {}, median {}",
                 c.short(),
                 c.subject,
-                crate::report::text::count(vals.len(), "run"),
+                crate::base::text::count(vals.len(), "run"),
                 self.quantity(med)
             ));
         }
@@ -627,7 +629,7 @@ impl WorkspaceLab<'_> {
         self.bar.set_message(format!(
             "{} side by side ({} each)",
             names.join(", "),
-            crate::report::text::count(runs, "interleaved run")
+            crate::base::text::count(runs, "interleaved run")
         ));
         self.bar.inc_length((positions.len() * runs) as u64);
         let bar = self.bar.clone();
@@ -648,7 +650,7 @@ impl WorkspaceLab<'_> {
         let doing = |k: usize| {
             format!(
                 "measuring {} side by side (run {} of {all})",
-                crate::progress::listed(&names),
+                crate::base::progress::listed(&names),
                 k + 1
             )
         };
@@ -699,7 +701,7 @@ impl WorkspaceLab<'_> {
                 .collect();
             self.ws.progress.println(&format!(
                 "perfbisect: side by side, {} each: medians {}",
-                crate::report::text::count(runs, "interleaved run"),
+                crate::base::text::count(runs, "interleaved run"),
                 meds.join(", ")
             ));
         }
@@ -737,7 +739,7 @@ fn placed_words(d: &crate::bisect::Decision) -> String {
         Placed::Unknown { more_runs: false } => {
             format!(
                 "still unknown after {}; given up",
-                crate::report::text::count(d.runs, "run")
+                crate::base::text::count(d.runs, "run")
             )
         }
     }

@@ -1,5 +1,5 @@
 //! The search `find` and `report` share: the noisy bisection of a range on the real lab
-//! ([`crate::lab::WorkspaceLab`] through [`bisect::drive`]), narrowed first to the gap between
+//! ([`lab::WorkspaceLab`] through [`bisect::drive`]), narrowed first to the gap between
 //! imported rounds that shows the step, descending into the branches merges brought in, and
 //! the profile of the first culprit (`--why`). Its result, a [`FindRun`], is what both render.
 
@@ -9,8 +9,7 @@ use crate::bisect::{self, Culprit, Driven, Outcome, Params, Search};
 use crate::build::State;
 use crate::config::Test;
 use crate::git::CommitInfo;
-use crate::lab::WorkspaceLab;
-use crate::pipeline::{Samples, Workspace};
+use crate::pipeline::{samples::Samples, workspace::Workspace};
 use crate::report::charts;
 use crate::report::find::{
     self as view, DriftFact, FindReport, GapEnd, ImportedGap, SearchFacts, Skip,
@@ -19,6 +18,7 @@ use crate::report::plot::{Marker, MarkerKind};
 use crate::store::Appender;
 
 mod imported;
+pub mod lab;
 mod saved;
 
 /// What this invocation spent, over every search it ran.
@@ -306,7 +306,7 @@ impl FindRun {
         notes.push(format!(
             "the verdict is the one perfbisect find reached over this range on {} (kept in the \
              cache): report states it as find did, and find searches again",
-            crate::report::text::date(i64::try_from(v.at).unwrap_or(i64::MAX))
+            crate::base::text::date(i64::try_from(v.at).unwrap_or(i64::MAX))
         ));
         Some(FindRun {
             test,
@@ -392,7 +392,7 @@ pub fn find(
     test: Test,
     ask: &Ask<'_>,
     started: Instant,
-) -> anyhow::Result<(FindRun, Vec<crate::profile::Profiled>)> {
+) -> anyhow::Result<(FindRun, Vec<crate::pipeline::profile::Profiled>)> {
     let key = verdict_key(ws, &test, ask)?;
     let kept = key
         .as_ref()
@@ -430,8 +430,8 @@ pub fn find(
     if matches!(run.outcome, Outcome::NoChange { .. }) {
         // Ends alike can hide a step and its return that the stored runs show.
         let samples = ws.samples(&run.test)?;
-        let rows = crate::history::rows(ws, &samples, run.chain().to_vec());
-        if let Some(n) = crate::history::steps_inside(&run.test, &rows, &run.spec) {
+        let rows = crate::pipeline::history::rows(ws, &samples, run.chain().to_vec());
+        if let Some(n) = crate::pipeline::history::steps_inside(&run.test, &rows, &run.spec) {
             run.notes.push(n);
         }
     }
@@ -450,7 +450,7 @@ fn finish(
     mut run: FindRun,
     ask: &Ask<'_>,
     started: Instant,
-) -> anyhow::Result<(FindRun, Vec<crate::profile::Profiled>)> {
+) -> anyhow::Result<(FindRun, Vec<crate::pipeline::profile::Profiled>)> {
     let t = Instant::now();
     let mut profiles = 0;
     let why = why(ws, &run, ask.why, ask.no_why, &mut profiles)?;
@@ -461,7 +461,7 @@ fn finish(
 }
 
 /// The functions whose cost changed from each culprit's parent to it (see
-/// [`crate::profile`]), culprit by culprit (its position in the run's commits with the
+/// [`crate::pipeline::profile`]), culprit by culprit (its position in the run's commits with the
 /// answer): with `--why`, or by default for tests of a time or a count where Valgrind is
 /// installed; empty when not profiled. `made` counts the profiles run now.
 pub fn why(
@@ -470,20 +470,20 @@ pub fn why(
     asked: bool,
     refused: bool,
     made: &mut usize,
-) -> anyhow::Result<Vec<crate::profile::Profiled>> {
+) -> anyhow::Result<Vec<crate::pipeline::profile::Profiled>> {
     let Outcome::Culprits(cs) = &run.outcome else {
         return Ok(Vec::new());
     };
     let valgrind =
-        crate::measure::counter::select(crate::measure::counter::Choice::Cachegrind).is_ok();
-    if refused || !(asked || (valgrind && crate::profile::worth_profiling(&run.test))) {
+        crate::measure::counter::select(crate::config::harness::Choice::Cachegrind).is_ok();
+    if refused || !(asked || (valgrind && crate::pipeline::profile::worth_profiling(&run.test))) {
         return Ok(Vec::new());
     }
     let mut out = Vec::with_capacity(cs.len());
     for c in cs {
         let (parent, culprit) = (&run.commits[c.parent], &run.commits[c.pos]);
         // A parent shared by two culprits is profiled once: its profile is kept.
-        let w = crate::profile::why_counted(ws, &run.test, parent.id, culprit.id, made)?;
+        let w = crate::pipeline::profile::why_counted(ws, &run.test, parent.id, culprit.id, made)?;
         out.push((c.pos, w));
     }
     Ok(out)
@@ -499,7 +499,7 @@ pub fn search(
     no_descend: bool,
 ) -> anyhow::Result<FindRun> {
     ws.counter_note(&test)?;
-    if let Some(w) = crate::calibration::threshold_warning(&ws.cache, &test) {
+    if let Some(w) = crate::jobs::calibrate::threshold_warning(&ws.cache, &test) {
         ws.warn(&w);
     }
     let range = ws.repo.range(range_spec)?;
@@ -560,7 +560,7 @@ pub fn search(
                 "{} {} (median {} of {} imported sample{}{}{})",
                 c.short(),
                 c.subject,
-                crate::report::fmt_num(e.median),
+                crate::base::text::fmt_num(e.median),
                 e.n,
                 if e.n == 1 { "" } else { "s" },
                 if e.rounds.is_empty() {
@@ -573,7 +573,7 @@ pub fn search(
                         } else {
                             "rounds"
                         },
-                        crate::report::text::some_of(&e.rounds)
+                        crate::base::text::some_of(&e.rounds)
                     )
                 },
                 if e.machines.is_empty() {
@@ -675,7 +675,7 @@ pub fn search(
                     "{} {} is a merge: searching the {} the branch it merged",
                     m.short(),
                     m.subject,
-                    crate::report::text::plural(inner.len() - 1, "commit of", "commits of"),
+                    crate::base::text::plural(inner.len() - 1, "commit of", "commits of"),
                 ));
                 let r = drive(
                     ws,
@@ -836,7 +836,7 @@ fn unbuilt(ws: &Workspace, spec: &str, commits: &[CommitInfo], pos: usize) -> an
         .filter(|c| matches!(ws.build_state(&c.id), State::Failed(_)))
         .count();
     let c = &commits[pos];
-    let failed = crate::report::text::count(failed, "build");
+    let failed = crate::base::text::count(failed, "build");
     if pos == 0 {
         anyhow::bail!(
             "the old end of `{spec}`, {} {}, could not be built and no samples of it are stored, \
@@ -858,7 +858,7 @@ fn unbuilt(ws: &Workspace, spec: &str, commits: &[CommitInfo], pos: usize) -> an
 /// Move a culprit's positions from a search's own list into the report's.
 /// A change with its sign: `+4184`, `-12.5`.
 fn signed(v: f64) -> String {
-    let n = crate::report::fmt_num(v);
+    let n = crate::base::text::fmt_num(v);
     if v > 0.0 {
         format!("+{n}")
     } else {
@@ -894,12 +894,12 @@ fn drive(
             .map(|c| format!("{} ({})", c.short(), c.subject))
             .collect(),
     );
-    let mut lab = WorkspaceLab::new(ws, test, commits, appender, stored, "find");
+    let mut lab = lab::WorkspaceLab::new(ws, test, commits, appender, stored, "find");
     // Another machine's numbers set no level for a noisy test: it measures here.
     lab.trust_imported(params.deterministic);
     // A count the machine's load does not move: runs of different commits on every core at
     // once, and the next probes building while one is measured. Never a time or a peak.
-    let dep = crate::shards::dependence(test);
+    let dep = crate::pipeline::shards::dependence(test);
     tally.facts.load_free |= dep.independent();
     if jobs > 1 && dep.independent() {
         lab.parallel = jobs;
@@ -909,7 +909,7 @@ fn drive(
     let driven = bisect::drive(&mut search, &mut lab, commits.len(), jobs);
     lab.finish();
     let (outcome, d) = driven?;
-    let outcome = crate::lab::restated(ws, test, &search, commits, outcome, params.deterministic)?;
+    let outcome = lab::restated(ws, test, &search, commits, outcome, params.deterministic)?;
     tally.add(&d);
     tally.facts.parallel_runs += lab.overlapped;
     tally.facts.ahead += d.ahead.len();
@@ -996,7 +996,7 @@ fn drive(
 /// declared one whose stored runs of some commit differ is treated as noisy, with a warning.
 pub fn search_params(
     test: &crate::config::Test,
-    stored: &crate::pipeline::Samples,
+    stored: &crate::pipeline::samples::Samples,
     warn: &dyn Fn(&str),
 ) -> crate::bisect::Params {
     let mut deterministic = test.deterministic;
@@ -1019,14 +1019,14 @@ pub fn search_params(
                  treating it as noisy",
                 test.name,
                 crate::git::short(&recs[0].commit_id()),
-                crate::report::fmt_num(lo),
-                crate::report::fmt_num(hi)
+                crate::base::text::fmt_num(lo),
+                crate::base::text::fmt_num(hi)
             ));
             deterministic = false;
         }
     }
     crate::bisect::Params {
         deterministic,
-        ..crate::history::pair_params(test)
+        ..crate::pipeline::history::pair_params(test)
     }
 }

@@ -13,7 +13,7 @@ use gix::ObjectId;
 use serde::Serialize;
 
 use crate::config::{Metric, Test};
-use crate::pipeline::Workspace;
+use crate::pipeline::workspace::Workspace;
 
 /// How many changed functions a report lists.
 pub const TOP: usize = 8;
@@ -329,8 +329,8 @@ fn answer(
         total_after: a.total,
         changes,
         explained,
-        parent_profile: crate::paths::display_path(bdir),
-        culprit_profile: crate::paths::display_path(adir),
+        parent_profile: crate::base::paths::display_path(bdir),
+        culprit_profile: crate::base::paths::display_path(adir),
     }
 }
 
@@ -354,16 +354,16 @@ pub fn why_counted(
     culprit: ObjectId,
     made: &mut usize,
 ) -> anyhow::Result<Result<Why, String>> {
-    let valgrind =
-        match crate::measure::counter::select(crate::measure::counter::Choice::Cachegrind) {
-            Ok(s) => match s.counter {
-                crate::measure::counter::Counter::Cachegrind { valgrind, .. } => valgrind,
-                crate::measure::counter::Counter::Perf => {
-                    return Ok(Err("Valgrind's Cachegrind is not available".into()))
-                }
-            },
-            Err(e) => return Ok(Err(e.to_string())),
-        };
+    let valgrind = match crate::measure::counter::select(crate::config::harness::Choice::Cachegrind)
+    {
+        Ok(s) => match s.counter {
+            crate::measure::counter::Counter::Cachegrind { valgrind, .. } => valgrind,
+            crate::measure::counter::Counter::Perf => {
+                return Ok(Err("Valgrind's Cachegrind is not available".into()))
+            }
+        },
+        Err(e) => return Ok(Err(e.to_string())),
+    };
     let (before, bdir) = match profile_of(ws, test, parent, &valgrind, made)? {
         Ok(x) => x,
         Err(e) => return Ok(Err(e)),

@@ -6,7 +6,7 @@
 use serde::Serialize;
 
 use crate::measure;
-use crate::pipeline::Workspace;
+use crate::pipeline::workspace::Workspace;
 use crate::stats;
 use crate::store::Sample;
 
@@ -155,7 +155,7 @@ fn failure_message(
         } else {
             format!(
                 "; its output ends with:\n{}",
-                crate::paths::indent(&tail.join("\n"))
+                crate::base::paths::indent(&tail.join("\n"))
             )
         }
     )
@@ -167,7 +167,10 @@ pub fn compare(
     ws: &Workspace,
     test: &crate::config::Test,
     req: &Request<'_>,
-) -> anyhow::Result<(Comparison, Option<Result<crate::profile::Why, String>>)> {
+) -> anyhow::Result<(
+    Comparison,
+    Option<Result<crate::pipeline::profile::Why, String>>,
+)> {
     ws.counter_note(test)?;
     let a = ws.repo.info(ws.repo.resolve(req.rev_a)?)?;
     let b = ws.repo.info(ws.repo.resolve(req.rev_b)?)?;
@@ -248,7 +251,7 @@ pub fn compare(
             &mut |u, _, s| {
                 let (name, rev, c) = names[u];
                 appender.append(&s)?;
-                crate::interrupt::kept_run();
+                crate::base::interrupt::kept_run();
                 bar.inc(1);
                 measured += 1;
                 beat.set(doing(measured + 1, 2 * asked));
@@ -279,7 +282,7 @@ pub fn compare(
         )?;
         moment += r.rounds as u32;
         done_runs = asked;
-        if crate::interrupt::requested() || !adaptive || asked >= most {
+        if crate::base::interrupt::requested() || !adaptive || asked >= most {
             break;
         }
         let va: Vec<f64> = got[0].iter().filter_map(|s| s.value).collect();
@@ -303,8 +306,8 @@ pub fn compare(
     }
     drop(beat);
     bar.finish_and_clear();
-    if crate::interrupt::requested() {
-        return Err(crate::interrupt::Interrupted.into());
+    if crate::base::interrupt::requested() {
+        return Err(crate::base::interrupt::Interrupted.into());
     }
     let [sa, sb] = got;
     let va: Vec<f64> = sa.iter().filter_map(|s| s.value).collect();
@@ -339,12 +342,12 @@ pub fn compare(
         why: None,
     };
     let valgrind =
-        crate::measure::counter::select(crate::measure::counter::Choice::Cachegrind).is_ok();
+        crate::measure::counter::select(crate::config::harness::Choice::Cachegrind).is_ok();
     let profile = cmp.differs
         && !req.no_why
-        && (req.why || (valgrind && crate::profile::worth_profiling(test)));
+        && (req.why || (valgrind && crate::pipeline::profile::worth_profiling(test)));
     let why = if profile {
-        Some(crate::profile::why(ws, test, a.id, b.id)?)
+        Some(crate::pipeline::profile::why(ws, test, a.id, b.id)?)
     } else {
         None
     };

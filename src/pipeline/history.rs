@@ -2,16 +2,16 @@
 //! commit (its values and records, and why a commit without values has none), and the change
 //! points over those rows with the test's threshold.
 
-use crate::pipeline::Workspace;
+use crate::pipeline::workspace::Workspace;
 use crate::store::Run;
 
 /// Per-commit rows of `test` for `commits`: the values and records stored, and whether a
 /// commit without values failed to build, failed every run, or was never measured.
 pub fn rows(
     ws: &Workspace,
-    samples: &crate::pipeline::Samples,
+    samples: &crate::pipeline::samples::Samples,
     commits: Vec<crate::git::CommitInfo>,
-) -> Vec<crate::report::show::CommitRow> {
+) -> Vec<crate::pipeline::rows::CommitRow> {
     let known = Known::of(samples, &commits);
     let records = commits
         .iter()
@@ -25,9 +25,9 @@ pub fn rows(
 /// fingerprints and identical builds, and no records of these commits.
 pub fn take_rows<R: Run + Clone>(
     ws: &Workspace,
-    samples: &mut crate::pipeline::Samples<R>,
+    samples: &mut crate::pipeline::samples::Samples<R>,
     commits: Vec<crate::git::CommitInfo>,
-) -> Vec<crate::report::show::CommitRow<R>> {
+) -> Vec<crate::pipeline::rows::CommitRow<R>> {
     let known = Known::of(samples, &commits);
     // The runs of identical builds a row shows are copies, taken before any list is moved.
     let shared: Vec<Vec<R>> = commits
@@ -62,7 +62,10 @@ struct Known {
 }
 
 impl Known {
-    fn of<R>(samples: &crate::pipeline::Samples<R>, commits: &[crate::git::CommitInfo]) -> Known {
+    fn of<R>(
+        samples: &crate::pipeline::samples::Samples<R>,
+        commits: &[crate::git::CommitInfo],
+    ) -> Known {
         Known {
             own: commits.iter().map(|c| samples.own(&c.id).len()).collect(),
             same: commits
@@ -75,13 +78,13 @@ impl Known {
 
 fn build<R: Run>(
     ws: &Workspace,
-    samples: &crate::pipeline::Samples<R>,
+    samples: &crate::pipeline::samples::Samples<R>,
     commits: Vec<crate::git::CommitInfo>,
     records: Vec<Vec<R>>,
     known: Known,
-) -> Vec<crate::report::show::CommitRow<R>> {
+) -> Vec<crate::pipeline::rows::CommitRow<R>> {
     use crate::build::State;
-    use crate::report::show::{CommitRow, Status};
+    use crate::pipeline::rows::{CommitRow, Status};
     let mut previous: Option<[u8; 20]> = None;
     commits
         .into_iter()
@@ -119,7 +122,7 @@ fn build<R: Run>(
 /// test: every change of at least the threshold, at its exact commit).
 pub fn change_points<R: Run>(
     test: &crate::config::Test,
-    rows: &[crate::report::show::CommitRow<R>],
+    rows: &[crate::pipeline::rows::CommitRow<R>],
 ) -> Vec<crate::stats::ChangePoint> {
     detection(test, rows).points
 }
@@ -127,7 +130,7 @@ pub fn change_points<R: Run>(
 /// [`change_points`], and the steps too few runs leave undecided.
 pub fn detection<R: Run>(
     test: &crate::config::Test,
-    rows: &[crate::report::show::CommitRow<R>],
+    rows: &[crate::pipeline::rows::CommitRow<R>],
 ) -> crate::stats::Detection {
     use crate::stats::changepoint;
     let opts = changepoint::Options {
@@ -137,7 +140,7 @@ pub fn detection<R: Run>(
     };
     // One value per independent measurement (runs back to back are one look at the machine),
     // each real run once (where it was made, not again on commits of identical builds).
-    crate::report::show::detection(rows, &opts, &pair_params(test))
+    crate::pipeline::rows::detection(rows, &opts, &pair_params(test))
 }
 
 /// What a "no change" between the ends of `rows` (the old end first) leaves unsaid: the
@@ -145,7 +148,7 @@ pub fn detection<R: Run>(
 /// would list them, with the search that would name the first one. `None` when there are none.
 pub fn steps_inside(
     test: &crate::config::Test,
-    rows: &[crate::report::show::CommitRow],
+    rows: &[crate::pipeline::rows::CommitRow],
     range: &str,
 ) -> Option<String> {
     let d = detection(test, rows);
@@ -183,7 +186,7 @@ pub fn steps_inside(
 }
 
 /// The rules `find` compares a culprit with its parent by, for the views that state a step
-/// between two commits measured side by side as `find` does ([`crate::report::show::side_by_side`]).
+/// between two commits measured side by side as `find` does ([`crate::pipeline::rows::side_by_side`]).
 pub fn pair_params(test: &crate::config::Test) -> crate::bisect::Params {
     crate::bisect::Params {
         alpha: test.alpha,

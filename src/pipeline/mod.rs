@@ -1,0 +1,16 @@
+//! The workspace every command works in and the stages its data goes through, in the order
+//! it flows: the [`workspace::Workspace`] (repository, config, cache and lock; loading
+//! samples, building what is missing, measuring and storing), the samples of a test
+//! ([`samples`]), the pristine check of the builds a verdict stands on ([`pristine`]), a
+//! test's history as rows and change points ([`history`]), the profile of a culprit
+//! ([`profile`]), what a measurement depends on besides the commit ([`fingerprint`]), and
+//! measuring across the machines of a CI matrix ([`shards`]).
+
+pub mod fingerprint;
+pub mod history;
+pub mod pristine;
+pub mod profile;
+pub mod rows;
+pub mod samples;
+pub mod shards;
+pub mod workspace;

@@ -1,0 +1,268 @@
+//! One row per commit of a test's history, as `show`, `detect`, `report`, `find` and the
+//! site see it (its values and records, its status, the identical build it shares), and what
+//! the detector reads of the rows: their runs, the change points over them, and each point's
+//! size read from the runs taken side by side across it.
+
+use serde::Serialize;
+
+use crate::git::CommitInfo;
+use crate::stats;
+use crate::store::{Run, Sample};
+
+/// Status of one commit in `show`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    Ok,
+    BuildFailed,
+    /// Runs were made but none produced a value.
+    RunFailed,
+    Missing,
+}
+
+/// One commit with its samples (`R`: what is kept of each run, the whole [`Sample`] unless
+/// only statistics are wanted).
+pub struct CommitRow<R = Sample> {
+    pub commit: CommitInfo,
+    pub values: Vec<f64>,
+    pub records: Vec<R>,
+    pub status: Status,
+    /// A commit whose build is byte-identical to this one's, whose samples these include.
+    pub same_build_as: Option<gix::ObjectId>,
+    /// The first `own` of `records` are this commit's own runs; the rest are runs of
+    /// byte-identical builds, shown here but counted where they were made.
+    pub own: usize,
+    /// The build is byte-identical to the previous row's: the two are one unit of evidence.
+    pub joins_previous: bool,
+}
+
+impl<R: Run> CommitRow<R> {
+    /// One value per independent measurement of the commit (runs taken back to back count
+    /// once): what change points and p-values over commits are computed from.
+    pub fn moments(&self) -> Vec<f64> {
+        crate::store::moment_values(&self.records)
+    }
+
+    /// How many of the records were imported (cron rounds), not measured here.
+    pub fn imported(&self) -> usize {
+        self.records.iter().filter(|s| s.imported()).count()
+    }
+
+    /// The commit's own runs (not those of identical builds it shows).
+    pub fn own_records(&self) -> &[R] {
+        &self.records[..self.own.min(self.records.len())]
+    }
+
+    /// Values of the commit's own successful runs.
+    pub fn own_values(&self) -> Vec<f64> {
+        self.own_records()
+            .iter()
+            .filter_map(|s| s.value())
+            .collect()
+    }
+}
+
+/// What the detector reads of `rows`: each row's runs (one value per independent moment,
+/// with its window of time), those of identical builds it shows included, each run's weight
+/// shared among the rows of the range that show the same runs (so it counts once), and which
+/// rows are the previous row's build (no step between them). A revert to an earlier build is then a
+/// level of its own, held by that build's runs.
+pub fn detector_input<R: Run>(rows: &[CommitRow<R>]) -> stats::changepoint::Runs {
+    use rayon::prelude::*;
+    use stats::changepoint::Obs;
+    let commits: Vec<Vec<Obs>> = rows
+        .par_iter()
+        .map(|r| {
+            crate::store::moments(&r.records)
+                .into_iter()
+                .map(|(value, window)| Obs { value, window })
+                .collect()
+        })
+        .collect();
+    // Rows that show the same runs (one build's, whichever commit made them) share them:
+    // each counts 1/k of them, so the build's runs count once over its k rows. The same runs
+    // are the same records (value, window and moment: commits of a cron round that printed
+    // equal values are still runs of their own), in any order: a sum of each record's hash
+    // (no sort of millions of cron rows).
+    let key = |r: &CommitRow<R>| {
+        use std::hash::BuildHasher;
+        let h = foldhash::fast::FixedState::with_seed(37);
+        let values = r.records.iter().filter_map(|s| {
+            let v = s.value().filter(|v| v.is_finite())?;
+            Some(h.hash_one((v.to_bits(), s.moment_key())))
+        });
+        let (sum, n) = values.fold((0u64, 0u64), |(s, n), x| (s.wrapping_add(x), n + 1));
+        sum.wrapping_add(n.wrapping_mul(0x9e37_79b9_7f4a_7c15))
+    };
+    let keys: Vec<Option<u64>> = rows
+        .par_iter()
+        .zip(&commits)
+        .map(|(r, c)| (!c.is_empty()).then(|| key(r)))
+        .collect();
+    let mut size: std::collections::HashMap<u64, usize> = Default::default();
+    for k in keys.iter().flatten() {
+        *size.entry(*k).or_default() += 1;
+    }
+    let share = keys
+        .iter()
+        .map(|k| 1.0 / k.and_then(|k| size.get(&k).copied()).unwrap_or(1) as f64)
+        .collect();
+    stats::changepoint::Runs {
+        commits,
+        share,
+        joined: rows.iter().map(|r| r.joins_previous).collect(),
+    }
+}
+
+/// Change points over `rows`, and the steps too few runs leave undecided, by the one detector
+/// ([`stats::changepoint`]) on [`detector_input`]; each non-exact point's size is then read
+/// from the runs taken side by side across it where there are any ([`side_by_side`], with the
+/// search's rules `pair`).
+pub fn detection<R: Run>(
+    rows: &[CommitRow<R>],
+    opts: &stats::changepoint::Options,
+    pair: &crate::bisect::Params,
+) -> stats::Detection {
+    let mut d = stats::changepoint::detect_runs(detector_input(rows), opts);
+    side_by_side(rows, &mut d.points, pair);
+    d
+}
+
+/// The step from row `a` to row `b` on the runs of each taken side by side (in the windows
+/// of time holding both; an identical build's runs a row shows count for it, as they do in
+/// the search), as a culprit's is read; `None` when they share no window.
+pub fn step_between<R: Run>(a: &CommitRow<R>, b: &CommitRow<R>) -> Option<stats::Step> {
+    let sides = [a, b].into_iter().enumerate();
+    windowed_step(sides.flat_map(|(side, row)| row.records.iter().map(move |r| (side == 1, r))))
+}
+
+/// The step from the runs marked `false` (old side) to those marked `true`, window by window
+/// ([`stats::step`]): runs without a window of time or a value left out, windows holding only
+/// one side skipped; `None` when no window holds both.
+fn windowed_step<'r, R: Run + 'r>(
+    runs: impl Iterator<Item = (bool, &'r R)>,
+) -> Option<stats::Step> {
+    let mut windows: std::collections::BTreeMap<u64, (Vec<f64>, Vec<f64>)> = Default::default();
+    for (new, rec) in runs {
+        let (w, Some(v)) = (rec.window(), rec.value()) else {
+            continue;
+        };
+        if w != 0 && v.is_finite() {
+            let e = windows.entry(w).or_default();
+            if new { &mut e.1 } else { &mut e.0 }.push(v);
+        }
+    }
+    let strata: Vec<(&[f64], &[f64])> = windows
+        .values()
+        .map(|(x, y)| (x.as_slice(), y.as_slice()))
+        .filter(|(x, y)| !x.is_empty() && !y.is_empty())
+        .collect();
+    stats::step::estimate_with_interval(&strata)
+}
+
+/// Commits on each side of a change point whose runs taken side by side give its size (as
+/// the detector's levels are taken next to the boundary).
+const SIDE_SPAN: usize = 10;
+/// A rank test's fewest runs a side to reach α = 0.01 (and what `find`'s verification of a
+/// culprit takes at least): the runs of a change point's commit and the one before it, taken
+/// side by side, from which their own step is its size; below it a step is "too few runs".
+pub const RANK_RUNS: usize = 5;
+
+/// Each change point's numbers from the runs taken side by side across it, where there are
+/// any. The runs of its commit and the one before it, where they hold [`RANK_RUNS`] a side,
+/// are compared as `find` compares a culprit and its parent ([`crate::bisect::Search::restate`]
+/// with `params`): levels, change, interval, p-value and its test are then the culprit's, one
+/// set of numbers in `find`, `report` and `detect`. Else the windows of time holding runs of
+/// commits on both sides (up to [`SIDE_SPAN`] commits a side, not past the neighbouring change
+/// points) give the levels and the change ([`stats::step`]), and the p-value stays the
+/// detector's. Without such runs (imported rounds, commits measured apart) the detector's
+/// levels stand.
+pub fn side_by_side<R: Run>(
+    rows: &[CommitRow<R>],
+    found: &mut [stats::ChangePoint],
+    params: &crate::bisect::Params,
+) {
+    let starts: Vec<usize> = found.iter().map(|c| c.index).collect();
+    for (i, cp) in found.iter_mut().enumerate() {
+        if cp.deterministic {
+            continue;
+        }
+        let k = cp.index;
+        // The parent as `find` has it: the last commit before with runs (not a broken build).
+        let parent = rows[..k.min(rows.len())]
+            .iter()
+            .rposition(|r| !r.values.is_empty());
+        let pair = parent
+            .filter(|_| k < rows.len())
+            .and_then(|q| pair_step(&rows[q], &rows[k], params))
+            // A pair that does not differ at α is no statement of this confirmed step.
+            .filter(|(c, det)| *det || c.p_value < params.alpha);
+        if let Some((c, det)) = pair {
+            cp.before = c.before;
+            cp.after = c.after;
+            cp.rel_change = c.rel_change;
+            cp.interval = c.interval;
+            cp.windows = c.windows;
+            cp.deterministic = det;
+            (cp.p_value, cp.test) = if det {
+                (0.0, stats::step::StepTest::Exact)
+            } else {
+                (
+                    c.p_value,
+                    stats::step::StepTest::of_pair(params.counted, c.windows),
+                )
+            };
+            continue;
+        }
+        let lo = k
+            .saturating_sub(SIDE_SPAN)
+            .max(if i == 0 { 0 } else { starts[i - 1] });
+        let hi = (k + SIDE_SPAN)
+            .min(starts.get(i + 1).copied().unwrap_or(rows.len()))
+            .min(rows.len());
+        let runs = (lo..hi).flat_map(|j| rows[j].own_records().iter().map(move |r| (j >= k, r)));
+        if let Some(step) = windowed_step(runs) {
+            (cp.before, cp.after) = step.levels();
+            cp.rel_change = step.rel_change;
+            cp.interval = step.interval;
+            cp.windows = step.windows;
+        }
+    }
+}
+
+/// Row `b` against its parent's row `a`, as `find` states a culprit against its parent
+/// ([`crate::bisect::Search::pair`]): every run of each (an identical build's runs a row shows
+/// included) in the windows of time holding both, and whether they compared as exact values;
+/// `None` below [`RANK_RUNS`] such runs a side.
+fn pair_step<R: Run>(
+    a: &CommitRow<R>,
+    b: &CommitRow<R>,
+    params: &crate::bisect::Params,
+) -> Option<(crate::bisect::Culprit, bool)> {
+    let stored = |row: &CommitRow<R>| -> Vec<crate::bisect::Stored> {
+        row.records
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.window() != 0)
+            .filter_map(|(i, r)| {
+                Some(crate::bisect::Stored {
+                    value: r.value().filter(|v| v.is_finite())?,
+                    window: r.window(),
+                    moment: u32::try_from(r.moment_key().1).unwrap_or(u32::MAX),
+                    shared: i >= row.own,
+                })
+            })
+            .collect()
+    };
+    let (sa, sb) = (stored(a), stored(b));
+    let windows = |x: &[crate::bisect::Stored]| -> std::collections::HashSet<u64> {
+        x.iter().map(|s| s.window).collect()
+    };
+    let (wa, wb) = (windows(&sa), windows(&sb));
+    let na = sa.iter().filter(|s| wb.contains(&s.window)).count();
+    let nb = sb.iter().filter(|s| wa.contains(&s.window)).count();
+    if na < RANK_RUNS || nb < RANK_RUNS {
+        return None;
+    }
+    crate::bisect::Search::pair(*params, &sa, &sb)
+}

@@ -1,0 +1,163 @@
+//! The static HTML site of the stored results (`report --format html`): a page per test and
+//! the index of every test, written only into a new or empty folder or one it wrote before.
+
+use std::path::Path;
+
+use anyhow::Context as _;
+use rayon::prelude::*;
+
+use crate::config::Test;
+use crate::pipeline::history::{change_points, rows};
+use crate::pipeline::workspace::Workspace;
+use crate::report::html::{self, IndexEntry, Page, Site};
+use crate::report::plot;
+
+/// Marker file of a folder `report --format html` wrote.
+const SITE_MARKER: &str = ".perfbisect-site";
+
+/// Write the HTML site of the stored results into `out`: a page for test `which` (or for each
+/// test measured here when `which` is `all`) over `range` (or every commit with results), and
+/// the index of every test.
+pub fn site(ws: &Workspace, out: &Path, which: &str, range: Option<&str>) -> anyhow::Result<()> {
+    check_site_dir(out)?;
+    let selected: Vec<&Test> = if which == "all" {
+        ws.config.tests.values().collect()
+    } else {
+        vec![ws.config.test(which)?]
+    };
+    // Every test's rows (the index shows all tests); pages for the selected ones.
+    let range_commits = match &range {
+        Some(r) => Some(ws.repo.range(r)?.commits),
+        None => None,
+    };
+    let mut loaded = Vec::new();
+    for t in ws.config.tests.values() {
+        let samples = ws.samples(t)?;
+        let commits = match &range_commits {
+            Some(c) => c.clone(),
+            None => ws.commits(None, &samples)?,
+        };
+        let scope = match &range {
+            Some(r) => format!("{} commits of {r}, oldest first", commits.len()),
+            None => format!("all {} commits with results, oldest first", commits.len()),
+        };
+        loaded.push((t, scope, rows(ws, &samples, commits)));
+    }
+    let site = Site {
+        name: ws
+            .repo
+            .dir()
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "perfbisect".into()),
+        build: &ws.config.build,
+        perfbisect: env!("CARGO_PKG_VERSION").to_string(),
+    };
+    std::fs::create_dir_all(out.join("img"))
+        .with_context(|| format!("cannot create {}", out.join("img").display()))?;
+    std::fs::write(
+        out.join(SITE_MARKER),
+        "written by `perfbisect report --format html`; it rewrites only its own files here\n",
+    )
+    .with_context(|| format!("cannot write into {}", out.display()))?;
+    let (root, recipe) = (ws.cache.root.clone(), ws.config.build.recipe_hash());
+    // Tests are independent: detect and render them on every core.
+    let done: Vec<anyhow::Result<(usize, usize)>> = loaded
+        .par_iter()
+        .map(|(t, scope, rows)| {
+            let cps = change_points(t, rows);
+            let n_cps = cps.len();
+            // `all` leaves out tests never measured here (the index lists them unlinked); a
+            // test asked for by name gets its page, empty or not.
+            let measured = rows.iter().any(|r| !r.values.is_empty());
+            if !selected.iter().any(|s| s.name == t.name) || (which == "all" && !measured) {
+                return Ok((n_cps, 0));
+            }
+            // Change points whose culprit was profiled (by `find`, `report`): why they moved.
+            let why = cps
+                .iter()
+                .filter_map(|cp| {
+                    let before: Vec<gix::ObjectId> = rows[..cp.index]
+                        .iter()
+                        .rev()
+                        .take(64)
+                        .map(|r| r.commit.id)
+                        .collect();
+                    crate::pipeline::profile::cached(
+                        &root,
+                        recipe,
+                        t,
+                        &before,
+                        rows[cp.index].commit.id,
+                    )
+                    .map(|w| (cp.index, w))
+                })
+                .collect();
+            let page = Page {
+                test: t,
+                scope: scope.clone(),
+                rows,
+                change_points: cps,
+                why,
+            };
+            let files = html::page(&page, &site)?;
+            for (rel, bytes) in &files {
+                plot::write_file(&out.join(rel), bytes)?;
+            }
+            Ok((n_cps, files.len()))
+        })
+        .collect();
+    let mut written = 0;
+    let mut cps_per_test = Vec::new();
+    for d in done {
+        let (n_cps, files) = d?;
+        written += files;
+        cps_per_test.push(n_cps);
+    }
+    let entries: Vec<IndexEntry> = loaded
+        .iter()
+        .zip(cps_per_test)
+        .map(|((t, _, rows), n_cps)| {
+            IndexEntry::new(
+                t,
+                rows,
+                n_cps,
+                out.join(format!("{}.html", t.name)).exists(),
+            )
+        })
+        .collect();
+    plot::write_file(
+        &out.join("index.html"),
+        html::index(&entries, &site).as_bytes(),
+    )?;
+    ws.note(&format!(
+        "wrote {} file{} into {}; open {}",
+        written + 1,
+        if written == 0 { "" } else { "s" },
+        crate::base::paths::display_path(out),
+        crate::base::paths::display_path(&out.join("index.html"))
+    ));
+    Ok(())
+}
+
+/// The site's folder must be new, empty, or one this command wrote before (it holds the
+/// marker): a user's folder is never written into.
+fn check_site_dir(out: &Path) -> anyhow::Result<()> {
+    match std::fs::read_dir(out) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {
+            crate::usage!("--out {}: is a file, not a folder", out.display())
+        }
+        Err(e) => Err(e).with_context(|| format!("cannot read {}", out.display())),
+        Ok(mut entries) => {
+            if entries.next().is_none() || out.join(SITE_MARKER).exists() {
+                Ok(())
+            } else {
+                crate::usage!(
+                    "--out {}: the folder is not empty and no perfbisect site was written there before; give a new or empty folder",
+                    out.display()
+                )
+            }
+        }
+    }
+}
