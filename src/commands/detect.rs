@@ -109,204 +109,251 @@ pub fn detect(g: &Global, args: DetectArgs) -> anyhow::Result<()> {
         }
     }
     let out = match &args.input {
-        Some(path) => {
-            let file = std::fs::File::open(path)
-                .map_err(|e| UsageError::err(format!("cannot read {}: {e}", path.display())))?;
-            let series = stats::read_series_csv(std::io::BufReader::new(file))
-                .map_err(|e| UsageError::err(format!("{}: {e}", path.display())))?;
-            let mut opts = changepoint::Options::default();
-            if let Some(a) = args.alpha {
-                opts.alpha = a;
-            }
-            let d = stats::detect_all(&series.samples, &opts);
-            Output {
-                change_points: d
-                    .points
-                    .iter()
-                    .map(|c| Point::new(c, series.index[c.index], None))
-                    .collect(),
-                undecided: d
-                    .undecided
-                    .iter()
-                    .map(|u| Open::new(u, series.index[u.index], None))
-                    .collect(),
-            }
-        }
-        None => {
-            let name = args
-                .test
-                .as_deref()
-                .expect("clap requires TEST without --input");
-            let mut ws = Workspace::open(&locations(g), verbosity(g), false)?;
-            ws.any_fingerprint = args.any_fingerprint;
-            let ws = ws;
-            let test = ws.config.test(name)?;
-            // With a range, only its commits' records are read (through the store's index).
-            // Of each run only its value and moment are kept: change points need no more, and
-            // years of cron rows are millions of runs.
-            // A range's old end comes first, as `report` has it: its runs are the level
-            // before the range's first commit, so a step at that commit shows here too.
-            let (mut samples, commits, old_end) = match args.range.as_deref() {
-                Some(r) => {
-                    let (commits, old_end) = ws.chain_commits(r)?;
-                    let ids: Vec<_> = commits.iter().map(|c| c.id).collect();
-                    (
-                        ws.samples_as::<Observation>(test, Some(&ids))?,
-                        commits,
-                        old_end,
-                    )
-                }
-                None => {
-                    let samples = ws.samples_as::<Observation>(test, None)?;
-                    let commits = ws.commits(None, &samples)?;
-                    (samples, commits, false)
-                }
-            };
-            if let Some(n) = ws.fingerprint_note(test, &samples) {
-                ws.note(&n);
-            }
-            // Each real run once, one value per independent moment (runs taken back to back
-            // are one look at the machine): see `show::change_points`.
-            let rows = crate::pipeline::history::take_rows(&ws, &mut samples, commits.clone());
-            // A deterministic test: every change of at least the threshold is a change point at
-            // its commit, with the values on either side. Runs of one commit that differ
-            // disprove the declaration; the series is then analysed as noisy, as `find` does.
-            if test.deterministic {
-                let uneven = rows
-                    .iter()
-                    .find(|r| r.values.iter().any(|x| *x != r.values[0]));
-                if let Some(r) = uneven {
-                    ws.warn(&format!(
-                        "runs of {} differ, so test `{}` is not deterministic as declared; change points are detected as for a noisy test",
-                        r.commit.short(),
-                        test.name
-                    ));
-                }
-            }
-            let opts = changepoint::Options {
-                alpha: args.alpha.unwrap_or(changepoint::Options::default().alpha),
-                threshold: test.threshold,
-                deterministic: test.deterministic,
-            };
-            let d = crate::pipeline::rows::detection(
-                &rows,
-                &opts,
-                &crate::pipeline::history::pair_params(test),
-            );
-            // `index` stays the position in the range (the old end is not one of its
-            // commits, and no step starts at it).
-            let at = |i: usize| i as i64 - i64::from(old_end);
-            let undecided = d
-                .undecided
-                .iter()
-                .map(|u| {
-                    let mut o = Open::new(u, at(u.index), Some(&commits[u.index]));
-                    // The builds on either side that hold the runs: `run` over them tops both up.
-                    let own = |r: &&crate::pipeline::rows::CommitRow<Observation>| {
-                        !r.own_values().is_empty()
-                    };
-                    let before = rows[..u.index].iter().rev().find(own);
-                    let after = rows[u.index..].iter().find(own);
-                    if let (Some(b), Some(a)) = (before, after) {
-                        o.measure = Some(format!(
-                            "perfbisect {}run {} {}..{}",
-                            super::common::invocation(g, &ws),
-                            test.name,
-                            b.commit.short(),
-                            a.commit.short()
-                        ));
-                    }
-                    o
-                })
-                .collect();
-            Output {
-                change_points: d
-                    .points
-                    .iter()
-                    .map(|c| Point::new(c, at(c.index), Some(&commits[c.index])))
-                    .collect(),
-                undecided,
-            }
-        }
+        Some(path) => from_csv(path, args.alpha)?,
+        None => from_store(g, &args)?,
     };
     let stdout = std::io::stdout();
     let mut w = stdout.lock();
     match args.format {
         Format::Json => writeln!(w, "{}", crate::report::json::json_line(&out)?)?,
-        _ => {
-            if out.change_points.is_empty() {
-                writeln!(
-                    w,
-                    "no change points{}",
-                    if out.undecided.is_empty() {
-                        ""
-                    } else {
-                        " decided"
-                    }
-                )?;
-            }
-            for p in &out.change_points {
-                let at = match (&p.commit, &p.subject) {
-                    (Some(c), Some(s)) => format!("{} {s}", &c[..10]),
-                    _ => format!("index {}", p.index),
-                };
-                let evidence = if p.deterministic {
-                    "exact".to_string()
-                } else {
-                    format!(
-                        "{} ({})",
-                        crate::base::text::fmt_p(p.p_value),
-                        p.test.name()
-                    )
-                };
-                let basis = match (p.windows, p.interval) {
-                    (0, _) => String::new(),
-                    (k, iv) => format!(
-                        "; {}medians of the runs taken side by side across it{}",
-                        iv.filter(|[lo, hi]| lo != hi)
-                            .map(|[lo, hi]| format!(
-                                "95 % interval {:+.2} % to {:+.2} %, ",
-                                lo * 100.0,
-                                hi * 100.0
-                            ))
-                            .unwrap_or_default(),
-                        if k > 1 {
-                            format!(" in {k} windows, the change estimated window by window")
-                        } else {
-                            String::new()
-                        }
-                    ),
-                };
-                writeln!(
-                    w,
-                    "{at}: {} -> {} ({}), {evidence}{basis}",
-                    fmt_num(p.before),
-                    fmt_num(p.after),
-                    crate::base::text::fmt_rel(p.rel_change, 2),
-                )?;
-            }
-            for u in &out.undecided {
-                let at = match (&u.commit, &u.subject) {
-                    (Some(c), Some(s)) => format!("{} {s}", &c[..10]),
-                    _ => format!("index {}", u.index),
-                };
-                writeln!(
-                    w,
-                    "undecided: {at}: {} -> {} ({}), {} from {} vs {} runs: too few to decide; about {} runs a side would{}",
-                    fmt_num(u.before),
-                    fmt_num(u.after),
-                    crate::base::text::fmt_rel(u.rel_change, 2),
-                    crate::base::text::fmt_p(u.p_value),
-                    u.runs[0],
-                    u.runs[1],
-                    u.runs_needed,
-                    u.measure
-                        .as_ref()
-                        .map(|m| format!(" (`{m}` measures them)"))
-                        .unwrap_or_default()
-                )?;
-            }
+        _ => write_text(&mut w, &out)?,
+    }
+    Ok(())
+}
+
+/// The change points of the series in the CSV file at `path` (`--input`), indexed as the
+/// file indexes them.
+fn from_csv(path: &std::path::Path, alpha: Option<f64>) -> anyhow::Result<Output> {
+    let file = std::fs::File::open(path)
+        .map_err(|e| UsageError::err(format!("cannot read {}: {e}", path.display())))?;
+    let series = stats::read_series_csv(std::io::BufReader::new(file))
+        .map_err(|e| UsageError::err(format!("{}: {e}", path.display())))?;
+    let mut opts = changepoint::Options::default();
+    if let Some(a) = alpha {
+        opts.alpha = a;
+    }
+    let d = stats::detect_all(&series.samples, &opts);
+    Ok(Output {
+        change_points: d
+            .points
+            .iter()
+            .map(|c| Point::new(c, series.index[c.index], None))
+            .collect(),
+        undecided: d
+            .undecided
+            .iter()
+            .map(|u| Open::new(u, series.index[u.index], None))
+            .collect(),
+    })
+}
+
+/// The change points of a test's stored runs, over its range or every commit the store
+/// holds, each undecided step with the command that would decide it.
+fn from_store(g: &Global, args: &DetectArgs) -> anyhow::Result<Output> {
+    let name = args
+        .test
+        .as_deref()
+        .expect("clap requires TEST without --input");
+    let mut ws = Workspace::open(&locations(g), verbosity(g), false)?;
+    ws.any_fingerprint = args.any_fingerprint;
+    let ws = ws;
+    let test = ws.config.test(name)?;
+    let (mut samples, commits, old_end) = series(&ws, test, args.range.as_deref())?;
+    if let Some(n) = ws.fingerprint_note(test, &samples) {
+        ws.note(&n);
+    }
+    // Each real run once, one value per independent moment (runs taken back to back
+    // are one look at the machine): see `show::change_points`.
+    let rows = crate::pipeline::history::take_rows(&ws, &mut samples, commits.clone());
+    if test.deterministic {
+        warn_if_uneven(&ws, test, &rows);
+    }
+    let opts = changepoint::Options {
+        alpha: args.alpha.unwrap_or(changepoint::Options::default().alpha),
+        threshold: test.threshold,
+        deterministic: test.deterministic,
+    };
+    let d = crate::pipeline::rows::detection(
+        &rows,
+        &opts,
+        &crate::pipeline::history::pair_params(test),
+    );
+    // `index` stays the position in the range (the old end is not one of its
+    // commits, and no step starts at it).
+    let at = |i: usize| i as i64 - i64::from(old_end);
+    let undecided = d
+        .undecided
+        .iter()
+        .map(|u| {
+            let mut o = Open::new(u, at(u.index), Some(&commits[u.index]));
+            o.measure = measure_command(g, &ws, test, &rows, u.index);
+            o
+        })
+        .collect();
+    Ok(Output {
+        change_points: d
+            .points
+            .iter()
+            .map(|c| Point::new(c, at(c.index), Some(&commits[c.index])))
+            .collect(),
+        undecided,
+    })
+}
+
+/// The stored runs of `test` over `range` (or every commit), the commits in order, and
+/// whether the first of them is the range's old end.
+fn series(
+    ws: &Workspace,
+    test: &crate::config::Test,
+    range: Option<&str>,
+) -> anyhow::Result<(
+    crate::pipeline::samples::Samples<Observation>,
+    Vec<CommitInfo>,
+    bool,
+)> {
+    // With a range, only its commits' records are read (through the store's index).
+    // Of each run only its value and moment are kept: change points need no more, and
+    // years of cron rows are millions of runs.
+    // A range's old end comes first, as `report` has it: its runs are the level
+    // before the range's first commit, so a step at that commit shows here too.
+    Ok(match range {
+        Some(r) => {
+            let (commits, old_end) = ws.chain_commits(r)?;
+            let ids: Vec<_> = commits.iter().map(|c| c.id).collect();
+            (
+                ws.samples_as::<Observation>(test, Some(&ids))?,
+                commits,
+                old_end,
+            )
         }
+        None => {
+            let samples = ws.samples_as::<Observation>(test, None)?;
+            let commits = ws.commits(None, &samples)?;
+            (samples, commits, false)
+        }
+    })
+}
+
+/// Warns when runs of one commit of a test declared deterministic differ.
+///
+/// A deterministic test: every change of at least the threshold is a change point at its
+/// commit, with the values on either side. Runs of one commit that differ disprove the
+/// declaration; the series is then analysed as noisy, as `find` does.
+fn warn_if_uneven(
+    ws: &Workspace,
+    test: &crate::config::Test,
+    rows: &[crate::pipeline::rows::CommitRow<Observation>],
+) {
+    let uneven = rows
+        .iter()
+        .find(|r| r.values.iter().any(|x| *x != r.values[0]));
+    if let Some(r) = uneven {
+        ws.warn(&format!(
+            "runs of {} differ, so test `{}` is not deterministic as declared; change points are detected as for a noisy test",
+            r.commit.short(),
+            test.name
+        ));
+    }
+}
+
+/// The `run` that tops up both sides of the undecided step at row `index`: over the builds
+/// on either side that hold the runs, when both have some.
+fn measure_command(
+    g: &Global,
+    ws: &Workspace,
+    test: &crate::config::Test,
+    rows: &[crate::pipeline::rows::CommitRow<Observation>],
+    index: usize,
+) -> Option<String> {
+    let own = |r: &&crate::pipeline::rows::CommitRow<Observation>| !r.own_values().is_empty();
+    let before = rows[..index].iter().rev().find(own);
+    let after = rows[index..].iter().find(own);
+    if let (Some(b), Some(a)) = (before, after) {
+        Some(format!(
+            "perfbisect {}run {} {}..{}",
+            super::common::invocation(g, ws),
+            test.name,
+            b.commit.short(),
+            a.commit.short()
+        ))
+    } else {
+        None
+    }
+}
+
+/// The text output: one line per change point, then one per undecided step.
+fn write_text(w: &mut impl Write, out: &Output) -> anyhow::Result<()> {
+    if out.change_points.is_empty() {
+        writeln!(
+            w,
+            "no change points{}",
+            if out.undecided.is_empty() {
+                ""
+            } else {
+                " decided"
+            }
+        )?;
+    }
+    for p in &out.change_points {
+        let at = match (&p.commit, &p.subject) {
+            (Some(c), Some(s)) => format!("{} {s}", &c[..10]),
+            _ => format!("index {}", p.index),
+        };
+        let evidence = if p.deterministic {
+            "exact".to_string()
+        } else {
+            format!(
+                "{} ({})",
+                crate::base::text::fmt_p(p.p_value),
+                p.test.name()
+            )
+        };
+        let basis = match (p.windows, p.interval) {
+            (0, _) => String::new(),
+            (k, iv) => format!(
+                "; {}medians of the runs taken side by side across it{}",
+                iv.filter(|[lo, hi]| lo != hi)
+                    .map(|[lo, hi]| format!(
+                        "95 % interval {:+.2} % to {:+.2} %, ",
+                        lo * 100.0,
+                        hi * 100.0
+                    ))
+                    .unwrap_or_default(),
+                if k > 1 {
+                    format!(" in {k} windows, the change estimated window by window")
+                } else {
+                    String::new()
+                }
+            ),
+        };
+        writeln!(
+            w,
+            "{at}: {} -> {} ({}), {evidence}{basis}",
+            fmt_num(p.before),
+            fmt_num(p.after),
+            crate::base::text::fmt_rel(p.rel_change, 2),
+        )?;
+    }
+    for u in &out.undecided {
+        let at = match (&u.commit, &u.subject) {
+            (Some(c), Some(s)) => format!("{} {s}", &c[..10]),
+            _ => format!("index {}", u.index),
+        };
+        writeln!(
+            w,
+            "undecided: {at}: {} -> {} ({}), {} from {} vs {} runs: too few to decide; about {} runs a side would{}",
+            fmt_num(u.before),
+            fmt_num(u.after),
+            crate::base::text::fmt_rel(u.rel_change, 2),
+            crate::base::text::fmt_p(u.p_value),
+            u.runs[0],
+            u.runs[1],
+            u.runs_needed,
+            u.measure
+                .as_ref()
+                .map(|m| format!(" (`{m}` measures them)"))
+                .unwrap_or_default()
+        )?;
     }
     Ok(())
 }

@@ -9,10 +9,10 @@
 //! samples between identical builds and mark the commits that do not build. Builds come too
 //! (a runner's `run --build-only`): each one this cache lacks is put together from the
 //! source's content-addressed objects ([`crate::build::carry`]), so `run` here measures
-//! without building. A test whose numbers depend on the machine ([`crate::pipeline::shards`]) and whose
+//! without building. A test whose numbers depend on the machine ([`crate::shards`]) and whose
 //! samples now come from several fingerprints is warned about.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
@@ -27,28 +27,7 @@ use super::common::{locations, verbosity};
 pub fn merge(g: &Global, args: MergeArgs) -> anyhow::Result<()> {
     let ws = Workspace::open(&locations(g), verbosity(g), true)?;
     let dest = ws.cache.store();
-    // Every source is checked before anything is written.
-    let mut sources: Vec<(PathBuf, PathBuf)> = Vec::new();
-    for c in &args.caches {
-        let shown = crate::base::paths::display_path(c);
-        let results = if c.join("results").is_dir() {
-            c.join("results")
-        } else if has_stores(c) {
-            c.clone()
-        } else if c.exists() {
-            crate::usage!(
-                "{shown}: no result store there (neither {shown}/results/ nor .pbs files)"
-            );
-        } else {
-            crate::usage!("{shown}: no such directory");
-        };
-        let root = if results.ends_with("results") {
-            results.parent().unwrap_or(&results).to_path_buf()
-        } else {
-            results.clone()
-        };
-        sources.push((root, results));
-    }
+    let sources = sources(&args.caches)?;
     // Every source store is read (and every sample of it encoded) before anything is
     // written: an unreadable or corrupt source stops the merge with this cache unchanged.
     let mut tests: Vec<String> = sources
@@ -60,73 +39,19 @@ pub fn merge(g: &Global, args: MergeArgs) -> anyhow::Result<()> {
     let mut plan: Vec<(&String, Vec<crate::store::Sample>, usize)> = Vec::new();
     let mut mixed = Vec::new();
     for test in &tests {
-        let mut have: HashMap<[u8; 32], usize> = HashMap::new();
         let here = dest.load(test).with_context(|| {
             format!(
                 "cannot read {}; nothing was merged",
                 crate::base::paths::display_path(&dest.path(test))
             )
         })?;
-        for s in &here.samples {
-            *have.entry(key(&encode_frame(s)?)).or_default() += 1;
-        }
-        let mut new = Vec::new();
-        let mut present = 0usize;
-        for (_, results) in &sources {
-            let src = Store::new(results);
-            let loaded = src.load(test).with_context(|| {
-                format!(
-                    "cannot read {}; nothing was merged",
-                    crate::base::paths::display_path(&src.path(test))
-                )
-            })?;
-            for w in &loaded.warnings {
-                ws.warn(w);
-            }
-            // The union as a multiset: a sample this cache (or an earlier source) already holds
-            // as often as this source does is not added again. Shards that started from one
-            // restored store all carry its samples, which must count once.
-            let mut seen: HashMap<[u8; 32], usize> = HashMap::new();
-            for s in loaded.samples {
-                let k = key(&encode_frame(&s).with_context(|| {
-                    format!(
-                        "{}: a record cannot be stored again; nothing was merged",
-                        crate::base::paths::display_path(&src.path(test))
-                    )
-                })?);
-                let n = seen.entry(k).or_default();
-                *n += 1;
-                let held = have.entry(k).or_default();
-                if *n > *held {
-                    *held += 1;
-                    new.push(s);
-                } else {
-                    present += 1;
-                }
-            }
-        }
-        if let Some(t) = ws.config.tests.get(test.as_str()) {
-            let dep = crate::pipeline::shards::dependence(t);
-            let fps = crate::pipeline::shards::fingerprints(
-                here.samples.iter().chain(&new),
-                t.definition_hash(),
-                ws.config.build.recipe_hash(),
-            );
-            if !dep.independent() && fps.len() > 1 {
-                mixed.push((test.clone(), dep, fps));
-            }
+        let (new, present) = new_samples(&ws, test, &here.samples, &sources)?;
+        if let Some(m) = machines_mixed(&ws, test, &here.samples, &new) {
+            mixed.push(m);
         }
         plan.push((test, new, present));
     }
-    let mut copies = Vec::new();
-    let mut carried: Vec<crate::build::carry::Carried> = Vec::new();
-    for (root, _) in &sources {
-        for dir in ["fingerprints", "manifests", "failed", "logs"] {
-            copies.extend(missing(&root.join(dir), &ws.cache.root.join(dir))?);
-        }
-        let taken: Vec<String> = carried.iter().map(|c| c.name.clone()).collect();
-        carried.extend(crate::build::carry::plan(root, &ws.cache, &taken)?);
-    }
+    let (copies, carried) = what_else_comes(&ws, &sources)?;
 
     // Builds first: samples whose build is here are measured-and-built, never the reverse.
     for c in &carried {
@@ -153,6 +78,136 @@ pub fn merge(g: &Global, args: MergeArgs) -> anyhow::Result<()> {
     for (dest, bytes) in copies {
         write_new(&dest, &bytes)?;
     }
+    print_summary(sources.len(), added_total, present_total, copied, &carried);
+    warn_mixed(&ws, mixed);
+    Ok(())
+}
+
+/// Each cache named, as (its root, its result store's folder); every one is checked before
+/// anything is written.
+fn sources(caches: &[PathBuf]) -> anyhow::Result<Vec<(PathBuf, PathBuf)>> {
+    let mut sources: Vec<(PathBuf, PathBuf)> = Vec::new();
+    for c in caches {
+        let shown = crate::base::paths::display_path(c);
+        let results = if c.join("results").is_dir() {
+            c.join("results")
+        } else if has_stores(c) {
+            c.clone()
+        } else if c.exists() {
+            crate::usage!(
+                "{shown}: no result store there (neither {shown}/results/ nor .pbs files)"
+            );
+        } else {
+            crate::usage!("{shown}: no such directory");
+        };
+        let root = if results.ends_with("results") {
+            results.parent().unwrap_or(&results).to_path_buf()
+        } else {
+            results.clone()
+        };
+        sources.push((root, results));
+    }
+    Ok(sources)
+}
+
+/// The samples of `test` in the sources that this cache (holding `here`) lacks, and how many
+/// of the sources' samples it already holds.
+fn new_samples(
+    ws: &Workspace,
+    test: &str,
+    here: &[crate::store::Sample],
+    sources: &[(PathBuf, PathBuf)],
+) -> anyhow::Result<(Vec<crate::store::Sample>, usize)> {
+    let mut have: HashMap<[u8; 32], usize> = HashMap::new();
+    for s in here {
+        *have.entry(key(&encode_frame(s)?)).or_default() += 1;
+    }
+    let mut new = Vec::new();
+    let mut present = 0usize;
+    for (_, results) in sources {
+        let src = Store::new(results);
+        let loaded = src.load(test).with_context(|| {
+            format!(
+                "cannot read {}; nothing was merged",
+                crate::base::paths::display_path(&src.path(test))
+            )
+        })?;
+        for w in &loaded.warnings {
+            ws.warn(w);
+        }
+        // The union as a multiset: a sample this cache (or an earlier source) already holds
+        // as often as this source does is not added again. Shards that started from one
+        // restored store all carry its samples, which must count once.
+        let mut seen: HashMap<[u8; 32], usize> = HashMap::new();
+        for s in loaded.samples {
+            let k = key(&encode_frame(&s).with_context(|| {
+                format!(
+                    "{}: a record cannot be stored again; nothing was merged",
+                    crate::base::paths::display_path(&src.path(test))
+                )
+            })?);
+            let n = seen.entry(k).or_default();
+            *n += 1;
+            let held = have.entry(k).or_default();
+            if *n > *held {
+                *held += 1;
+                new.push(s);
+            } else {
+                present += 1;
+            }
+        }
+    }
+    Ok((new, present))
+}
+
+/// A configured test whose numbers depend on the machine and whose samples, once merged,
+/// come from several fingerprints: its name, why it depends, and the fingerprints.
+fn machines_mixed(
+    ws: &Workspace,
+    test: &str,
+    here: &[crate::store::Sample],
+    new: &[crate::store::Sample],
+) -> Option<(String, crate::pipeline::shards::Dependence, BTreeSet<u64>)> {
+    let t = ws.config.tests.get(test)?;
+    let dep = crate::pipeline::shards::dependence(t);
+    let fps = crate::pipeline::shards::fingerprints(
+        here.iter().chain(new),
+        t.definition_hash(),
+        ws.config.build.recipe_hash(),
+    );
+    (!dep.independent() && fps.len() > 1).then(|| (test.to_string(), dep, fps))
+}
+
+/// Files to copy into this cache, as (where each goes, its bytes).
+type Copies = Vec<(PathBuf, Vec<u8>)>;
+
+/// What comes besides samples, read now: the fingerprints, manifests, failed-build records
+/// and logs this cache lacks, as (where each goes, its bytes), and the builds to carry.
+fn what_else_comes(
+    ws: &Workspace,
+    sources: &[(PathBuf, PathBuf)],
+) -> anyhow::Result<(Copies, Vec<crate::build::carry::Carried>)> {
+    let mut copies = Vec::new();
+    let mut carried: Vec<crate::build::carry::Carried> = Vec::new();
+    for (root, _) in sources {
+        for dir in ["fingerprints", "manifests", "failed", "logs"] {
+            copies.extend(missing(&root.join(dir), &ws.cache.root.join(dir))?);
+        }
+        let taken: Vec<String> = carried.iter().map(|c| c.name.clone()).collect();
+        carried.extend(crate::build::carry::plan(root, &ws.cache, &taken)?);
+    }
+    Ok((copies, carried))
+}
+
+/// The merge's closing line: caches merged, samples added and already here, builds brought
+/// and records copied.
+fn print_summary(
+    sources: usize,
+    added_total: usize,
+    present_total: usize,
+    copied: usize,
+    carried: &[crate::build::carry::Carried],
+) {
     let builds = if carried.is_empty() {
         String::new()
     } else {
@@ -166,8 +221,8 @@ pub fn merge(g: &Global, args: MergeArgs) -> anyhow::Result<()> {
     };
     println!(
         "merged {} cache{}: added {added_total} sample{}, {present_total} already here{builds}{}",
-        sources.len(),
-        if sources.len() == 1 { "" } else { "s" },
+        sources,
+        if sources == 1 { "" } else { "s" },
         if added_total == 1 { "" } else { "s" },
         if copied > 0 {
             format!("; copied {copied} fingerprint, manifest and failed-build record(s)")
@@ -175,6 +230,13 @@ pub fn merge(g: &Global, args: MergeArgs) -> anyhow::Result<()> {
             String::new()
         }
     );
+}
+
+/// Warns about each test whose samples now mix machines its numbers depend on.
+fn warn_mixed(
+    ws: &Workspace,
+    mixed: Vec<(String, crate::pipeline::shards::Dependence, BTreeSet<u64>)>,
+) {
     for (test, dep, fps) in mixed {
         let list: Vec<String> = fps
             .iter()
@@ -195,7 +257,6 @@ pub fn merge(g: &Global, args: MergeArgs) -> anyhow::Result<()> {
             list.join("\n")
         ));
     }
-    Ok(())
 }
 
 /// Identity of a sample: the hash of its encoded record.

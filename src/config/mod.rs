@@ -154,20 +154,7 @@ fn config_dir(path: &Path) -> PathBuf {
 pub fn parse(text: &str, path: &Path) -> anyhow::Result<Config> {
     let file = path.display().to_string();
     unknown_keys(text, &file)?;
-    let raw: RawConfig = toml::from_str(text).map_err(|e| {
-        let line = e.span().map(|s| line_of(text, s.start));
-        let msg = e.message().trim().to_string();
-        let hint = unknown_key_hint(&msg);
-        UsageError::err(match line {
-            Some(l) => match key_at(text, l) {
-                Some(k) if !msg.contains("unknown field") => {
-                    format!("{file}:{l}: key `{k}`: {msg}{hint}")
-                }
-                _ => format!("{file}:{l}: {msg}{hint}"),
-            },
-            None => format!("{file}: {msg}{hint}"),
-        })
-    })?;
+    let raw = raw_config(text, &file)?;
     let at = |span: std::ops::Range<usize>| format!("{file}:{}", line_of(text, span.start));
     let mut lines = BTreeMap::new();
 
@@ -181,57 +168,7 @@ pub fn parse(text: &str, path: &Path) -> anyhow::Result<Config> {
             cargo: None,
             incremental: true,
         },
-        Some(b) => {
-            let span = b.span();
-            let b = b.into_inner();
-            let timeout = match b.timeout {
-                None => Duration::from_secs(3600),
-                Some(t) => duration(&t, "build.timeout", &at(t.span()))?,
-            };
-            if b.command.is_none() && b.artifacts.is_empty() && b.cargo.is_none() {
-                crate::usage!(
-                    "{}: [build] needs `command`, `cargo` or `artifacts` (or leave [build] out)",
-                    at(span)
-                );
-            }
-            if let (Some(c), Some(_)) = (&b.command, &b.cargo) {
-                crate::usage!(
-                    "{}: key `build.command`: use `command` or `cargo`, not both (`cargo` runs the build itself)",
-                    at(c.span())
-                );
-            }
-            if let Some(c) = &b.command {
-                if c.get_ref().trim().is_empty() {
-                    crate::usage!("{}: key `build.command` is empty", at(c.span()));
-                }
-                lines.insert("build.command".to_string(), line_of(text, c.span().start));
-            }
-            for sa in &b.artifacts {
-                let a = sa.get_ref();
-                if a.is_empty() || Path::new(a).is_absolute() || a.split('/').any(|c| c == "..") {
-                    crate::usage!(
-                        "{}: key `build.artifacts`: `{a}` must be a path relative to the worktree, without `..`",
-                        at(sa.span())
-                    );
-                }
-            }
-            let cargo = match b.cargo {
-                None => None,
-                Some(c) => {
-                    lines.insert("build.cargo".to_string(), line_of(text, c.span().start));
-                    Some(cargo_build(c, &b.artifacts, &at)?)
-                }
-            };
-            Build {
-                config_dir: config_dir(path),
-                command: b.command.map(Spanned::into_inner),
-                artifacts: b.artifacts.into_iter().map(Spanned::into_inner).collect(),
-                timeout,
-                env: b.env,
-                cargo,
-                incremental: b.incremental.unwrap_or(true),
-            }
-        }
+        Some(b) => build(b, text, path, &at, &mut lines)?,
     };
 
     let measure = raw.measure.unwrap_or(RawMeasure {
@@ -254,176 +191,17 @@ pub fn parse(text: &str, path: &Path) -> anyhow::Result<Config> {
             ))
         })?,
     };
+    let shared = TestContext {
+        text,
+        at: &at,
+        measure: &measure,
+        measure_cpus,
+        counter,
+    };
     let mut tests = BTreeMap::new();
     for (name, t) in raw.tests {
-        let name_span = name.span();
-        let name = name.into_inner();
-        if name.is_empty()
-            || name == "all"
-            || !name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-            || name.starts_with('.')
-        {
-            crate::usage!(
-                "{}: test name `{name}` must be made of letters, digits, `-`, `_`, `.` (and not be `all`)",
-                at(name_span)
-            );
-        }
-        let t_span = t.span();
-        let t = t.into_inner();
-        let key = |k: &str| format!("tests.{name}.{k}");
-        let command = t.command.get_ref().trim().to_string();
-        if command.is_empty() {
-            crate::usage!(
-                "{}: key `{}` is empty",
-                at(t.command.span()),
-                key("command")
-            );
-        }
-        lines.insert(key("command"), line_of(text, t.command.span().start));
-        for (k, v) in [("setup", &t.setup), ("teardown", &t.teardown)] {
-            if let Some(v) = v {
-                lines.insert(key(k), line_of(text, v.span().start));
-            }
-        }
-        let metric = match &t.metric {
-            None => Metric::Wall,
-            Some(m) => {
-                lines.insert(key("metric"), line_of(text, m.span().start));
-                metric(m, &key("metric"), &at(m.span()))?
-            }
-        };
-        let direction = match &t.direction {
-            None => Direction::Lower,
-            Some(d) => match d.get_ref().as_str() {
-                "lower" => Direction::Lower,
-                "higher" => Direction::Higher,
-                other => crate::usage!(
-                    "{}: key `{}`: `{other}` is not `lower` or `higher`",
-                    at(d.span()),
-                    key("direction")
-                ),
-            },
-        };
-        let count = |v: &Option<Spanned<i64>>, k: &str, min: i64, default: usize| match v {
-            None => Ok(default),
-            Some(v) if *v.get_ref() >= min && *v.get_ref() <= 100_000 => Ok(*v.get_ref() as usize),
-            Some(v) => Err(UsageError::err(format!(
-                "{}: key `{}`: {} is out of range ({min} to 100000)",
-                at(v.span()),
-                key(k),
-                v.get_ref()
-            ))),
-        };
-        let deterministic = t.deterministic.unwrap_or(false);
-        // Instruction counts barely vary: two runs show their spread, and a search then takes
-        // one or two per commit.
-        let default_repeats = if deterministic {
-            1
-        } else if matches!(metric, Metric::Instructions) {
-            2
-        } else {
-            DEFAULT_REPEATS
-        };
-        let repeats = count(&t.repeats, "repeats", 1, default_repeats)?;
-        let warmup = count(&t.warmup, "warmup", 0, 0)?;
-        let max_repeats = count(
-            &t.max_repeats,
-            "max_repeats",
-            1,
-            DEFAULT_MAX_REPEATS.max(repeats),
-        )?;
-        if max_repeats < repeats {
-            crate::usage!(
-                "{}: key `{}` ({max_repeats}) is below `repeats` ({repeats})",
-                at(t_span),
-                key("max_repeats")
-            );
-        }
-        let threshold = match &t.threshold {
-            // Counts see far smaller changes than times: half a percent matters there.
-            None if matches!(metric, Metric::Instructions) => Threshold::Relative(0.005),
-            None => Threshold::Relative(0.01),
-            Some(v) => threshold(v, &key("threshold"), &at(v.span()))?,
-        };
-        let alpha = match &t.alpha {
-            None => DEFAULT_ALPHA,
-            Some(a) if *a.get_ref() > 0.0 && *a.get_ref() < 0.5 => *a.get_ref(),
-            Some(a) => crate::usage!(
-                "{}: key `{}`: {} must be between 0 and 0.5",
-                at(a.span()),
-                key("alpha"),
-                a.get_ref()
-            ),
-        };
-        let timeout = match &t.timeout {
-            None => Duration::from_secs(600),
-            Some(v) => duration(v, &key("timeout"), &at(v.span()))?,
-        };
-        let stake = match t.stake {
-            Some(v) if !v.get_ref().is_finite() => crate::usage!(
-                "{}: key `{}`: {} is not a finite number",
-                at(v.span()),
-                key("stake"),
-                v.get_ref()
-            ),
-            other => other.map(Spanned::into_inner),
-        };
-        if let Some(u) = &t.unit {
-            if u.get_ref().contains(['\n', '\r']) {
-                crate::usage!(
-                    "{}: key `{}` is more than one line",
-                    at(u.span()),
-                    key("unit")
-                );
-            }
-        }
-        let test_cpus = match &t.cpus {
-            Some(v) => Some(cpus(v, &key("cpus"), &at(v.span()))?),
-            None => measure_cpus.clone(),
-        };
-        let unit_default = match &metric {
-            Metric::Wall | Metric::User | Metric::Sys => "s",
-            Metric::MaxRss => "bytes",
-            Metric::Instructions => "instructions",
-            Metric::Harness(a) => a.static_unit().unwrap_or(""),
-            _ => "",
-        }
-        .to_string();
-        tests.insert(
-            name.clone(),
-            Test {
-                name,
-                command,
-                metric,
-                unit_configured: t.unit.map(Spanned::into_inner),
-                unit_default,
-                tool_unit: ToolUnit::default(),
-                direction,
-                repeats,
-                deterministic,
-                warmup,
-                max_repeats,
-                threshold,
-                alpha,
-                stake,
-                description: t.description,
-                setup: t
-                    .setup
-                    .map(Spanned::into_inner)
-                    .filter(|s| !s.trim().is_empty()),
-                teardown: t
-                    .teardown
-                    .map(Spanned::into_inner)
-                    .filter(|s| !s.trim().is_empty()),
-                timeout,
-                cpus: test_cpus,
-                aslr: t.aslr.or(measure.aslr).unwrap_or(true),
-                interleave: measure.interleave.unwrap_or(true),
-                counter,
-            },
-        );
+        let test = test(name, t, &shared, &mut lines)?;
+        tests.insert(test.name.clone(), test);
     }
     let dir = config_dir(path);
     let mut fingerprint_commands = Vec::new();
@@ -445,6 +223,292 @@ pub fn parse(text: &str, path: &Path) -> anyhow::Result<Config> {
         fingerprint_commands,
         counter,
     })
+}
+
+/// The text read as TOML into the raw tables, or a usage error at the line (and key) TOML
+/// stopped at.
+fn raw_config(text: &str, file: &str) -> anyhow::Result<RawConfig> {
+    toml::from_str(text).map_err(|e| {
+        let line = e.span().map(|s| line_of(text, s.start));
+        let msg = e.message().trim().to_string();
+        let hint = unknown_key_hint(&msg);
+        UsageError::err(match line {
+            Some(l) => match key_at(text, l) {
+                Some(k) if !msg.contains("unknown field") => {
+                    format!("{file}:{l}: key `{k}`: {msg}{hint}")
+                }
+                _ => format!("{file}:{l}: {msg}{hint}"),
+            },
+            None => format!("{file}: {msg}{hint}"),
+        })
+    })
+}
+
+/// A `[build]` table checked and made a [`Build`]; the lines of its commands go into `lines`.
+fn build(
+    b: Spanned<RawBuild>,
+    text: &str,
+    path: &Path,
+    at: &dyn Fn(std::ops::Range<usize>) -> String,
+    lines: &mut BTreeMap<String, usize>,
+) -> anyhow::Result<Build> {
+    let span = b.span();
+    let b = b.into_inner();
+    let timeout = match b.timeout {
+        None => Duration::from_secs(3600),
+        Some(t) => duration(&t, "build.timeout", &at(t.span()))?,
+    };
+    if b.command.is_none() && b.artifacts.is_empty() && b.cargo.is_none() {
+        crate::usage!(
+            "{}: [build] needs `command`, `cargo` or `artifacts` (or leave [build] out)",
+            at(span)
+        );
+    }
+    if let (Some(c), Some(_)) = (&b.command, &b.cargo) {
+        crate::usage!(
+            "{}: key `build.command`: use `command` or `cargo`, not both (`cargo` runs the build itself)",
+            at(c.span())
+        );
+    }
+    if let Some(c) = &b.command {
+        if c.get_ref().trim().is_empty() {
+            crate::usage!("{}: key `build.command` is empty", at(c.span()));
+        }
+        lines.insert("build.command".to_string(), line_of(text, c.span().start));
+    }
+    for sa in &b.artifacts {
+        let a = sa.get_ref();
+        if a.is_empty() || Path::new(a).is_absolute() || a.split('/').any(|c| c == "..") {
+            crate::usage!(
+                "{}: key `build.artifacts`: `{a}` must be a path relative to the worktree, without `..`",
+                at(sa.span())
+            );
+        }
+    }
+    let cargo = match b.cargo {
+        None => None,
+        Some(c) => {
+            lines.insert("build.cargo".to_string(), line_of(text, c.span().start));
+            Some(cargo_build(c, &b.artifacts, at)?)
+        }
+    };
+    Ok(Build {
+        config_dir: config_dir(path),
+        command: b.command.map(Spanned::into_inner),
+        artifacts: b.artifacts.into_iter().map(Spanned::into_inner).collect(),
+        timeout,
+        env: b.env,
+        cargo,
+        incremental: b.incremental.unwrap_or(true),
+    })
+}
+
+/// What reading each test needs besides its own table: the text (for the line of a key) and
+/// the `[measure]` settings a test starts from.
+struct TestContext<'a> {
+    text: &'a str,
+    at: &'a dyn Fn(std::ops::Range<usize>) -> String,
+    measure: &'a RawMeasure,
+    measure_cpus: Option<Vec<usize>>,
+    counter: crate::config::harness::Choice,
+}
+
+/// One `[tests.NAME]` table checked and made a [`Test`]; the lines of its keys go into `lines`.
+fn test(
+    name: Spanned<String>,
+    t: Spanned<RawTest>,
+    cx: &TestContext<'_>,
+    lines: &mut BTreeMap<String, usize>,
+) -> anyhow::Result<Test> {
+    let (text, at) = (cx.text, cx.at);
+    let name = test_name(name, at)?;
+    let t_span = t.span();
+    let t = t.into_inner();
+    let key = |k: &str| format!("tests.{name}.{k}");
+    let command = t.command.get_ref().trim().to_string();
+    if command.is_empty() {
+        crate::usage!(
+            "{}: key `{}` is empty",
+            at(t.command.span()),
+            key("command")
+        );
+    }
+    lines.insert(key("command"), line_of(text, t.command.span().start));
+    for (k, v) in [("setup", &t.setup), ("teardown", &t.teardown)] {
+        if let Some(v) = v {
+            lines.insert(key(k), line_of(text, v.span().start));
+        }
+    }
+    let metric = match &t.metric {
+        None => Metric::Wall,
+        Some(m) => {
+            lines.insert(key("metric"), line_of(text, m.span().start));
+            metric(m, &key("metric"), &at(m.span()))?
+        }
+    };
+    let direction = match &t.direction {
+        None => Direction::Lower,
+        Some(d) => match d.get_ref().as_str() {
+            "lower" => Direction::Lower,
+            "higher" => Direction::Higher,
+            other => crate::usage!(
+                "{}: key `{}`: `{other}` is not `lower` or `higher`",
+                at(d.span()),
+                key("direction")
+            ),
+        },
+    };
+    let deterministic = t.deterministic.unwrap_or(false);
+    let (repeats, warmup, max_repeats) = run_counts(&t, t_span, deterministic, &metric, &key, at)?;
+    let threshold = match &t.threshold {
+        // Counts see far smaller changes than times: half a percent matters there.
+        None if matches!(metric, Metric::Instructions) => Threshold::Relative(0.005),
+        None => Threshold::Relative(0.01),
+        Some(v) => threshold(v, &key("threshold"), &at(v.span()))?,
+    };
+    let alpha = match &t.alpha {
+        None => DEFAULT_ALPHA,
+        Some(a) if *a.get_ref() > 0.0 && *a.get_ref() < 0.5 => *a.get_ref(),
+        Some(a) => crate::usage!(
+            "{}: key `{}`: {} must be between 0 and 0.5",
+            at(a.span()),
+            key("alpha"),
+            a.get_ref()
+        ),
+    };
+    let timeout = match &t.timeout {
+        None => Duration::from_secs(600),
+        Some(v) => duration(v, &key("timeout"), &at(v.span()))?,
+    };
+    let stake = match t.stake {
+        Some(v) if !v.get_ref().is_finite() => crate::usage!(
+            "{}: key `{}`: {} is not a finite number",
+            at(v.span()),
+            key("stake"),
+            v.get_ref()
+        ),
+        other => other.map(Spanned::into_inner),
+    };
+    if let Some(u) = &t.unit {
+        if u.get_ref().contains(['\n', '\r']) {
+            crate::usage!(
+                "{}: key `{}` is more than one line",
+                at(u.span()),
+                key("unit")
+            );
+        }
+    }
+    let test_cpus = match &t.cpus {
+        Some(v) => Some(cpus(v, &key("cpus"), &at(v.span()))?),
+        None => cx.measure_cpus.clone(),
+    };
+    let unit_default = match &metric {
+        Metric::Wall | Metric::User | Metric::Sys => "s",
+        Metric::MaxRss => "bytes",
+        Metric::Instructions => "instructions",
+        Metric::Harness(a) => a.static_unit().unwrap_or(""),
+        _ => "",
+    }
+    .to_string();
+    Ok(Test {
+        name,
+        command,
+        metric,
+        unit_configured: t.unit.map(Spanned::into_inner),
+        unit_default,
+        tool_unit: ToolUnit::default(),
+        direction,
+        repeats,
+        deterministic,
+        warmup,
+        max_repeats,
+        threshold,
+        alpha,
+        stake,
+        description: t.description,
+        setup: t
+            .setup
+            .map(Spanned::into_inner)
+            .filter(|s| !s.trim().is_empty()),
+        teardown: t
+            .teardown
+            .map(Spanned::into_inner)
+            .filter(|s| !s.trim().is_empty()),
+        timeout,
+        cpus: test_cpus,
+        aslr: t.aslr.or(cx.measure.aslr).unwrap_or(true),
+        interleave: cx.measure.interleave.unwrap_or(true),
+        counter: cx.counter,
+    })
+}
+
+/// A test's name, refused unless it is made of the characters a name may hold.
+fn test_name(
+    name: Spanned<String>,
+    at: &dyn Fn(std::ops::Range<usize>) -> String,
+) -> anyhow::Result<String> {
+    let name_span = name.span();
+    let name = name.into_inner();
+    if name.is_empty()
+        || name == "all"
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        || name.starts_with('.')
+    {
+        crate::usage!(
+            "{}: test name `{name}` must be made of letters, digits, `-`, `_`, `.` (and not be `all`)",
+            at(name_span)
+        );
+    }
+    Ok(name)
+}
+
+/// A test's `repeats`, `warmup` and `max_repeats`, each in range, with the defaults its
+/// metric calls for.
+fn run_counts(
+    t: &RawTest,
+    t_span: std::ops::Range<usize>,
+    deterministic: bool,
+    metric: &Metric,
+    key: &dyn Fn(&str) -> String,
+    at: &dyn Fn(std::ops::Range<usize>) -> String,
+) -> anyhow::Result<(usize, usize, usize)> {
+    let count = |v: &Option<Spanned<i64>>, k: &str, min: i64, default: usize| match v {
+        None => Ok(default),
+        Some(v) if *v.get_ref() >= min && *v.get_ref() <= 100_000 => Ok(*v.get_ref() as usize),
+        Some(v) => Err(UsageError::err(format!(
+            "{}: key `{}`: {} is out of range ({min} to 100000)",
+            at(v.span()),
+            key(k),
+            v.get_ref()
+        ))),
+    };
+    // Instruction counts barely vary: two runs show their spread, and a search then takes
+    // one or two per commit.
+    let default_repeats = if deterministic {
+        1
+    } else if matches!(metric, Metric::Instructions) {
+        2
+    } else {
+        DEFAULT_REPEATS
+    };
+    let repeats = count(&t.repeats, "repeats", 1, default_repeats)?;
+    let warmup = count(&t.warmup, "warmup", 0, 0)?;
+    let max_repeats = count(
+        &t.max_repeats,
+        "max_repeats",
+        1,
+        DEFAULT_MAX_REPEATS.max(repeats),
+    )?;
+    if max_repeats < repeats {
+        crate::usage!(
+            "{}: key `{}` ({max_repeats}) is below `repeats` ({repeats})",
+            at(t_span),
+            key("max_repeats")
+        );
+    }
+    Ok((repeats, warmup, max_repeats))
 }
 
 /// `cpus = "1"`, `"0-3"`, `"0,2"`, `1` or `[0, 1]`: the CPUs to pin runs to, each one this

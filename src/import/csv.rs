@@ -21,36 +21,7 @@ pub(crate) fn read(input: impl Read, file: &str, sink: &mut dyn Rows) -> anyhow:
             at: 0,
         });
     let mut rec = ::csv::ByteRecord::new();
-    // The header: the columns by name, in any order; the first three are required.
-    let mut col = [usize::MAX; COLUMNS.len()];
-    match rdr.read_byte_record(&mut rec) {
-        Ok(false) => crate::usage!(
-            "{file}: empty file; expected a header `commit,test,value[,timestamp,round,machine]`"
-        ),
-        Ok(true) => {}
-        Err(e) => crate::usage!("{file}: cannot read the header: {}", why(&e)),
-    }
-    utf8(&rec, file, 1)?;
-    for (k, name) in rec.iter().enumerate() {
-        let name = String::from_utf8_lossy(name).trim().to_ascii_lowercase();
-        match COLUMNS.iter().position(|c| *c == name) {
-            Some(i) if col[i] != usize::MAX => {
-                crate::usage!("{file}:1: column `{name}` appears twice in the header")
-            }
-            Some(i) => col[i] = k,
-            None => crate::usage!(
-                "{file}:1: unknown column `{name}`{}; the header is `commit,test,value[,timestamp,round,machine]` (or that of `show --format csv`)",
-                crate::error::did_you_mean(&name, COLUMNS)
-            ),
-        }
-    }
-    for (i, c) in COLUMNS.iter().take(3).enumerate() {
-        if col[i] == usize::MAX {
-            crate::usage!(
-                "{file}:1: the header has no `{c}` column; expected `commit,test,value[,timestamp,round,machine]`"
-            );
-        }
-    }
+    let col = header(&mut rdr, &mut rec, file)?;
     // `show --format csv` names each run's window: its rows are runs, compared as such.
     let export = col[column("window")] != usize::MAX;
     let width = rec.len();
@@ -87,97 +58,171 @@ pub(crate) fn read(input: impl Read, file: &str, sink: &mut dyn Rows) -> anyhow:
             );
             continue;
         }
-        // Every record was checked to be UTF-8 (`utf8`) before its cells are read.
-        let cell = |name: &str| -> Option<&str> {
-            let i = col[column(name)];
-            (i != usize::MAX)
-                .then(|| {
-                    rec.get(i)
-                        .map(|b| std::str::from_utf8(b).unwrap_or_default())
-                })
-                .flatten()
+        let cells = Cells {
+            rec: &rec,
+            col: &col,
         };
-        let value = cell("value").unwrap_or_default();
-        if export && value.trim().is_empty() {
-            // A failed run of an export: it has an error, no number.
-            sink.failed_run();
-            continue;
-        }
-        let number = |name: &str| -> Result<Option<f64>, String> {
-            match cell(name).map(str::trim) {
-                None | Some("") => Ok(None),
-                Some(t) => t
-                    .parse::<f64>()
-                    .map(Some)
-                    .map_err(|_| format!("{name} `{t}` is not a number")),
-            }
-        };
-        let parsed = (|| -> Result<_, String> {
-            let run = if export {
-                let window = match cell("window").map(str::trim) {
-                    None | Some("") => None,
-                    Some(w) => Some(
-                        u64::from_str_radix(w, 16)
-                            .map_err(|_| format!("window `{w}` is not 16 hex digits"))?,
-                    )
-                    .filter(|&w| w != 0),
-                };
-                let moment = match number("moment")? {
-                    Some(m) if m >= 0.0 && m <= f64::from(u32::MAX) && m.fract() == 0.0 => m as u32,
-                    None => 0,
-                    Some(m) => return Err(format!("moment `{m}` is not a count")),
-                };
-                Some(ExportedRun { window, moment })
-            } else {
-                None
-            };
-            Ok((
-                run,
-                number("wall")?,
-                number("user")?,
-                number("sys")?,
-                number("max_rss")?,
-            ))
-        })();
-        let (run, wall, user, sys, max_rss) = match parsed {
-            Ok(p) => p,
-            Err(why) => {
-                sink.unparsable(line, why);
-                continue;
-            }
-        };
-        // `time` (seconds) is the exact one where an export gives both.
-        let (timestamp, time_column) = match cell("time") {
-            Some(t) if !t.trim().is_empty() => (Some(Field::Text(t.into())), "time"),
-            _ => (
-                cell("timestamp").map(|t| Field::Text(t.into())),
-                "timestamp",
-            ),
-        };
-        sink.row(
-            Row {
-                line,
-                commit: cell("commit").unwrap_or_default().trim().into(),
-                test: cell("test").unwrap_or_default().trim().into(),
-                value: if value.trim().is_empty() {
-                    Field::Missing
-                } else {
-                    Field::Text(value.into())
-                },
-                timestamp,
-                time_column,
-                round: cell("round").and_then(opt).map(Into::into),
-                machine: cell("machine").and_then(opt).map(Into::into),
-                run,
-                wall,
-                user,
-                sys,
-                max_rss: max_rss.filter(|m| *m >= 0.0).map(|m| m as u64),
-            },
-            export,
-        )?;
+        record(&cells, line, export, sink)?;
     }
     Ok(())
+}
+
+/// Reads the header into `rec`: the position of each of [`COLUMNS`] in it (`usize::MAX` for
+/// one it lacks), in any order; the first three are required.
+fn header<R: Read>(
+    rdr: &mut ::csv::Reader<R>,
+    rec: &mut ::csv::ByteRecord,
+    file: &str,
+) -> anyhow::Result<[usize; COLUMNS.len()]> {
+    let mut col = [usize::MAX; COLUMNS.len()];
+    match rdr.read_byte_record(rec) {
+        Ok(false) => crate::usage!(
+            "{file}: empty file; expected a header `commit,test,value[,timestamp,round,machine]`"
+        ),
+        Ok(true) => {}
+        Err(e) => crate::usage!("{file}: cannot read the header: {}", why(&e)),
+    }
+    utf8(rec, file, 1)?;
+    for (k, name) in rec.iter().enumerate() {
+        let name = String::from_utf8_lossy(name).trim().to_ascii_lowercase();
+        match COLUMNS.iter().position(|c| *c == name) {
+            Some(i) if col[i] != usize::MAX => {
+                crate::usage!("{file}:1: column `{name}` appears twice in the header")
+            }
+            Some(i) => col[i] = k,
+            None => crate::usage!(
+                "{file}:1: unknown column `{name}`{}; the header is `commit,test,value[,timestamp,round,machine]` (or that of `show --format csv`)",
+                crate::error::did_you_mean(&name, COLUMNS)
+            ),
+        }
+    }
+    for (i, c) in COLUMNS.iter().take(3).enumerate() {
+        if col[i] == usize::MAX {
+            crate::usage!(
+                "{file}:1: the header has no `{c}` column; expected `commit,test,value[,timestamp,round,machine]`"
+            );
+        }
+    }
+    Ok(col)
+}
+
+/// A record's cells, found by column name through the header's positions.
+struct Cells<'a> {
+    rec: &'a ::csv::ByteRecord,
+    col: &'a [usize; COLUMNS.len()],
+}
+
+impl<'a> Cells<'a> {
+    /// The cell of column `name`, when the header has that column.
+    fn get(&self, name: &str) -> Option<&'a str> {
+        let i = self.col[column(name)];
+        // Every record was checked to be UTF-8 (`utf8`) before its cells are read.
+        (i != usize::MAX)
+            .then(|| {
+                self.rec
+                    .get(i)
+                    .map(|b| std::str::from_utf8(b).unwrap_or_default())
+            })
+            .flatten()
+    }
+
+    /// The number in column `name`; none when the column is missing or the cell empty.
+    fn number(&self, name: &str) -> Result<Option<f64>, String> {
+        match self.get(name).map(str::trim) {
+            None | Some("") => Ok(None),
+            Some(t) => t
+                .parse::<f64>()
+                .map(Some)
+                .map_err(|_| format!("{name} `{t}` is not a number")),
+        }
+    }
+}
+
+/// Hands one record on line `line` to `sink`: a row, a failed run of an export, or why it
+/// cannot be read.
+fn record(cells: &Cells<'_>, line: usize, export: bool, sink: &mut dyn Rows) -> anyhow::Result<()> {
+    let value = cells.get("value").unwrap_or_default();
+    if export && value.trim().is_empty() {
+        // A failed run of an export: it has an error, no number.
+        sink.failed_run();
+        return Ok(());
+    }
+    let (run, wall, user, sys, max_rss) = match measures(cells, export) {
+        Ok(p) => p,
+        Err(why) => {
+            sink.unparsable(line, why);
+            return Ok(());
+        }
+    };
+    // `time` (seconds) is the exact one where an export gives both.
+    let (timestamp, time_column) = match cells.get("time") {
+        Some(t) if !t.trim().is_empty() => (Some(Field::Text(t.into())), "time"),
+        _ => (
+            cells.get("timestamp").map(|t| Field::Text(t.into())),
+            "timestamp",
+        ),
+    };
+    sink.row(
+        Row {
+            line,
+            commit: cells.get("commit").unwrap_or_default().trim().into(),
+            test: cells.get("test").unwrap_or_default().trim().into(),
+            value: if value.trim().is_empty() {
+                Field::Missing
+            } else {
+                Field::Text(value.into())
+            },
+            timestamp,
+            time_column,
+            round: cells.get("round").and_then(opt).map(Into::into),
+            machine: cells.get("machine").and_then(opt).map(Into::into),
+            run,
+            wall,
+            user,
+            sys,
+            max_rss: max_rss.filter(|m| *m >= 0.0).map(|m| m as u64),
+        },
+        export,
+    )
+}
+
+/// A record's run (an export's window and moment), then its wall, user, sys and max_rss.
+type Measures = (
+    Option<ExportedRun>,
+    Option<f64>,
+    Option<f64>,
+    Option<f64>,
+    Option<f64>,
+);
+
+/// A record's run and its wall, user, sys and max_rss columns, or why one of them cannot be
+/// read.
+fn measures(cells: &Cells<'_>, export: bool) -> Result<Measures, String> {
+    let run = if export {
+        let window = match cells.get("window").map(str::trim) {
+            None | Some("") => None,
+            Some(w) => Some(
+                u64::from_str_radix(w, 16)
+                    .map_err(|_| format!("window `{w}` is not 16 hex digits"))?,
+            )
+            .filter(|&w| w != 0),
+        };
+        let moment = match cells.number("moment")? {
+            Some(m) if m >= 0.0 && m <= f64::from(u32::MAX) && m.fract() == 0.0 => m as u32,
+            None => 0,
+            Some(m) => return Err(format!("moment `{m}` is not a count")),
+        };
+        Some(ExportedRun { window, moment })
+    } else {
+        None
+    };
+    Ok((
+        run,
+        cells.number("wall")?,
+        cells.number("user")?,
+        cells.number("sys")?,
+        cells.number("max_rss")?,
+    ))
 }
 
 /// A record's text, or a usage error naming its line when it is not UTF-8.

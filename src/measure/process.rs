@@ -153,38 +153,7 @@ pub fn run(spec: Spec<'_>) -> anyhow::Result<Finished> {
     if perf && launcher.is_none() {
         anyhow::bail!("counting instructions with the hardware counter needs perfbisect's launcher (perfbisect-launch), which is not enabled in this process");
     }
-    let mut cmd = match (&spec.extra.count, launcher) {
-        // Valgrind under the launcher too (its group ends with perfbisect), reporting nothing:
-        // the counts come from Cachegrind's files.
-        (Some(Count::Cachegrind { valgrind, dir }), Some((l, needs_arg))) => {
-            let mut c = Command::new(l);
-            if needs_arg {
-                c.arg(super::launch::ARG);
-            }
-            c.arg(valgrind);
-            c.args(super::counter::cachegrind_args(dir));
-            c.arg("/bin/sh");
-            c
-        }
-        (Some(Count::Cachegrind { valgrind, dir }), None) => {
-            let mut c = Command::new(valgrind);
-            c.args(super::counter::cachegrind_args(dir));
-            c.arg("/bin/sh");
-            c
-        }
-        (_, Some((l, needs_arg))) => {
-            let mut c = Command::new(l);
-            if needs_arg {
-                c.arg(super::launch::ARG);
-            }
-            if perf {
-                c.arg(super::launch::COUNT_ARG);
-            }
-            c.arg("/bin/sh");
-            c
-        }
-        _ => Command::new("/bin/sh"),
-    };
+    let mut cmd = shell_command(spec.extra.count.as_ref(), launcher, perf);
     cmd.arg("-c")
         .arg(spec.command)
         .current_dir(spec.dir)
@@ -194,76 +163,12 @@ pub fn run(spec: Spec<'_>) -> anyhow::Result<Finished> {
     // else would); what the command started and left is found by the next perfbisect
     // ([`super::reaper::end_leftovers`]).
     super::launch::die_with_parent(&mut cmd);
-    // Quiet runs: the CPUs and the personality are inherited by every child.
-    let cpuset = spec.extra.cpus.as_ref().map(|cpus| {
-        // SAFETY: a zeroed cpu_set_t is the empty set.
-        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-        for &c in cpus {
-            // SAFETY: CPU_SET on a valid set; out-of-range CPUs were refused by the config.
-            unsafe { libc::CPU_SET(c, &mut set) };
-        }
-        set
-    });
-    let no_aslr = spec.extra.no_aslr;
-    // The launcher's report comes through a pipe on its fd 3.
-    let (report, wfd) =
-        match launcher.filter(|_| !matches!(spec.extra.count, Some(Count::Cachegrind { .. }))) {
-            Some(_) => {
-                let (read, write) = report_pipe()?;
-                let wfd = std::os::fd::AsRawFd::as_raw_fd(&write);
-                (Some((read, write)), Some(wfd))
-            }
-            None => (None, None),
-        };
-    if wfd.is_some() || cpuset.is_some() || no_aslr {
-        // SAFETY: dup2, fcntl, sched_setaffinity and personality are async-signal-safe
-        // system calls; fd 3 in the child is the pipe.
-        unsafe {
-            cmd.pre_exec(move || {
-                if let Some(wfd) = wfd {
-                    if wfd == super::launch::FD {
-                        libc::fcntl(wfd, libc::F_SETFD, 0);
-                    } else if libc::dup2(wfd, super::launch::FD) < 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                }
-                if let Some(set) = &cpuset {
-                    if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) != 0
-                    {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                }
-                if no_aslr {
-                    let current = libc::personality(0xffff_ffff);
-                    if current == -1
-                        || libc::personality((current | libc::ADDR_NO_RANDOMIZE) as libc::c_ulong)
-                            == -1
-                    {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                }
-                Ok(())
-            });
-        }
-    }
+    let report = prepare_child(&mut cmd, &spec.extra, launcher.is_some())?;
     for (k, v) in &spec.env {
         cmd.env(k, v);
     }
     cmd.env(super::reaper::MARK_VAR, &mark);
-    let (regexes, keep_stdout, capture) = match spec.output {
-        Output::File(f) => {
-            let f2 = f.try_clone().context("cannot duplicate log file handle")?;
-            cmd.stdout(Stdio::from(f)).stderr(Stdio::from(f2));
-            (Vec::new(), 0, false)
-        }
-        Output::Capture {
-            regexes,
-            keep_stdout,
-        } => {
-            cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-            (regexes, keep_stdout, true)
-        }
-    };
+    let (regexes, keep_stdout, capture) = connect_output(&mut cmd, spec.output)?;
     let start = Instant::now();
     let mut child = super::reaper::spawn(&mut cmd)
         .with_context(|| format!("cannot start `sh -c {}`", spec.command))?;
@@ -281,172 +186,9 @@ pub fn run(spec: Spec<'_>) -> anyhow::Result<Finished> {
         .unwrap_or_else(|| start + Duration::from_secs(100 * 365 * 24 * 3600));
     let mut out = StreamReader::new(regexes, keep_stdout);
     let mut err = StreamReader::new(Vec::new(), 0);
-    let stdout = child.stdout.take();
-    let stderr = child.stderr.take();
-    let mut ended: Option<(libc::c_int, libc::rusage)> = None;
-    let mut ended_at: Option<Instant> = None;
-    let mut killed: Option<Status> = None;
-    // The group was killed once the command was reaped (no second signal needed), and what
-    // left the group too.
-    let mut cleared = false;
-    let mut swept = false;
-    let mut left_behind = 0;
-    // Output is read until then at most, once the command has ended or was killed.
-    let mut stop_reading: Option<Instant> = None;
-    let mut abandoned = false;
-
-    {
-        use std::os::fd::AsRawFd;
-        let mut fds: Vec<(libc::c_int, Box<dyn Read>, bool)> = Vec::new();
-        if let Some(s) = stdout {
-            fds.push((s.as_raw_fd(), Box::new(s), true));
-        }
-        if let Some(s) = stderr {
-            fds.push((s.as_raw_fd(), Box::new(s), false));
-        }
-        let mut buf = vec![0u8; 64 * 1024];
-        let mut idle_wait = Duration::from_micros(20);
-        // A pidfd becomes readable when the child exits, so one poll waits for output,
-        // exit, deadline and interrupt at once (Linux 5.3+; older kernels fall back to
-        // sleeping between non-blocking reaps).
-        // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
-        let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as libc::c_int;
-        let pidfd = (pidfd >= 0).then(|| {
-            use std::os::fd::FromRawFd;
-            // SAFETY: a fresh fd that nothing else owns.
-            unsafe { std::os::fd::OwnedFd::from_raw_fd(pidfd) }
-        });
-        loop {
-            let now = Instant::now();
-            if killed.is_none() && ended.is_none() {
-                let why = if now >= deadline {
-                    Some(Status::TimedOut)
-                } else if spec.interrupt.is_some_and(|f| f.load(Ordering::SeqCst)) {
-                    Some(Status::Interrupted)
-                } else {
-                    None
-                };
-                if let Some(why) = why {
-                    kill_group(pid);
-                    left_behind += super::reaper::kill_tree(Some(pid), pid, &mark);
-                    killed = Some(why);
-                    stop_reading = Some(now + GRACE);
-                }
-            }
-            if ended.is_some() {
-                if fds.is_empty() {
-                    break;
-                }
-                if stop_reading.is_some_and(|t| now >= t) {
-                    abandoned = true;
-                    break;
-                }
-            }
-            if fds.is_empty() && pidfd.is_none() {
-                match wait4(pid, true).context("waiting for the command failed")? {
-                    Some(r) => {
-                        ended = Some(r);
-                        ended_at = Some(Instant::now());
-                        super::reaper::forget(pid);
-                        break;
-                    }
-                    None => {
-                        let left = deadline.saturating_duration_since(Instant::now());
-                        thread::sleep(idle_wait.min(left));
-                        idle_wait = (idle_wait * 2).min(Duration::from_millis(50));
-                        continue;
-                    }
-                }
-            }
-            let mut pfds: Vec<libc::pollfd> = fds
-                .iter()
-                .map(|(fd, _, _)| libc::pollfd {
-                    fd: *fd,
-                    events: libc::POLLIN,
-                    revents: 0,
-                })
-                .collect();
-            let watch_exit = ended.is_none() && pidfd.is_some();
-            if watch_exit {
-                use std::os::fd::AsRawFd;
-                pfds.push(libc::pollfd {
-                    fd: pidfd.as_ref().expect("checked").as_raw_fd(),
-                    events: libc::POLLIN,
-                    revents: 0,
-                });
-            }
-            let now = Instant::now();
-            let mut wake = Duration::from_millis(50);
-            if ended.is_none() && killed.is_none() {
-                wake = wake.min(deadline.saturating_duration_since(now));
-            }
-            if let Some(t) = stop_reading {
-                wake = wake.min(t.saturating_duration_since(now));
-            }
-            let timeout_ms = wake.as_millis() as libc::c_int;
-            // SAFETY: pfds is a valid array of pollfd for its length.
-            let r =
-                unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, timeout_ms) };
-            if r < 0 {
-                let e = std::io::Error::last_os_error();
-                if e.kind() == std::io::ErrorKind::Interrupted {
-                    continue;
-                }
-                return Err(e).context("poll on the command's output failed");
-            }
-            let exited = watch_exit && pfds.last().is_some_and(|p| p.revents != 0);
-            if exited || (r == 0 && ended.is_none() && pidfd.is_none()) {
-                // The command is done (or, without a pidfd, may be): reap it. Whatever it
-                // left running in its group would hold our pipes open, so clear it out.
-                if let Some(res) = wait4(pid, true)? {
-                    ended = Some(res);
-                    ended_at = Some(Instant::now());
-                    super::reaper::forget(pid);
-                    if capture {
-                        kill_group(pid);
-                        cleared = true;
-                        // Orphans of the command are children of ours now: none, nothing
-                        // is left (the common case costs one system call).
-                        if super::reaper::has_children() {
-                            left_behind += super::reaper::kill_tree(None, pid, &mark);
-                        }
-                        swept = true;
-                        stop_reading.get_or_insert(Instant::now() + GRACE);
-                    }
-                }
-            }
-            if watch_exit {
-                pfds.pop();
-            }
-            if r == 0 {
-                super::reaper::reap_orphans();
-                continue;
-            }
-            let mut closed = Vec::new();
-            for (i, p) in pfds.iter().enumerate() {
-                if p.revents == 0 {
-                    continue;
-                }
-                let (_, reader, is_out) = &mut fds[i];
-                match reader.read(&mut buf) {
-                    Ok(0) => closed.push(i),
-                    Ok(n) => {
-                        if *is_out {
-                            out.feed(&buf[..n]);
-                        } else {
-                            err.feed(&buf[..n]);
-                        }
-                    }
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                    Err(_) => closed.push(i),
-                }
-            }
-            for i in closed.into_iter().rev() {
-                fds.remove(i);
-            }
-        }
-    }
-    let (raw_status, usage) = match ended {
+    let mut watch = Watch::new(pid, &mark, deadline, spec.interrupt, capture);
+    watch.follow(child.stdout.take(), child.stderr.take(), &mut out, &mut err)?;
+    let (raw_status, usage) = match watch.ended {
         Some(r) => r,
         None => {
             let r = wait4(pid, false)?.expect("blocking wait4 returns the child");
@@ -455,58 +197,24 @@ pub fn run(spec: Spec<'_>) -> anyhow::Result<Finished> {
         }
     };
     // The command's own time, not that of waiting for the pipes of what it left behind.
-    let mut wall = ended_at
+    let mut wall = watch
+        .ended_at
         .unwrap_or_else(Instant::now)
         .duration_since(start)
         .as_secs_f64();
-    if (spec.kill_leftovers || capture) && !cleared {
+    if (spec.kill_leftovers || capture) && !watch.cleared {
         kill_group(pid);
     }
-    if capture && !swept && super::reaper::has_children() {
-        left_behind += super::reaper::kill_tree(None, pid, &mark);
+    if capture && !watch.swept && super::reaper::has_children() {
+        watch.left_behind += super::reaper::kill_tree(None, pid, &mark);
     }
     super::reaper::reap_orphans();
     drop(child);
 
     let (stdout, stdout_truncated, regex_matches, out_tail) = out.finish();
     let err_tail = err.finish().3;
-    let mut tail = String::from_utf8_lossy(&err_tail).into_owned();
-    let out_tail = String::from_utf8_lossy(&out_tail);
-    if !out_tail.trim().is_empty() {
-        if !tail.is_empty() && !tail.ends_with('\n') {
-            tail.push('\n');
-        }
-        tail.push_str(&out_tail);
-    }
-    let mut note = |line: String| {
-        if !tail.is_empty() && !tail.ends_with('\n') {
-            tail.push('\n');
-        }
-        tail.push_str(&line);
-        tail.push('\n');
-    };
-    if left_behind > 0 {
-        note(format!(
-            "perfbisect: killed {left_behind} process{} the command left running outside its process group",
-            if left_behind == 1 { "" } else { "es" }
-        ));
-    }
-    if abandoned {
-        note(format!(
-            "perfbisect: stopped reading the output {} s after the command ended: a process it started still holds it open",
-            GRACE.as_secs_f64()
-        ));
-    }
-
-    let status = if let Some(k) = killed {
-        k
-    } else if libc::WIFEXITED(raw_status) {
-        Status::Exited(libc::WEXITSTATUS(raw_status))
-    } else if libc::WIFSIGNALED(raw_status) {
-        Status::Signaled(libc::WTERMSIG(raw_status))
-    } else {
-        Status::Exited(-1)
-    };
+    let tail = tail_text(&err_tail, &out_tail, watch.left_behind, watch.abandoned);
+    let status = status_of(watch.killed, raw_status);
     let secs = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
     let mut user = secs(usage.ru_utime);
     let mut sys = secs(usage.ru_stime);
@@ -549,8 +257,418 @@ pub fn run(spec: Spec<'_>) -> anyhow::Result<Finished> {
         regex_matches,
         tail,
         instructions,
-        left_behind,
+        left_behind: watch.left_behind,
     })
+}
+
+/// The program that runs the command line: `/bin/sh`, under the launcher and/or Valgrind as
+/// `count` and `launcher` ask (the caller adds `-c` and the line).
+fn shell_command(
+    count: Option<&Count>,
+    launcher: Option<(&'static Path, bool)>,
+    perf: bool,
+) -> Command {
+    match (count, launcher) {
+        // Valgrind under the launcher too (its group ends with perfbisect), reporting nothing:
+        // the counts come from Cachegrind's files.
+        (Some(Count::Cachegrind { valgrind, dir }), Some((l, needs_arg))) => {
+            let mut c = Command::new(l);
+            if needs_arg {
+                c.arg(super::launch::ARG);
+            }
+            c.arg(valgrind);
+            c.args(super::counter::cachegrind_args(dir));
+            c.arg("/bin/sh");
+            c
+        }
+        (Some(Count::Cachegrind { valgrind, dir }), None) => {
+            let mut c = Command::new(valgrind);
+            c.args(super::counter::cachegrind_args(dir));
+            c.arg("/bin/sh");
+            c
+        }
+        (_, Some((l, needs_arg))) => {
+            let mut c = Command::new(l);
+            if needs_arg {
+                c.arg(super::launch::ARG);
+            }
+            if perf {
+                c.arg(super::launch::COUNT_ARG);
+            }
+            c.arg("/bin/sh");
+            c
+        }
+        _ => Command::new("/bin/sh"),
+    }
+}
+
+/// Sets up what the child does between fork and exec (the launcher's report pipe on its fd 3,
+/// the quiet-run CPUs and personality) and returns the report pipe's two ends, when the
+/// launcher runs without Valgrind.
+fn prepare_child(
+    cmd: &mut Command,
+    extra: &Extra,
+    launcher: bool,
+) -> anyhow::Result<Option<(File, std::os::fd::OwnedFd)>> {
+    // Quiet runs: the CPUs and the personality are inherited by every child.
+    let cpuset = extra.cpus.as_ref().map(|cpus| {
+        // SAFETY: a zeroed cpu_set_t is the empty set.
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        for &c in cpus {
+            // SAFETY: CPU_SET on a valid set; out-of-range CPUs were refused by the config.
+            unsafe { libc::CPU_SET(c, &mut set) };
+        }
+        set
+    });
+    let no_aslr = extra.no_aslr;
+    // The launcher's report comes through a pipe on its fd 3.
+    let (report, wfd) = if launcher && !matches!(extra.count, Some(Count::Cachegrind { .. })) {
+        let (read, write) = report_pipe()?;
+        let wfd = std::os::fd::AsRawFd::as_raw_fd(&write);
+        (Some((read, write)), Some(wfd))
+    } else {
+        (None, None)
+    };
+    if wfd.is_some() || cpuset.is_some() || no_aslr {
+        // SAFETY: dup2, fcntl, sched_setaffinity and personality are async-signal-safe
+        // system calls; fd 3 in the child is the pipe.
+        unsafe {
+            cmd.pre_exec(move || {
+                if let Some(wfd) = wfd {
+                    if wfd == super::launch::FD {
+                        libc::fcntl(wfd, libc::F_SETFD, 0);
+                    } else if libc::dup2(wfd, super::launch::FD) < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+                if let Some(set) = &cpuset {
+                    if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) != 0
+                    {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+                if no_aslr {
+                    let current = libc::personality(0xffff_ffff);
+                    if current == -1
+                        || libc::personality((current | libc::ADDR_NO_RANDOMIZE) as libc::c_ulong)
+                            == -1
+                    {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+                Ok(())
+            });
+        }
+    }
+    Ok(report)
+}
+
+/// Points the command's stdout and stderr where `output` says; returns the capture's regexes,
+/// how much stdout to keep, and whether the output is captured at all.
+fn connect_output(
+    cmd: &mut Command,
+    output: Output,
+) -> anyhow::Result<(Vec<regex::Regex>, usize, bool)> {
+    Ok(match output {
+        Output::File(f) => {
+            let f2 = f.try_clone().context("cannot duplicate log file handle")?;
+            cmd.stdout(Stdio::from(f)).stderr(Stdio::from(f2));
+            (Vec::new(), 0, false)
+        }
+        Output::Capture {
+            regexes,
+            keep_stdout,
+        } => {
+            cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+            (regexes, keep_stdout, true)
+        }
+    })
+}
+
+/// The poll loop's view of a running command: what ends it, and what became of it.
+struct Watch<'a> {
+    pid: libc::pid_t,
+    mark: &'a str,
+    deadline: Instant,
+    interrupt: Option<&'static AtomicBool>,
+    capture: bool,
+    /// The reaped command's raw status and resource usage.
+    ended: Option<(libc::c_int, libc::rusage)>,
+    ended_at: Option<Instant>,
+    killed: Option<Status>,
+    /// The group was killed once the command was reaped (no second signal needed).
+    cleared: bool,
+    /// What left the group was killed then too.
+    swept: bool,
+    left_behind: usize,
+    /// Output is read until then at most, once the command has ended or was killed.
+    stop_reading: Option<Instant>,
+    /// The grace ran out with a pipe still open.
+    abandoned: bool,
+}
+
+impl<'a> Watch<'a> {
+    /// A command just started, nothing seen of it yet.
+    fn new(
+        pid: libc::pid_t,
+        mark: &'a str,
+        deadline: Instant,
+        interrupt: Option<&'static AtomicBool>,
+        capture: bool,
+    ) -> Self {
+        Watch {
+            pid,
+            mark,
+            deadline,
+            interrupt,
+            capture,
+            ended: None,
+            ended_at: None,
+            killed: None,
+            cleared: false,
+            swept: false,
+            left_behind: 0,
+            stop_reading: None,
+            abandoned: false,
+        }
+    }
+
+    /// Reads the command's output into `out` and `err` until the command has ended and its
+    /// pipes are closed (or the grace after its end ran out), killing it at the deadline or on
+    /// an interrupt.
+    fn follow(
+        &mut self,
+        stdout: Option<std::process::ChildStdout>,
+        stderr: Option<std::process::ChildStderr>,
+        out: &mut StreamReader,
+        err: &mut StreamReader,
+    ) -> anyhow::Result<()> {
+        use std::os::fd::AsRawFd;
+        let mut fds: Vec<(libc::c_int, Box<dyn Read>, bool)> = Vec::new();
+        if let Some(s) = stdout {
+            fds.push((s.as_raw_fd(), Box::new(s), true));
+        }
+        if let Some(s) = stderr {
+            fds.push((s.as_raw_fd(), Box::new(s), false));
+        }
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut idle_wait = Duration::from_micros(20);
+        // A pidfd becomes readable when the child exits, so one poll waits for output,
+        // exit, deadline and interrupt at once (Linux 5.3+; older kernels fall back to
+        // sleeping between non-blocking reaps).
+        // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
+        let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, self.pid, 0) } as libc::c_int;
+        let pidfd = (pidfd >= 0).then(|| {
+            use std::os::fd::FromRawFd;
+            // SAFETY: a fresh fd that nothing else owns.
+            unsafe { std::os::fd::OwnedFd::from_raw_fd(pidfd) }
+        });
+        loop {
+            let now = Instant::now();
+            self.kill_if_due(now);
+            if self.ended.is_some() {
+                if fds.is_empty() {
+                    break;
+                }
+                if self.stop_reading.is_some_and(|t| now >= t) {
+                    self.abandoned = true;
+                    break;
+                }
+            }
+            if fds.is_empty() && pidfd.is_none() {
+                match wait4(self.pid, true).context("waiting for the command failed")? {
+                    Some(r) => {
+                        self.ended = Some(r);
+                        self.ended_at = Some(Instant::now());
+                        super::reaper::forget(self.pid);
+                        break;
+                    }
+                    None => {
+                        let left = self.deadline.saturating_duration_since(Instant::now());
+                        thread::sleep(idle_wait.min(left));
+                        idle_wait = (idle_wait * 2).min(Duration::from_millis(50));
+                        continue;
+                    }
+                }
+            }
+            let mut pfds: Vec<libc::pollfd> = fds
+                .iter()
+                .map(|(fd, _, _)| libc::pollfd {
+                    fd: *fd,
+                    events: libc::POLLIN,
+                    revents: 0,
+                })
+                .collect();
+            let watch_exit = self.ended.is_none() && pidfd.is_some();
+            if watch_exit {
+                pfds.push(libc::pollfd {
+                    fd: pidfd.as_ref().expect("checked").as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                });
+            }
+            let timeout_ms = self.wake(Instant::now()).as_millis() as libc::c_int;
+            // SAFETY: pfds is a valid array of pollfd for its length.
+            let r =
+                unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, timeout_ms) };
+            if r < 0 {
+                let e = std::io::Error::last_os_error();
+                if e.kind() == std::io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(e).context("poll on the command's output failed");
+            }
+            let exited = watch_exit && pfds.last().is_some_and(|p| p.revents != 0);
+            if exited || (r == 0 && self.ended.is_none() && pidfd.is_none()) {
+                // The command is done (or, without a pidfd, may be): reap it.
+                self.reap_if_ended()?;
+            }
+            if watch_exit {
+                pfds.pop();
+            }
+            if r == 0 {
+                super::reaper::reap_orphans();
+                continue;
+            }
+            read_ready(&pfds, &mut fds, &mut buf, out, err);
+        }
+        Ok(())
+    }
+
+    /// Kills the command's group and everything else of it, once, at the deadline or when
+    /// the interrupt flag is raised, unless it has already ended.
+    fn kill_if_due(&mut self, now: Instant) {
+        if self.killed.is_some() || self.ended.is_some() {
+            return;
+        }
+        let why = if now >= self.deadline {
+            Some(Status::TimedOut)
+        } else if self.interrupt.is_some_and(|f| f.load(Ordering::SeqCst)) {
+            Some(Status::Interrupted)
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            kill_group(self.pid);
+            self.left_behind += super::reaper::kill_tree(Some(self.pid), self.pid, self.mark);
+            self.killed = Some(why);
+            self.stop_reading = Some(now + GRACE);
+        }
+    }
+
+    /// How long the next poll may wait: at most 50 ms, and not past the deadline (while it
+    /// still counts) or the end of the grace.
+    fn wake(&self, now: Instant) -> Duration {
+        let mut wake = Duration::from_millis(50);
+        if self.ended.is_none() && self.killed.is_none() {
+            wake = wake.min(self.deadline.saturating_duration_since(now));
+        }
+        if let Some(t) = self.stop_reading {
+            wake = wake.min(t.saturating_duration_since(now));
+        }
+        wake
+    }
+
+    /// Reaps the command if it has ended. Whatever a captured command left running in its
+    /// group would hold our pipes open, so that is cleared out then.
+    fn reap_if_ended(&mut self) -> anyhow::Result<()> {
+        if let Some(res) = wait4(self.pid, true)? {
+            self.ended = Some(res);
+            self.ended_at = Some(Instant::now());
+            super::reaper::forget(self.pid);
+            if self.capture {
+                kill_group(self.pid);
+                self.cleared = true;
+                // Orphans of the command are children of ours now: none, nothing
+                // is left (the common case costs one system call).
+                if super::reaper::has_children() {
+                    self.left_behind += super::reaper::kill_tree(None, self.pid, self.mark);
+                }
+                self.swept = true;
+                self.stop_reading.get_or_insert(Instant::now() + GRACE);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Reads once from each pipe `poll` found ready (`pfds` in the order of `fds`), feeding
+/// stdout to `out` and stderr to `err`; drops the pipes that closed.
+fn read_ready(
+    pfds: &[libc::pollfd],
+    fds: &mut Vec<(libc::c_int, Box<dyn Read>, bool)>,
+    buf: &mut [u8],
+    out: &mut StreamReader,
+    err: &mut StreamReader,
+) {
+    let mut closed = Vec::new();
+    for (i, p) in pfds.iter().enumerate() {
+        if p.revents == 0 {
+            continue;
+        }
+        let (_, reader, is_out) = &mut fds[i];
+        match reader.read(buf) {
+            Ok(0) => closed.push(i),
+            Ok(n) => {
+                if *is_out {
+                    out.feed(&buf[..n]);
+                } else {
+                    err.feed(&buf[..n]);
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => closed.push(i),
+        }
+    }
+    for i in closed.into_iter().rev() {
+        fds.remove(i);
+    }
+}
+
+/// The tail for messages: stderr's, then stdout's when it holds more than whitespace, then a
+/// line for each thing perfbisect did to the command beyond running it.
+fn tail_text(err_tail: &[u8], out_tail: &[u8], left_behind: usize, abandoned: bool) -> String {
+    let mut tail = String::from_utf8_lossy(err_tail).into_owned();
+    let out_tail = String::from_utf8_lossy(out_tail);
+    if !out_tail.trim().is_empty() {
+        if !tail.is_empty() && !tail.ends_with('\n') {
+            tail.push('\n');
+        }
+        tail.push_str(&out_tail);
+    }
+    let mut note = |line: String| {
+        if !tail.is_empty() && !tail.ends_with('\n') {
+            tail.push('\n');
+        }
+        tail.push_str(&line);
+        tail.push('\n');
+    };
+    if left_behind > 0 {
+        note(format!(
+            "perfbisect: killed {left_behind} process{} the command left running outside its process group",
+            if left_behind == 1 { "" } else { "es" }
+        ));
+    }
+    if abandoned {
+        note(format!(
+            "perfbisect: stopped reading the output {} s after the command ended: a process it started still holds it open",
+            GRACE.as_secs_f64()
+        ));
+    }
+    tail
+}
+
+/// How the command ended: as perfbisect killed it, else from its `wait4` status.
+fn status_of(killed: Option<Status>, raw_status: libc::c_int) -> Status {
+    if let Some(k) = killed {
+        k
+    } else if libc::WIFEXITED(raw_status) {
+        Status::Exited(libc::WEXITSTATUS(raw_status))
+    } else if libc::WIFSIGNALED(raw_status) {
+        Status::Signaled(libc::WTERMSIG(raw_status))
+    } else {
+        Status::Exited(-1)
+    }
 }
 
 /// A pipe for the launcher's report: both ends close on exec (the child gets its copy on fd 3

@@ -819,6 +819,70 @@ pub fn program_note(found: &[Found]) -> Option<String> {
 /// The commented config for the repository in `dir`, whose build systems `found` lists; `at`
 /// names the revision read when it was not the checkout (`--at`).
 pub fn render(dir: &Path, found: &[Found], at: Option<&str>) -> String {
+    let mut o = header(dir, found, at);
+    let first = found.first();
+    let system = first.map(|f| f.system);
+    let program = first.and_then(|f| f.programs.first().cloned());
+    if let Some(suite) = first
+        .filter(|f| f.system == System::Cargo && f.programs.is_empty())
+        .and_then(Found::suite)
+    {
+        o += &benches::bench_config(&suite);
+        return o;
+    }
+    // The program a test runs, relative to the artifact directory (its working directory).
+    let (run, guessed) = match (system, &program) {
+        (Some(System::Cargo), Some(p)) => (format!("./{p}"), false),
+        (_, Some(p)) if !p.contains('/') => (format!("./{p}"), false),
+        (_, Some(p)) => (p.clone(), false),
+        (Some(System::Cargo), None) => ("./app".into(), true),
+        (Some(System::CMake | System::Meson), None) => ("build/app".into(), true),
+        (_, None) => ("./app".into(), true),
+    };
+    let artifact = run.trim_start_matches("./").to_string();
+    if let Some(why) = first.and_then(|f| f.guess.as_deref()) {
+        o += &wrap_comment(&format!(
+            "The tests run {run}, a guess: {why}. If another program is the one to measure, \
+             put its path in the tests' commands and in `artifacts`."
+        ));
+        o += "\n";
+    }
+    o += &build_section(first, program.as_deref(), guessed, &artifact);
+    let stem = test_stem(&run);
+    o += &format!(
+        "# Wall time of one run of {run}, in seconds. Add the arguments of a typical workload to\n\
+         # `command` (sh -c in the commit's artifact directory); it must exit 0.\n\
+         [tests.{stem}-wall]\n\
+         command = {}\n\
+         metric = \"wall\"\n\
+         direction = \"lower\"        # lower is better\n\
+         repeats = {}                # {}\n\
+         threshold = \"2%\"           # the smallest change that matters\n\n",
+        q(&run),
+        benches::noisy_repeats(),
+        benches::repeats_comment()
+    );
+    o += &format!(
+        "# Peak memory of one run of {run}: max RSS of its process tree, in bytes.\n\
+         [tests.{stem}-rss]\n\
+         command = {}\n\
+         metric = \"max-rss\"\n\
+         direction = \"lower\"\n\
+         repeats = {}\n\
+         threshold = \"5%\"\n\n",
+        q(&run),
+        benches::noisy_repeats()
+    );
+    if let Some(f) = first {
+        o += &project_benches(f);
+    }
+    o += &harness_example(first);
+    o
+}
+
+/// The config's opening comment: whose it is, what was read, the build systems found, and
+/// where to keep the file.
+fn header(dir: &Path, found: &[Found], at: Option<&str>) -> String {
     let repo_name = dir
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -852,34 +916,19 @@ pub fn render(dir: &Path, found: &[Found], at: Option<&str>) -> String {
           # perfbisect.toml in the repository's top directory, untracked (perfbisect keeps its\n\
           # cache in cache/ beside it: add that to .gitignore), or anywhere and pass --config FILE.\n\
           # `perfbisect config check` validates it; `perfbisect guide config` lists every key.\n\n";
-    let first = found.first();
+    o
+}
+
+/// The `[build]` section for the first build system found (`first`), building `program`, or
+/// a guess to edit (`guessed`); `artifact` is what a non-cargo build keeps.
+fn build_section(
+    first: Option<&Found>,
+    program: Option<&str>,
+    guessed: bool,
+    artifact: &str,
+) -> String {
     let system = first.map(|f| f.system);
-    let program = first.and_then(|f| f.programs.first().cloned());
-    if let Some(suite) = first
-        .filter(|f| f.system == System::Cargo && f.programs.is_empty())
-        .and_then(Found::suite)
-    {
-        o += &benches::bench_config(&suite);
-        return o;
-    }
-    // The program a test runs, relative to the artifact directory (its working directory).
-    let (run, guessed) = match (system, &program) {
-        (Some(System::Cargo), Some(p)) => (format!("./{p}"), false),
-        (_, Some(p)) if !p.contains('/') => (format!("./{p}"), false),
-        (_, Some(p)) => (p.clone(), false),
-        (Some(System::Cargo), None) => ("./app".into(), true),
-        (Some(System::CMake | System::Meson), None) => ("build/app".into(), true),
-        (_, None) => ("./app".into(), true),
-    };
-    let artifact = run.trim_start_matches("./").to_string();
-    if let Some(why) = first.and_then(|f| f.guess.as_deref()) {
-        o += &wrap_comment(&format!(
-            "The tests run {run}, a guess: {why}. If another program is the one to measure, \
-             put its path in the tests' commands and in `artifacts`."
-        ));
-        o += "\n";
-    }
-    o += "[build]\n";
+    let mut o = String::from("[build]\n");
     match system {
         Some(System::Cargo) => {
             let f = first.expect("a system");
@@ -901,7 +950,7 @@ pub fn render(dir: &Path, found: &[Found], at: Option<&str>) -> String {
         Some(System::CMake) => {
             o += "# sh -c in perfbisect's own worktree of each commit (never your checkout); the worktree\n\
                   # and its build/ directory are kept, so builds are incremental.\n";
-            o += &cmake_build(first.expect("a system"), program.as_deref());
+            o += &cmake_build(first.expect("a system"), program);
         }
         Some(System::Meson) => {
             o += "# sh -c in perfbisect's own worktree of each commit (never your checkout); the worktree\n\
@@ -931,38 +980,18 @@ pub fn render(dir: &Path, found: &[Found], at: Option<&str>) -> String {
             o += "# perfbisect could not tell which program the build makes: put its path here and\n\
                   # in the tests' commands.\n";
         }
-        o += &format!("artifacts = [{}]\n", q(&artifact));
+        o += &format!("artifacts = [{}]\n", q(artifact));
     }
     o += "timeout = \"30m\"\n\n";
-    let stem = test_stem(&run);
-    o += &format!(
-        "# Wall time of one run of {run}, in seconds. Add the arguments of a typical workload to\n\
-         # `command` (sh -c in the commit's artifact directory); it must exit 0.\n\
-         [tests.{stem}-wall]\n\
-         command = {}\n\
-         metric = \"wall\"\n\
-         direction = \"lower\"        # lower is better\n\
-         repeats = {}                # {}\n\
-         threshold = \"2%\"           # the smallest change that matters\n\n",
-        q(&run),
-        benches::noisy_repeats(),
-        benches::repeats_comment()
+    o
+}
+
+/// The commented-out example of a test that reads a benchmark harness's own numbers: one of
+/// the repository's cargo benches when it has one, else a generic pair.
+fn harness_example(first: Option<&Found>) -> String {
+    let mut o = String::from(
+        "# A benchmark harness's own numbers can be read instead of timing a command, e.g.:\n",
     );
-    o += &format!(
-        "# Peak memory of one run of {run}: max RSS of its process tree, in bytes.\n\
-         [tests.{stem}-rss]\n\
-         command = {}\n\
-         metric = \"max-rss\"\n\
-         direction = \"lower\"\n\
-         repeats = {}\n\
-         threshold = \"5%\"\n\n",
-        q(&run),
-        benches::noisy_repeats()
-    );
-    if let Some(f) = first {
-        o += &project_benches(f);
-    }
-    o += "# A benchmark harness's own numbers can be read instead of timing a command, e.g.:\n";
     match first {
         Some(f) if f.system == System::Cargo && !f.benches.is_empty() => {
             let b = &f.benches[0];

@@ -120,7 +120,11 @@ pub fn save(cache_root: &Path, test: &str, v: Verdict) -> anyhow::Result<()> {
     all.push(v);
     let drop = all.len().saturating_sub(KEEP);
     all.drain(..drop);
-    crate::store::replace_file(&path, ".verdicts.json.", serde_json::to_string(&all)?.as_bytes())
+    crate::store::replace_file(
+        &path,
+        ".verdicts.json.",
+        serde_json::to_string(&all)?.as_bytes(),
+    )
 }
 
 #[cfg(test)]
