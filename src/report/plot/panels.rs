@@ -17,10 +17,130 @@ pub(super) fn draw<DB: DrawingBackend>(root: &Area<DB>, c: &Chart) -> DrawResult
     let (w, h) = (c.width as i32, c.height as i32);
     let narrow = w < 600;
     let pad = if narrow { 8 } else { 16 };
-    let title_size = if narrow { 15.0 } else { 18.0 };
     let small = if narrow { 10.0 } else { 11.0 };
+    let mut y = title(root, c, pad, small)?;
 
-    // Title and subtitle.
+    // What is drawn, for the legend and the y range.
+    let plot_w_guess = (w - 2 * pad - 60) as f64 * if c.boxes.is_empty() { 1.0 } else { 0.74 };
+    let capacity = match c.style {
+        Style::Band => (plot_w_guess / 3.0).max(3.0) as usize,
+        Style::Line { points } => points.max(3),
+    };
+    let (points, downsampled) = drawn_points(&c.commits, capacity);
+    let any_failed = c.commits.iter().any(|p| p.failed);
+
+    let YRange {
+        lo,
+        hi,
+        pool,
+        stake,
+    } = y_range(c, &points);
+    if !lo.is_finite() || !hi.is_finite() {
+        // Nothing measured: say so in the middle of the picture.
+        label(
+            root,
+            "no measurements in this range",
+            (w / 2, (y + h) / 2),
+            14.0,
+            &colour::MUTED,
+            HPos::Center,
+            VPos::Center,
+        )?;
+        return Ok(());
+    }
+    let (lo, hi) = padded(lo, hi);
+    let seen = Seen {
+        failed: any_failed,
+        downsampled,
+        off_scale: pool.iter().any(|&v| v < lo || v > hi),
+        gaps: !downsampled && points.windows(2).any(|p| p[1].0 > p[0].0 + 1),
+    };
+
+    // Legend, wrapped to the width.
+    y = legend(root, c, (pad, y + 2), w - pad, small, seen)? + 8;
+
+    let bottom_area = if c.commits.is_empty() { 52 } else { 44 };
+    // A picture of boxes alone has its heading in a row of its own above them; beside a
+    // commit chart the labels under the boxes say what they are.
+    let boxes_heading = c.commits.is_empty() && !c.boxes_title.is_empty();
+    if boxes_heading {
+        label(
+            root,
+            &fit(root, &c.boxes_title, small, w - 2 * pad),
+            (w / 2, y),
+            small,
+            &colour::MUTED,
+            HPos::Center,
+            VPos::Top,
+        )?;
+        y += small as i32 + 6;
+    }
+    let plot_top = y + 4;
+    let plot_bottom = h - bottom_area;
+    if plot_bottom - plot_top < 20 || w - 2 * pad < 60 {
+        // No room for a plot (a picture a few pixels tall): the title is all it can hold.
+        return Ok(());
+    }
+    let n_ticks = ((plot_bottom - plot_top) / 36).clamp(4, 10) as usize;
+    let ticks = nice_ticks(lo, hi, n_ticks);
+    let tick_text = tick_labels(&ticks, &c.unit);
+    let label_w = tick_text
+        .iter()
+        .map(|t| text_width(root, t, small))
+        .max()
+        .unwrap_or(0);
+    let left = pad + label_w + 8;
+    let right = w - pad;
+    let (main, side) = panel_rects(
+        c,
+        Rect {
+            left,
+            top: plot_top,
+            right,
+            bottom: plot_bottom,
+        },
+    );
+    let ymap = YMap {
+        lo,
+        hi,
+        top: plot_top,
+        bottom: plot_bottom,
+    };
+
+    // Grid and y labels, across both panels.
+    let grid_right = side.map_or(right, |s| s.right);
+    grid(root, &ticks, &tick_text, (left, grid_right), &ymap, small)?;
+
+    if let Some(m) = main {
+        main_panel(root, c, m, &ymap, &points, stake, small)?;
+    }
+    if let Some(s) = side {
+        box_panel(root, c, s, &ymap, stake.filter(|_| main.is_none()), small)?;
+        if main.is_some() {
+            if let Some(k) = stake.filter(|k| k.in_view) {
+                let py = ymap.px(k.value);
+                dashed(
+                    root,
+                    (s.left, py),
+                    (s.right, py),
+                    colour::STAKE.stroke_width(2),
+                    6,
+                )?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The title and subtitle at the top; returns the y below them.
+fn title<DB: DrawingBackend>(
+    root: &Area<DB>,
+    c: &Chart,
+    pad: i32,
+    small: f64,
+) -> Result<i32, DrawingAreaErrorKind<DB::ErrorType>> {
+    let w = c.width as i32;
+    let title_size = if w < 600 { 15.0 } else { 18.0 };
     let mut y = pad - 4;
     label(
         root,
@@ -44,22 +164,28 @@ pub(super) fn draw<DB: DrawingBackend>(root: &Area<DB>, c: &Chart) -> DrawResult
         )?;
         y += small as i32 + 8;
     }
+    Ok(y)
+}
 
-    // What is drawn, for the legend and the y range.
-    let plot_w_guess = (w - 2 * pad - 60) as f64 * if c.boxes.is_empty() { 1.0 } else { 0.74 };
-    let capacity = match c.style {
-        Style::Band => (plot_w_guess / 3.0).max(3.0) as usize,
-        Style::Line { points } => points.max(3),
-    };
-    let (points, downsampled) = drawn_points(&c.commits, capacity);
-    let any_failed = c.commits.iter().any(|p| p.failed);
+/// The values the y axis must show, before its padding.
+struct YRange {
+    lo: f64,
+    hi: f64,
+    /// Every run drawn (of the band and of the boxes), to tell whether some lie off the scale.
+    pool: Vec<f64>,
+    stake: Option<Stake>,
+}
 
-    // The y range covers the medians and the runs, except far outliers: a run 30 % off in a
-    // 1 % noise series would squash a 3 % step into a few pixels. Runs beyond 1.5 IQR of all
-    // runs (and beyond every median) are drawn at the edge, marked with a triangle.
+/// The y range of `points`, the runs and the boxes, and the stake when it is near them;
+/// `lo` and `hi` are not finite when nothing was measured.
+///
+/// The y range covers the medians and the runs, except far outliers: a run 30 % off in a
+/// 1 % noise series would squash a 3 % step into a few pixels. Runs beyond 1.5 IQR of all
+/// runs (and beyond every median) are drawn at the edge, marked with a triangle.
+fn y_range(c: &Chart, points: &[(usize, f64, f64, f64)]) -> YRange {
     let mut lo = f64::INFINITY;
     let mut hi = f64::NEG_INFINITY;
-    for &(_, _, m, _) in &points {
+    for &(_, _, m, _) in points {
         if m.is_finite() {
             lo = lo.min(m);
             hi = hi.max(m);
@@ -105,19 +231,16 @@ pub(super) fn draw<DB: DrawingBackend>(root: &Area<DB>, c: &Chart) -> DrawResult
             above: s > hi,
         }
     });
-    if !lo.is_finite() || !hi.is_finite() {
-        // Nothing measured: say so in the middle of the picture.
-        label(
-            root,
-            "no measurements in this range",
-            (w / 2, (y + h) / 2),
-            14.0,
-            &colour::MUTED,
-            HPos::Center,
-            VPos::Center,
-        )?;
-        return Ok(());
+    YRange {
+        lo,
+        hi,
+        pool,
+        stake,
     }
+}
+
+/// `lo..hi` widened so that nothing drawn touches the plot's edges.
+fn padded(lo: f64, hi: f64) -> (f64, f64) {
     let span = hi - lo;
     let padding = if span > 0.0 {
         span * 0.08
@@ -129,99 +252,45 @@ pub(super) fn draw<DB: DrawingBackend>(root: &Area<DB>, c: &Chart) -> DrawResult
     } else {
         1.0
     };
-    let (lo, hi) = (lo - padding, hi + padding);
-    let seen = Seen {
-        failed: any_failed,
-        downsampled,
-        off_scale: pool.iter().any(|&v| v < lo || v > hi),
-        gaps: !downsampled && points.windows(2).any(|p| p[1].0 > p[0].0 + 1),
-    };
+    (lo - padding, hi + padding)
+}
 
-    // Legend, wrapped to the width.
-    y = legend(root, c, (pad, y + 2), w - pad, small, seen)? + 8;
-
-    let bottom_area = if c.commits.is_empty() { 52 } else { 44 };
-    // A picture of boxes alone has its heading in a row of its own above them; beside a
-    // commit chart the labels under the boxes say what they are.
-    let boxes_heading = c.commits.is_empty() && !c.boxes_title.is_empty();
-    if boxes_heading {
-        label(
-            root,
-            &fit(root, &c.boxes_title, small, w - 2 * pad),
-            (w / 2, y),
-            small,
-            &colour::MUTED,
-            HPos::Center,
-            VPos::Top,
-        )?;
-        y += small as i32 + 6;
-    }
-    let plot_top = y + 4;
-    let plot_bottom = h - bottom_area;
-    if plot_bottom - plot_top < 20 || w - 2 * pad < 60 {
-        // No room for a plot (a picture a few pixels tall): the title is all it can hold.
-        return Ok(());
-    }
-    let n_ticks = ((plot_bottom - plot_top) / 36).clamp(4, 10) as usize;
-    let ticks = nice_ticks(lo, hi, n_ticks);
-    let tick_text = tick_labels(&ticks, &c.unit);
-    let label_w = tick_text
-        .iter()
-        .map(|t| text_width(root, t, small))
-        .max()
-        .unwrap_or(0);
-    let left = pad + label_w + 8;
-    let right = w - pad;
-    let (main, side) = if c.commits.is_empty() {
-        (
-            None,
-            Some(Rect {
-                left,
-                top: plot_top,
-                right,
-                bottom: plot_bottom,
-            }),
-        )
+/// The main panel and the box panel in the plot's rectangle `plot`: one of them alone fills
+/// it, both share it (the commits the wider part).
+fn panel_rects(c: &Chart, plot: Rect) -> (Option<Rect>, Option<Rect>) {
+    if c.commits.is_empty() {
+        (None, Some(plot))
     } else if c.boxes.is_empty() {
-        (
-            Some(Rect {
-                left,
-                top: plot_top,
-                right,
-                bottom: plot_bottom,
-            }),
-            None,
-        )
+        (Some(plot), None)
     } else {
-        let split = left + ((right - left) as f64 * 0.72) as i32;
+        let split = plot.left + ((plot.right - plot.left) as f64 * 0.72) as i32;
         (
             Some(Rect {
-                left,
-                top: plot_top,
                 right: split,
-                bottom: plot_bottom,
+                ..plot
             }),
             Some(Rect {
                 left: split + 20,
-                top: plot_top,
-                right,
-                bottom: plot_bottom,
+                ..plot
             }),
         )
-    };
-    let ymap = YMap {
-        lo,
-        hi,
-        top: plot_top,
-        bottom: plot_bottom,
-    };
+    }
+}
 
-    // Grid and y labels, across both panels.
-    let grid_right = side.map_or(right, |s| s.right);
-    for (t, s) in ticks.iter().zip(&tick_text) {
+/// A grid line and a label at each tick, from `x.0` to `x.1`.
+fn grid<DB: DrawingBackend>(
+    root: &Area<DB>,
+    ticks: &[f64],
+    tick_text: &[String],
+    x: (i32, i32),
+    ymap: &YMap,
+    small: f64,
+) -> DrawResult<DB> {
+    let (left, right) = x;
+    for (t, s) in ticks.iter().zip(tick_text) {
         let py = ymap.px(*t);
         root.draw(&PathElement::new(
-            vec![(left, py), (grid_right, py)],
+            vec![(left, py), (right, py)],
             colour::GRID.stroke_width(1),
         ))?;
         label(
@@ -234,28 +303,8 @@ pub(super) fn draw<DB: DrawingBackend>(root: &Area<DB>, c: &Chart) -> DrawResult
             VPos::Center,
         )?;
     }
-
-    if let Some(m) = main {
-        main_panel(root, c, m, &ymap, &points, stake, small)?;
-    }
-    if let Some(s) = side {
-        box_panel(root, c, s, &ymap, stake.filter(|_| main.is_none()), small)?;
-        if main.is_some() {
-            if let Some(k) = stake.filter(|k| k.in_view) {
-                let py = ymap.px(k.value);
-                dashed(
-                    root,
-                    (s.left, py),
-                    (s.right, py),
-                    colour::STAKE.stroke_width(2),
-                    6,
-                )?;
-            }
-        }
-    }
     Ok(())
 }
-
 /// Draw the legend from `at`, wrapping before `right`; returns the y below it.
 /// What the legend needs to explain besides the chart's own parts.
 #[derive(Debug, Clone, Copy)]
