@@ -117,7 +117,51 @@ pub fn markdown(x: &Issue<'_>) -> String {
     let mut o = String::new();
     let culprits = x.culprits();
 
-    // Headline: the verdict, the culprit, the effect.
+    headline(&mut o, x);
+    what_and_where(&mut o, x);
+    super::find::sparkline_and_plot(&mut o, r);
+
+    // Further steps, then a table around each culprit.
+    if culprits.len() > 1 {
+        let _ = writeln!(o, "All {} steps, largest first:\n", culprits.len());
+        for (c, _) in &culprits {
+            let at = &r.commits[c.pos];
+            let _ = writeln!(
+                o,
+                "- `{}` {}: {}",
+                at.short(),
+                md_escape(&at.subject),
+                x.effect(c)
+            );
+        }
+        let _ = writeln!(o);
+    }
+    for (c, confirmed) in &culprits {
+        around_table(&mut o, x, c, *confirmed);
+    }
+    why_it_moved(&mut o, r);
+    notes(&mut o, r);
+
+    change_points(&mut o, x);
+    measured(&mut o, x);
+
+    for (c, _) in &culprits {
+        reproduce(&mut o, r, c);
+    }
+    if culprits.is_empty() {
+        let body = format!("perfbisect {}find {} {}\n", r.invocation, t.name, r.range);
+        let fence = md::fence(&body);
+        let _ = writeln!(o, "<details><summary>Reproduce</summary>\n");
+        let _ = writeln!(o, "{fence}sh\n{body}{fence}\n");
+        let _ = writeln!(o, "</details>\n");
+    }
+    o
+}
+
+/// The headline: the verdict, the culprit, the effect.
+fn headline(o: &mut String, x: &Issue<'_>) {
+    let r = x.find;
+    let t = r.test;
     match r.outcome {
         Outcome::Culprits(cs) => {
             let c = &cs[0];
@@ -202,6 +246,13 @@ pub fn markdown(x: &Issue<'_>) -> String {
             }
         }
     }
+}
+
+/// What was measured (the test's description, metric, unit and direction) and the range
+/// searched.
+fn what_and_where(o: &mut String, x: &Issue<'_>) {
+    let r = x.find;
+    let t = r.test;
     let _ = writeln!(
         o,
         "{}{} ({}{} is better); range {}, {} on the first-parent chain.\n",
@@ -222,26 +273,10 @@ pub fn markdown(x: &Issue<'_>) -> String {
         md::code(r.range),
         count(r.searched, "commit")
     );
-    super::find::sparkline_and_plot(&mut o, r);
+}
 
-    // Further steps, then a table around each culprit.
-    if culprits.len() > 1 {
-        let _ = writeln!(o, "All {} steps, largest first:\n", culprits.len());
-        for (c, _) in &culprits {
-            let at = &r.commits[c.pos];
-            let _ = writeln!(
-                o,
-                "- `{}` {}: {}",
-                at.short(),
-                md_escape(&at.subject),
-                x.effect(c)
-            );
-        }
-        let _ = writeln!(o);
-    }
-    for (c, confirmed) in &culprits {
-        around_table(&mut o, x, c, *confirmed);
-    }
+/// "Why it moved": what changed in each culprit, when the report knows.
+fn why_it_moved(o: &mut String, r: &FindReport<'_>) {
     if !r.why.is_empty() {
         let _ = writeln!(
             o,
@@ -257,6 +292,10 @@ pub fn markdown(x: &Issue<'_>) -> String {
             o.push_str(&super::why::markdown(w));
         }
     }
+}
+
+/// The search's notes and the commits it skipped, with why.
+fn notes(o: &mut String, r: &FindReport<'_>) {
     if !r.notes.is_empty() || !r.skipped.is_empty() {
         for n in r.notes {
             let _ = writeln!(o, "- note: {}", md_escape(n));
@@ -274,21 +313,6 @@ pub fn markdown(x: &Issue<'_>) -> String {
         }
         let _ = writeln!(o);
     }
-
-    change_points(&mut o, x);
-    measured(&mut o, x);
-
-    for (c, _) in &culprits {
-        reproduce(&mut o, r, c);
-    }
-    if culprits.is_empty() {
-        let body = format!("perfbisect {}find {} {}\n", r.invocation, t.name, r.range);
-        let fence = md::fence(&body);
-        let _ = writeln!(o, "<details><summary>Reproduce</summary>\n");
-        let _ = writeln!(o, "{fence}sh\n{body}{fence}\n");
-        let _ = writeln!(o, "</details>\n");
-    }
-    o
 }
 
 /// The commits around one culprit on its chain: runs, median, min and max.
