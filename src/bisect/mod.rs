@@ -6,11 +6,12 @@
 //! performs each [`Action`] (build, run, feed the samples back) until [`Action::Done`]. `step`
 //! runs [`StepSearch`] through the same loop.
 //!
-//! Files: `search` (state, ends, hunt, next probe, k-ary build rounds), `window` (samples by
-//! window of time, the evidence of a decision, drift), `classify` (comparisons
-//! and the three-way verdict), `verify` (the direct check and the interleaved re-runs),
-//! `culprit` (evidence and the final verdict), `driver` (the loop and the [`Lab`] interface),
-//! `step` (the `git bisect run` policy), `sim` and `tests` (the simulated world and the tests).
+//! Files: `search` (state, hunt, next probe, k-ary build rounds), `ends` (the ends, before
+//! any probe), `window` (samples by window of time, the evidence of a decision, drift),
+//! `classify` (comparisons and the three-way verdict), `verify` (the direct check and the
+//! interleaved re-runs), `culprit` (evidence and the final verdict), `driver` (the loop and the
+//! [`Lab`] interface), `step` (the `git bisect run` policy), `sim` and `tests` (the simulated
+//! world and the tests).
 //!
 //! Policy (src/guide/finding.md, "The search, step by step", in more detail):
 //! - Both ends first. They must differ (Mann-Whitney U at α *and* the threshold on the medians).
@@ -66,6 +67,7 @@
 mod classify;
 mod culprit;
 mod driver;
+mod ends;
 mod search;
 #[cfg(test)]
 mod sim;

@@ -214,7 +214,6 @@ impl Search {
                 self.guess(seg, lo, hi),
             );
         }
-        let max = self.params.max_repeats;
         let runs_so_far = match &seg.stage {
             Stage::Verify(v) => {
                 if let Some(runs) = v.asked {
@@ -228,67 +227,71 @@ impl Search {
             }
             _ => return SegFlow::Again,
         };
-        let ask = |seg: &mut Segment, runs: usize| {
-            if let Stage::Verify(v) = &mut seg.stage {
-                v.asked = Some(runs);
-            }
-            SegFlow::Act(Action::Verify {
-                parent: lo,
-                culprit: hi,
-                runs,
-            })
-        };
         if runs_so_far == 0 {
-            // A deterministic metric re-run before (an earlier search's verification is in the
-            // store) has nothing more to say: two equal runs each side already confirm it.
-            if self.det && self.points[lo].samples.len() >= 2 && self.points[hi].samples.len() >= 2
-            {
-                if let Some(c) = self.compare_pos(lo, hi) {
-                    if c.differs && (c.after > c.before) == seg.up {
-                        return SegFlow::Found(self.confirmed(seg));
-                    }
-                }
-            }
-            // An earlier search's verification of these two (a stored window in which exactly
-            // parent and culprit were measured, interleaved) is such a re-run already: judged
-            // as if made now. (Commits whose builds are byte-identical to one of them show its
-            // runs too; they were not measured there themselves.)
-            let earlier: Vec<&Win> = self
-                .windows
-                .iter()
-                .filter(|w| {
-                    self.windowed()
-                        && !w.fresh
-                        && w.own.len() == 2
-                        && w.own.contains(&lo)
-                        && w.own.contains(&hi)
-                })
-                .collect();
-            if !earlier.is_empty() {
-                let (old, new): (Vec<f64>, Vec<f64>) = (
-                    earlier.iter().flat_map(|w| finite(&w.runs[&lo])).collect(),
-                    earlier.iter().flat_map(|w| finite(&w.runs[&hi])).collect(),
-                );
-                let runs = earlier
-                    .iter()
-                    .map(|w| w.runs[&lo].len().min(w.runs[&hi].len()))
-                    .sum::<usize>();
-                // Each stored window is one round of that verification: the same α it spent
-                // on its last look (round k at α / 2^(k-1)), so a second search over the same
-                // cache says what the first one did (testing its runs at the full α once
-                // passed a p of 0.003 that the first search's fourth round had failed).
-                let rounds = u32::try_from(earlier.len()).unwrap_or(u32::MAX);
-                if let Stage::Verify(v) = &mut seg.stage {
-                    v.old = old;
-                    v.new = new;
-                    v.runs = runs;
-                    v.rounds = rounds;
-                }
-                return SegFlow::Again;
-            }
-            let runs = self.verify_runs(lo, hi);
-            return ask(seg, runs);
+            return self.first_verify(seg);
         }
+        self.judge_reruns(seg, runs_so_far)
+    }
+
+    /// The first look of a verification: a deterministic metric's stored runs, or an
+    /// earlier search's re-runs of these two, when there are any; else the first re-runs.
+    fn first_verify(&mut self, seg: &mut Segment) -> SegFlow {
+        let (lo, hi) = (seg.lo, seg.hi);
+        // A deterministic metric re-run before (an earlier search's verification is in the
+        // store) has nothing more to say: two equal runs each side already confirm it.
+        if self.det && self.points[lo].samples.len() >= 2 && self.points[hi].samples.len() >= 2 {
+            if let Some(c) = self.compare_pos(lo, hi) {
+                if c.differs && (c.after > c.before) == seg.up {
+                    return SegFlow::Found(self.confirmed(seg));
+                }
+            }
+        }
+        // An earlier search's verification of these two (a stored window in which exactly
+        // parent and culprit were measured, interleaved) is such a re-run already: judged
+        // as if made now. (Commits whose builds are byte-identical to one of them show its
+        // runs too; they were not measured there themselves.)
+        let earlier: Vec<&Win> = self
+            .windows
+            .iter()
+            .filter(|w| {
+                self.windowed()
+                    && !w.fresh
+                    && w.own.len() == 2
+                    && w.own.contains(&lo)
+                    && w.own.contains(&hi)
+            })
+            .collect();
+        if !earlier.is_empty() {
+            let (old, new): (Vec<f64>, Vec<f64>) = (
+                earlier.iter().flat_map(|w| finite(&w.runs[&lo])).collect(),
+                earlier.iter().flat_map(|w| finite(&w.runs[&hi])).collect(),
+            );
+            let runs = earlier
+                .iter()
+                .map(|w| w.runs[&lo].len().min(w.runs[&hi].len()))
+                .sum::<usize>();
+            // Each stored window is one round of that verification: the same α it spent
+            // on its last look (round k at α / 2^(k-1)), so a second search over the same
+            // cache says what the first one did (testing its runs at the full α once
+            // passed a p of 0.003 that the first search's fourth round had failed).
+            let rounds = u32::try_from(earlier.len()).unwrap_or(u32::MAX);
+            if let Stage::Verify(v) = &mut seg.stage {
+                v.old = old;
+                v.new = new;
+                v.runs = runs;
+                v.rounds = rounds;
+            }
+            return SegFlow::Again;
+        }
+        let runs = self.verify_runs(lo, hi);
+        ask(seg, runs)
+    }
+
+    /// The re-runs so far (`runs_so_far` each side) judged at this round's α: the culprit
+    /// confirmed, more re-runs, a back-off or a failed verification.
+    fn judge_reruns(&mut self, seg: &mut Segment, runs_so_far: usize) -> SegFlow {
+        let (lo, hi) = (seg.lo, seg.hi);
+        let max = self.params.max_repeats;
         // Looking again after each extension would let a false difference through far more often
         // than α: round k tests at α / 2^(k-1), so all rounds together stay below 2α.
         let base = if seg.split {
@@ -369,4 +372,16 @@ impl Search {
             self.guess(seg, lo, hi),
         )
     }
+}
+
+/// Ask for `runs` more interleaved re-runs of `seg`'s parent and culprit.
+fn ask(seg: &mut Segment, runs: usize) -> SegFlow {
+    if let Stage::Verify(v) = &mut seg.stage {
+        v.asked = Some(runs);
+    }
+    SegFlow::Act(Action::Verify {
+        parent: seg.lo,
+        culprit: seg.hi,
+        runs,
+    })
 }

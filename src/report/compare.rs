@@ -1,6 +1,8 @@
 //! What `compare` prints: the two sides' medians and ranges per metric, failed runs, and the
 //! verdict with its evidence.
 
+use std::fmt::Write as _;
+
 use crate::jobs::compare::Comparison;
 use crate::report::find::judge_with_article;
 use crate::stats;
@@ -29,7 +31,6 @@ fn threshold_text(test: &crate::config::Test) -> String {
 
 /// The text `compare` prints.
 pub fn text(c: &Comparison, test: &crate::config::Test) -> String {
-    use std::fmt::Write as _;
     let mut o = String::new();
     let _ = writeln!(
         o,
@@ -42,6 +43,15 @@ pub fn text(c: &Comparison, test: &crate::config::Test) -> String {
         c.runs,
         if c.runs == 1 { "" } else { "s" }
     );
+    table(&mut o, c);
+    failures(&mut o, c);
+    verdict(&mut o, c, test);
+    o
+}
+
+/// The table of the two sides: the metric, wall, user and sys time, and peak memory when
+/// it was measured, each as median [min .. max], with B's median over A's.
+fn table(o: &mut String, c: &Comparison) {
     // Each cell in the unit's prefixes, as `find` writes numbers ("166.0 M it/s"); the range
     // repeats the unit only once when both ends share it.
     let cell = |s: Option<stats::Summary>, u: &str| match s {
@@ -90,6 +100,10 @@ pub fn text(c: &Comparison, test: &crate::config::Test) -> String {
         };
         let _ = writeln!(o, "{:<8} {:>width$} {:>width$} {:>9}", name, ca, cb, ratio);
     }
+}
+
+/// How many runs failed on each side, and the first failure of each.
+fn failures(o: &mut String, c: &Comparison) {
     if c.a.failed + c.b.failed > 0 {
         let _ = writeln!(o, "failed runs: A {}, B {}", c.a.failed, c.b.failed);
         for (name, s) in [("A", &c.a), ("B", &c.b)] {
@@ -114,6 +128,10 @@ pub fn text(c: &Comparison, test: &crate::config::Test) -> String {
             let _ = writeln!(o, "  {name}: {why}{notes}");
         }
     }
+}
+
+/// The verdict with its evidence, or why there is none.
+fn verdict(o: &mut String, c: &Comparison, test: &crate::config::Test) {
     match (c.ratio, c.p_value) {
         (Some(r), Some(p)) => {
             let ci = c
@@ -180,7 +198,6 @@ pub fn text(c: &Comparison, test: &crate::config::Test) -> String {
             );
         }
     }
-    o
 }
 
 #[cfg(test)]

@@ -679,6 +679,27 @@ pub fn markdown(r: &FindReport<'_>) -> String {
         } => vec![(c, false)],
         _ => Vec::new(),
     };
+    md_headline(&mut o, r);
+    if let Some(d) = &t.description {
+        let _ = writeln!(
+            o,
+            "{} ({}, {} is better).\n",
+            md_escape(d),
+            md_escape(&t.metric.describe()),
+            t.direction.as_str()
+        );
+    }
+    sparkline_and_plot(&mut o, r);
+    for (k, (c, confirmed)) in culprits.iter().enumerate() {
+        md_culprit(&mut o, r, (k, culprits.len()), c, *confirmed);
+    }
+    md_footer(&mut o, r);
+    o
+}
+
+/// The headline of a Markdown report: the verdict, and the reason of an inconclusive one.
+fn md_headline(o: &mut String, r: &FindReport<'_>) {
+    let t = r.test;
     match r.outcome {
         Outcome::Culprits(cs) => {
             let c = &cs[0];
@@ -709,98 +730,103 @@ pub fn markdown(r: &FindReport<'_>) -> String {
             let _ = writeln!(o, "{}\n", md_escape(reason));
         }
     }
-    if let Some(d) = &t.description {
-        let _ = writeln!(
-            o,
-            "{} ({}, {} is better).\n",
-            md_escape(d),
-            md_escape(&t.metric.describe()),
-            t.direction.as_str()
-        );
-    }
-    sparkline_and_plot(&mut o, r);
+}
+
+/// One culprit's section of a Markdown report, the `k`th (from 0) `of` them: parent and culprit,
+/// the change with its evidence, the commit, why it moved and how to reproduce it.
+fn md_culprit(
+    o: &mut String,
+    r: &FindReport<'_>,
+    (k, of): (usize, usize),
+    c: &Culprit,
+    confirmed: bool,
+) {
+    let t = r.test;
     let unit = md_escape(&r.unit());
-    let several = culprits.len() > 1;
-    for (k, (c, confirmed)) in culprits.iter().enumerate() {
-        let at = &r.commits[c.pos];
-        let parent = &r.commits[c.parent];
-        if several {
-            let _ = writeln!(
-                o,
-                "#### {} of {}: {} {} at `{}` {}\n",
-                k + 1,
-                culprits.len(),
-                crate::base::text::fmt_rel(c.rel_change, 2),
-                judge(t.direction, c.rel_change),
-                at.short(),
-                md_escape(&at.subject)
-            );
-        }
-        let _ = writeln!(o, "| | commit | median | runs |\n|---|---|---:|---:|");
-        for (role, commit, median, n) in [
-            ("before", parent, c.before, c.n_before),
-            ("after", at, c.after, c.n_after),
-        ] {
-            let cells = [
-                role.to_string(),
-                format!("`{}` {}", commit.short(), md_escape(&commit.subject)),
-                format!("{}{unit}", fmt_num(median)),
-                n.to_string(),
-            ];
-            let _ = writeln!(o, "{}", md::row(&cells));
-        }
-        let _ = writeln!(o);
+    let several = of > 1;
+    let at = &r.commits[c.pos];
+    let parent = &r.commits[c.parent];
+    if several {
         let _ = writeln!(
             o,
-            "- **{}**: {} ({}{}), {}; {}{}",
-            if *confirmed {
-                "culprit"
-            } else {
-                "best guess, unconfirmed"
-            },
+            "#### {} of {}: {} {} at `{}` {}\n",
+            k + 1,
+            of,
             crate::base::text::fmt_rel(c.rel_change, 2),
             judge(t.direction, c.rel_change),
-            r.interval_text(c)
-                .map(|i| format!("; {i}"))
-                .unwrap_or_default(),
-            if r.deterministic {
-                "exact (values compared as they are)".to_string()
-            } else {
-                format!(
-                    "{} ({})",
-                    crate::base::text::fmt_p(c.p_value),
-                    r.test_name(c)
-                )
-            },
-            md_escape(&r.basis(c)),
-            r.confirmation(c)
-                .map(|how| format!("; {how}"))
-                .unwrap_or_default()
+            at.short(),
+            md_escape(&at.subject)
         );
-        let _ = writeln!(o, "- author: {}, {}", md_escape(&at.author), date(at.time));
-        let _ = writeln!(o, "- commit: `{}`", at.id);
-        if let Some(m) = r.merge_of(c.pos) {
-            let mc = &r.commits[m];
-            let _ = writeln!(o, "- merged by `{}` {}", mc.short(), md_escape(&mc.subject));
-        }
-        if c.candidates.len() > 1 {
-            let _ = writeln!(
-                o,
-                "- {}: candidates {}",
-                if c.verified {
-                    "ambiguous, commits that cannot be built or measured sit between"
-                } else {
-                    "still in doubt"
-                },
-                candidate_list(r, c)
-            );
-        }
-        let _ = writeln!(o);
-        if let (true, Some(w)) = (*confirmed, r.why_of(c.pos)) {
-            o.push_str(&super::why::markdown(w));
-        }
-        reproduce(&mut o, r, c);
     }
+    let _ = writeln!(o, "| | commit | median | runs |\n|---|---|---:|---:|");
+    for (role, commit, median, n) in [
+        ("before", parent, c.before, c.n_before),
+        ("after", at, c.after, c.n_after),
+    ] {
+        let cells = [
+            role.to_string(),
+            format!("`{}` {}", commit.short(), md_escape(&commit.subject)),
+            format!("{}{unit}", fmt_num(median)),
+            n.to_string(),
+        ];
+        let _ = writeln!(o, "{}", md::row(&cells));
+    }
+    let _ = writeln!(o);
+    let _ = writeln!(
+        o,
+        "- **{}**: {} ({}{}), {}; {}{}",
+        if confirmed {
+            "culprit"
+        } else {
+            "best guess, unconfirmed"
+        },
+        crate::base::text::fmt_rel(c.rel_change, 2),
+        judge(t.direction, c.rel_change),
+        r.interval_text(c)
+            .map(|i| format!("; {i}"))
+            .unwrap_or_default(),
+        if r.deterministic {
+            "exact (values compared as they are)".to_string()
+        } else {
+            format!(
+                "{} ({})",
+                crate::base::text::fmt_p(c.p_value),
+                r.test_name(c)
+            )
+        },
+        md_escape(&r.basis(c)),
+        r.confirmation(c)
+            .map(|how| format!("; {how}"))
+            .unwrap_or_default()
+    );
+    let _ = writeln!(o, "- author: {}, {}", md_escape(&at.author), date(at.time));
+    let _ = writeln!(o, "- commit: `{}`", at.id);
+    if let Some(m) = r.merge_of(c.pos) {
+        let mc = &r.commits[m];
+        let _ = writeln!(o, "- merged by `{}` {}", mc.short(), md_escape(&mc.subject));
+    }
+    if c.candidates.len() > 1 {
+        let _ = writeln!(
+            o,
+            "- {}: candidates {}",
+            if c.verified {
+                "ambiguous, commits that cannot be built or measured sit between"
+            } else {
+                "still in doubt"
+            },
+            candidate_list(r, c)
+        );
+    }
+    let _ = writeln!(o);
+    if let (true, Some(w)) = (confirmed, r.why_of(c.pos)) {
+        o.push_str(&super::why::markdown(w));
+    }
+    reproduce(o, r, c);
+}
+
+/// The end of a Markdown report: a no-change verdict's numbers, the notes, and what was searched.
+fn md_footer(o: &mut String, r: &FindReport<'_>) {
+    let unit = md_escape(&r.unit());
     if let Outcome::NoChange {
         before,
         after,
@@ -838,7 +864,6 @@ pub fn markdown(r: &FindReport<'_>) -> String {
         count(r.searched, "commit"),
         r.spent()
     );
-    o
 }
 
 /// The sparkline and the plot (by relative path) of a Markdown report, when there are any.

@@ -117,7 +117,51 @@ pub fn markdown(x: &Issue<'_>) -> String {
     let mut o = String::new();
     let culprits = x.culprits();
 
-    // Headline: the verdict, the culprit, the effect.
+    headline(&mut o, x);
+    what_and_where(&mut o, x);
+    super::find::sparkline_and_plot(&mut o, r);
+
+    // Further steps, then a table around each culprit.
+    if culprits.len() > 1 {
+        let _ = writeln!(o, "All {} steps, largest first:\n", culprits.len());
+        for (c, _) in &culprits {
+            let at = &r.commits[c.pos];
+            let _ = writeln!(
+                o,
+                "- `{}` {}: {}",
+                at.short(),
+                md_escape(&at.subject),
+                x.effect(c)
+            );
+        }
+        let _ = writeln!(o);
+    }
+    for (c, confirmed) in &culprits {
+        around_table(&mut o, x, c, *confirmed);
+    }
+    why_it_moved(&mut o, r);
+    notes(&mut o, r);
+
+    change_points(&mut o, x);
+    measured(&mut o, x);
+
+    for (c, _) in &culprits {
+        reproduce(&mut o, r, c);
+    }
+    if culprits.is_empty() {
+        let body = format!("perfbisect {}find {} {}\n", r.invocation, t.name, r.range);
+        let fence = md::fence(&body);
+        let _ = writeln!(o, "<details><summary>Reproduce</summary>\n");
+        let _ = writeln!(o, "{fence}sh\n{body}{fence}\n");
+        let _ = writeln!(o, "</details>\n");
+    }
+    o
+}
+
+/// The headline: the verdict, the culprit, the effect.
+fn headline(o: &mut String, x: &Issue<'_>) {
+    let r = x.find;
+    let t = r.test;
     match r.outcome {
         Outcome::Culprits(cs) => {
             let c = &cs[0];
@@ -202,6 +246,13 @@ pub fn markdown(x: &Issue<'_>) -> String {
             }
         }
     }
+}
+
+/// What was measured (the test's description, metric, unit and direction) and the range
+/// searched.
+fn what_and_where(o: &mut String, x: &Issue<'_>) {
+    let r = x.find;
+    let t = r.test;
     let _ = writeln!(
         o,
         "{}{} ({}{} is better); range {}, {} on the first-parent chain.\n",
@@ -222,26 +273,10 @@ pub fn markdown(x: &Issue<'_>) -> String {
         md::code(r.range),
         count(r.searched, "commit")
     );
-    super::find::sparkline_and_plot(&mut o, r);
+}
 
-    // Further steps, then a table around each culprit.
-    if culprits.len() > 1 {
-        let _ = writeln!(o, "All {} steps, largest first:\n", culprits.len());
-        for (c, _) in &culprits {
-            let at = &r.commits[c.pos];
-            let _ = writeln!(
-                o,
-                "- `{}` {}: {}",
-                at.short(),
-                md_escape(&at.subject),
-                x.effect(c)
-            );
-        }
-        let _ = writeln!(o);
-    }
-    for (c, confirmed) in &culprits {
-        around_table(&mut o, x, c, *confirmed);
-    }
+/// "Why it moved": what changed in each culprit, when the report knows.
+fn why_it_moved(o: &mut String, r: &FindReport<'_>) {
     if !r.why.is_empty() {
         let _ = writeln!(
             o,
@@ -257,6 +292,10 @@ pub fn markdown(x: &Issue<'_>) -> String {
             o.push_str(&super::why::markdown(w));
         }
     }
+}
+
+/// The search's notes and the commits it skipped, with why.
+fn notes(o: &mut String, r: &FindReport<'_>) {
     if !r.notes.is_empty() || !r.skipped.is_empty() {
         for n in r.notes {
             let _ = writeln!(o, "- note: {}", md_escape(n));
@@ -274,21 +313,6 @@ pub fn markdown(x: &Issue<'_>) -> String {
         }
         let _ = writeln!(o);
     }
-
-    change_points(&mut o, x);
-    measured(&mut o, x);
-
-    for (c, _) in &culprits {
-        reproduce(&mut o, r, c);
-    }
-    if culprits.is_empty() {
-        let body = format!("perfbisect {}find {} {}\n", r.invocation, t.name, r.range);
-        let fence = md::fence(&body);
-        let _ = writeln!(o, "<details><summary>Reproduce</summary>\n");
-        let _ = writeln!(o, "{fence}sh\n{body}{fence}\n");
-        let _ = writeln!(o, "</details>\n");
-    }
-    o
 }
 
 /// The commits around one culprit on its chain: runs, median, min and max.
@@ -396,6 +420,7 @@ fn around_table(o: &mut String, x: &Issue<'_>, c: &Culprit, confirmed: bool) {
     }
 }
 
+/// "Change points": `detect`'s steps over the searched chain beside `find`'s culprits.
 fn change_points(o: &mut String, x: &Issue<'_>) {
     let r = x.find;
     let _ = writeln!(
@@ -420,19 +445,32 @@ fn change_points(o: &mut String, x: &Issue<'_>) {
         );
         return;
     }
-    // The commits `find` named (confirmed culprits), each where the searched chain shows it:
-    // a culprit found inside a merged branch is the merge's step (one step, one build when the
-    // merge brought exactly it), to say where the two answers differ.
-    let on_chain = |mut pos: usize| {
-        while let Some(m) = r.merge_of(pos) {
-            pos = m;
-        }
-        pos
-    };
+    let extra = change_point_table(o, x);
+    if !extra.is_empty() {
+        not_named(o, x, &extra);
+    }
+    culprits_not_change_points(o, x);
+}
+
+/// Where the searched chain shows the commit at `pos`.
+fn on_chain(r: &FindReport<'_>, mut pos: usize) -> usize {
+    // A culprit found inside a merged branch is the merge's step (one step, one build when
+    // the merge brought exactly it), to say where the two answers differ.
+    while let Some(m) = r.merge_of(pos) {
+        pos = m;
+    }
+    pos
+}
+
+/// The table of change points, each with what `find` said of its commit; returns the change
+/// points `find` did not name (short hashes).
+fn change_point_table(o: &mut String, x: &Issue<'_>) -> Vec<String> {
+    let r = x.find;
+    // The commits `find` named (confirmed culprits), each where the searched chain shows it.
     let named: Vec<(gix::ObjectId, usize)> = match r.outcome {
         crate::bisect::Outcome::Culprits(cs) => cs
             .iter()
-            .map(|c| (r.commits[on_chain(c.pos)].id, c.pos))
+            .map(|c| (r.commits[on_chain(r, c.pos)].id, c.pos))
             .collect(),
         _ => Vec::new(),
     };
@@ -478,20 +516,28 @@ fn change_points(o: &mut String, x: &Issue<'_>) {
         let _ = writeln!(o, "{}", md::row(&cells));
     }
     let _ = writeln!(o);
-    if !extra.is_empty() {
-        let list: Vec<String> = extra.iter().map(|c| format!("`{c}`")).collect();
-        let _ = writeln!(
-            o,
-            "{} {} not named by `find`: `find` names only steps it confirms on the commit and \
-             the one before it (by interleaved re-runs, or exact values), while change points come \
-             from every stored run at once, unconfirmed. {} over the commits around {} decides {}.\n",
-            list.join(", "),
-            if extra.len() == 1 { "is" } else { "are" },
-            md::code(&format!("perfbisect find {} OLD..NEW", x.find.test.name)),
-            if extra.len() == 1 { "it" } else { "each" },
-            if extra.len() == 1 { "it" } else { "them" },
-        );
-    }
+    extra
+}
+
+/// Why the change points in `extra` are not `find`'s culprits, and how to decide them.
+fn not_named(o: &mut String, x: &Issue<'_>, extra: &[String]) {
+    let list: Vec<String> = extra.iter().map(|c| format!("`{c}`")).collect();
+    let _ = writeln!(
+        o,
+        "{} {} not named by `find`: `find` names only steps it confirms on the commit and \
+         the one before it (by interleaved re-runs, or exact values), while change points come \
+         from every stored run at once, unconfirmed. {} over the commits around {} decides {}.\n",
+        list.join(", "),
+        if extra.len() == 1 { "is" } else { "are" },
+        md::code(&format!("perfbisect find {} OLD..NEW", x.find.test.name)),
+        if extra.len() == 1 { "it" } else { "each" },
+        if extra.len() == 1 { "it" } else { "them" },
+    );
+}
+
+/// The culprits `find` confirmed that `detect` did not find, with which of two reasons it is.
+fn culprits_not_change_points(o: &mut String, x: &Issue<'_>) {
+    let r = x.find;
     let missing: Vec<&Culprit> = match r.outcome {
         crate::bisect::Outcome::Culprits(cs) => cs
             .iter()
@@ -499,7 +545,7 @@ fn change_points(o: &mut String, x: &Issue<'_>) {
                 !x.change_points.iter().any(|cp| {
                     x.rows
                         .get(cp.index)
-                        .is_some_and(|row| row.commit.id == r.commits[on_chain(c.pos)].id)
+                        .is_some_and(|row| row.commit.id == r.commits[on_chain(r, c.pos)].id)
                 })
             })
             .collect(),

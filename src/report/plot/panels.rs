@@ -10,15 +10,137 @@ use super::primitives::{Area, DrawResult, Rect};
 use crate::report::units::{nice_ticks, quantity, tick_labels};
 use crate::stats;
 
+mod markers;
+
 pub(super) fn draw<DB: DrawingBackend>(root: &Area<DB>, c: &Chart) -> DrawResult<DB> {
     root.fill(&WHITE)?;
     let (w, h) = (c.width as i32, c.height as i32);
     let narrow = w < 600;
     let pad = if narrow { 8 } else { 16 };
-    let title_size = if narrow { 15.0 } else { 18.0 };
     let small = if narrow { 10.0 } else { 11.0 };
+    let mut y = title(root, c, pad, small)?;
 
-    // Title and subtitle.
+    // What is drawn, for the legend and the y range.
+    let plot_w_guess = (w - 2 * pad - 60) as f64 * if c.boxes.is_empty() { 1.0 } else { 0.74 };
+    let capacity = match c.style {
+        Style::Band => (plot_w_guess / 3.0).max(3.0) as usize,
+        Style::Line { points } => points.max(3),
+    };
+    let (points, downsampled) = drawn_points(&c.commits, capacity);
+    let any_failed = c.commits.iter().any(|p| p.failed);
+
+    let YRange {
+        lo,
+        hi,
+        pool,
+        stake,
+    } = y_range(c, &points);
+    if !lo.is_finite() || !hi.is_finite() {
+        // Nothing measured: say so in the middle of the picture.
+        label(
+            root,
+            "no measurements in this range",
+            (w / 2, (y + h) / 2),
+            14.0,
+            &colour::MUTED,
+            HPos::Center,
+            VPos::Center,
+        )?;
+        return Ok(());
+    }
+    let (lo, hi) = padded(lo, hi);
+    let seen = Seen {
+        failed: any_failed,
+        downsampled,
+        off_scale: pool.iter().any(|&v| v < lo || v > hi),
+        gaps: !downsampled && points.windows(2).any(|p| p[1].0 > p[0].0 + 1),
+    };
+
+    // Legend, wrapped to the width.
+    y = legend(root, c, (pad, y + 2), w - pad, small, seen)? + 8;
+
+    let bottom_area = if c.commits.is_empty() { 52 } else { 44 };
+    // A picture of boxes alone has its heading in a row of its own above them; beside a
+    // commit chart the labels under the boxes say what they are.
+    let boxes_heading = c.commits.is_empty() && !c.boxes_title.is_empty();
+    if boxes_heading {
+        label(
+            root,
+            &fit(root, &c.boxes_title, small, w - 2 * pad),
+            (w / 2, y),
+            small,
+            &colour::MUTED,
+            HPos::Center,
+            VPos::Top,
+        )?;
+        y += small as i32 + 6;
+    }
+    let plot_top = y + 4;
+    let plot_bottom = h - bottom_area;
+    if plot_bottom - plot_top < 20 || w - 2 * pad < 60 {
+        // No room for a plot (a picture a few pixels tall): the title is all it can hold.
+        return Ok(());
+    }
+    let n_ticks = ((plot_bottom - plot_top) / 36).clamp(4, 10) as usize;
+    let ticks = nice_ticks(lo, hi, n_ticks);
+    let tick_text = tick_labels(&ticks, &c.unit);
+    let label_w = tick_text
+        .iter()
+        .map(|t| text_width(root, t, small))
+        .max()
+        .unwrap_or(0);
+    let left = pad + label_w + 8;
+    let right = w - pad;
+    let (main, side) = panel_rects(
+        c,
+        Rect {
+            left,
+            top: plot_top,
+            right,
+            bottom: plot_bottom,
+        },
+    );
+    let ymap = YMap {
+        lo,
+        hi,
+        top: plot_top,
+        bottom: plot_bottom,
+    };
+
+    // Grid and y labels, across both panels.
+    let grid_right = side.map_or(right, |s| s.right);
+    grid(root, &ticks, &tick_text, (left, grid_right), &ymap, small)?;
+
+    if let Some(m) = main {
+        main_panel(root, c, m, &ymap, &points, stake, small)?;
+    }
+    if let Some(s) = side {
+        box_panel(root, c, s, &ymap, stake.filter(|_| main.is_none()), small)?;
+        if main.is_some() {
+            if let Some(k) = stake.filter(|k| k.in_view) {
+                let py = ymap.px(k.value);
+                dashed(
+                    root,
+                    (s.left, py),
+                    (s.right, py),
+                    colour::STAKE.stroke_width(2),
+                    6,
+                )?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The title and subtitle at the top; returns the y below them.
+fn title<DB: DrawingBackend>(
+    root: &Area<DB>,
+    c: &Chart,
+    pad: i32,
+    small: f64,
+) -> Result<i32, DrawingAreaErrorKind<DB::ErrorType>> {
+    let w = c.width as i32;
+    let title_size = if w < 600 { 15.0 } else { 18.0 };
     let mut y = pad - 4;
     label(
         root,
@@ -42,22 +164,28 @@ pub(super) fn draw<DB: DrawingBackend>(root: &Area<DB>, c: &Chart) -> DrawResult
         )?;
         y += small as i32 + 8;
     }
+    Ok(y)
+}
 
-    // What is drawn, for the legend and the y range.
-    let plot_w_guess = (w - 2 * pad - 60) as f64 * if c.boxes.is_empty() { 1.0 } else { 0.74 };
-    let capacity = match c.style {
-        Style::Band => (plot_w_guess / 3.0).max(3.0) as usize,
-        Style::Line { points } => points.max(3),
-    };
-    let (points, downsampled) = drawn_points(&c.commits, capacity);
-    let any_failed = c.commits.iter().any(|p| p.failed);
+/// The values the y axis must show, before its padding.
+struct YRange {
+    lo: f64,
+    hi: f64,
+    /// Every run drawn (of the band and of the boxes), to tell whether some lie off the scale.
+    pool: Vec<f64>,
+    stake: Option<Stake>,
+}
 
-    // The y range covers the medians and the runs, except far outliers: a run 30 % off in a
-    // 1 % noise series would squash a 3 % step into a few pixels. Runs beyond 1.5 IQR of all
-    // runs (and beyond every median) are drawn at the edge, marked with a triangle.
+/// The y range of `points`, the runs and the boxes, and the stake when it is near them;
+/// `lo` and `hi` are not finite when nothing was measured.
+///
+/// The y range covers the medians and the runs, except far outliers: a run 30 % off in a
+/// 1 % noise series would squash a 3 % step into a few pixels. Runs beyond 1.5 IQR of all
+/// runs (and beyond every median) are drawn at the edge, marked with a triangle.
+fn y_range(c: &Chart, points: &[(usize, f64, f64, f64)]) -> YRange {
     let mut lo = f64::INFINITY;
     let mut hi = f64::NEG_INFINITY;
-    for &(_, _, m, _) in &points {
+    for &(_, _, m, _) in points {
         if m.is_finite() {
             lo = lo.min(m);
             hi = hi.max(m);
@@ -103,19 +231,16 @@ pub(super) fn draw<DB: DrawingBackend>(root: &Area<DB>, c: &Chart) -> DrawResult
             above: s > hi,
         }
     });
-    if !lo.is_finite() || !hi.is_finite() {
-        // Nothing measured: say so in the middle of the picture.
-        label(
-            root,
-            "no measurements in this range",
-            (w / 2, (y + h) / 2),
-            14.0,
-            &colour::MUTED,
-            HPos::Center,
-            VPos::Center,
-        )?;
-        return Ok(());
+    YRange {
+        lo,
+        hi,
+        pool,
+        stake,
     }
+}
+
+/// `lo..hi` widened so that nothing drawn touches the plot's edges.
+fn padded(lo: f64, hi: f64) -> (f64, f64) {
     let span = hi - lo;
     let padding = if span > 0.0 {
         span * 0.08
@@ -127,99 +252,45 @@ pub(super) fn draw<DB: DrawingBackend>(root: &Area<DB>, c: &Chart) -> DrawResult
     } else {
         1.0
     };
-    let (lo, hi) = (lo - padding, hi + padding);
-    let seen = Seen {
-        failed: any_failed,
-        downsampled,
-        off_scale: pool.iter().any(|&v| v < lo || v > hi),
-        gaps: !downsampled && points.windows(2).any(|p| p[1].0 > p[0].0 + 1),
-    };
+    (lo - padding, hi + padding)
+}
 
-    // Legend, wrapped to the width.
-    y = legend(root, c, (pad, y + 2), w - pad, small, seen)? + 8;
-
-    let bottom_area = if c.commits.is_empty() { 52 } else { 44 };
-    // A picture of boxes alone has its heading in a row of its own above them; beside a
-    // commit chart the labels under the boxes say what they are.
-    let boxes_heading = c.commits.is_empty() && !c.boxes_title.is_empty();
-    if boxes_heading {
-        label(
-            root,
-            &fit(root, &c.boxes_title, small, w - 2 * pad),
-            (w / 2, y),
-            small,
-            &colour::MUTED,
-            HPos::Center,
-            VPos::Top,
-        )?;
-        y += small as i32 + 6;
-    }
-    let plot_top = y + 4;
-    let plot_bottom = h - bottom_area;
-    if plot_bottom - plot_top < 20 || w - 2 * pad < 60 {
-        // No room for a plot (a picture a few pixels tall): the title is all it can hold.
-        return Ok(());
-    }
-    let n_ticks = ((plot_bottom - plot_top) / 36).clamp(4, 10) as usize;
-    let ticks = nice_ticks(lo, hi, n_ticks);
-    let tick_text = tick_labels(&ticks, &c.unit);
-    let label_w = tick_text
-        .iter()
-        .map(|t| text_width(root, t, small))
-        .max()
-        .unwrap_or(0);
-    let left = pad + label_w + 8;
-    let right = w - pad;
-    let (main, side) = if c.commits.is_empty() {
-        (
-            None,
-            Some(Rect {
-                left,
-                top: plot_top,
-                right,
-                bottom: plot_bottom,
-            }),
-        )
+/// The main panel and the box panel in the plot's rectangle `plot`: one of them alone fills
+/// it, both share it (the commits the wider part).
+fn panel_rects(c: &Chart, plot: Rect) -> (Option<Rect>, Option<Rect>) {
+    if c.commits.is_empty() {
+        (None, Some(plot))
     } else if c.boxes.is_empty() {
-        (
-            Some(Rect {
-                left,
-                top: plot_top,
-                right,
-                bottom: plot_bottom,
-            }),
-            None,
-        )
+        (Some(plot), None)
     } else {
-        let split = left + ((right - left) as f64 * 0.72) as i32;
+        let split = plot.left + ((plot.right - plot.left) as f64 * 0.72) as i32;
         (
             Some(Rect {
-                left,
-                top: plot_top,
                 right: split,
-                bottom: plot_bottom,
+                ..plot
             }),
             Some(Rect {
                 left: split + 20,
-                top: plot_top,
-                right,
-                bottom: plot_bottom,
+                ..plot
             }),
         )
-    };
-    let ymap = YMap {
-        lo,
-        hi,
-        top: plot_top,
-        bottom: plot_bottom,
-    };
+    }
+}
 
-    // Grid and y labels, across both panels.
-    let grid_right = side.map_or(right, |s| s.right);
-    for (t, s) in ticks.iter().zip(&tick_text) {
+/// A grid line and a label at each tick, from `x.0` to `x.1`.
+fn grid<DB: DrawingBackend>(
+    root: &Area<DB>,
+    ticks: &[f64],
+    tick_text: &[String],
+    x: (i32, i32),
+    ymap: &YMap,
+    small: f64,
+) -> DrawResult<DB> {
+    let (left, right) = x;
+    for (t, s) in ticks.iter().zip(tick_text) {
         let py = ymap.px(*t);
         root.draw(&PathElement::new(
-            vec![(left, py), (grid_right, py)],
+            vec![(left, py), (right, py)],
             colour::GRID.stroke_width(1),
         ))?;
         label(
@@ -232,28 +303,8 @@ pub(super) fn draw<DB: DrawingBackend>(root: &Area<DB>, c: &Chart) -> DrawResult
             VPos::Center,
         )?;
     }
-
-    if let Some(m) = main {
-        main_panel(root, c, m, &ymap, &points, stake, small)?;
-    }
-    if let Some(s) = side {
-        box_panel(root, c, s, &ymap, stake.filter(|_| main.is_none()), small)?;
-        if main.is_some() {
-            if let Some(k) = stake.filter(|k| k.in_view) {
-                let py = ymap.px(k.value);
-                dashed(
-                    root,
-                    (s.left, py),
-                    (s.right, py),
-                    colour::STAKE.stroke_width(2),
-                    6,
-                )?;
-            }
-        }
-    }
     Ok(())
 }
-
 /// Draw the legend from `at`, wrapping before `right`; returns the y below it.
 /// What the legend needs to explain besides the chart's own parts.
 #[derive(Debug, Clone, Copy)]
@@ -415,6 +466,26 @@ pub(super) fn legend<DB: DrawingBackend>(
     Ok(y + line_h)
 }
 
+/// Where a commit sits across the main panel: one column per commit, oldest at the left.
+#[derive(Debug, Clone, Copy)]
+struct Columns {
+    left: i32,
+    /// The width of one commit's column, in pixels.
+    per: f64,
+}
+
+impl Columns {
+    /// The centre of commit `i`'s column: its tick, band, median and cross.
+    fn x(&self, i: usize) -> i32 {
+        self.left + ((i as f64 + 0.5) * self.per).round() as i32
+    }
+
+    /// The left edge of commit `i`'s column: a marker before commit `i` stands there.
+    fn boundary(&self, i: usize) -> i32 {
+        self.left + (i as f64 * self.per).round() as i32
+    }
+}
+
 pub(super) fn main_panel<DB: DrawingBackend>(
     root: &Area<DB>,
     c: &Chart,
@@ -425,17 +496,51 @@ pub(super) fn main_panel<DB: DrawingBackend>(
     small: f64,
 ) -> DrawResult<DB> {
     let n = c.commits.len().max(1);
-    let per = r.width() as f64 / n as f64;
-    let xpx = |i: usize| r.left + ((i as f64 + 0.5) * per).round() as i32;
-    let boundary = |i: usize| r.left + (i as f64 * per).round() as i32;
+    let cols = Columns {
+        left: r.left,
+        per: r.width() as f64 / n as f64,
+    };
+    x_axis(root, c, r, cols, small)?;
+    if c.style == Style::Band {
+        band(root, c, r, ymap, points, cols)?;
+    }
 
-    // Axes.
+    if let Some(k) = stake {
+        draw_stake(root, c, r, ymap, k, small)?;
+    }
+
+    medians(root, c, ymap, points, cols)?;
+
+    // Commits without a result.
+    for (i, p) in c.commits.iter().enumerate() {
+        if p.failed {
+            root.draw(&Cross::new(
+                (cols.x(i), r.bottom - 8),
+                4,
+                colour::CULPRIT.stroke_width(2),
+            ))?;
+        }
+    }
+
+    let off_top = c.style == Style::Band && points.iter().any(|p| p.3 > ymap.hi);
+    markers::draw_markers(root, c, r, |i| cols.boundary(i), off_top, small)
+}
+
+/// The axes of the main panel and its x labels: short hashes at a round step that leaves
+/// room between them, and a title saying how many commits there are.
+fn x_axis<DB: DrawingBackend>(
+    root: &Area<DB>,
+    c: &Chart,
+    r: Rect,
+    cols: Columns,
+    small: f64,
+) -> DrawResult<DB> {
+    let n = c.commits.len().max(1);
     root.draw(&PathElement::new(
         vec![(r.left, r.top), (r.left, r.bottom), (r.right, r.bottom)],
         colour::AXIS.stroke_width(1),
     ))?;
 
-    // X labels: short hashes at a round step that leaves room between them.
     let hash_w = c
         .commits
         .iter()
@@ -457,7 +562,7 @@ pub(super) fn main_panel<DB: DrawingBackend>(
         step *= 2;
     }
     for i in (0..n).step_by(step) {
-        let x = xpx(i);
+        let x = cols.x(i);
         root.draw(&PathElement::new(
             vec![(x, r.bottom), (x, r.bottom + 4)],
             colour::AXIS.stroke_width(1),
@@ -490,73 +595,86 @@ pub(super) fn main_panel<DB: DrawingBackend>(
         &colour::MUTED,
         HPos::Center,
         VPos::Top,
-    )?;
+    )
+}
 
-    // Band: runs of neighbouring points as a filled polygon, lone points as a bar.
-    if c.style == Style::Band {
-        let mut runs: Vec<Vec<(usize, f64, f64, f64)>> = Vec::new();
-        let downsampled = points.len() < c.commits.iter().filter(|p| !p.values.is_empty()).count();
-        for &p in points {
-            // Neighbouring commits share a band; a commit without values between two breaks
-            // it (unless down-sampled, where a gap is narrower than a pixel).
-            let joined = runs
-                .last()
-                .and_then(|run| run.last())
-                .is_some_and(|last| downsampled || p.0 == last.0 + 1);
-            if joined {
-                runs.last_mut().expect("a run").push(p);
-            } else {
-                runs.push(vec![p]);
-            }
-        }
-        let band = colour::BAND.mix(0.2).filled();
-        for run in &runs {
-            if run.len() == 1 {
-                let (i, a, _, b) = run[0];
-                let half = ((per * 0.3).round() as i32).clamp(1, 6);
-                let x = xpx(i);
-                // A lone bar is narrow: a stronger tint keeps it visible.
-                root.draw(&Rectangle::new(
-                    [
-                        (x - half, ymap.px_in(b)),
-                        (x + half, ymap.px_in(a).max(ymap.px_in(b) + 1)),
-                    ],
-                    colour::BAND.mix(0.35).filled(),
-                ))?;
-            } else {
-                let mut poly: Vec<(i32, i32)> = run
-                    .iter()
-                    .map(|&(i, _, _, b)| (xpx(i), ymap.px_in(b)))
-                    .collect();
-                poly.extend(
-                    run.iter()
-                        .rev()
-                        .map(|&(i, a, _, _)| (xpx(i), ymap.px_in(a))),
-                );
-                root.draw(&Polygon::new(poly, band))?;
-            }
-        }
-        // Runs beyond the scale: a triangle at the edge they lie beyond.
-        for &(i, a, _, b) in points {
-            if b > ymap.hi {
-                triangle(root, (xpx(i), r.top + 1), true, colour::MUTED)?;
-            }
-            if a < ymap.lo {
-                triangle(root, (xpx(i), r.bottom - 1), false, colour::MUTED)?;
-            }
+/// The min–max band: runs of neighbouring points as a filled polygon, lone points as a bar,
+/// and a triangle at the edge for runs beyond the scale.
+fn band<DB: DrawingBackend>(
+    root: &Area<DB>,
+    c: &Chart,
+    r: Rect,
+    ymap: &YMap,
+    points: &[(usize, f64, f64, f64)],
+    cols: Columns,
+) -> DrawResult<DB> {
+    let mut runs: Vec<Vec<(usize, f64, f64, f64)>> = Vec::new();
+    let downsampled = points.len() < c.commits.iter().filter(|p| !p.values.is_empty()).count();
+    for &p in points {
+        // Neighbouring commits share a band; a commit without values between two breaks
+        // it (unless down-sampled, where a gap is narrower than a pixel).
+        let joined = runs
+            .last()
+            .and_then(|run| run.last())
+            .is_some_and(|last| downsampled || p.0 == last.0 + 1);
+        if joined {
+            runs.last_mut().expect("a run").push(p);
+        } else {
+            runs.push(vec![p]);
         }
     }
-
-    if let Some(k) = stake {
-        draw_stake(root, c, r, ymap, k, small)?;
+    let band = colour::BAND.mix(0.2).filled();
+    for run in &runs {
+        if run.len() == 1 {
+            let (i, a, _, b) = run[0];
+            let half = ((cols.per * 0.3).round() as i32).clamp(1, 6);
+            let x = cols.x(i);
+            // A lone bar is narrow: a stronger tint keeps it visible.
+            root.draw(&Rectangle::new(
+                [
+                    (x - half, ymap.px_in(b)),
+                    (x + half, ymap.px_in(a).max(ymap.px_in(b) + 1)),
+                ],
+                colour::BAND.mix(0.35).filled(),
+            ))?;
+        } else {
+            let mut poly: Vec<(i32, i32)> = run
+                .iter()
+                .map(|&(i, _, _, b)| (cols.x(i), ymap.px_in(b)))
+                .collect();
+            poly.extend(
+                run.iter()
+                    .rev()
+                    .map(|&(i, a, _, _)| (cols.x(i), ymap.px_in(a))),
+            );
+            root.draw(&Polygon::new(poly, band))?;
+        }
     }
+    for &(i, a, _, b) in points {
+        if b > ymap.hi {
+            triangle(root, (cols.x(i), r.top + 1), true, colour::MUTED)?;
+        }
+        if a < ymap.lo {
+            triangle(root, (cols.x(i), r.bottom - 1), false, colour::MUTED)?;
+        }
+    }
+    Ok(())
+}
 
-    // Median line and dots: solid between neighbouring commits, dotted across commits without
-    // values (a line there would claim measurements that were never made).
+/// The median line and its dots.
+fn medians<DB: DrawingBackend>(
+    root: &Area<DB>,
+    c: &Chart,
+    ymap: &YMap,
+    points: &[(usize, f64, f64, f64)],
+    cols: Columns,
+) -> DrawResult<DB> {
+    // Solid between neighbouring commits, dotted across commits without values (a line there
+    // would claim measurements that were never made).
     let meds: Vec<(usize, (i32, i32))> = points
         .iter()
         .filter(|p| p.2.is_finite())
-        .map(|&(i, _, m, _)| (i, (xpx(i), ymap.px(m))))
+        .map(|&(i, _, m, _)| (i, (cols.x(i), ymap.px(m))))
         .collect();
     let downsampled = points.len() < c.commits.iter().filter(|p| !p.values.is_empty()).count();
     let mut solid: Vec<(i32, i32)> = Vec::new();
@@ -581,157 +699,6 @@ pub(super) fn main_panel<DB: DrawingBackend>(
     if line.len() <= 120 {
         for p in &line {
             root.draw(&Circle::new(*p, 3, colour::MEDIAN.filled()))?;
-        }
-    }
-
-    // Commits without a result.
-    for (i, p) in c.commits.iter().enumerate() {
-        if p.failed {
-            root.draw(&Cross::new(
-                (xpx(i), r.bottom - 8),
-                4,
-                colour::CULPRIT.stroke_width(2),
-            ))?;
-        }
-    }
-
-    let off_top = c.style == Style::Band && points.iter().any(|p| p.3 > ymap.hi);
-    // Markers: one label per line position (markers at the same commit share it), placed on
-    // the side of its line where it crosses no other marker's line, stacked in rows so none
-    // overlaps another; at most MAX_ROWS rows, the rest counted in one note. Lines are drawn
-    // after the labels, so a label's backing never hides a line.
-    const MAX_ROWS: usize = 3;
-    let mut markers: Vec<&Marker> = c.markers.iter().filter(|m| m.index < n).collect();
-    markers.sort_by_key(|m| (m.index, m.kind != MarkerKind::Culprit));
-    let mut groups: Vec<(i32, Vec<&Marker>)> = Vec::new();
-    for m in markers {
-        let x = boundary(m.index);
-        match groups.last_mut() {
-            Some((gx, g)) if *gx == x => g.push(m),
-            _ => groups.push((x, vec![m])),
-        }
-    }
-    let lines: Vec<i32> = groups.iter().map(|(x, _)| *x).collect();
-    let mut rows: Vec<i32> = Vec::new(); // right end of the last label in each row
-    let mut left_out = 0usize;
-    for (x, g) in &groups {
-        let x = *x;
-        // The strongest kind names the group's colour: a culprit, then a guess, then a
-        // change point.
-        let lead = g
-            .iter()
-            .copied()
-            .min_by_key(|m| match m.kind {
-                MarkerKind::Culprit => 0,
-                MarkerKind::Guess => 1,
-                MarkerKind::ChangePoint => 2,
-            })
-            .expect("a group has a marker");
-        let col = match lead.kind {
-            MarkerKind::Culprit | MarkerKind::Guess => colour::CULPRIT,
-            MarkerKind::ChangePoint => colour::CHANGE,
-        };
-        // A change point and a culprit at one commit carry one hash: said once.
-        let mut distinct: Vec<&str> = Vec::new();
-        for m in g {
-            if !distinct.contains(&m.label.as_str()) {
-                distinct.push(&m.label);
-            }
-        }
-        let text = if distinct.len() == 1 {
-            lead.label.clone()
-        } else {
-            format!("{} +{} more", lead.label, distinct.len() - 1)
-        };
-        let tw = text_width(root, &text, small);
-        let right = (x + 2, x + 6 + tw);
-        let left = (x - 6 - tw, x - 2);
-        let crosses =
-            |span: (i32, i32)| lines.iter().any(|&l| l != x && l >= span.0 && l <= span.1);
-        let fits_right = right.1 <= r.right;
-        let fits_left = left.0 >= r.left;
-        let (lx, hpos, span) = match (fits_right && !crosses(right), fits_left && !crosses(left)) {
-            (true, _) => (x + 4, HPos::Left, right),
-            (false, true) => (x - 4, HPos::Right, left),
-            _ if fits_right => (x + 4, HPos::Left, right),
-            _ => (x - 4, HPos::Right, left),
-        };
-        let row = rows
-            .iter()
-            .position(|&end| end < span.0)
-            .unwrap_or(rows.len());
-        if row >= MAX_ROWS {
-            left_out += g.len();
-            continue;
-        }
-        if row == rows.len() {
-            rows.push(span.1);
-        } else {
-            rows[row] = span.1;
-        }
-        // Below the off-scale triangles when there are any.
-        let ly = r.top + if off_top { 11 } else { 3 } + row as i32 * (small as i32 + 5);
-        // A white backing keeps the label readable over the band.
-        root.draw(&Rectangle::new(
-            [(span.0, ly - 1), (span.1, ly + small as i32 + 3)],
-            WHITE.mix(0.85).filled(),
-        ))?;
-        label(root, &text, (lx, ly), small, &col, hpos, VPos::Top)?;
-    }
-    if left_out > 0 {
-        let note = format!(
-            "{left_out} more marker{} not labelled (too close together)",
-            if left_out == 1 { "" } else { "s" }
-        );
-        let ly = r.top + if off_top { 11 } else { 3 } + MAX_ROWS as i32 * (small as i32 + 5);
-        let tw = text_width(root, &note, small - 1.0);
-        root.draw(&Rectangle::new(
-            [
-                (r.right - tw - 6, ly - 1),
-                (r.right - 2, ly + small as i32 + 2),
-            ],
-            WHITE.mix(0.85).filled(),
-        ))?;
-        label(
-            root,
-            &note,
-            (r.right - 4, ly),
-            small - 1.0,
-            &colour::MUTED,
-            HPos::Right,
-            VPos::Top,
-        )?;
-    }
-    for (x, g) in &groups {
-        let x = *x;
-        for kind in [
-            MarkerKind::ChangePoint,
-            MarkerKind::Guess,
-            MarkerKind::Culprit,
-        ] {
-            if !g.iter().any(|m| m.kind == kind) {
-                continue;
-            }
-            match kind {
-                MarkerKind::Culprit => root.draw(&PathElement::new(
-                    vec![(x, r.top), (x, r.bottom)],
-                    colour::CULPRIT.stroke_width(2),
-                ))?,
-                MarkerKind::Guess => dashed(
-                    root,
-                    (x, r.top),
-                    (x, r.bottom),
-                    colour::CULPRIT.stroke_width(2),
-                    5,
-                )?,
-                MarkerKind::ChangePoint => dashed(
-                    root,
-                    (x, r.top),
-                    (x, r.bottom),
-                    colour::CHANGE.stroke_width(2),
-                    5,
-                )?,
-            }
         }
     }
     Ok(())
