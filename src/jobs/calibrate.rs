@@ -208,69 +208,7 @@ pub fn calibrate(
     art: &std::path::Path,
     runs: usize,
 ) -> anyhow::Result<(Calibration, Option<String>)> {
-    let test = test.clone();
-    let art = art.to_path_buf();
-    let args_runs = runs;
-    let mut appender = ws.appender(&test)?;
-    // The other way of measuring the same command: instructions for a time (or any other)
-    // metric, wall time for an instructions test.
-    let instr_test = matches!(test.metric, crate::config::Metric::Instructions);
-    let other_runs = if instr_test {
-        args_runs
-    } else {
-        args_runs.min(5)
-    };
-    let bar = ws
-        .progress
-        .bar((args_runs + other_runs) as u64, "calibrate");
-    let got = ws.measure(
-        &mut appender,
-        Batch {
-            test: &test,
-            commit: id,
-            artifacts: &art,
-            runs: args_runs,
-            round: 0,
-        },
-        &mut |_| bar.inc(1),
-    )?;
-    bar.finish_and_clear();
-    // Stopped by Ctrl-C: the runs made are in the store, but a calibration from a part of
-    // them would stand for the full count; keep none, exit 128 + the signal as `run` does.
-    if crate::base::interrupt::requested() {
-        return Err(Interrupted.into());
-    }
-    let other = if instr_test {
-        (
-            "wall",
-            other_way(
-                ws,
-                &test,
-                crate::config::Metric::Wall,
-                id,
-                &art,
-                other_runs,
-                &bar,
-            )?,
-        )
-    } else {
-        (
-            "instructions",
-            other_way(
-                ws,
-                &test,
-                crate::config::Metric::Instructions,
-                id,
-                &art,
-                other_runs,
-                &bar,
-            )?,
-        )
-    };
-    bar.finish_and_clear();
-    if crate::base::interrupt::requested() {
-        return Err(Interrupted.into());
-    }
+    let (got, other) = measure_both_ways(ws, test, id, art, runs)?;
     let vals: Vec<f64> = got.iter().filter_map(|s| s.value).collect();
     let Some(sum) = stats::summarize(&vals) else {
         anyhow::bail!(
@@ -290,43 +228,7 @@ pub fn calibrate(
     };
     let trend = stats::mann_kendall(&vals, test.alpha);
     let threshold = relative(test.threshold, sum.median);
-    let mut metrics = Vec::new();
-    let own = test.metric.describe();
-    metrics.extend(metric_noise(
-        &own,
-        "the test's runs",
-        &vals,
-        threshold,
-        test.alpha,
-    ));
-    let walls: Vec<f64> = got
-        .iter()
-        .filter(|s| s.value.is_some())
-        .map(|s| s.wall)
-        .collect();
-    if !matches!(test.metric, crate::config::Metric::Wall) && !instr_test {
-        metrics.extend(metric_noise(
-            "wall",
-            "the test's runs",
-            &walls,
-            threshold,
-            test.alpha,
-        ));
-    }
-    let mut other_note = None;
-    match &other.1 {
-        Ok(v) => {
-            let source = if other.0 == "instructions" {
-                crate::measure::counter::select(test.counter)
-                    .map(|s| s.counter.describe())
-                    .unwrap_or_default()
-            } else {
-                "plain runs".to_string()
-            };
-            metrics.extend(metric_noise(other.0, &source, v, threshold, test.alpha));
-        }
-        Err(e) => other_note = Some(format!("{}: not measured ({e})", other.0)),
-    }
+    let (metrics, other_note) = metrics(test, &got, &vals, threshold, other);
     let cal = Calibration {
         test: test.name.clone(),
         commit: id.to_string(),
@@ -365,4 +267,131 @@ pub fn calibrate(
     tmp.persist(dir.join(format!("{}.json", test.name)))?;
 
     Ok((cal, other_note))
+}
+
+/// The other way of measuring: its name, and its values or why it was not measured.
+type OtherWay = (&'static str, Result<Vec<f64>, String>);
+
+/// `runs` runs of `test` on the build of `id` (at `art`), stored, then a few measured the
+/// other way, not stored; Ctrl-C during either ends the calibration.
+fn measure_both_ways(
+    ws: &Workspace,
+    test: &Test,
+    id: gix::ObjectId,
+    art: &std::path::Path,
+    runs: usize,
+) -> anyhow::Result<(Vec<crate::store::Sample>, OtherWay)> {
+    let args_runs = runs;
+    let mut appender = ws.appender(test)?;
+    // The other way of measuring the same command: instructions for a time (or any other)
+    // metric, wall time for an instructions test.
+    let instr_test = matches!(test.metric, crate::config::Metric::Instructions);
+    let other_runs = if instr_test {
+        args_runs
+    } else {
+        args_runs.min(5)
+    };
+    let bar = ws
+        .progress
+        .bar((args_runs + other_runs) as u64, "calibrate");
+    let got = ws.measure(
+        &mut appender,
+        Batch {
+            test,
+            commit: id,
+            artifacts: art,
+            runs: args_runs,
+            round: 0,
+        },
+        &mut |_| bar.inc(1),
+    )?;
+    bar.finish_and_clear();
+    // Stopped by Ctrl-C: the runs made are in the store, but a calibration from a part of
+    // them would stand for the full count; keep none, exit 128 + the signal as `run` does.
+    if crate::base::interrupt::requested() {
+        return Err(Interrupted.into());
+    }
+    let other = if instr_test {
+        (
+            "wall",
+            other_way(
+                ws,
+                test,
+                crate::config::Metric::Wall,
+                id,
+                art,
+                other_runs,
+                &bar,
+            )?,
+        )
+    } else {
+        (
+            "instructions",
+            other_way(
+                ws,
+                test,
+                crate::config::Metric::Instructions,
+                id,
+                art,
+                other_runs,
+                &bar,
+            )?,
+        )
+    };
+    bar.finish_and_clear();
+    if crate::base::interrupt::requested() {
+        return Err(Interrupted.into());
+    }
+    Ok((got, other))
+}
+
+/// The noise of each way of measuring: the test's own metric (`vals`), wall time of the same
+/// runs where the metric is neither, and the other way; with why the other way was not
+/// measured, if it was not.
+fn metrics(
+    test: &Test,
+    got: &[crate::store::Sample],
+    vals: &[f64],
+    threshold: f64,
+    other: OtherWay,
+) -> (Vec<MetricNoise>, Option<String>) {
+    let instr_test = matches!(test.metric, crate::config::Metric::Instructions);
+    let mut metrics = Vec::new();
+    let own = test.metric.describe();
+    metrics.extend(metric_noise(
+        &own,
+        "the test's runs",
+        vals,
+        threshold,
+        test.alpha,
+    ));
+    let walls: Vec<f64> = got
+        .iter()
+        .filter(|s| s.value.is_some())
+        .map(|s| s.wall)
+        .collect();
+    if !matches!(test.metric, crate::config::Metric::Wall) && !instr_test {
+        metrics.extend(metric_noise(
+            "wall",
+            "the test's runs",
+            &walls,
+            threshold,
+            test.alpha,
+        ));
+    }
+    let mut other_note = None;
+    match &other.1 {
+        Ok(v) => {
+            let source = if other.0 == "instructions" {
+                crate::measure::counter::select(test.counter)
+                    .map(|s| s.counter.describe())
+                    .unwrap_or_default()
+            } else {
+                "plain runs".to_string()
+            };
+            metrics.extend(metric_noise(other.0, &source, v, threshold, test.alpha));
+        }
+        Err(e) => other_note = Some(format!("{}: not measured ({e})", other.0)),
+    }
+    (metrics, other_note)
 }

@@ -175,8 +175,39 @@ pub fn compare(
     let a = ws.repo.info(ws.repo.resolve(req.rev_a)?)?;
     let b = ws.repo.info(ws.repo.resolve(req.rev_b)?)?;
     let runs = req.runs.unwrap_or(test.repeats.max(5));
+    let arts = build_sides(ws, req, &a, &b)?;
+    let m = measure_sides(ws, test, req, &a, &b, &arts, runs)?;
+    if crate::base::interrupt::requested() {
+        return Err(crate::base::interrupt::Interrupted.into());
+    }
+    let cmp = comparison(test, &a, &b, m);
+    let valgrind =
+        crate::measure::counter::select(crate::config::harness::Choice::Cachegrind).is_ok();
+    let profile = cmp.differs
+        && !req.no_why
+        && (req.why || (valgrind && crate::pipeline::profile::worth_profiling(test)));
+    let why = if profile {
+        Some(crate::pipeline::profile::why(ws, test, a.id, b.id)?)
+    } else {
+        None
+    };
+    let cmp = Comparison {
+        why: why.as_ref().map(crate::report::why::json),
+        ..cmp
+    };
+    Ok((cmp, why))
+}
+
+/// The artifacts of `a` and `b` (`req`'s two revisions), built if they are not; a side that
+/// does not build ends the comparison, with how its build ended.
+fn build_sides(
+    ws: &Workspace,
+    req: &Request<'_>,
+    a: &crate::git::CommitInfo,
+    b: &crate::git::CommitInfo,
+) -> anyhow::Result<Vec<std::path::PathBuf>> {
     let mut arts = Vec::new();
-    for (rev, c) in [(req.rev_a, &a), (req.rev_b, &b)] {
+    for (rev, c) in [(req.rev_a, a), (req.rev_b, b)] {
         let (art, _) = ws.ensure_built(&c.id)?;
         match art {
             Some(p) => arts.push(p),
@@ -189,6 +220,32 @@ pub fn compare(
             ),
         }
     }
+    Ok(arts)
+}
+
+/// The runs of both sides, A's first.
+struct Measured {
+    got: [Vec<Sample>; 2],
+    /// After how many failed runs in a row a side got no more.
+    stopped: [Option<usize>; 2],
+    /// Runs asked of each side, in the end.
+    asked: usize,
+    /// Without `--runs`: doubled while the sides were not told apart.
+    adaptive: bool,
+}
+
+/// Measure `test` on `a` and `b` (built at `arts`) side by side in one window, `runs` each
+/// and, without `--runs`, more while they cannot be told apart; every run stored. Ctrl-C ends
+/// it early (the caller says so).
+fn measure_sides(
+    ws: &Workspace,
+    test: &crate::config::Test,
+    req: &Request<'_>,
+    a: &crate::git::CommitInfo,
+    b: &crate::git::CommitInfo,
+    arts: &[std::path::PathBuf],
+    runs: usize,
+) -> anyhow::Result<Measured> {
     let mut appender = ws.appender(test)?;
     let bar = ws.progress.bar(2 * runs as u64, "compare");
     let window = crate::store::new_window();
@@ -209,7 +266,7 @@ pub fn compare(
     let mut got: [Vec<Sample>; 2] = Default::default();
     let mut streak = [0usize; 2];
     let mut stopped = [None; 2];
-    let names = [("A", req.rev_a, &a), ("B", req.rev_b, &b)];
+    let names = [("A", req.rev_a, a), ("B", req.rev_b, b)];
     // Without --runs: double the runs (one window, interleaved) while the sides are not told
     // apart and these runs could not have seen a change of the threshold, up to max_repeats.
     let adaptive = req.runs.is_none();
@@ -285,20 +342,7 @@ pub fn compare(
         if crate::base::interrupt::requested() || !adaptive || asked >= most {
             break;
         }
-        let va: Vec<f64> = got[0].iter().filter_map(|s| s.value).collect();
-        let vb: Vec<f64> = got[1].iter().filter_map(|s| s.value).collect();
-        let Some(d) =
-            stats::differ_declared(&va, &vb, test.alpha, test.threshold, test.deterministic)
-        else {
-            break;
-        };
-        if d.differs || d.deterministic || stopped.iter().any(Option::is_some) {
-            break;
-        }
-        let cv = noise_of(&va, &vb);
-        let mdc = stats::min_detectable_change(cv, va.len(), vb.len(), test.alpha);
-        let promising = d.p_value < 0.25 || test.threshold.reached(d.before, d.after);
-        if !promising && mdc <= relative_threshold(test, d.before) {
+        if !worth_more(test, &got, &stopped) {
             break;
         }
         asked = (2 * asked).min(most);
@@ -306,9 +350,54 @@ pub fn compare(
     }
     drop(beat);
     bar.finish_and_clear();
-    if crate::base::interrupt::requested() {
-        return Err(crate::base::interrupt::Interrupted.into());
+    Ok(Measured {
+        got,
+        stopped,
+        asked,
+        adaptive,
+    })
+}
+
+/// Whether more runs may tell the sides apart: they do not differ yet, neither side was
+/// stopped, and the difference looks promising or the runs so far could not have seen a
+/// change of the threshold.
+fn worth_more(
+    test: &crate::config::Test,
+    got: &[Vec<Sample>; 2],
+    stopped: &[Option<usize>; 2],
+) -> bool {
+    let va: Vec<f64> = got[0].iter().filter_map(|s| s.value).collect();
+    let vb: Vec<f64> = got[1].iter().filter_map(|s| s.value).collect();
+    let Some(d) = stats::differ_declared(&va, &vb, test.alpha, test.threshold, test.deterministic)
+    else {
+        return false;
+    };
+    if d.differs || d.deterministic || stopped.iter().any(Option::is_some) {
+        return false;
     }
+    let cv = noise_of(&va, &vb);
+    let mdc = stats::min_detectable_change(cv, va.len(), vb.len(), test.alpha);
+    let promising = d.p_value < 0.25 || test.threshold.reached(d.before, d.after);
+    if !promising && mdc <= relative_threshold(test, d.before) {
+        return false;
+    }
+    true
+}
+
+/// The verdict on the runs `m` of `a` and `b`, by the test's alpha and threshold (without the
+/// profile).
+fn comparison(
+    test: &crate::config::Test,
+    a: &crate::git::CommitInfo,
+    b: &crate::git::CommitInfo,
+    m: Measured,
+) -> Comparison {
+    let Measured {
+        got,
+        stopped,
+        asked,
+        adaptive,
+    } = m;
     let [sa, sb] = got;
     let va: Vec<f64> = sa.iter().filter_map(|s| s.value).collect();
     let vb: Vec<f64> = sb.iter().filter_map(|s| s.value).collect();
@@ -320,13 +409,13 @@ pub fn compare(
         m.is_finite().then_some(m)
     };
     let threshold = diff.map(|d| relative_threshold(test, d.before));
-    let cmp = Comparison {
+    Comparison {
         test: test.name.clone(),
         unit: test.unit(),
         direction: test.direction.as_str(),
         runs: asked,
-        a: side(&a, &sa, stopped[0]),
-        b: side(&b, &sb, stopped[1]),
+        a: side(a, &sa, stopped[0]),
+        b: side(b, &sb, stopped[1]),
         ratio: diff.map(|d| d.after / d.before).filter(|r| r.is_finite()),
         ratio_ci: stats::bootstrap_median_ratio(&va, &vb, 0.95, 2000, 1),
         p_value: diff.map(|d| d.p_value),
@@ -340,20 +429,5 @@ pub fn compare(
         },
         adaptive,
         why: None,
-    };
-    let valgrind =
-        crate::measure::counter::select(crate::config::harness::Choice::Cachegrind).is_ok();
-    let profile = cmp.differs
-        && !req.no_why
-        && (req.why || (valgrind && crate::pipeline::profile::worth_profiling(test)));
-    let why = if profile {
-        Some(crate::pipeline::profile::why(ws, test, a.id, b.id)?)
-    } else {
-        None
-    };
-    let cmp = Comparison {
-        why: why.as_ref().map(crate::report::why::json),
-        ..cmp
-    };
-    Ok((cmp, why))
+    }
 }

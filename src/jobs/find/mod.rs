@@ -19,6 +19,7 @@ use crate::store::Appender;
 
 mod imported;
 pub mod lab;
+mod merges;
 mod saved;
 
 /// What this invocation spent, over every search it ran.
@@ -78,6 +79,21 @@ impl Tally {
         self.checks += d.checks;
         self.checking += d.checking;
     }
+
+    /// The identical builds that stood in for runs, as a note. One line for all of them: on a
+    /// project whose commits often leave the binary as it was, a line per commit would bury
+    /// the verdict.
+    fn shared_note(&self) -> Option<String> {
+        if self.shared_notes.is_empty() {
+            return None;
+        }
+        Some(format!(
+            "byte-identical builds stood in for runs ({}); {} run{} saved",
+            self.shared_notes.join(", "),
+            self.runs_saved,
+            if self.runs_saved == 1 { "" } else { "s" }
+        ))
+    }
 }
 
 /// One search's answer, with positions into the commits it was given.
@@ -91,13 +107,6 @@ struct Searched {
     /// The end that does not build, when that is why the search could not start.
     unbuilt: Option<usize>,
 }
-
-/// Deepest chain of merges `find` descends through (a merge of a merge of ...).
-const MAX_DESCENT: usize = 8;
-
-/// Share of a merge's step that the culprits found on its branch may leave unaccounted for
-/// (medians of noisy runs do not add up exactly) before the rest is said to show at the merge.
-const UNEXPLAINED: f64 = 0.2;
 
 /// A finished `find`: the searched chain and the merged branches it descended into, what it
 /// concluded, and what it spent. `report` renders the same.
@@ -520,93 +529,28 @@ pub fn search(
         ws.note(&n);
     }
     let params = search_params(&test, &stored, &|w| ws.warn(w));
-    let mut appender = ws.appender(&test)?;
-    let mut tally = Tally::default();
+    let appender = ws.appender(&test)?;
+    let mut s = Searcher {
+        ws,
+        test: &test,
+        appender,
+        stored,
+        params,
+        jobs,
+        tally: Tally::default(),
+    };
     if jobs == 0 {
         crate::usage!("--jobs must be at least 1");
     }
     let mut searched = range.commits.len();
     // Imported rounds first: when they show a step, only the gap between the two rounds
     // around it is searched (and built).
-    let mut gap = imported::gap(&test, &stored, &commits, params);
+    let mut gap = imported::gap(&test, &s.stored, &commits, params);
     let mut gap_notes = Vec::new();
     let mut first = None;
     if let Some((lo, hi, g)) = &mut gap {
         let sub: Vec<CommitInfo> = commits[*lo..=*hi].to_vec();
-        ws.note(&format!(
-            "perfbisect: imported rounds show the step between {} and {} ({} commit{} between); searching only there{}",
-            sub[0].short(),
-            sub[sub.len() - 1].short(),
-            g.inside,
-            if g.inside == 1 { "" } else { "s" },
-            if g.trusted_ends {
-                ""
-            } else {
-                ", after measuring both ends here"
-            }
-        ));
-        let r = drive(
-            ws,
-            &test,
-            &mut appender,
-            &stored,
-            params,
-            &sub,
-            jobs,
-            &mut tally,
-        )?;
-        let describe = |e: &GapEnd, c: &CommitInfo| {
-            format!(
-                "{} {} (median {} of {} imported sample{}{}{})",
-                c.short(),
-                c.subject,
-                crate::base::text::fmt_num(e.median),
-                e.n,
-                if e.n == 1 { "" } else { "s" },
-                if e.rounds.is_empty() {
-                    String::new()
-                } else {
-                    format!(
-                        ", {} {}",
-                        if e.rounds.len() == 1 {
-                            "round"
-                        } else {
-                            "rounds"
-                        },
-                        crate::base::text::some_of(&e.rounds)
-                    )
-                },
-                if e.machines.is_empty() {
-                    String::new()
-                } else {
-                    format!(", from {}", e.machines.join(", "))
-                }
-            )
-        };
-        let ends = format!(
-            "{} and {}",
-            describe(&g.old, &sub[0]),
-            describe(&g.new, &sub[sub.len() - 1])
-        );
-        if matches!(r.outcome, Outcome::NoChange { .. }) {
-            // The step of the imported numbers does not show here: search the whole range
-            // on this machine's numbers instead.
-            g.fell_back = true;
-            gap_notes.push(format!(
-                "imported rounds put a step between {ends}, but measured here the two do not differ; searched the whole range instead"
-            ));
-        } else {
-            gap_notes.push(format!(
-                "imported numbers: {ends}; {}; only the {} commit{} between them {} searched",
-                if g.trusted_ends {
-                    "used as they are (deterministic test)"
-                } else {
-                    "both measured again here before their levels were trusted (the import may come from another machine)"
-                },
-                g.inside,
-                if g.inside == 1 { "" } else { "s" },
-                if g.inside == 1 { "was" } else { "were" }
-            ));
+        if let Some(r) = s.search_gap(&sub, g, &mut gap_notes)? {
             searched = sub.len() - 1;
             blocks.clear();
             blocks.push(0..sub.len());
@@ -616,198 +560,48 @@ pub fn search(
     }
     let first = match first {
         Some(r) => r,
-        None => drive(
-            ws,
-            &test,
-            &mut appender,
-            &stored,
-            params,
-            &commits,
-            jobs,
-            &mut tally,
-        )?,
+        None => s.drive(&commits)?,
     };
     if let Some(pos) = first.unbuilt {
         unbuilt(ws, range_spec, &commits, pos)?;
     }
-    if tally.reused > 0 {
-        ws.note(&format!(
-            "used {} stored samples of `{}` in this range",
-            tally.reused, test.name
-        ));
-    }
-    tally.facts.min_detectable = first.min_detectable;
-    if matches!(test.metric, crate::config::Metric::Instructions) {
-        tally.facts.counter = crate::measure::counter::select(test.counter)
-            .ok()
-            .map(|s| format!("{}: {}", s.counter.describe(), s.why));
-    }
+    s.first_facts(&first);
     let mut outcome = first.outcome;
-    let mut probed = first.probed;
     let mut notes = gap_notes;
     notes.extend(first.notes);
-    let mut skips = first.skips;
     let deterministic = first.deterministic;
+    let mut trail = merges::Trail {
+        commits,
+        blocks,
+        probed: first.probed,
+        notes,
+        skips: first.skips,
+    };
     // (culprit inside a merged branch, the merge that brought it in)
     let mut merges: Vec<(usize, usize)> = Vec::new();
     if !no_descend {
         if let Outcome::Culprits(cs) = &mut outcome {
-            let mut todo: Vec<(Culprit, usize)> = cs.drain(..).map(|c| (c, 0)).collect();
-            // With the depth each was found at.
-            let mut done: Vec<(Culprit, usize)> = Vec::new();
-            while let Some((c, depth)) = todo.pop() {
-                let merge = commits[c.pos].id;
-                let side = if depth < MAX_DESCENT && c.candidates.len() == 1 {
-                    ws.repo.merged_side(merge)?
-                } else {
-                    None
-                };
-                let Some((fork, ids)) = side else {
-                    done.push((c, depth));
-                    continue;
-                };
-                let mut inner: Vec<CommitInfo> = vec![ws.repo.info(fork)?];
-                for id in ids {
-                    inner.push(ws.repo.info(id)?);
-                }
-                let m = &commits[c.pos];
-                ws.note(&format!(
-                    "{} {} is a merge: searching the {} the branch it merged",
-                    m.short(),
-                    m.subject,
-                    crate::base::text::plural(inner.len() - 1, "commit of", "commits of"),
-                ));
-                let r = drive(
-                    ws,
-                    &test,
-                    &mut appender,
-                    &stored,
-                    params,
-                    &inner,
-                    jobs,
-                    &mut tally,
-                )?;
-                let off = commits.len();
-                let side_span = format!("{}..{}", inner[0].short(), inner[inner.len() - 1].short());
-                blocks.push(off..off + inner.len());
-                commits.extend(inner);
-                // The fork point may already be on the chain searched before: list it once.
-                for p in r.probed.iter().map(|p| p + off) {
-                    if !probed.iter().any(|&q| commits[q].id == commits[p].id) {
-                        probed.push(p);
-                    }
-                }
-                notes.extend(r.notes);
-                skips.extend(r.skips.into_iter().map(|s| Skip {
-                    pos: s.pos + off,
-                    reason: s.reason,
-                }));
-                let m = commits[c.pos].clone();
-                match r.outcome {
-                    Outcome::Culprits(inner_cs) => {
-                        // The branch's steps should add up to the merge's; what they leave
-                        // out happened at the merge (an evil merge, branches that combine
-                        // differently than each alone), and what they add beyond it was
-                        // already on the first parent (a branch that merged it in).
-                        let step = c.after - c.before;
-                        let found: f64 = inner_cs.iter().map(|ic| ic.after - ic.before).sum();
-                        let rest = step - found;
-                        if rest.abs() > UNEXPLAINED * step.abs()
-                            && params.threshold.reached(c.before + found, c.after)
-                        {
-                            let unit = test.unit();
-                            notes.push(format!(
-                                "{} {} moves `{}` by {} {unit}, but the culprits found in the \
-                                 branch it merged ({side_span}) add up to {} {unit}: {} {unit} \
-                                 of the step shows at the merge {}",
-                                m.short(),
-                                m.subject,
-                                test.name,
-                                signed(step),
-                                signed(found),
-                                signed(rest),
-                                if rest * step > 0.0 {
-                                    "itself (its own changes, or how the branches combine)"
-                                } else {
-                                    "as less than its branch moved (the branch brought in \
-                                     changes its first parent already had)"
-                                }
-                            ));
-                        }
-                        for mut ic in inner_cs {
-                            shift(&mut ic, off);
-                            merges.push((ic.pos, c.pos));
-                            todo.push((ic, depth + 1));
-                        }
-                    }
-                    Outcome::NoChange { .. } => {
-                        notes.push(format!(
-                            "{} {} is the culprit itself: the branch it merged ({side_span}) does \
-                             not move `{}`",
-                            m.short(),
-                            m.subject,
-                            test.name
-                        ));
-                        done.push((c, depth));
-                    }
-                    Outcome::Inconclusive { reason, .. } => {
-                        notes.push(format!(
-                            "inside the branch merged by {} ({side_span}) no commit could be \
-                             named: {reason}",
-                            m.short()
-                        ));
-                        done.push((c, depth));
-                    }
-                }
-            }
-            // A commit reached twice (on the chain and again through a branch that merged
-            // it in, or through two merges) is one culprit: the one found highest up stays.
-            done.sort_by_key(|(_, depth)| *depth);
-            let mut seen: Vec<gix::ObjectId> = Vec::new();
-            let mut dropped = Vec::new();
-            done.retain(|(c, _)| {
-                let id = commits[c.pos].id;
-                if seen.contains(&id) {
-                    dropped.push(c.pos);
-                    false
-                } else {
-                    seen.push(id);
-                    true
-                }
-            });
-            for pos in dropped {
-                if let Some(&(_, via)) = merges.iter().find(|(p, _)| *p == pos) {
-                    notes.push(format!(
-                        "{} {} was found again inside the branch merged by {} {}: listed once",
-                        commits[pos].short(),
-                        commits[pos].subject,
-                        commits[via].short(),
-                        commits[via].subject
-                    ));
-                }
-                merges.retain(|(p, _)| *p != pos);
-            }
-            let mut done: Vec<Culprit> = done.into_iter().map(|(c, _)| c).collect();
-            done.sort_by(|a, b| {
-                b.rel_change
-                    .abs()
-                    .total_cmp(&a.rel_change.abs())
-                    .then(a.pos.cmp(&b.pos))
-            });
-            *cs = done;
+            let mut drive = |inner: &[CommitInfo]| {
+                s.drive(inner).map(|r| merges::Branch {
+                    outcome: r.outcome,
+                    probed: r.probed,
+                    notes: r.notes,
+                    skips: r.skips,
+                })
+            };
+            merges = merges::descend(ws, &test, params, cs, &mut trail, &mut drive)?;
         }
     }
+    let merges::Trail {
+        commits,
+        blocks,
+        probed,
+        mut notes,
+        mut skips,
+    } = trail;
+    let tally = s.tally;
     skips.sort_by_key(|s| s.pos);
-    // One line for all of them: on a project whose commits often leave the binary as it was,
-    // a line per commit would bury the verdict.
-    if !tally.shared_notes.is_empty() {
-        notes.push(format!(
-            "byte-identical builds stood in for runs ({}); {} run{} saved",
-            tally.shared_notes.join(", "),
-            tally.runs_saved,
-            if tally.runs_saved == 1 { "" } else { "s" }
-        ));
-    }
+    notes.extend(tally.shared_note());
     Ok(FindRun {
         test,
         spec: range.spec.clone(),
@@ -825,6 +619,132 @@ pub fn search(
         imported: gap.map(|(_, _, g)| g),
         replayed: None,
     })
+}
+
+/// What the searches of one `find` share: the test, its stored samples and appender, the
+/// bisection knobs, how many commits build at once, and what the searches spent.
+struct Searcher<'a> {
+    ws: &'a Workspace,
+    test: &'a Test,
+    appender: Appender,
+    stored: Samples,
+    params: Params,
+    jobs: usize,
+    tally: Tally,
+}
+
+impl Searcher<'_> {
+    /// One search over `commits` (see [`drive`]).
+    fn drive(&mut self, commits: &[CommitInfo]) -> anyhow::Result<Searched> {
+        drive(
+            self.ws,
+            self.test,
+            &mut self.appender,
+            &self.stored,
+            self.params,
+            commits,
+            self.jobs,
+            &mut self.tally,
+        )
+    }
+
+    /// What the first search (of the gap, or of the range) says of the whole `find`: the
+    /// stored samples it used (said), the smallest step it could see, the counter.
+    fn first_facts(&mut self, first: &Searched) {
+        let test = self.test;
+        if self.tally.reused > 0 {
+            self.ws.note(&format!(
+                "used {} stored samples of `{}` in this range",
+                self.tally.reused, test.name
+            ));
+        }
+        self.tally.facts.min_detectable = first.min_detectable;
+        if matches!(test.metric, crate::config::Metric::Instructions) {
+            self.tally.facts.counter = crate::measure::counter::select(test.counter)
+                .ok()
+                .map(|s| format!("{}: {}", s.counter.describe(), s.why));
+        }
+    }
+
+    /// Search the gap `sub` the imported rounds put a step in (`g`), saying so in `notes`:
+    /// its search, or `None` when measured here the gap's ends do not differ (then the whole
+    /// range is searched instead, `g.fell_back`).
+    fn search_gap(
+        &mut self,
+        sub: &[CommitInfo],
+        g: &mut ImportedGap,
+        notes: &mut Vec<String>,
+    ) -> anyhow::Result<Option<Searched>> {
+        self.ws.note(&format!(
+            "perfbisect: imported rounds show the step between {} and {} ({} commit{} between); searching only there{}",
+            sub[0].short(),
+            sub[sub.len() - 1].short(),
+            g.inside,
+            if g.inside == 1 { "" } else { "s" },
+            if g.trusted_ends {
+                ""
+            } else {
+                ", after measuring both ends here"
+            }
+        ));
+        let r = self.drive(sub)?;
+        let ends = format!(
+            "{} and {}",
+            gap_end(&g.old, &sub[0]),
+            gap_end(&g.new, &sub[sub.len() - 1])
+        );
+        if matches!(r.outcome, Outcome::NoChange { .. }) {
+            // The step of the imported numbers does not show here: search the whole range
+            // on this machine's numbers instead.
+            g.fell_back = true;
+            notes.push(format!(
+                "imported rounds put a step between {ends}, but measured here the two do not differ; searched the whole range instead"
+            ));
+            return Ok(None);
+        }
+        notes.push(format!(
+            "imported numbers: {ends}; {}; only the {} commit{} between them {} searched",
+            if g.trusted_ends {
+                "used as they are (deterministic test)"
+            } else {
+                "both measured again here before their levels were trusted (the import may come from another machine)"
+            },
+            g.inside,
+            if g.inside == 1 { "" } else { "s" },
+            if g.inside == 1 { "was" } else { "were" }
+        ));
+        Ok(Some(r))
+    }
+}
+
+/// An end `c` of an imported gap as a note says it: its median, samples, rounds, machines.
+fn gap_end(e: &GapEnd, c: &CommitInfo) -> String {
+    format!(
+        "{} {} (median {} of {} imported sample{}{}{})",
+        c.short(),
+        c.subject,
+        crate::base::text::fmt_num(e.median),
+        e.n,
+        if e.n == 1 { "" } else { "s" },
+        if e.rounds.is_empty() {
+            String::new()
+        } else {
+            format!(
+                ", {} {}",
+                if e.rounds.len() == 1 {
+                    "round"
+                } else {
+                    "rounds"
+                },
+                crate::base::text::some_of(&e.rounds)
+            )
+        },
+        if e.machines.is_empty() {
+            String::new()
+        } else {
+            format!(", from {}", e.machines.join(", "))
+        }
+    )
 }
 
 /// A search that could not start because the end `pos` of `commits` does not build: that is
@@ -853,25 +773,6 @@ fn unbuilt(ws: &Workspace, spec: &str, commits: &[CommitInfo], pos: usize) -> an
         c.subject,
         ws.build_failure(&c.id)
     )
-}
-
-/// Move a culprit's positions from a search's own list into the report's.
-/// A change with its sign: `+4184`, `-12.5`.
-fn signed(v: f64) -> String {
-    let n = crate::base::text::fmt_num(v);
-    if v > 0.0 {
-        format!("+{n}")
-    } else {
-        n
-    }
-}
-
-fn shift(c: &mut Culprit, off: usize) {
-    c.pos += off;
-    c.parent += off;
-    for p in &mut c.candidates {
-        *p += off;
-    }
 }
 
 /// Run one search over `commits` (position 0 the old end) through the driver loop, on the

@@ -1,0 +1,431 @@
+//! `perfbisect triage TESTS [RANGE]`, the nightly perf sheriff: measure what the round needs
+//! (the newest commit), find the change points of every test over its stored and imported
+//! history, search each one not settled yet inside its gap — one search per gap for all the
+//! tests that moved there, on one set of builds (the cache serves every test, and the search
+//! prefers commits already built) — confirm each culprit as `find` does, and keep the
+//! results per culprit commit in the cache ([`crate::store::findings`]); with `--attach`, one issue
+//! per new culprit, a comment when tests join it or when a later step fixes it. Idempotent
+//! and resumable: a second run with nothing new posts nothing.
+
+mod outcome;
+mod post;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use outcome::now;
+pub use outcome::{Options, Outcome};
+pub use post::{at_commits, title};
+
+use crate::bisect::Outcome as Verdict;
+use crate::config::Test;
+use crate::pipeline::workspace::Workspace;
+pub use crate::report::triage::{Left, Posted};
+use crate::store::findings::{self, Findings, State, TestStep};
+
+/// A change point of one test, in the gap between the last commit measured at the old level
+/// and the first at the new one.
+struct Gap {
+    from: gix::ObjectId,
+    to: gix::ObjectId,
+    subject: String,
+}
+
+/// Run the triage on `ws` (opened with the cache lock: two triages at once take turns).
+pub fn triage(ws: &Workspace, opts: &Options<'_>) -> anyhow::Result<Outcome> {
+    let started = Instant::now();
+    let tests: Vec<Test> = ws.config.select(opts.tests)?.into_iter().cloned().collect();
+    let repo = opts.attach.as_deref().map(parse_repo).transpose()?;
+    let file = findings::path(&ws.cache.root);
+    let mut f = findings::load(&file)?;
+    let before = f.clone();
+    let mut out = Outcome {
+        findings: Findings::default(),
+        changed: Vec::new(),
+        left: Vec::new(),
+        posted: Vec::new(),
+        failures: Vec::new(),
+        searches: 0,
+        builds: 0,
+        runs: 0,
+        seconds: 0.0,
+    };
+    let job = Triage {
+        ws,
+        opts,
+        started,
+        tests: &tests,
+        file: &file,
+    };
+
+    // 1. The round: the newest commit measured for every test that has no number there.
+    job.measure_newest(&mut out)?;
+
+    // 2. Every test's change points not settled yet, grouped by gap.
+    let (merged, order) = job.unsettled_gaps(&f)?;
+
+    // 3. One search per gap: the tests that moved there, one after another on the same builds.
+    // Each culprit's reports by test: what an issue body shows under each test's name.
+    let mut reports: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    for (gap, ts) in &merged {
+        let spec = format!("{}..{}", gap.from, gap.to);
+        let names: Vec<&str> = ts.iter().map(|t| t.name.as_str()).collect();
+        for t in ts {
+            if job.over_budget(&out) {
+                out.left.push(Left {
+                    test: t.name.clone(),
+                    from: gap.from.to_string(),
+                    to: gap.to.to_string(),
+                });
+                continue;
+            }
+            ws.note(&format!(
+                "perfbisect: triage: searching {}..{} for {} ({} of the tests that moved there: {})",
+                crate::git::short(&gap.from),
+                crate::git::short(&gap.to),
+                t.name,
+                names.iter().position(|n| *n == t.name).map_or(1, |i| i + 1),
+                names.join(", ")
+            ));
+            let ask = crate::jobs::find::Ask {
+                range: &spec,
+                jobs: opts.jobs,
+                no_descend: false,
+                why: false,
+                no_why: false,
+                replay: false,
+            };
+            let (run, why) = crate::jobs::find::find(ws, (*t).clone(), &ask, Instant::now())?;
+            out.searches += 1;
+            let (b, r) = run.counts();
+            out.builds += b;
+            out.runs += r;
+            job.record(&mut f, t, gap, &run, &why, &mut reports)?;
+            job.keep(&f)?;
+        }
+    }
+
+    // 4. A later step that returns a level fixes the finding that left it.
+    fixes(&mut f, &tests, &order);
+    job.keep(&f)?;
+
+    // 5. Posting.
+    if let Some((owner, name)) = &repo {
+        let target = format!("{owner}/{name}");
+        post::post_all(ws, &mut f, &file, &target, opts, &reports, &mut out)?;
+    }
+    out.changed = f
+        .findings
+        .iter()
+        .filter(|x| before.get(&x.commit) != Some(*x))
+        .map(|x| x.commit.clone())
+        .collect();
+    out.findings = f;
+    out.seconds = started.elapsed().as_secs_f64();
+    Ok(out)
+}
+
+/// The gaps not settled yet, each with the tests whose change point lies there.
+type Gaps<'t> = Vec<(Gap, Vec<&'t Test>)>;
+
+/// Each commit's place in history, per test (for what fixed what).
+type Order = BTreeMap<String, BTreeMap<String, usize>>;
+
+/// One `triage`: what it was asked, when it started, its tests and its findings' file.
+struct Triage<'a> {
+    ws: &'a Workspace,
+    opts: &'a Options<'a>,
+    started: Instant,
+    tests: &'a [Test],
+    file: &'a std::path::Path,
+}
+
+impl<'a> Triage<'a> {
+    /// Keep the findings. A dry run changes no finding and marks no gap searched: the next
+    /// real run searches and posts as if it had not run (what it measured stays in the store,
+    /// as every run's does).
+    fn keep(&self, f: &Findings) -> anyhow::Result<()> {
+        if self.opts.dry_run {
+            Ok(())
+        } else {
+            findings::save(self.file, f)
+        }
+    }
+
+    /// Whether the budget is spent: no new search (nor the round) starts.
+    fn over_budget(&self, out: &Outcome) -> bool {
+        let opts = self.opts;
+        opts.max_builds.is_some_and(|m| out.builds >= m)
+            || opts.max_time.is_some_and(|t| self.started.elapsed() >= t)
+    }
+
+    /// The round: the newest commit (of the range, else HEAD) measured, as `run` would, for
+    /// the tests with no number there, within the budget; its builds and runs go to `out`.
+    fn measure_newest(&self, out: &mut Outcome) -> anyhow::Result<()> {
+        let (ws, opts) = (self.ws, self.opts);
+        let newest = match opts.range {
+            Some(r) => ws.repo.range(r)?.commits.last().map(|c| c.id),
+            None => Some(ws.repo.head()?),
+        };
+        // (Only the tests with no number there: said only when there are some.)
+        let mut unmeasured: Vec<&Test> = Vec::new();
+        if let Some(id) = newest {
+            for t in self.tests {
+                let key: [u8; 20] = id.as_bytes().try_into().unwrap_or([0; 20]);
+                if !ws.samples_for(t, Some(&[id]))?.by_commit.contains_key(&key) {
+                    unmeasured.push(t);
+                }
+            }
+        }
+        let Some(id) = newest.filter(|_| !unmeasured.is_empty() && !self.over_budget(out)) else {
+            return Ok(());
+        };
+        let names: Vec<&str> = unmeasured.iter().map(|t| t.name.as_str()).collect();
+        ws.note(&format!(
+            "perfbisect: triage: measuring the newest commit, {}, for {} (no numbers there yet)",
+            crate::git::short(&id),
+            names.join(", ")
+        ));
+        let names = names.join(",");
+        let hex = id.to_string();
+        let round = crate::jobs::run::Options {
+            tests: &names,
+            range: &hex,
+            jobs: opts.jobs,
+            shard: None,
+            again: false,
+            gaps: true,
+            retry_failed: false,
+            build_only: false,
+        };
+        let mut spent = crate::jobs::run::Spent::new(Instant::now());
+        let counts = std::cell::Cell::new((0, 0));
+        let keep = |s: &crate::jobs::run::Summary, _: Duration| {
+            counts.set(s.counts());
+            Ok(())
+        };
+        if crate::jobs::run::run_pass(ws, &round, true, &mut spent, &keep)? {
+            crate::jobs::run::run_pass(ws, &round, false, &mut spent, &keep)?;
+        }
+        let (b, r) = counts.get();
+        out.builds += b;
+        out.runs += r;
+        Ok(())
+    }
+
+    /// Every test's change points (and steps too few runs decide) not settled yet in `f`,
+    /// grouped by gap, and each commit's place in each test's history.
+    fn unsettled_gaps(&self, f: &Findings) -> anyhow::Result<(Gaps<'a>, Order)> {
+        let (ws, opts) = (self.ws, self.opts);
+        let mut groups: BTreeMap<(usize, String, String), (Gap, Vec<&Test>)> = BTreeMap::new();
+        let mut order: Order = BTreeMap::new();
+        for t in self.tests {
+            let samples = ws.samples(t)?;
+            let commits = match opts.range {
+                Some(r) => ws.chain_commits(r)?.0,
+                None => ws.commits(None, &samples)?,
+            };
+            let rows = crate::pipeline::history::rows(ws, &samples, commits);
+            order.insert(
+                t.name.clone(),
+                rows.iter()
+                    .enumerate()
+                    .map(|(i, r)| (r.commit.id.to_string(), i))
+                    .collect(),
+            );
+            // Steps the stored runs cannot decide (cron rounds each at its own moment, too few runs)
+            // are searched as the confirmed ones are: `find`'s interleaved runs decide them.
+            let d = crate::pipeline::history::detection(t, &rows);
+            let steps = d
+                .points
+                .iter()
+                .map(|c| c.index)
+                .chain(d.undecided.iter().map(|u| u.index));
+            for index in steps {
+                let Some(from) = rows[..index].iter().rev().find(|r| !r.values.is_empty()) else {
+                    continue;
+                };
+                let to = &rows[index];
+                let (a, b) = (from.commit.id.to_string(), to.commit.id.to_string());
+                if settled(f, &t.name, &a, &b, &order[&t.name]) {
+                    continue;
+                }
+                let e = groups.entry((index, a, b)).or_insert_with(|| {
+                    (
+                        Gap {
+                            from: from.commit.id,
+                            to: to.commit.id,
+                            subject: to.commit.subject.clone(),
+                        },
+                        Vec::new(),
+                    )
+                });
+                e.1.push(t);
+            }
+        }
+        // (The same gap of two tests is one key whatever index their rows give it.)
+        let mut merged: Gaps<'a> = Vec::new();
+        for (_, (gap, ts)) in groups {
+            match merged
+                .iter_mut()
+                .find(|(g, _)| g.from == gap.from && g.to == gap.to)
+            {
+                Some((_, all)) => all.extend(ts),
+                None => merged.push((gap, ts)),
+            }
+        }
+        Ok((merged, order))
+    }
+
+    /// Record in `f` the verdict of the search of `t` in `gap`: each culprit confirmed (its
+    /// report kept in `reports` for the issue), or the change point unconfirmed; the gap is
+    /// marked searched either way.
+    fn record(
+        &self,
+        f: &mut Findings,
+        t: &Test,
+        gap: &Gap,
+        run: &crate::jobs::find::FindRun,
+        why: &[crate::pipeline::profile::Profiled],
+        reports: &mut BTreeMap<String, BTreeMap<String, String>>,
+    ) -> anyhow::Result<()> {
+        let (from, to) = (gap.from.to_string(), gap.to.to_string());
+        match &run.outcome {
+            Verdict::Culprits(cs) => {
+                for c in cs {
+                    let at = &run.commits[c.pos];
+                    let fns = why
+                        .iter()
+                        .find(|(p, _)| *p == c.pos)
+                        .and_then(|(_, w)| w.as_ref().ok())
+                        .map(|w| {
+                            w.changes
+                                .iter()
+                                .filter(|ch| ch.pct_of_total.abs() >= 0.01)
+                                .take(3)
+                                .map(|ch| format!("{} {:+.2} %", ch.function, ch.pct_of_total))
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    let step = TestStep {
+                        test: t.name.clone(),
+                        parent: run.commits[c.parent].id.to_string(),
+                        before: c.before,
+                        after: c.after,
+                        rel_change: c.rel_change,
+                        interval: c.interval,
+                        p_value: c.p_value,
+                        deterministic: run.deterministic,
+                        runs: (c.n_before, c.n_after),
+                        unit: t.unit(),
+                        kind: crate::report::find::judge(t.direction, c.rel_change).into(),
+                        why: fns,
+                        posted: false,
+                        // Unbuildable commits between: any of them may be the culprit.
+                        candidates: if c.candidates.len() > 1 {
+                            c.candidates
+                                .iter()
+                                .map(|&p| run.commits[p].id.to_string())
+                                .collect()
+                        } else {
+                            Vec::new()
+                        },
+                        reruns: c.reruns,
+                        rerun_windows: c.rerun_windows,
+                    };
+                    f.confirmed(&at.id.to_string(), &at.subject, step, now());
+                    f.mark_searched(&t.name, &from, &to, Some(&at.id.to_string()));
+                    let md = crate::publish::files::issue_markdown(
+                        self.ws,
+                        run,
+                        why,
+                        &self.opts.invocation,
+                    )?;
+                    reports
+                        .entry(at.id.to_string())
+                        .or_default()
+                        .insert(t.name.clone(), md);
+                }
+            }
+            Verdict::NoChange { .. } => {
+                f.unconfirmed(
+                    &to,
+                    &gap.subject,
+                    &t.name,
+                    "the change point did not show when its gap's ends were measured side by side (no change)",
+                    now(),
+                );
+                f.mark_searched(&t.name, &from, &to, None);
+            }
+            Verdict::Inconclusive { reason, .. } => {
+                f.unconfirmed(&to, &gap.subject, &t.name, reason, now());
+                f.mark_searched(&t.name, &from, &to, None);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether `test`'s change point between `from` and `to` was searched already: the same gap,
+/// a gap around it (the search measured commits inside, so the step's gap narrowed), or the
+/// commit a search named.
+fn settled(f: &Findings, test: &str, from: &str, to: &str, pos: &BTreeMap<String, usize>) -> bool {
+    let at = |c: &str| pos.get(c).copied();
+    f.searched.iter().filter(|s| s.test == test).any(|s| {
+        s.culprit.as_deref() == Some(to)
+            || (s.from == from && s.to == to)
+            || matches!(
+                (at(&s.from), at(from), at(to), at(&s.to)),
+                (Some(a), Some(b), Some(c), Some(d)) if a <= b && c <= d
+            )
+    })
+}
+
+/// Findings `a` (earlier) and `b` (later) that share a test whose step at `b` goes back to the
+/// level before `a` (opposite sign, within the test's threshold of `a`'s old level): `a` is
+/// fixed by `b`, and `b`'s step of that test is said there, not as a finding of its own.
+fn fixes(f: &mut Findings, tests: &[Test], order: &BTreeMap<String, BTreeMap<String, usize>>) {
+    let mut pairs: Vec<(String, String, String)> = Vec::new();
+    for a in &f.findings {
+        if !matches!(a.state, State::New | State::Posted) {
+            continue;
+        }
+        for sa in &a.tests {
+            let Some(t) = tests.iter().find(|t| t.name == sa.test) else {
+                continue;
+            };
+            let Some(pos) = order.get(&t.name) else {
+                continue;
+            };
+            let Some(&pa) = pos.get(&a.commit) else {
+                continue;
+            };
+            for b in f.findings.iter().filter(|b| b.commit != a.commit) {
+                let Some(sb) = b.tests.iter().find(|s| s.test == sa.test) else {
+                    continue;
+                };
+                let later = pos.get(&b.commit).is_some_and(|&pb| pb > pa);
+                let back = sb.rel_change * sa.rel_change < 0.0
+                    && !t.threshold.reached(sa.before, sb.after);
+                if later && back {
+                    pairs.push((a.commit.clone(), b.commit.clone(), sa.test.clone()));
+                }
+            }
+        }
+    }
+    for (a, b, test) in pairs {
+        f.fixed(&a, &b, now());
+        f.drop_test(&b, &test);
+    }
+}
+
+/// `OWNER/REPO`, or a usage error naming what is wrong.
+fn parse_repo(s: &str) -> anyhow::Result<(String, String)> {
+    // The same rules as an issue target's, without the number.
+    let t = crate::publish::attach::Target::parse(&format!("{s}#1")).map_err(|_| {
+        crate::error::UsageError::err(format!(
+            "--attach {s}: write OWNER/REPO (letters, digits, `-`, `_` and `.`), e.g. curl/curl"
+        ))
+    })?;
+    Ok((t.owner, t.repo))
+}
