@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The shape of the source tree: import cycles between files, the size of commands/, the
-largest files.
+largest files, the longest functions.
 
 Every path a file names (`use crate::a::b`, `super::x::Y`, `self::m`, a child module `m::f()`
 or a name a `use` brought in, `alias::f()`) is resolved to the file of the longest module
@@ -10,10 +10,11 @@ is an edge to `mod.rs` even when `mod.rs` only re-exports `Thing`. Code under
 counts. `--strict` also counts each `mod child;` declaration as an edge from the parent to
 the child, so a child that names anything of its parent's file is a cycle.
 
-Lines of code are lines that hold something other than whitespace and comments.
+Lines of code are lines that hold something other than whitespace and comments. A function's
+length counts every line from its `fn` to its closing brace (tests left out).
 
 Usage: scripts/check-shape.py [--strict] [--with-comments] [--with-tests] [--edges] [--src DIR]
-       [--max-file N] [--max-commands N]
+       [--max-file N] [--max-commands N] [--max-fn N]
 Exit code 1 when a cycle exists or a limit is passed.
 """
 
@@ -336,6 +337,29 @@ def tarjan(graph):
     return out
 
 
+def long_functions(code_nt, limit):
+    """(lines, name) of each function in `code_nt` (comments, strings and tests blanked out)
+    whose body spans more than `limit` lines."""
+    out = []
+    for m in re.finditer(r"\bfn\s+(" + IDENT + r")", code_nt):
+        brace, semi = code_nt.find("{", m.end()), code_nt.find(";", m.end())
+        if brace < 0 or 0 <= semi < brace:
+            continue
+        depth, k = 0, brace
+        while k < len(code_nt):
+            if code_nt[k] == "{":
+                depth += 1
+            elif code_nt[k] == "}":
+                depth -= 1
+                if depth == 0:
+                    break
+            k += 1
+        n = code_nt.count("\n", m.start(), k) + 1
+        if n > limit:
+            out.append((n, m.group(1)))
+    return out
+
+
 def loc(code_nt):
     return sum(1 for line in code_nt.splitlines() if line.strip())
 
@@ -349,6 +373,7 @@ def main():
     ap.add_argument("--with-tests", action="store_true", help="count #[cfg(test)] code too")
     ap.add_argument("--max-file", type=int, default=900)
     ap.add_argument("--max-commands", type=int, default=2500)
+    ap.add_argument("--max-fn", type=int, default=150, help="longest function, in lines")
     ap.add_argument("--top", type=int, default=8, help="how many of the largest files to list")
     ap.add_argument("--edges", action="store_true", help="print the edges inside each cycle")
     args = ap.parse_args()
@@ -397,6 +422,14 @@ def main():
         print(f"  {n:5} {rel(f)}{mark}")
         if n > args.max_file:
             failed = True
+    long = sorted(
+        ((n, rel(f), name) for f in sizes for n, name in long_functions(texts[f][2], args.max_fn)),
+        reverse=True,
+    )
+    print(f"functions over {args.max_fn} lines (without tests): {len(long)}")
+    for n, f, name in long:
+        print(f"  {n:5} {f} {name}  over")
+        failed = True
     return 1 if failed else 0
 
 

@@ -3,10 +3,9 @@
 //! keeps failing stepped around, the verdict by the test's alpha and threshold, and the
 //! profile of what changed when they differ.
 
-use serde::Serialize;
-
 use crate::measure;
 use crate::pipeline::workspace::Workspace;
+use crate::report::compare::{Comparison, Side};
 use crate::stats;
 use crate::store::Sample;
 
@@ -19,59 +18,6 @@ pub struct Request<'a> {
     /// `--why` and `--no-why`.
     pub why: bool,
     pub no_why: bool,
-}
-
-#[derive(Serialize)]
-pub struct Side {
-    pub commit: String,
-    pub subject: String,
-    pub n: usize,
-    pub failed: usize,
-    pub metric: Option<stats::Summary>,
-    pub wall: Option<stats::Summary>,
-    pub user: Option<stats::Summary>,
-    pub sys: Option<stats::Summary>,
-    pub max_rss: Option<stats::Summary>,
-    /// No run gave the metric: `wall`, `user`, `sys` and `max_rss` are those of the failed
-    /// runs (the ones that ran: a failed `setup` measures nothing).
-    pub times_of_failed_runs: bool,
-    /// Why the first failed run failed (the first line of its record).
-    pub first_failure: Option<String>,
-    /// The side got no more runs after its test failed this many runs in a row.
-    pub stopped_after: Option<usize>,
-}
-
-#[derive(Serialize)]
-pub struct Comparison {
-    pub test: String,
-    pub unit: String,
-    pub direction: &'static str,
-    pub runs: usize,
-    pub a: Side,
-    pub b: Side,
-    /// median(B) / median(A)
-    pub ratio: Option<f64>,
-    /// 95 % bootstrap interval of the ratio of medians.
-    pub ratio_ci: Option<(f64, f64)>,
-    pub p_value: Option<f64>,
-    /// Relative change of the medians, `(B - A) / |A|`.
-    pub rel_change: Option<f64>,
-    /// Both sides have zero spread: compared exactly, `p_value` (0 or 1) is no test's result.
-    pub deterministic: bool,
-    /// Mann-Whitney at the test's alpha and the threshold both say the sides differ.
-    pub differs: bool,
-    /// Smallest relative change these runs could have seen (80 % power at alpha); 0 for a
-    /// deterministic comparison, `null` when too few runs could see any.
-    pub min_detectable: Option<f64>,
-    /// Whether they could have seen a change of the threshold: a "no difference" means
-    /// something only then.
-    pub could_see_threshold: Option<bool>,
-    /// Runs were doubled while the sides were not told apart (no `--runs`).
-    pub adaptive: bool,
-    /// When the sides differ: the functions whose cost changed from A to B (or
-    /// `{"unavailable": why}`), when profiled.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub why: Option<serde_json::Value>,
 }
 
 /// Robust noise of the two sides (the mean of their robust CVs).

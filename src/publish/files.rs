@@ -154,26 +154,25 @@ pub fn post(ws: &Workspace, target: &Target, saved: &Path) -> anyhow::Result<()>
     }
 }
 
-/// The Markdown report of a finished search, as `report TEST RANGE --format md` prints it
+/// The Markdown report of a finished search (`r`, over the chains `blocks`), as `report TEST RANGE --format md` prints it
 /// (without a plot): what `triage` puts in the issue of each culprit.
-pub fn issue_markdown(
+pub fn issue_markdown<'a>(
     ws: &Workspace,
-    run: &crate::jobs::find::FindRun,
-    why: &[crate::pipeline::profile::Profiled],
-    invocation: &str,
+    mut r: crate::report::find::FindReport<'a>,
+    blocks: &[std::ops::Range<usize>],
+    why: &'a [crate::pipeline::profile::Profiled],
 ) -> anyhow::Result<String> {
-    let samples = ws.samples(&run.test)?;
-    let all_rows = rows(ws, &samples, run.commits.clone());
-    let chain = &all_rows[..=run.searched.min(all_rows.len().saturating_sub(1))];
-    let cps = change_points(&run.test, chain);
-    let measured = measured(ws, &run.test);
-    let mut r = run.report(invocation);
+    let samples = ws.samples(r.test)?;
+    let all_rows = rows(ws, &samples, r.commits.to_vec());
+    let chain = &all_rows[..=r.searched.min(all_rows.len().saturating_sub(1))];
+    let cps = change_points(r.test, chain);
+    let measured = measured(ws, r.test);
     r.why = why;
-    r.sparkline = crate::report::spark::medians_line(chain, &run.test.unit());
+    r.sparkline = crate::report::spark::medians_line(chain, &r.test.unit());
     let x = crate::report::issue::Issue {
         find: &r,
         rows: &all_rows,
-        blocks: &run.blocks,
+        blocks,
         change_points: &cps,
         measured: &measured,
     };

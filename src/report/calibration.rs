@@ -3,11 +3,62 @@
 
 use std::fmt::Write as _;
 
+use serde::{Deserialize, Serialize};
+
 use crate::config::Test;
 use crate::git::CommitInfo;
-use crate::jobs::calibrate::Calibration;
 
 use crate::base::text::{count, fmt_num};
+
+/// What a calibration found; stored as `cache/calibration/<test>.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Calibration {
+    pub test: String,
+    pub commit: String,
+    pub runs: usize,
+    pub failed: usize,
+    pub median: f64,
+    /// Robust coefficient of variation: 1.4826 MAD / median.
+    pub noise_cv: f64,
+    /// Classic std dev as % of mean.
+    pub std_dev_pct: f64,
+    /// Share of runs more than 3.5 robust sigmas from the median.
+    pub outlier_rate: f64,
+    /// Mann-Kendall over the run order: p-value and Sen's slope as a share of the median per run.
+    pub drift_p: Option<f64>,
+    pub drift_per_run: Option<f64>,
+    /// The test's threshold as a relative change.
+    pub threshold: f64,
+    /// Smallest relative change `repeats` runs per side detect at alpha.
+    pub detectable_with_repeats: f64,
+    /// Runs per side needed to detect the threshold with 95 % power at alpha.
+    pub repeats_needed: usize,
+    /// Each metric measured here (the test's own, wall time, instructions): its spread, its
+    /// drift over the runs, and the runs a decision about the threshold needs with it.
+    #[serde(default)]
+    pub metrics: Vec<MetricNoise>,
+}
+
+/// The noise of one way of measuring the test's command.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MetricNoise {
+    /// `wall`, `instructions` or the test's own metric.
+    pub metric: String,
+    /// What produced it (`test`: the test's runs; a counter's name).
+    pub source: String,
+    pub runs: usize,
+    pub median: f64,
+    pub noise_cv: f64,
+    /// (max - min) / median over the runs.
+    pub spread: f64,
+    /// Mann-Kendall over the run order, and the range of the medians of five blocks of runs
+    /// in time (what the machine's drift moved, relative to the median).
+    pub drift_p: Option<f64>,
+    pub drift_range: f64,
+    /// Runs per side a decision about the threshold needs (95 % power at alpha); 1 when the
+    /// spread is under a tenth of the threshold and values are compared as exact.
+    pub runs_needed: usize,
+}
 
 /// The text of a calibration of `test` on `info` (`head`: no REV was given, HEAD was used);
 /// `other_note` says why the other way of measuring was not measured.

@@ -337,9 +337,9 @@ impl<'a> Triage<'a> {
                     f.mark_searched(&t.name, &from, &to, Some(&at.id.to_string()));
                     let md = crate::publish::files::issue_markdown(
                         self.ws,
-                        run,
+                        run.report(&self.opts.invocation),
+                        &run.blocks,
                         why,
-                        &self.opts.invocation,
                     )?;
                     reports
                         .entry(at.id.to_string())
