@@ -297,6 +297,16 @@ fn find_builds_only_inside_the_gap_of_imported_rounds_and_says_what_was_imported
         notes.contains("imported numbers") && notes.contains("measured again here"),
         "{notes}"
     );
+    // report states the narrowed search's verdict (kept by its place on the range's chain).
+    let j = f.json(&["report", "value", &f.range(), "--format", "json"]);
+    assert_eq!(j["find"]["culprits"], r["culprits"], "{j}");
+    assert_eq!(j["find"]["imported"], r["imported"], "{j}");
+    assert!(
+        j["find"]["notes"]
+            .to_string()
+            .contains("the verdict is the one perfbisect find"),
+        "{j}"
+    );
 }
 
 #[test]

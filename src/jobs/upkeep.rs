@@ -219,6 +219,7 @@ pub fn gc(ws: &Workspace, max: Option<u64>, temp_prefixes: &[&str]) -> anyhow::R
         "failed",
         "stale",
         "calibration",
+        "verdicts",
     ] {
         remove_merge_temps(&root.join(dir), temp_prefixes)?;
     }
@@ -390,14 +391,15 @@ pub fn prune(ws: &Workspace) -> anyhow::Result<String> {
 }
 
 /// Temp files a kill left in `dir`: those named by `temp_prefixes` (merge's copies), and the files written through a temp name
-/// and a rename (manifests, fingerprints, stale-build records, calibrations; `.tmp` from older
-/// versions).
+/// and a rename (manifests, fingerprints, stale-build records, calibrations, kept verdicts;
+/// `.tmp` from older versions).
 fn remove_merge_temps(dir: &Path, temp_prefixes: &[&str]) -> anyhow::Result<()> {
-    const PREFIXES: [&str; 5] = [
+    const PREFIXES: [&str; 6] = [
         ".manifest.",
         ".fingerprint.",
         ".stale.",
         ".calibration.",
+        ".verdicts.json.",
         ".tmp",
     ];
     for e in entries(dir) {

@@ -305,12 +305,15 @@ pub struct Ask<'a> {
 impl FindRun {
     /// The run a kept verdict describes: its search as `find` made it, nothing spent now.
     /// `None` when the kept commits do not parse.
-    fn replayed(test: Test, spec: &str, v: saved::Verdict) -> Option<FindRun> {
-        let commits = v
-            .commits
-            .iter()
-            .map(saved::SavedCommit::info)
+    /// `range` as resolved now: the kept verdict names its searched commits by their place
+    /// on the range's chain, and keeps only the merged branches' own.
+    fn replayed(test: Test, range: &crate::git::Range, v: saved::Verdict) -> Option<FindRun> {
+        let mut commits = (v.offset..=v.offset + v.searched)
+            .map(|i| on_chain(range, i).cloned())
             .collect::<Option<Vec<_>>>()?;
+        for c in &v.branches {
+            commits.push(c.info()?);
+        }
         let mut notes = v.notes;
         notes.push(format!(
             "the verdict is the one perfbisect find reached over this range on {} (kept in the \
@@ -319,7 +322,7 @@ impl FindRun {
         ));
         Some(FindRun {
             test,
-            spec: spec.to_string(),
+            spec: range.spec.clone(),
             searched: v.searched,
             commits,
             blocks: v.blocks.into_iter().map(|(a, b)| a..b).collect(),
@@ -344,14 +347,33 @@ impl FindRun {
     }
 
     /// This run's verdict as the cache keeps it.
-    fn saved(&self, definition: String, ends: (String, String)) -> saved::Verdict {
-        saved::Verdict {
+    /// `None` when its searched commits are no stretch of `range`'s chain.
+    fn saved(
+        &self,
+        definition: String,
+        ends: (String, String),
+        range: &crate::git::Range,
+    ) -> Option<saved::Verdict> {
+        // The imported gap narrows the search to a stretch of the chain: kept by its place.
+        let first = self.commits.first()?.id;
+        let offset =
+            (0..=range.commits.len()).find(|&i| on_chain(range, i).map(|c| c.id) == Some(first))?;
+        let stretch = (0..=self.searched)
+            .all(|i| on_chain(range, offset + i).map(|c| c.id) == Some(self.commits[i].id));
+        if !stretch {
+            return None;
+        }
+        Some(saved::Verdict {
             definition,
             ends,
             at: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs()),
-            commits: self.commits.iter().map(saved::SavedCommit::of).collect(),
+            offset,
+            branches: self.commits[self.searched + 1..]
+                .iter()
+                .map(saved::SavedCommit::of)
+                .collect(),
             searched: self.searched,
             blocks: self.blocks.iter().map(|b| (b.start, b.end)).collect(),
             outcome: self.outcome.clone(),
@@ -366,7 +388,15 @@ impl FindRun {
             deterministic: self.deterministic,
             imported: self.imported.clone(),
             facts: self.tally.facts.clone(),
-        }
+        })
+    }
+}
+
+/// Position `i` of `range`'s chain: 0 its old end, then its commits, oldest first.
+fn on_chain(range: &crate::git::Range, i: usize) -> Option<&CommitInfo> {
+    match i {
+        0 => range.base.as_ref(),
+        _ => range.commits.get(i - 1),
     }
 }
 
@@ -375,19 +405,17 @@ impl FindRun {
 fn verdict_key(
     ws: &Workspace,
     test: &Test,
-    ask: &Ask<'_>,
-) -> anyhow::Result<Option<(String, (String, String))>> {
-    let range = ws.repo.range(ask.range)?;
-    let Some(base) = range.base else {
-        return Ok(None);
-    };
+    range: &crate::git::Range,
+    no_descend: bool,
+) -> Option<(String, (String, String))> {
+    let base = range.base.as_ref()?;
     let tip = range.commits.last().map_or(base.id, |c| c.id);
     let definition = format!(
         "{test:?}|build {:x}|descend {}",
         ws.config.build.recipe_hash(),
-        !ask.no_descend
+        !no_descend
     );
-    Ok(Some((definition, (base.id.to_string(), tip.to_string()))))
+    Some((definition, (base.id.to_string(), tip.to_string())))
 }
 
 /// `find`'s whole job, which `report` does too: the search; the check of the builds its
@@ -402,19 +430,21 @@ pub fn find(
     ask: &Ask<'_>,
     started: Instant,
 ) -> anyhow::Result<(FindRun, Vec<crate::pipeline::profile::Profiled>)> {
-    let key = verdict_key(ws, &test, ask)?;
+    // Resolved once: the key of a kept verdict and every search below walk the same chain.
+    let range = ws.repo.range(ask.range)?;
+    let key = verdict_key(ws, &test, &range, ask.no_descend);
     let kept = key
         .as_ref()
         .filter(|_| ask.replay)
         .and_then(|(d, ends)| saved::load(&ws.cache.root, &test.name, d, ends))
-        .and_then(|v| FindRun::replayed(test.clone(), ask.range, v));
+        .and_then(|v| FindRun::replayed(test.clone(), &range, v));
     if let Some(run) = kept {
         ws.note(
             "perfbisect: stating the verdict `find` reached over this range (kept in the cache)",
         );
         return finish(ws, run, ask, started);
     }
-    let mut run = search(ws, test.clone(), ask.range, ask.jobs, ask.no_descend)?;
+    let mut run = search(ws, test.clone(), &range, ask.jobs, ask.no_descend)?;
     // A "no change" names no build: cargo's builds, whose own dependency tracking is trusted
     // (as beside the measurements), are not rebuilt for it; other builds' ends are, since a
     // stale new end would hide a step.
@@ -428,7 +458,7 @@ pub fn find(
     if checked.stale {
         ws.note("perfbisect: searching again, with pristine builds");
         let first = run;
-        run = search(ws, test, ask.range, ask.jobs, ask.no_descend)?;
+        run = search(ws, test, &range, ask.jobs, ask.no_descend)?;
         run.tally.absorb(&first.tally);
         run.notes.push(
             "the first search stood on a stale incremental build, so the range was searched \
@@ -444,9 +474,9 @@ pub fn find(
             run.notes.push(n);
         }
     }
-    if let Some((definition, ends)) = key {
+    if let Some(v) = key.and_then(|(definition, ends)| run.saved(definition, ends, &range)) {
         // Losing it costs only a report's replay: said, never fatal.
-        if let Err(e) = saved::save(&ws.cache.root, &run.test.name, run.saved(definition, ends)) {
+        if let Err(e) = saved::save(&ws.cache.root, &run.test.name, v) {
             ws.warn(&format!("the verdict was not kept for `report`: {e:#}"));
         }
     }
@@ -498,20 +528,20 @@ pub fn why(
     Ok(out)
 }
 
-/// Run `find`'s search of `test` over `range_spec` (descending into merges unless
+/// Run `find`'s search of `test` over `range` (descending into merges unless
 /// `no_descend`), building up to `jobs` commits at once.
 pub fn search(
     ws: &Workspace,
     test: Test,
-    range_spec: &str,
+    range: &crate::git::Range,
     jobs: usize,
     no_descend: bool,
 ) -> anyhow::Result<FindRun> {
+    let range_spec = range.spec.as_str();
     ws.counter_note(&test)?;
     if let Some(w) = crate::jobs::calibrate::threshold_warning(&ws.cache, &test) {
         ws.warn(&w);
     }
-    let range = ws.repo.range(range_spec)?;
     let Some(base) = range.base.clone() else {
         crate::usage!(
             "range `{}` has no old end to compare with (a root commit); use `OLD..NEW`",

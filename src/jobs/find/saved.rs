@@ -54,7 +54,12 @@ pub struct Verdict {
     pub ends: (String, String),
     /// Seconds since the epoch when `find` reached it.
     pub at: u64,
-    pub commits: Vec<SavedCommit>,
+    /// Where the searched chain starts on the range's chain (0: its old end; further in when
+    /// imported rounds narrowed the search to a gap): the commits are the range's, resolved
+    /// again, and only a merged branch's own are kept (`branches`).
+    pub offset: usize,
+    /// The commits of the merged branches searched, in the run's order after the chain.
+    pub branches: Vec<SavedCommit>,
     pub searched: usize,
     pub blocks: Vec<(usize, usize)>,
     pub outcome: Outcome,
@@ -68,24 +73,8 @@ pub struct Verdict {
 }
 
 fn path(cache_root: &Path, test: &str) -> PathBuf {
-    // A test name may hold any character a TOML key can: kept readable where safe, and
-    // told apart by its bytes where not.
-    let safe: String = test
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    let hash = test.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
-    });
-    cache_root
-        .join("verdicts")
-        .join(format!("{safe}-{hash:016x}.json"))
+    // A test's name is letters, digits, `-`, `_` and `.` (the config checks it): a file name.
+    cache_root.join("verdicts").join(format!("{test}.json"))
 }
 
 fn read(path: &Path) -> Vec<Verdict> {
@@ -136,7 +125,8 @@ mod tests {
             definition: definition.into(),
             ends: (ends.0.into(), ends.1.into()),
             at: 1,
-            commits: Vec::new(),
+            offset: 0,
+            branches: Vec::new(),
             searched: 0,
             blocks: Vec::new(),
             outcome: Outcome::Inconclusive {
@@ -158,26 +148,26 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
         let ends = ("a".to_string(), "b".to_string());
-        assert!(load(root, "t/x", "d", &ends).is_none());
-        save(root, "t/x", verdict("d", ("a", "b"), "first")).unwrap();
-        save(root, "t/x", verdict("other", ("a", "b"), "other recipe")).unwrap();
-        save(root, "t/x", verdict("d", ("a", "c"), "other range")).unwrap();
-        save(root, "t/x", verdict("d", ("a", "b"), "second")).unwrap();
-        assert_eq!(load(root, "t/x", "d", &ends).unwrap().notes, ["second"]);
+        assert!(load(root, "t.x", "d", &ends).is_none());
+        save(root, "t.x", verdict("d", ("a", "b"), "first")).unwrap();
+        save(root, "t.x", verdict("other", ("a", "b"), "other recipe")).unwrap();
+        save(root, "t.x", verdict("d", ("a", "c"), "other range")).unwrap();
+        save(root, "t.x", verdict("d", ("a", "b"), "second")).unwrap();
+        assert_eq!(load(root, "t.x", "d", &ends).unwrap().notes, ["second"]);
         assert_eq!(
-            load(root, "t/x", "other", &ends).unwrap().notes,
+            load(root, "t.x", "other", &ends).unwrap().notes,
             ["other recipe"]
         );
-        // Another test's verdicts are its own, even where the names map to one safe name.
+        // Another test's verdicts are its own.
         assert!(load(root, "t_x", "d", &ends).is_none());
         for i in 0..KEEP + 3 {
-            save(root, "t/x", verdict("d", ("z", &i.to_string()), "n")).unwrap();
+            save(root, "t.x", verdict("d", ("z", &i.to_string()), "n")).unwrap();
         }
-        assert_eq!(read(&path(root, "t/x")).len(), KEEP);
+        assert_eq!(read(&path(root, "t.x")).len(), KEEP);
         // A damaged file replays nothing (the report searches), and is written over.
-        std::fs::write(path(root, "t/x"), b"{").unwrap();
-        assert!(load(root, "t/x", "d", &ends).is_none());
-        save(root, "t/x", verdict("d", ("a", "b"), "again")).unwrap();
-        assert_eq!(load(root, "t/x", "d", &ends).unwrap().notes, ["again"]);
+        std::fs::write(path(root, "t.x"), b"{").unwrap();
+        assert!(load(root, "t.x", "d", &ends).is_none());
+        save(root, "t.x", verdict("d", ("a", "b"), "again")).unwrap();
+        assert_eq!(load(root, "t.x", "d", &ends).unwrap().notes, ["again"]);
     }
 }
