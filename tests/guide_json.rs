@@ -196,6 +196,12 @@ fn every_command_prints_the_json_the_reference_describes() {
         "index,value\n1,10\n2,10\n3,10\n4,20\n5,20\n6,20\n",
     )
     .unwrap();
+    // The newest index alone at a new level: an undecided step.
+    std::fs::write(
+        demo.join("lone.csv"),
+        "index,value\n1,10\n2,10.1\n3,9.9\n4,10.05\n5,9.95\n6,10\n7,10.1\n8,9.9\n9,10\n10,20\n",
+    )
+    .unwrap();
     // A stake, so that `show`'s summary judges against one.
     let config = std::fs::read_to_string(demo.join("perfbisect.toml")).unwrap();
     let staked = config.replacen("[tests.value]\n", "[tests.value]\nstake = 1000\n", 1);
@@ -263,6 +269,10 @@ fn every_command_prints_the_json_the_reference_describes() {
         (
             "detect",
             vec!["detect", "--input", "steps.csv", "--format", "json"],
+        ),
+        (
+            "detect",
+            vec!["detect", "--input", "lone.csv", "--format", "json"],
         ),
         (
             "compare",

@@ -167,6 +167,7 @@ fn markdown_report_snapshot() {
     }]);
     let cps = vec![perfbisect::stats::ChangePoint {
         index: 8,
+        last_before: 7,
         before: 13_300_000.0,
         after: 13_710_000.0,
         rel_change: 0.0308,
@@ -230,7 +231,10 @@ fn markdown_report_snapshot() {
         find: &r,
         rows: &rows,
         blocks: &blocks,
-        change_points: &cps,
+        detection: &perfbisect::stats::Detection {
+            points: cps.clone(),
+            undecided: Vec::new(),
+        },
         measured: &measured,
     };
     let md = issue::markdown(&x);
@@ -268,6 +272,7 @@ fn markdown_report_snapshot() {
     let mut two = cps.clone();
     two.push(perfbisect::stats::ChangePoint {
         index: 10,
+        last_before: 9,
         before: 13_710_000.0,
         after: 13_740_000.0,
         rel_change: 0.0022,
@@ -277,8 +282,12 @@ fn markdown_report_snapshot() {
         interval: None,
         windows: 0,
     });
+    let two = perfbisect::stats::Detection {
+        points: two,
+        undecided: Vec::new(),
+    };
     let x = Issue {
-        change_points: &two,
+        detection: &two,
         ..x
     };
     let md = issue::markdown(&x);
@@ -997,7 +1006,7 @@ fn markdown_reports_say_no_change_and_inconclusive_plainly() {
             find: &r,
             rows: &rows,
             blocks: &blocks,
-            change_points: &[],
+            detection: &Default::default(),
             measured: &measured,
         };
         issue::markdown(&x)

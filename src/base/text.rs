@@ -40,6 +40,13 @@ pub fn fmt_num(v: f64) -> String {
     if v.fract() == 0.0 && v.abs() < 1e15 {
         return format!("{}", v as i64);
     }
+    if v != 0.0 && (v.abs() >= 1e15 || v.abs() < 1e-6) {
+        // Five significant digits and an exponent: a 1e200 is not 200 digits, a 1e-9 not 0.
+        let s = format!("{v:.4e}");
+        let (mantissa, exp) = s.split_once('e').unwrap_or((&s, "0"));
+        let mantissa = mantissa.trim_end_matches('0').trim_end_matches('.');
+        return format!("{mantissa}e{exp}");
+    }
     let mag = if v == 0.0 {
         0
     } else {
@@ -191,6 +198,11 @@ mod tests {
         assert_eq!(fmt_num(1.234567), "1.2346");
         assert_eq!(fmt_num(0.0012345), "0.0012345");
         assert_eq!(fmt_num(12345.678), "12346");
+        // Huge and tiny magnitudes in exponent form, five significant digits.
+        assert_eq!(fmt_num(9.952345334e199), "9.9523e199");
+        assert_eq!(fmt_num(-1.5e300), "-1.5e300");
+        assert_eq!(fmt_num(2.5e-9), "2.5e-9");
+        assert_eq!(fmt_num(1e15), "1e15");
         assert_eq!(fmt_num(3002.5), "3002.5");
     }
 }

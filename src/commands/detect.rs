@@ -35,14 +35,56 @@ struct Point {
     /// Windows of time whose side-by-side runs gave `before`, `after` and `rel_change` (0:
     /// the stored runs' levels next to the step).
     windows: usize,
+    /// Where the step may lie: after the last commit measured at the old level, up to
+    /// `index` (the first measured at the new one).
+    span: Span,
+}
+
+/// The commits a step between measured commits may lie on: after `last_old_index` (the last
+/// commit measured at the old level), up to the step's `index`; `unmeasured` commits between
+/// were not measured (0: the step is at its commit).
+#[derive(Serialize)]
+struct Span {
+    last_old_index: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    last_old_commit: Option<String>,
+    unmeasured: usize,
+}
+
+/// How [`Point`]s and [`Open`]s name positions of the series: the index (CSV) or the commit.
+struct Names<'a> {
+    /// Each position's index as printed.
+    index: &'a dyn Fn(usize) -> i64,
+    /// Each position's commit, where the series is a store's.
+    commit: &'a dyn Fn(usize) -> Option<&'a CommitInfo>,
+    /// The commits not measured between two positions, where the series holds only the
+    /// measured ones (every commit with results): the repository's count. `None`: the
+    /// positions (or indices) between.
+    between: Option<&'a dyn Fn(usize, usize) -> Option<usize>>,
+}
+
+impl Names<'_> {
+    fn span(&self, last: usize, first: usize) -> Span {
+        let (a, b) = ((self.index)(last), (self.index)(first));
+        let unmeasured = match self.between {
+            Some(between) => between(last, first).unwrap_or(0),
+            None => usize::try_from(b - a - 1).unwrap_or(0),
+        };
+        Span {
+            last_old_index: a,
+            last_old_commit: (self.commit)(last).map(|k| k.id.to_string()),
+            unmeasured,
+        }
+    }
 }
 
 impl Point {
-    /// A change point at `index` (the CSV's index, or the position in the range), naming its
-    /// commit when there is one.
-    fn new(c: &stats::ChangePoint, index: i64, commit: Option<&CommitInfo>) -> Point {
+    /// The change point `c` as `names` name its positions.
+    fn new(c: &stats::ChangePoint, names: &Names<'_>) -> Point {
+        let commit = (names.commit)(c.index);
         Point {
-            index,
+            span: names.span(c.last_before, c.index),
+            index: (names.index)(c.index),
             commit: commit.map(|k| k.id.to_string()),
             subject: commit.map(|k| k.subject.clone()),
             before: c.before,
@@ -75,12 +117,25 @@ struct Open {
     /// The command that measures them (`run` tops up both sides of an undecided step).
     #[serde(skip_serializing_if = "Option::is_none")]
     measure: Option<String>,
+    /// What leaves it undecided: `few-runs`, `measured-apart` (no window of time holds runs of
+    /// both sides: the machine's state may explain the move), `one-run` (a side stands on one
+    /// run).
+    why: stats::changepoint::Reason,
+    /// Where the step may lie, as a change point's.
+    span: Span,
+    /// Why it is undecided, in words.
+    #[serde(skip)]
+    reason: String,
 }
 
 impl Open {
-    fn new(u: &stats::Undecided, index: i64, commit: Option<&CommitInfo>) -> Open {
+    fn new(u: &stats::Undecided, names: &Names<'_>) -> Open {
+        let commit = (names.commit)(u.index);
         Open {
-            index,
+            reason: crate::report::steps::undecided_reason(u),
+            why: u.why,
+            span: names.span(u.last_before, u.index),
+            index: (names.index)(u.index),
             commit: commit.map(|k| k.id.to_string()),
             subject: commit.map(|k| k.subject.clone()),
             before: u.before,
@@ -133,17 +188,14 @@ fn from_csv(path: &std::path::Path, alpha: Option<f64>) -> anyhow::Result<Output
         opts.alpha = a;
     }
     let d = stats::detect_all(&series.samples, &opts);
+    let names = Names {
+        index: &|i| series.index[i],
+        commit: &|_| None,
+        between: None,
+    };
     Ok(Output {
-        change_points: d
-            .points
-            .iter()
-            .map(|c| Point::new(c, series.index[c.index], None))
-            .collect(),
-        undecided: d
-            .undecided
-            .iter()
-            .map(|u| Open::new(u, series.index[u.index], None))
-            .collect(),
+        change_points: d.points.iter().map(|c| Point::new(c, &names)).collect(),
+        undecided: d.undecided.iter().map(|u| Open::new(u, &names)).collect(),
     })
 }
 
@@ -172,6 +224,7 @@ fn from_store(g: &Global, args: &DetectArgs) -> anyhow::Result<Output> {
         alpha: args.alpha.unwrap_or(changepoint::Options::default().alpha),
         threshold: test.threshold,
         deterministic: test.deterministic,
+        counted: crate::pipeline::history::pair_params(test).counted,
     };
     let d = crate::pipeline::rows::detection(
         &rows,
@@ -180,22 +233,28 @@ fn from_store(g: &Global, args: &DetectArgs) -> anyhow::Result<Output> {
     );
     // `index` stays the position in the range (the old end is not one of its
     // commits, and no step starts at it).
-    let at = |i: usize| i as i64 - i64::from(old_end);
+    // Without a range the series holds only the commits with results: the repository says
+    // how many between two of them were not measured.
+    let between = |a: usize, b: usize| ws.commits_between(commits[a].id, commits[b].id);
+    let names = Names {
+        index: &|i| i as i64 - i64::from(old_end),
+        commit: &|i| commits.get(i),
+        between: args
+            .range
+            .is_none()
+            .then_some(&between as &dyn Fn(usize, usize) -> Option<usize>),
+    };
     let undecided = d
         .undecided
         .iter()
         .map(|u| {
-            let mut o = Open::new(u, at(u.index), Some(&commits[u.index]));
+            let mut o = Open::new(u, &names);
             o.measure = measure_command(g, &ws, test, &rows, u.index);
             o
         })
         .collect();
     Ok(Output {
-        change_points: d
-            .points
-            .iter()
-            .map(|c| Point::new(c, at(c.index), Some(&commits[c.index])))
-            .collect(),
+        change_points: d.points.iter().map(|c| Point::new(c, &names)).collect(),
         undecided,
     })
 }
@@ -295,10 +354,7 @@ fn write_text(w: &mut impl Write, out: &Output) -> anyhow::Result<()> {
         )?;
     }
     for p in &out.change_points {
-        let at = match (&p.commit, &p.subject) {
-            (Some(c), Some(s)) => format!("{} {s}", &c[..10]),
-            _ => format!("index {}", p.index),
-        };
+        let at = name(p.index, p.commit.as_deref(), p.subject.as_deref());
         let evidence = if p.deterministic {
             "exact".to_string()
         } else {
@@ -328,32 +384,49 @@ fn write_text(w: &mut impl Write, out: &Output) -> anyhow::Result<()> {
         };
         writeln!(
             w,
-            "{at}: {} -> {} ({}), {evidence}{basis}",
+            "{at}: {} -> {} ({}), {evidence}{basis}{}",
             fmt_num(p.before),
             fmt_num(p.after),
             crate::base::text::fmt_rel(p.rel_change, 2),
+            span_text(&p.span),
         )?;
     }
     for u in &out.undecided {
-        let at = match (&u.commit, &u.subject) {
-            (Some(c), Some(s)) => format!("{} {s}", &c[..10]),
-            _ => format!("index {}", u.index),
-        };
+        let at = name(u.index, u.commit.as_deref(), u.subject.as_deref());
+        let measure = u
+            .measure
+            .as_ref()
+            .map(|m| format!(" (`{m}` measures them)"))
+            .unwrap_or_default();
+        let why = format!("{}{measure}", u.reason);
         writeln!(
             w,
-            "undecided: {at}: {} -> {} ({}), {} from {} vs {} runs: too few to decide; about {} runs a side would{}",
+            "undecided: {at}: {} -> {} ({}), {why}{}",
             fmt_num(u.before),
             fmt_num(u.after),
             crate::base::text::fmt_rel(u.rel_change, 2),
-            crate::base::text::fmt_p(u.p_value),
-            u.runs[0],
-            u.runs[1],
-            u.runs_needed,
-            u.measure
-                .as_ref()
-                .map(|m| format!(" (`{m}` measures them)"))
-                .unwrap_or_default()
+            span_text(&u.span),
         )?;
     }
     Ok(())
+}
+
+/// A position as the text names it: its commit and subject, else its index.
+fn name(index: i64, commit: Option<&str>, subject: Option<&str>) -> String {
+    match (commit, subject) {
+        (Some(c), Some(s)) => format!("{} {s}", &c[..10.min(c.len())]),
+        _ => format!("index {index}"),
+    }
+}
+
+/// What the text says of a step's span: nothing where it is at its commit, else the last
+/// commit measured at the old level and how many between were not measured.
+fn span_text(s: &Span) -> String {
+    let last = match &s.last_old_commit {
+        Some(c) => c[..10.min(c.len())].to_string(),
+        None => format!("index {}", s.last_old_index),
+    };
+    crate::report::steps::span(&last, s.unmeasured)
+        .map(|t| format!("; the step lies {t}"))
+        .unwrap_or_default()
 }

@@ -66,10 +66,11 @@ pub fn report(g: &Global, args: ReportArgs) -> anyhow::Result<()> {
     let samples = ws.samples(&run.test)?;
     let all_rows = crate::pipeline::history::rows(&ws, &samples, run.commits.clone());
     let chain = &all_rows[..=run.searched];
-    let cps = crate::pipeline::history::change_points(&run.test, chain);
+    let detection = crate::pipeline::history::detection(&run.test, chain);
+    let cps = &detection.points;
     let spark = spark::medians_line(chain, &run.test.unit());
     let mut markers = run.markers();
-    markers.extend(charts::change_point_markers(chain, &cps));
+    markers.extend(charts::change_point_markers(chain, cps));
     let chart = charts::commit_chart(&run.test, &run.chart_title(), chain, markers, charts::WIDE);
     let measured = crate::publish::files::measured(&ws, &run.test);
     run.stop_clock(started);
@@ -83,7 +84,7 @@ pub fn report(g: &Global, args: ReportArgs) -> anyhow::Result<()> {
             find: &r,
             rows: &all_rows,
             blocks: &run.blocks,
-            change_points: &cps,
+            detection: &detection,
             measured: &measured,
         };
         Ok(match args.format {

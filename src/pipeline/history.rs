@@ -136,6 +136,7 @@ pub fn detection<R: Run>(
     let opts = changepoint::Options {
         threshold: test.threshold,
         deterministic: test.deterministic,
+        counted: pair_params(test).counted,
         ..changepoint::Options::default()
     };
     // One value per independent measurement (runs back to back are one look at the machine),

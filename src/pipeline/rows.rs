@@ -84,12 +84,26 @@ pub fn detector_input<R: Run>(rows: &[CommitRow<R>]) -> stats::changepoint::Runs
     // are the same records (value, window and moment: commits of a cron round that printed
     // equal values are still runs of their own), in any order: a sum of each record's hash
     // (no sort of millions of cron rows).
+    // A run with no moment of its own (imported without a round or a time) is told from an
+    // equal value of another commit by the commit it was measured on: this row's, or for
+    // the runs of an identical build it shows, that build's.
     let key = |r: &CommitRow<R>| {
         use std::hash::BuildHasher;
         let h = foldhash::fast::FixedState::with_seed(37);
-        let values = r.records.iter().filter_map(|s| {
+        let origin = |i: usize| {
+            if i < r.own {
+                Some(r.commit.id)
+            } else {
+                r.same_build_as
+            }
+        };
+        let values = r.records.iter().enumerate().filter_map(|(i, s)| {
             let v = s.value().filter(|v| v.is_finite())?;
-            Some(h.hash_one((v.to_bits(), s.moment_key())))
+            let m = s.moment_key();
+            let salt = (m == crate::store::INDEPENDENT)
+                .then(|| origin(i))
+                .flatten();
+            Some(h.hash_one((v.to_bits(), m, salt)))
         });
         let (sum, n) = values.fold((0u64, 0u64), |(s, n), x| (s.wrapping_add(x), n + 1));
         sum.wrapping_add(n.wrapping_mul(0x9e37_79b9_7f4a_7c15))
@@ -163,10 +177,9 @@ fn windowed_step<'r, R: Run + 'r>(
 /// Commits on each side of a change point whose runs taken side by side give its size (as
 /// the detector's levels are taken next to the boundary).
 const SIDE_SPAN: usize = 10;
-/// A rank test's fewest runs a side to reach α = 0.01 (and what `find`'s verification of a
-/// culprit takes at least): the runs of a change point's commit and the one before it, taken
-/// side by side, from which their own step is its size; below it a step is "too few runs".
-pub const RANK_RUNS: usize = 5;
+/// The runs of a change point's commit and the one before it, taken side by side, from which
+/// their own step is its size: [`stats::step::RANK_RUNS`] a side at least.
+pub use crate::stats::step::RANK_RUNS;
 
 /// Each change point's numbers from the runs taken side by side across it, where there are
 /// any. The runs of its commit and the one before it, where they hold [`RANK_RUNS`] a side,

@@ -363,6 +363,16 @@ impl Workspace {
         })
     }
 
+    /// How many commits lie on `new`'s first-parent chain between `old` and `new` (neither
+    /// counted): the commits a step between two measured commits may also lie on. `None` when
+    /// `old` is not on that chain.
+    pub fn commits_between(&self, old: ObjectId, new: ObjectId) -> Option<usize> {
+        let ids = self.repo.walk(new, Some(old)).ok()?;
+        let first = ids.first()?;
+        let parent = self.repo.first_parent(*first).ok().flatten();
+        (parent == Some(old)).then(|| ids.len() - 1)
+    }
+
     /// The commits of `range`, or without one every commit with samples that the repository
     /// holds, oldest first: those on HEAD's first-parent chain in its order, and those off it
     /// (not reachable from HEAD, as during a `git bisect`, or on other branches) merged in by

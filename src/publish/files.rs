@@ -11,7 +11,7 @@ use crate::config::Test;
 use crate::pipeline::workspace::Workspace;
 use crate::publish::attach::Target;
 
-use crate::pipeline::history::{change_points, rows};
+use crate::pipeline::history::rows;
 use crate::report::issue::Measured;
 use crate::report::plot::{self, Chart};
 
@@ -165,7 +165,7 @@ pub fn issue_markdown<'a>(
     let samples = ws.samples(r.test)?;
     let all_rows = rows(ws, &samples, r.commits.to_vec());
     let chain = &all_rows[..=r.searched.min(all_rows.len().saturating_sub(1))];
-    let cps = change_points(r.test, chain);
+    let detection = crate::pipeline::history::detection(r.test, chain);
     let measured = measured(ws, r.test);
     r.why = why;
     r.sparkline = crate::report::spark::medians_line(chain, &r.test.unit());
@@ -173,7 +173,7 @@ pub fn issue_markdown<'a>(
         find: &r,
         rows: &all_rows,
         blocks,
-        change_points: &cps,
+        detection: &detection,
         measured: &measured,
     };
     Ok(crate::report::issue::markdown(&x))

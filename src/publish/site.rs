@@ -7,10 +7,32 @@ use anyhow::Context as _;
 use rayon::prelude::*;
 
 use crate::config::Test;
-use crate::pipeline::history::{change_points, rows};
+use crate::pipeline::history::{detection, rows};
 use crate::pipeline::workspace::Workspace;
 use crate::report::html::{self, IndexEntry, Page, Site};
 use crate::report::plot;
+
+/// Per step (by the row of its first commit at the new level): the commits not measured
+/// since the last measured at the old level.
+type Gaps = std::collections::HashMap<usize, usize>;
+
+/// [`Gaps`] of the steps of `d` over `rows` that hold only commits with results: the
+/// repository says how many between two of them were not measured.
+fn gaps(
+    ws: &Workspace,
+    rows: &[crate::pipeline::rows::CommitRow],
+    d: &crate::stats::Detection,
+) -> Gaps {
+    d.points
+        .iter()
+        .map(|c| (c.last_before, c.index))
+        .chain(d.undecided.iter().map(|u| (u.last_before, u.index)))
+        .filter_map(|(a, b)| {
+            let n = ws.commits_between(rows[a].commit.id, rows[b].commit.id)?;
+            Some((b, n))
+        })
+        .collect()
+}
 
 /// Marker file of a folder `report --format html` wrote.
 const SITE_MARKER: &str = ".perfbisect-site";
@@ -61,12 +83,31 @@ pub fn site(ws: &Workspace, out: &Path, which: &str, range: Option<&str>) -> any
     )
     .with_context(|| format!("cannot write into {}", out.display()))?;
     let (root, recipe) = (ws.cache.root.clone(), ws.config.build.recipe_hash());
-    // Tests are independent: detect and render them on every core.
-    let done: Vec<anyhow::Result<(usize, usize)>> = loaded
+    // Tests are independent: detect them on every core, then (the repository is one
+    // thread's) count the commits not measured inside each step's span, then render them on
+    // every core.
+    let found: Vec<crate::stats::Detection> = loaded
         .par_iter()
-        .map(|(t, scope, rows)| {
-            let cps = change_points(t, rows);
-            let n_cps = cps.len();
+        .map(|(t, _, rows)| detection(t, rows))
+        .collect();
+    let gaps: Vec<Gaps> = loaded
+        .iter()
+        .zip(&found)
+        .map(|((_, _, rows), d)| match range {
+            Some(_) => Gaps::default(),
+            None => gaps(ws, rows, d),
+        })
+        .collect();
+    let done: Vec<anyhow::Result<(html::Steps, usize)>> = loaded
+        .par_iter()
+        .zip(found)
+        .zip(gaps)
+        .map(|(((t, scope, rows), found), unmeasured)| {
+            let n_cps = html::Steps::of(&found, t.direction);
+            let crate::stats::Detection {
+                points: cps,
+                undecided,
+            } = found;
             // `all` leaves out tests never measured here (the index lists them unlinked); a
             // test asked for by name gets its page, empty or not.
             let measured = rows.iter().any(|r| !r.values.is_empty());
@@ -94,10 +135,12 @@ pub fn site(ws: &Workspace, out: &Path, which: &str, range: Option<&str>) -> any
                 })
                 .collect();
             let page = Page {
+                unmeasured,
                 test: t,
                 scope: scope.clone(),
                 rows,
                 change_points: cps,
+                undecided,
                 why,
             };
             let files = html::page(&page, &site)?;

@@ -29,7 +29,14 @@ pub struct Page<'a> {
     /// What the commits are ("all 1000 commits with results", "v8.21..HEAD").
     pub scope: String,
     pub rows: &'a [CommitRow],
+    /// detect's decided steps.
     pub change_points: Vec<ChangePoint>,
+    /// The steps the stored runs show but do not decide.
+    pub undecided: Vec<crate::stats::Undecided>,
+    /// Per step (by the row of its first commit measured at the new level): the commits
+    /// between it and the last measured at the old level that were not measured, where the
+    /// rows do not hold them (every commit with results). Else the rows between.
+    pub unmeasured: std::collections::HashMap<usize, usize>,
     /// For change points whose culprit and parent were profiled (by `find` or `report`): the
     /// functions whose cost changed, by the change point's row.
     pub why: Vec<(usize, crate::pipeline::profile::Why)>,
@@ -407,10 +414,18 @@ fn summary_cards(o: &mut String, t: &Test, s: Option<&RangeSummary>) {
     }
     match &s.trend {
         Some(tr) => {
+            // Medians taken at different times: a trend holds the machine's moves too, and
+            // is no decided step (those colour the page).
             let (word, class) = match tr.verdict {
-                "none" => ("statistically insignificant", "none"),
-                "better" => ("statistically SIGNIFICANT, getting better", "better"),
-                _ => ("statistically SIGNIFICANT, getting worse", "worse"),
+                "none" => ("no trend (not significant)", "none"),
+                "better" => (
+                    "a trend towards better (significant); not a decided step",
+                    "none",
+                ),
+                _ => (
+                    "a trend towards worse (significant); not a decided step",
+                    "none",
+                ),
             };
             let _ = writeln!(
                 o,
@@ -432,35 +447,91 @@ fn change_point_table(o: &mut String, p: &Page<'_>) {
     if p.change_points.is_empty() {
         let _ = writeln!(
             o,
-            "<p>None: <code>perfbisect detect</code> finds no shift of level in these commits.</p>"
+            "<p>None decided: <code>perfbisect detect</code> finds no shift of level these commits' runs decide.</p>"
         );
+    } else {
+        o.push_str("<table><tr><th class=\"l\">first commit of the new level</th><th class=\"l\">before → after</th><th>change</th><th class=\"l\">evidence</th><th class=\"l wide\">subject</th></tr>\n");
+        for cp in &p.change_points {
+            let Some(r) = p.rows.get(cp.index) else {
+                continue;
+            };
+            let (before, after) = quantity_pair(cp.before, cp.after, &p.test.unit());
+            let _ = writeln!(
+                o,
+                "<tr><td class=\"l\"><a class=\"hash\" href=\"#c-{}\">{}</a>{}</td><td class=\"l wrap\">{} → {}</td><td class=\"{}\">{}</td><td class=\"l wrap\">{}</td><td class=\"l subject wide\">{}</td></tr>",
+                r.commit.short(),
+                r.commit.short(),
+                span_html(p, cp.last_before, cp.index),
+                esc(&before),
+                esc(&after),
+                if super::find::judge(p.test.direction, cp.rel_change) == "regression" {
+                    "worse"
+                } else {
+                    "better"
+                },
+                crate::base::text::fmt_rel(cp.rel_change, 2),
+                if cp.deterministic {
+                    "exact".to_string()
+                } else {
+                    esc(&format!("{} ({})", crate::base::text::fmt_p(cp.p_value), cp.test.name()))
+                },
+                esc(&r.commit.subject)
+            );
+        }
+        o.push_str("</table>\n");
+    }
+    undecided_table(o, p);
+    for (at, w) in &p.why {
+        why_card(o, p, *at, w);
+    }
+}
+
+/// " (after <hash>; 3 between not measured)" where commits between the last measured at the
+/// old level and the first at the new were not measured.
+fn span_html(p: &Page<'_>, last: usize, first: usize) -> String {
+    let n = p
+        .unmeasured
+        .get(&first)
+        .copied()
+        .unwrap_or(first.saturating_sub(last + 1));
+    match p.rows.get(last) {
+        Some(r) if n > 0 => format!(
+            "<br><span class=\"none\">after <span class=\"hash\">{}</span>; {n} between not measured</span>",
+            esc(&r.commit.short()),
+        ),
+        _ => String::new(),
+    }
+}
+
+/// The steps the runs show but do not decide, uncoloured: no claim is made of them.
+fn undecided_table(o: &mut String, p: &Page<'_>) {
+    if p.undecided.is_empty() {
         return;
     }
-    o.push_str("<table><tr><th class=\"l\">first commit of the new level</th><th class=\"l\">before → after</th><th>change</th><th class=\"l\">evidence</th><th class=\"l wide\">subject</th></tr>\n");
-    for cp in &p.change_points {
-        let Some(r) = p.rows.get(cp.index) else {
+    let _ = writeln!(
+        o,
+        "<h2>Undecided</h2><p class=\"meta\">Steps the stored runs show but do not decide: no claim is made of them. <code>perfbisect triage</code> searches them, and <code>find</code>'s interleaved re-runs decide.</p>"
+    );
+    o.push_str("<table><tr><th class=\"l\">first commit of the new level</th><th class=\"l\">before → after</th><th>change</th><th class=\"l\">why undecided</th><th class=\"l wide\">subject</th></tr>\n");
+    for u in &p.undecided {
+        let Some(r) = p.rows.get(u.index) else {
             continue;
         };
+        let (before, after) = quantity_pair(u.before, u.after, &p.test.unit());
         let _ = writeln!(
             o,
-            "<tr><td class=\"l\"><a class=\"hash\" href=\"#c-{}\">{}</a></td><td class=\"l wrap\">{} → {}</td><td>{}</td><td class=\"l wrap\">{}</td><td class=\"l subject wide\">{}</td></tr>",
+            "<tr><td class=\"l\"><a class=\"hash\" href=\"#c-{}\">{}</a>{}</td><td class=\"l wrap\">{} → {}</td><td class=\"none\">{}</td><td class=\"l wrap\">{}</td><td class=\"l subject wide\">{}</td></tr>",
             r.commit.short(),
             r.commit.short(),
-            esc(&quantity_pair(cp.before, cp.after, &p.test.unit()).0),
-            esc(&quantity_pair(cp.before, cp.after, &p.test.unit()).1),
-            crate::base::text::fmt_rel(cp.rel_change, 2),
-            if cp.deterministic {
-                "exact".to_string()
-            } else {
-                esc(&format!("{} ({})", crate::base::text::fmt_p(cp.p_value), cp.test.name()))
-            },
+            span_html(p, u.last_before, u.index),
+            esc(&before),
+            esc(&after),
+            crate::base::text::fmt_rel(u.rel_change, 2),
+            esc(&super::steps::undecided_reason(u)),
             esc(&r.commit.subject)
         );
     }
     o.push_str("</table>\n");
-    for (at, w) in &p.why {
-        why_card(o, p, *at, w);
-    }
 }
 
 /// A small bar chart of the functions whose instructions changed most at a change point.
@@ -658,11 +729,66 @@ fn config_section(o: &mut String, t: &Test, b: &Build) {
     o.push_str("</dl></div>\n");
 }
 
+/// How many steps of a test detect decided (regressions, improvements) and left undecided.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Steps {
+    pub regressions: usize,
+    pub improvements: usize,
+    pub undecided: usize,
+}
+
+impl Steps {
+    /// The steps of `d` for a test whose better direction is `direction`.
+    pub fn of(d: &crate::stats::Detection, direction: crate::config::Direction) -> Steps {
+        let regressions = d
+            .points
+            .iter()
+            .filter(|c| super::find::judge(direction, c.rel_change) == "regression")
+            .count();
+        Steps {
+            regressions,
+            improvements: d.points.len() - regressions,
+            undecided: d.undecided.len(),
+        }
+    }
+
+    /// "1 regression decided, 2 steps undecided", and the class that colours it: by decided
+    /// steps only.
+    fn words(&self) -> (String, &'static str) {
+        let count =
+            |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+        let mut parts = Vec::new();
+        if self.regressions > 0 {
+            parts.push(count(self.regressions, "regression", "regressions"));
+        }
+        if self.improvements > 0 {
+            parts.push(count(self.improvements, "improvement", "improvements"));
+        }
+        let decided = if parts.is_empty() {
+            "no step decided".to_string()
+        } else {
+            format!("{} decided", parts.join(", "))
+        };
+        let text = match self.undecided {
+            0 => decided,
+            n => format!("{decided}, {} undecided", count(n, "step", "steps")),
+        };
+        let class = if self.regressions > 0 {
+            "worse"
+        } else if self.improvements > 0 {
+            "better"
+        } else {
+            "none"
+        };
+        (text, class)
+    }
+}
+
 /// One test on the index.
 pub struct IndexEntry<'a> {
     pub test: &'a Test,
-    /// detect's change points over the commits.
-    pub change_points: usize,
+    /// detect's steps over the commits.
+    pub steps: Steps,
     /// Per-commit medians, oldest first (NaN: none).
     pub medians: Vec<f64>,
     pub summary: Option<RangeSummary>,
@@ -672,15 +798,10 @@ pub struct IndexEntry<'a> {
 
 impl<'a> IndexEntry<'a> {
     /// The index entry of a test over `rows`.
-    pub fn new(
-        test: &'a Test,
-        rows: &[CommitRow],
-        change_points: usize,
-        has_page: bool,
-    ) -> IndexEntry<'a> {
+    pub fn new(test: &'a Test, rows: &[CommitRow], steps: Steps, has_page: bool) -> IndexEntry<'a> {
         IndexEntry {
             test,
-            change_points,
+            steps,
             medians: rows
                 .iter()
                 .map(|r| stats::median(&r.values).unwrap_or(f64::NAN))
@@ -714,16 +835,22 @@ pub fn index(entries: &[IndexEntry<'_>], site: &Site<'_>) -> String {
             ("<div class=\"card\">".to_string(), "</div>")
         };
         let latest = e.medians.iter().rev().find(|v| v.is_finite()).copied();
+        // The trend of medians taken at different times holds the machine's moves as well
+        // as the commits': shown, never coloured (the decided steps colour a test).
         let (arrow, arrow_class, arrow_title) =
             match e.summary.as_ref().and_then(|s| s.trend.as_ref()) {
                 Some(tr) if tr.verdict != "none" => (
                     if tr.sen_slope > 0.0 { "↗" } else { "↘" },
-                    if tr.verdict == "better" {
-                        "better"
-                    } else {
-                        "worse"
-                    },
-                    format!("trend: getting {} (p = {:.4})", tr.verdict, tr.p_value),
+                    "none",
+                    format!(
+                        "trend of the commit medians: {} (p = {:.4}); no step is decided by it",
+                        if tr.sen_slope > 0.0 {
+                            "rising"
+                        } else {
+                            "falling"
+                        },
+                        tr.p_value
+                    ),
                 ),
                 Some(tr) => (
                     "→",
@@ -732,6 +859,7 @@ pub fn index(entries: &[IndexEntry<'_>], site: &Site<'_>) -> String {
                 ),
                 None => ("·", "none", "too few commits for a trend".into()),
             };
+        let (steps, steps_class) = e.steps.words();
         let stake = match e.summary.as_ref().and_then(|s| s.stake.as_ref()) {
             Some(k) => {
                 let (_, class) = stake_words(k.verdict);
@@ -752,7 +880,7 @@ pub fn index(entries: &[IndexEntry<'_>], site: &Site<'_>) -> String {
             o,
             "{open}<div class=\"name\">{}</div><div class=\"desc\">{}</div>\
              <div><span class=\"big\">{}</span> <span class=\"arrow {arrow_class}\" title=\"{}\">{arrow}</span></div>\
-             <div class=\"desc\">{stake}; {}</div>{}{close}",
+             <div class=\"desc\">{stake}; <b class=\"{steps_class}\">{steps}</b></div>{}{close}",
             esc(&t.name),
             esc(t.description.as_deref().unwrap_or(&format!(
                 "{} is better",
@@ -762,11 +890,6 @@ pub fn index(entries: &[IndexEntry<'_>], site: &Site<'_>) -> String {
                 .map(|v| esc(&quantity(v, &t.unit())))
                 .unwrap_or_else(|| "no results".into()),
             esc(&arrow_title),
-            match e.change_points {
-                0 => "no change point".to_string(),
-                1 => "1 change point".to_string(),
-                n => format!("{n} change points"),
-            },
             spark_svg(&e.medians),
         );
     }

@@ -14,7 +14,7 @@ use super::units::{quantity, quantity_pair};
 use crate::base::text::{count, date};
 use crate::bisect::{Culprit, Outcome};
 use crate::pipeline::rows::{CommitRow, Status};
-use crate::stats::{self, ChangePoint};
+use crate::stats;
 
 /// How the numbers were made, for the "How it was measured" section.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -44,8 +44,9 @@ pub struct Issue<'a> {
     pub rows: &'a [CommitRow],
     /// Position ranges of `rows` that are one first-parent chain each (the range first).
     pub blocks: &'a [Range<usize>],
-    /// detect's change points over the searched chain (`rows[..=find.searched]`).
-    pub change_points: &'a [ChangePoint],
+    /// detect's change points over the searched chain (`rows[..=find.searched]`), and the
+    /// steps it leaves undecided.
+    pub detection: &'a crate::stats::Detection,
     pub measured: &'a Measured,
 }
 
@@ -433,23 +434,72 @@ fn change_points(o: &mut String, x: &Issue<'_>) {
         count(r.searched + 1, "commit"),
         md::code(r.range)
     );
-    if x.change_points.is_empty() {
+    if x.detection.points.is_empty() {
         let _ = writeln!(
             o,
             "none{}.\n",
             if r.deterministic {
                 ""
-            } else {
+            } else if x.detection.undecided.is_empty() {
                 " (a range measured only where `find` probed holds few commits to detect from)"
+            } else {
+                " decided"
             }
         );
+        undecided(o, x);
         return;
     }
     let extra = change_point_table(o, x);
     if !extra.is_empty() {
         not_named(o, x, &extra);
     }
+    undecided(o, x);
     culprits_not_change_points(o, x);
+}
+
+/// " (after `1a2b3c4`; 3 between not measured)" where commits between the last measured at
+/// the old level (`last`) and the first at the new (`first`) were not measured.
+fn span_cell(x: &Issue<'_>, last: usize, first: usize) -> String {
+    match x.rows.get(last) {
+        Some(r) if first > last + 1 => format!(
+            " (after `{}`; {} between not measured)",
+            r.commit.short(),
+            first - last - 1
+        ),
+        _ => String::new(),
+    }
+}
+
+/// The steps the stored runs show but do not decide, each with why and what decides it.
+fn undecided(o: &mut String, x: &Issue<'_>) {
+    let open = &x.detection.undecided;
+    if open.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "Undecided: {} the stored runs show but do not decide (no claim is made of {}; `triage` \
+         searches them, and `find`'s interleaved re-runs decide):\n",
+        if open.len() == 1 { "a step" } else { "steps" },
+        if open.len() == 1 { "it" } else { "them" },
+    );
+    for u in open {
+        let Some(row) = x.rows.get(u.index) else {
+            continue;
+        };
+        let _ = writeln!(
+            o,
+            "- `{}`{} {}: {} → {} ({}), {}",
+            row.commit.short(),
+            span_cell(x, u.last_before, u.index),
+            md_escape(&row.commit.subject),
+            x.quantity(u.before),
+            x.quantity(u.after),
+            crate::base::text::fmt_rel(u.rel_change, 2),
+            super::steps::undecided_reason(u),
+        );
+    }
+    let _ = writeln!(o);
 }
 
 /// Where the searched chain shows the commit at `pos`.
@@ -479,7 +529,7 @@ fn change_point_table(o: &mut String, x: &Issue<'_>) -> Vec<String> {
         "| first commit of the new level | subject | before | after | change | evidence | `find` |\n|---|---|---:|---:|---:|---|---|"
     );
     let mut extra = Vec::new();
-    for cp in x.change_points {
+    for cp in &x.detection.points {
         let Some(row) = x.rows.get(cp.index) else {
             continue;
         };
@@ -488,7 +538,11 @@ fn change_point_table(o: &mut String, x: &Issue<'_>) -> Vec<String> {
             extra.push(row.commit.short());
         }
         let cells = [
-            format!("`{}`", row.commit.short()),
+            format!(
+                "`{}`{}",
+                row.commit.short(),
+                span_cell(x, cp.last_before, cp.index)
+            ),
             md_escape(&row.commit.subject),
             x.quantity(cp.before),
             x.quantity(cp.after),
@@ -542,7 +596,7 @@ fn culprits_not_change_points(o: &mut String, x: &Issue<'_>) {
         crate::bisect::Outcome::Culprits(cs) => cs
             .iter()
             .filter(|c| {
-                !x.change_points.iter().any(|cp| {
+                !x.detection.points.iter().any(|cp| {
                     x.rows
                         .get(cp.index)
                         .is_some_and(|row| row.commit.id == r.commits[on_chain(r, c.pos)].id)
@@ -661,16 +715,27 @@ fn measured(o: &mut String, x: &Issue<'_>) {
     let _ = writeln!(o, "- perfbisect {}\n", m.perfbisect);
 }
 
+/// Where a step may lie, as `detect --format json` says it: the last commit measured at the
+/// old level and how many between were not measured.
+fn span_json(x: &Issue<'_>, last: usize, first: usize) -> serde_json::Value {
+    serde_json::json!({
+        "last_old_index": last,
+        "last_old_commit": x.rows.get(last).map(|r| r.commit.id.to_string()),
+        "unmeasured": first.saturating_sub(last + 1),
+    })
+}
+
 /// `report --format json`: `show --format json`'s object for the searched chain (every
 /// commit, the summary, every sample) with `range`, `find` (find's JSON object),
-/// `change_points`, `sparkline` and `measured` added.
+/// `change_points`, `undecided`, `sparkline` and `measured` added.
 pub fn json(x: &Issue<'_>, find_json: serde_json::Value) -> anyhow::Result<String> {
     let r = x.find;
     let chain = &x.rows[..=r.searched.min(x.rows.len().saturating_sub(1))];
     // The chain starts at the old end the search measured.
     let mut v = super::export::json_value(r.test, chain, true)?;
     let cps: Vec<serde_json::Value> = x
-        .change_points
+        .detection
+        .points
         .iter()
         .filter_map(|cp| {
             let row = x.rows.get(cp.index)?;
@@ -686,6 +751,28 @@ pub fn json(x: &Issue<'_>, find_json: serde_json::Value) -> anyhow::Result<Strin
                 "deterministic": cp.deterministic,
                 "interval": cp.interval.map(|(lo, hi)| [lo, hi]),
                 "windows": cp.windows,
+                "span": span_json(x, cp.last_before, cp.index),
+            }))
+        })
+        .collect();
+    let open: Vec<serde_json::Value> = x
+        .detection
+        .undecided
+        .iter()
+        .filter_map(|u| {
+            let row = x.rows.get(u.index)?;
+            Some(serde_json::json!({
+                "index": u.index,
+                "commit": row.commit.id.to_string(),
+                "subject": row.commit.subject,
+                "before": u.before,
+                "after": u.after,
+                "rel_change": u.rel_change,
+                "p_value": u.p_value,
+                "why": u.why,
+                "runs": [u.runs.0, u.runs.1],
+                "runs_needed": u.runs_needed,
+                "span": span_json(x, u.last_before, u.index),
             }))
         })
         .collect();
@@ -693,6 +780,7 @@ pub fn json(x: &Issue<'_>, find_json: serde_json::Value) -> anyhow::Result<Strin
         obj.insert("range".into(), r.range.into());
         obj.insert("find".into(), find_json);
         obj.insert("change_points".into(), cps.into());
+        obj.insert("undecided".into(), open.into());
         obj.insert(
             "sparkline".into(),
             r.sparkline

@@ -13,6 +13,7 @@ pub mod md;
 pub mod plot;
 pub mod show;
 pub mod spark;
+pub mod steps;
 pub mod triage;
 pub mod units;
 pub mod why;

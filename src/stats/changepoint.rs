@@ -9,11 +9,13 @@
 //! can lie between two commits of one build.
 //!
 //! The detector (see [`detect_runs`]):
-//! 1. every commit's level: the mean of its runs, window effects removed, runs clipped at
-//!    ±3 σ around the commit's median (σ of a run from repeats of a commit);
+//! 1. every commit's level: the mean of its runs, window effects removed (solved exactly where
+//!    windows are bridged by few commits), runs clipped at ±3 σ around the commit's median (σ
+//!    of a run from repeats of a commit);
 //! 2. each level's variance: σ² over its independent moments plus τ², the commit-to-commit
-//!    jitter of builds (from the differences of neighbouring levels, robustly), inflated by
-//!    what heavy tails leave; a commit measured once is clipped to ±3 sd of its neighbours;
+//!    jitter of builds (from the differences of neighbouring levels of one stratum, robustly),
+//!    inflated by what heavy tails leave; a commit measured once, but at an end, is clipped to
+//!    ±3 sd of its neighbours;
 //! 3. the exact optimal partition of the levels over every position (weighted squared error
 //!    plus [`PENALTY`]·ln m per boundary, PELT pruning: no candidates chosen beforehand, no
 //!    minimum segment). Where no window ties commits together and at least 10 commits were
@@ -21,32 +23,40 @@
 //!    penalty and its z score is at least 3);
 //! 4. each boundary confirmed by a t test of its two neighbouring segments' levels at α, and
 //!    by the threshold on the levels of the 10 commits at most next to it (the same step is one
-//!    size in every range that holds those commits); the worst failure is merged away and the
-//!    rest tested again;
-//! 5. boundaries merged away that reach the threshold at p < 5 % are undecided steps, with the
-//!    runs a side that would decide them.
+//!    size in every range that holds those commits); where the sides lie in several strata
+//!    (windows of time connected by their commits: one machine state), on the contrasts
+//!    within strata, or across them only with the variance the store shows strata move by; a
+//!    step no stratum holds both sides of is measured apart and decides nothing. The worst
+//!    failure is merged away and the rest tested again;
+//! 5. boundaries merged away that reach the threshold at p < 5 % (the runs alone, for a step
+//!    measured apart) are undecided steps, with what leaves each so and what decides it.
 //!
-//! Exact metrics (every commit's runs equal, the test declared deterministic or values changing
-//! rarely) skip the statistics: every change of value that reaches the threshold is a change
-//! point at its exact commit, with the two values as its levels.
+//! Exact metrics (every commit's runs equal, and the test declared deterministic, or every
+//! commit run twice or more, or values in plateaus far longer than noise makes them) skip the
+//! statistics: every change of value that reaches the threshold is a change point at its
+//! exact commit, with the two values as its levels (undecided where a side stands on one run).
+//! Zero noise within the statistics' segments is the exact path too, never silence.
 //!
 //! The penalty was calibrated by simulation (`pure_noise_rarely_fires`): Gaussian noise with
 //! 1, 3 or 5 runs a commit over 50 to 1,000 commits gives a false change point in under 1 % of
 //! series at the default α.
 
 mod confirm;
+mod effects;
 mod model;
+mod plateau;
 mod point;
 mod prefix;
 mod segment;
+mod strata;
 
-pub use point::{ChangePoint, Detection, Obs, Runs, Undecided};
+pub use point::{ChangePoint, Detection, Obs, Reason, Runs, Undecided};
 
 use confirm::Ctx;
 use model::Model;
 use prefix::Prefix;
 
-use super::threshold::{rel_change, Threshold};
+use super::threshold::Threshold;
 
 /// Penalty per boundary, in units of a commit level's variance, times ln(m).
 pub const PENALTY: f64 = 2.5;
@@ -66,6 +76,11 @@ pub struct Options {
     /// value changes. Without it the exact path is taken only when values change rarely. A
     /// series whose commits' runs differ is analysed as noisy either way.
     pub deterministic: bool,
+    /// The metric counts work (instructions, a counter or Cachegrind): the machine's state
+    /// does not move it, so levels measured on different machine states (no window holds
+    /// both) are compared as they are, with the variance the window effects show. Any other
+    /// metric's step seen only across machine states is undecided.
+    pub counted: bool,
 }
 
 impl Default for Options {
@@ -74,6 +89,7 @@ impl Default for Options {
             alpha: 0.001,
             threshold: Threshold::Relative(0.0),
             deterministic: false,
+            counted: false,
         }
     }
 }
@@ -108,14 +124,13 @@ pub fn detect_runs(runs: Runs, opts: &Options) -> Detection {
     } else {
         Options::default().alpha
     };
-    if let Some(points) = exact(&model, opts) {
-        return Detection {
-            points,
-            undecided: Vec::new(),
-        };
+    if let Some(d) = plateau::exact(&model, opts, false) {
+        return d;
     }
+    // Nothing shows the noise: a series of plateaus (one run a commit) is exact, else silent.
+    let fallback = |model: &Model| plateau::exact(model, opts, true).unwrap_or_default();
     let Some(var) = model.fit() else {
-        return Detection::default();
+        return fallback(&model);
     };
     let allowed: Vec<bool> = model.joined.iter().map(|j| !j).collect();
     let pen = PENALTY * (m as f64).ln().max(1.0);
@@ -125,7 +140,7 @@ pub fn detect_runs(runs: Runs, opts: &Options) -> Detection {
     let first = weigh(&model, &var);
     let (cut, _) = segment::optimal(&Prefix::new(&first.0, &first.1), pen, &allowed);
     let Some(var) = model.variances(&cut) else {
-        return Detection::default();
+        return fallback(&model);
     };
     let (y, w) = weigh(&model, &var);
     // A drift is told from a step only over enough commits: two levels are a step, or
@@ -142,6 +157,8 @@ pub fn detect_runs(runs: Runs, opts: &Options) -> Detection {
         sizes: Prefix::new(&yd, &model.moments()),
         model: &model,
         y: &yd,
+        w: &w,
+        counted: opts.counted,
         pre,
         alpha,
         threshold: opts.threshold,
@@ -158,50 +175,14 @@ pub fn detect_runs(runs: Runs, opts: &Options) -> Detection {
 /// weights (inverse variances, inflated by what heavy tails leave).
 fn weigh(model: &Model, var: &[f64]) -> (Vec<f64>, Vec<f64>) {
     let y = model::clip_lone(&model.level, var, &model.n, 3.0);
-    let inflate = model::tail_inflation(&y, var);
+    let mut skip = vec![false; y.len()];
+    model.within_strata(&mut skip);
+    let inflate = model::tail_inflation(&y, var, &skip);
     let w = var.iter().map(|v| 1.0 / (v * inflate)).collect();
     (y, w)
 }
 
-/// The exact path: every commit's runs equal and the metric declared deterministic, or every
-/// commit run at least twice and at most 10 % of neighbouring commits (or one) differing (a
-/// struct size, an allocation count). Every change of value that reaches the threshold is a
-/// change point at its exact commit, judged against the previous measured commit's value.
-fn exact(model: &Model, opts: &Options) -> Option<Vec<ChangePoint>> {
-    if !model.flat_runs() {
-        return None;
-    }
-    let values = &model.medians;
-    if !opts.deterministic {
-        // Only repeated equal runs show a commit's number does not move: one run of a commit
-        // (ten 5s, then one 6) is no exact step. Quantised noise (whole ms) also repeats
-        // values, but changes value far more often than a struct size does.
-        if !model.repeated() {
-            return None;
-        }
-        let changes = values.windows(2).filter(|w| w[0] != w[1]).count();
-        if changes > (values.len().saturating_sub(1) / 10).max(1) {
-            return None;
-        }
-    }
-    Some(
-        (1..values.len())
-            .filter(|&j| values[j] != values[j - 1])
-            .filter(|&j| opts.threshold.reached(values[j - 1], values[j]))
-            .map(|j| ChangePoint {
-                index: model.pos[j],
-                before: values[j - 1],
-                after: values[j],
-                rel_change: rel_change(values[j - 1], values[j]),
-                p_value: 0.0,
-                test: super::step::StepTest::Exact,
-                deterministic: true,
-                interval: None,
-                windows: 0,
-            })
-            .collect(),
-    )
-}
-
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_evidence;

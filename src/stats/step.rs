@@ -9,6 +9,10 @@ use super::compare::SplitMix64;
 use super::summary::median_in_place;
 use super::threshold::rel_change;
 
+/// A rank test's fewest runs a side to reach α = 0.01 (and what `find`'s verification of a
+/// culprit takes at least); below it a step is "too few runs".
+pub const RANK_RUNS: usize = 5;
+
 /// Confidence of [`Step::interval`].
 pub const INTERVAL_LEVEL: f64 = 0.95;
 /// Fixed so that the same runs always give the same interval.

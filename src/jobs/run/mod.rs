@@ -691,24 +691,44 @@ fn top_up(
                 let (Some(b), Some(a)) = (before, after) else {
                     continue;
                 };
+                // A step measured apart is decided by runs of both sides side by side: the
+                // runs each has, taken at other times, do not count, and one side alone
+                // decides nothing.
+                let apart = u.why == crate::stats::changepoint::Reason::MeasuredApart;
+                let plan: Vec<(usize, usize)> = [(b, u.runs.0), (a, u.runs.1)]
+                    .into_iter()
+                    .map(|(j, seen)| {
+                        let own = rows[j].own_values().len();
+                        let (room, seen) = if apart {
+                            (t.max_repeats, 0)
+                        } else {
+                            (t.max_repeats.saturating_sub(own), seen)
+                        };
+                        let built = matches!(ws.build_state(&chain[j].id), State::Cached(_));
+                        let more = u.runs_needed.saturating_sub(seen).max(t.repeats).min(room);
+                        (j, if built { more } else { 0 })
+                    })
+                    .collect();
                 let mut asked = Vec::new();
-                for (j, seen) in [(b, u.runs.0), (a, u.runs.1)] {
-                    let room = t.max_repeats.saturating_sub(rows[j].own_values().len());
-                    let more = u.runs_needed.saturating_sub(seen).max(t.repeats).min(room);
-                    if more > 0 && matches!(ws.build_state(&chain[j].id), State::Cached(_)) {
-                        let e = want.entry(j).or_insert_with(|| vec![0; tests.len()]);
-                        e[ti] = e[ti].max(more);
-                        asked.push(format!("{} of {}", more, chain[j].short()));
-                    }
+                if apart && plan.iter().any(|p| p.1 == 0) {
+                    continue;
+                }
+                for (j, more) in plan.into_iter().filter(|p| p.1 > 0) {
+                    let e = want.entry(j).or_insert_with(|| vec![0; tests.len()]);
+                    e[ti] = e[ti].max(more);
+                    asked.push(format!("{} of {}", more, chain[j].short()));
                 }
                 if !asked.is_empty() {
+                    let why = if apart {
+                        "its sides were measured apart".to_string()
+                    } else {
+                        format!("it is undecided on {} vs {} runs", u.runs.0, u.runs.1)
+                    };
                     ws.note(&format!(
-                        "perfbisect: {}: the step at {} ({:+.2} %) is undecided on {} vs {} runs; measuring {} more, side by side",
+                        "perfbisect: {}: the step at {} ({:+.2} %): {why}; measuring {} more, side by side",
                         t.name,
                         chain[u.index].short(),
                         u.rel_change * 100.0,
-                        u.runs.0,
-                        u.runs.1,
                         asked.join(" and ")
                     ));
                 }

@@ -6,7 +6,7 @@
 use super::super::compare::norm_quantile;
 use super::super::threshold::{rel_change, Threshold};
 use super::model::Model;
-use super::point::{ChangePoint, Undecided};
+use super::point::{ChangePoint, Reason, Undecided};
 use super::prefix::Prefix;
 use crate::stats::step::StepTest;
 
@@ -30,6 +30,11 @@ const POWER_Z: f64 = 0.841_621_233_572_914_3;
 pub(super) struct Ctx<'a> {
     pub(super) model: &'a Model,
     pub(super) y: &'a [f64],
+    /// The weights of `y` (inverse variances), as `pre` sums them.
+    pub(super) w: &'a [f64],
+    /// The metric counts work (instructions): the machine's state does not move it, so levels
+    /// of two strata are compared as they are, with the window effects' own variance.
+    pub(super) counted: bool,
     pub(super) pre: Prefix,
     /// The same levels weighted by their moments only: the levels a step reports do not
     /// move with the noise estimated over the range asked.
@@ -54,20 +59,61 @@ pub(super) struct Tested {
     pub(super) lone: bool,
     /// Independent moments in the levels' span on each side.
     pub(super) runs: (usize, usize),
+    /// The two sides were measured on different machine states only (no stratum holds both):
+    /// the machine may explain the step, and no p-value can decide it.
+    pub(super) apart: bool,
+    /// The p-value of the runs alone, as if one machine state had measured every level.
+    pub(super) p_runs: f64,
 }
 
 impl Tested {
     fn passes(&self, alpha: f64) -> bool {
-        self.reached && !self.lone && self.p < alpha
+        self.reached && !self.lone && !self.apart && self.p < alpha
     }
 }
 
 impl Ctx<'_> {
     fn back(&self, v: f64) -> f64 {
-        if self.model.log {
-            v.exp()
-        } else {
-            v
+        self.model.back(v)
+    }
+
+    /// The p-value of the step at `b` between [a, b) and [b, c) whose sides lie in several
+    /// strata (its t statistic on the levels alone `z`), and whether the sides were measured
+    /// apart. Where the store shows how far strata move ([`Model::machine`], or a counted
+    /// metric, which the machine does not move), the levels are compared as they are with
+    /// that variance added for each stratum one side leans on more than the other; the
+    /// contrasts within strata alone may say more. Else only those contrasts count, and a
+    /// step no stratum holds both sides of is measured apart.
+    fn across(&self, a: usize, b: usize, c: usize, z: f64, bridge: f64) -> (f64, bool) {
+        let df = self.model.df;
+        let within = self
+            .model
+            .strata
+            .within(self.y, self.w, a, b, c)
+            .map(|(d, v)| (d, v + bridge))
+            .filter(|(_, v)| *v > 0.0);
+        let machine = match self.model.machine {
+            Some(m) => Some(m),
+            None if self.counted => Some((0.0, df)),
+            None => None,
+        };
+        let levels = machine.map(|(m, df_m)| {
+            let v = 1.0 / self.pre.weight(a, b) + 1.0 / self.pre.weight(b, c) + bridge;
+            let vm = m * self.model.strata.exposure(self.w, a, b, c);
+            let total = v + vm;
+            // Satterthwaite's degrees of freedom for the sum of the two variances.
+            let df_eff = if vm > 0.0 {
+                total * total / (v * v / df + vm * vm / df_m)
+            } else {
+                df
+            };
+            (z * (v / total).sqrt(), total, df_eff)
+        });
+        match (levels, within) {
+            (Some((_, v, _)), Some((d, vw))) if vw < v => (two_sided(d / vw.sqrt(), df), false),
+            (Some((z, _, df_eff)), _) => (two_sided(z, df_eff), false),
+            (None, Some((d, vw))) => (two_sided(d / vw.sqrt(), df), false),
+            (None, None) => (1.0, true),
         }
     }
 
@@ -75,8 +121,20 @@ impl Ctx<'_> {
     /// segments' weighted mean levels (each level's variance from the model), with the
     /// degrees of freedom the noise was estimated from.
     pub(super) fn test(&self, a: usize, b: usize, c: usize) -> Tested {
-        let z = self.pre.z(a, b, c);
-        let mut p = two_sided(z, self.model.df);
+        let mut z = self.pre.z(a, b, c);
+        // Windows bridged by few commits: their effects' uncertainty is part of the contrast.
+        let mut bridge = 0.0;
+        if let Some(br) = &self.model.bridge {
+            bridge = br.contrast(self.w, a, b, c);
+            let v = 1.0 / self.pre.weight(a, b) + 1.0 / self.pre.weight(b, c);
+            z *= (v / (v + bridge)).sqrt();
+        }
+        let p_runs = two_sided(z, self.model.df);
+        let (mut p, apart) = if self.model.strata.single(a, c) {
+            (p_runs, false)
+        } else {
+            self.across(a, b, c, z, bridge)
+        };
         // Two builds of few runs each (every commit on a side shows one build's runs): the
         // model's noise (pooled, window effects removed) rests on too few of them to be more
         // certain than Welch's test on those runs themselves.
@@ -105,6 +163,8 @@ impl Ctx<'_> {
             after,
             reached: self.threshold.reached(before, after) && before != after,
             runs: (count(lo..b), count(b..hi)),
+            apart,
+            p_runs,
         }
     }
 
@@ -170,6 +230,7 @@ impl Ctx<'_> {
                         .zip(&tested)
                         .map(|(&b, t)| ChangePoint {
                             index: self.model.pos[b],
+                            last_before: self.model.pos[b - 1],
                             before: t.before,
                             after: t.after,
                             rel_change: rel_change(t.before, t.after),
@@ -205,11 +266,13 @@ impl Ctx<'_> {
         let mut out: Vec<(usize, Tested)> = Vec::new();
         // Each as tested against the segments beside it when it was merged away: against the
         // whole range any position would look like a step.
+        // A step measured apart is one the runs alone would show (p < 5 %).
+        let shown = |t: &Tested| if t.apart { t.p_runs } else { t.p };
         let mut cands: Vec<&(usize, Tested)> = dropped
             .iter()
-            .filter(|(_, t)| t.reached && t.p < UNDECIDED_P && !t.passes(self.alpha))
+            .filter(|(_, t)| t.reached && shown(t) < UNDECIDED_P && !t.passes(self.alpha))
             .collect();
-        cands.sort_by(|x, y| x.1.p.total_cmp(&y.1.p));
+        cands.sort_by(|x, y| shown(&x.1).total_cmp(&shown(&y.1)));
         for &(b, t) in cands {
             if b == 0 || b >= m {
                 continue;
@@ -220,23 +283,40 @@ impl Ctx<'_> {
             }
             out.push((b, t));
         }
-        out.sort_by(|x, y| x.1.p.total_cmp(&y.1.p));
+        out.sort_by(|x, y| shown(&x.1).total_cmp(&shown(&y.1)));
         out.truncate(MAX_UNDECIDED);
         out.sort_by_key(|o| o.0);
         out.into_iter()
             .map(|(b, t)| {
-                let z_obs = norm_quantile(1.0 - t.p.max(1e-300) / 2.0).max(0.1);
                 let z_need = norm_quantile(1.0 - self.alpha / 2.0) + POWER_Z;
                 let n = t.runs.0.min(t.runs.1).max(1);
-                let need = (n as f64 * (z_need / z_obs).powi(2)).ceil() as usize;
+                let need = if t.apart {
+                    // Side by side, the runs' own noise decides: a two-sample test's runs a
+                    // side, and a rank test's fewest at least.
+                    let d = self.model.distance(t.before, t.after);
+                    let sd = self.model.sigma.unwrap_or(d);
+                    let k = 2.0 * (z_need * sd / d.max(1e-300)).powi(2);
+                    (k.ceil() as usize).clamp(crate::stats::step::RANK_RUNS, 1000)
+                } else {
+                    let z_obs = norm_quantile(1.0 - t.p.max(1e-300) / 2.0).max(0.1);
+                    ((n as f64 * (z_need / z_obs).powi(2)).ceil() as usize).clamp(n + 1, 1000)
+                };
                 Undecided {
                     index: self.model.pos[b],
+                    last_before: self.model.pos[b - 1],
+                    why: if t.apart {
+                        Reason::MeasuredApart
+                    } else if t.lone {
+                        Reason::OneRun
+                    } else {
+                        Reason::FewRuns
+                    },
                     before: t.before,
                     after: t.after,
                     rel_change: rel_change(t.before, t.after),
-                    p_value: t.p,
+                    p_value: if t.apart { 1.0 } else { t.p },
                     runs: t.runs,
-                    runs_needed: need.clamp(n + 1, 1000),
+                    runs_needed: need,
                 }
             })
             .collect()

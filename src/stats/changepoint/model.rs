@@ -6,6 +6,7 @@
 
 use super::super::summary::median_in_place;
 use super::point::{Obs, Runs};
+use super::strata::Strata;
 
 /// Residuals beyond this many sd from a commit's median are clipped (outlier runs).
 const CLIP_K: f64 = 3.0;
@@ -22,8 +23,8 @@ const ROUNDS: usize = 4;
 pub(super) struct Model {
     /// Position in the series of each kept commit.
     pub(super) pos: Vec<usize>,
-    /// The analysis is on logarithms (every value positive).
-    pub(super) log: bool,
+    /// How values map to the analysis scale (logarithms, or centred and scaled).
+    scale: Scale,
     /// Each kept commit's runs: value (on the analysis scale) and dense window (`NONE`: a
     /// moment of its own, no effect to estimate).
     runs: Vec<Vec<(f64, u32)>>,
@@ -31,8 +32,17 @@ pub(super) struct Model {
     pub(super) joined: Vec<bool>,
     /// The window effect of each dense window (0 for a window of one commit).
     effect: Vec<f64>,
-    /// Some window holds runs of two or more commits: levels are told apart from drift.
+    /// Some window holds runs of two or more builds: levels are told apart from drift.
     pub(super) tied: bool,
+    /// Which commits' levels were measured on one machine state (tied windows, joined).
+    pub(super) strata: Strata,
+    /// The variance of a stratum's machine state beyond a level's own (analysis scale) and its
+    /// degrees of freedom, from the differences of neighbouring levels of two strata (see
+    /// [`Model::variances`]); `None` where they are too few to tell it.
+    pub(super) machine: Option<(f64, f64)>,
+    /// Where windows are bridged by few commits (the effects solved exactly): each window
+    /// effect's variance and each commit's share of each of its windows.
+    pub(super) bridge: Option<super::effects::Bridge>,
     /// Each commit's level (window effects removed, outlier runs clipped).
     pub(super) level: Vec<f64>,
     /// Independent moments of each commit.
@@ -64,16 +74,16 @@ impl Model {
             joined,
         } = runs;
         let finite = |o: &&Obs| o.value.is_finite();
-        let log = runs.iter().flatten().filter(finite).all(|o| o.value > 0.0);
+        let scale = Scale::of(runs.iter().flatten().filter(finite).map(|o| o.value));
         let (mut pos, mut sh, mut jn, mut medians) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         let mut kept: Vec<Vec<(f64, u32)>> = Vec::new();
         // Dense windows in order of first appearance (a window is tied when it holds runs of
-        // two or more commits), one lookup a run: millions of cron rows pass here. Per dense
-        // window: the last commit seen in it, and how many commits were.
+        // two or more builds), one lookup a run: millions of cron rows pass here. Per dense
+        // window: the first build seen in it, and whether another was.
         let mut ids: std::collections::HashMap<u64, u32, foldhash::fast::RandomState> =
             Default::default();
-        let mut seen: Vec<(usize, u32)> = Vec::new();
+        let mut seen: Vec<(u64, bool)> = Vec::new();
         let mut buf = Vec::new();
         let mut run_of_joined = false;
         for (i, r) in runs.into_iter().enumerate() {
@@ -93,36 +103,36 @@ impl Model {
             medians.push(median);
             let s = share.get(i).copied().unwrap_or(1.0);
             sh.push(if s > 0.0 && s.is_finite() { s } else { 1.0 });
+            // Rows of one byte-identical build show the same runs: one build, whichever rows
+            // show it. A window holding only its runs ties no two builds together.
+            let build = build_key(r.iter().filter(finite).map(|o| (plain(o.value), o.window)));
             let mut dense = |w: u64| {
                 if w == 0 {
                     return NONE;
                 }
                 let d = *ids.entry(w).or_insert_with(|| {
-                    seen.push((j, 0));
+                    seen.push((build, false));
                     (seen.len() - 1) as u32
                 });
                 let e = &mut seen[d as usize];
-                if e.1 == 0 || e.0 != j {
-                    *e = (j, e.1 + 1);
-                }
+                e.1 |= e.0 != build;
                 d
             };
             kept.push(
                 r.iter()
                     .filter(finite)
-                    .map(|o| {
-                        let x = plain(o.value);
-                        (if log { x.ln() } else { x }, dense(o.window))
-                    })
+                    .map(|o| (scale.to(plain(o.value)), dense(o.window)))
                     .collect(),
             );
         }
+        let tied_of: Vec<bool> = seen.iter().map(|&(_, two)| two).collect();
+        let strata = Strata::new(&kept, &tied_of, &sh);
         let mut runs = kept;
         let mut tied = 0u32;
         let dense_to_tied: Vec<u32> = seen
             .iter()
-            .map(|&(_, c)| {
-                if c >= 2 {
+            .map(|&(_, two)| {
+                if two {
                     tied += 1;
                     tied - 1
                 } else {
@@ -138,10 +148,13 @@ impl Model {
         let n = runs.iter().map(Vec::len).collect();
         Model {
             pos,
-            log,
+            scale,
             joined: jn,
             effect: vec![0.0; tied as usize],
             tied: tied > 0,
+            strata,
+            machine: None,
+            bridge: None,
             level: Vec::new(),
             spread: Vec::new(),
             n,
@@ -152,6 +165,16 @@ impl Model {
             medians,
             runs,
         }
+    }
+
+    /// The distance of two measured values on the analysis scale.
+    pub(super) fn distance(&self, a: f64, b: f64) -> f64 {
+        (self.scale.to(b) - self.scale.to(a)).abs()
+    }
+
+    /// The value of `v` (analysis scale) as measured.
+    pub(super) fn back(&self, v: f64) -> f64 {
+        self.scale.back(v)
     }
 
     pub(super) fn len(&self) -> usize {
@@ -214,6 +237,7 @@ impl Model {
     fn fit_levels(&mut self) {
         use rayon::prelude::*;
         let rounds = if self.tied { ROUNDS } else { 1 };
+        let mut settled = !self.tied;
         for _ in 0..rounds {
             self.sigma = self.within_sigma();
             let effect = &self.effect;
@@ -233,9 +257,26 @@ impl Model {
                 self.effect = effect;
                 // Windows that each hold every commit settle at once: the levels would not move.
                 if !moved {
+                    settled = true;
                     break;
                 }
             }
+        }
+        if !settled {
+            // Windows bridged by few commits: the effects solved exactly, then the levels
+            // again, and what the effects' own uncertainty adds to a contrast of levels.
+            let sigma = self.sigma;
+            let clip = |r: &[(f64, u32)], e: &[f64]| clipped_runs(r, e, sigma);
+            let (effect, bridge) = super::effects::bridged(&self.runs, &self.effect, NONE, clip);
+            self.effect = effect;
+            self.sigma = self.within_sigma();
+            self.bridge = Some(bridge.with_sigma(self.sigma.unwrap_or(0.0)));
+            let (effect, sigma) = (&self.effect, self.sigma);
+            (self.level, self.spread) = self
+                .runs
+                .par_iter()
+                .map(|r| commit_level(r, effect, sigma))
+                .unzip();
         }
         self.sigma = self.within_sigma();
     }
@@ -254,6 +295,8 @@ impl Model {
                 *s = true;
             }
         }
+        let machine_skip = skip.clone();
+        self.within_strata(&mut skip);
         let diffs = skip.iter().skip(1).filter(|s| !**s).count().max(1);
         let s_b = between_sigma(&self.level, &inv_r, &skip);
         // Degrees of freedom count each run once (a build's runs shown on k commits are one
@@ -309,7 +352,52 @@ impl Model {
                 return None;
             }
         };
+        self.machine = self.machine_variance(&machine_skip, &inv_r, typical);
         Some(var.iter().zip(&self.share).map(|(v, s)| v / s).collect())
+    }
+
+    /// Leaves out (in `skip`) the differences of neighbouring levels of two strata where
+    /// [`MIN_DIFFS`] others are left: such a difference holds the machine's move between the
+    /// strata, no jitter of builds nor tail of the noise. (Commits each measured at its own
+    /// time are strata of their own: there every difference is one, and all count.)
+    pub(super) fn within_strata(&self, skip: &mut [bool]) {
+        let within = (1..self.len())
+            .filter(|&j| !skip[j] && !self.strata.switch(j))
+            .count();
+        if within >= MIN_DIFFS {
+            for (j, s) in skip.iter_mut().enumerate() {
+                *s |= self.strata.switch(j);
+            }
+        }
+    }
+
+    /// The variance of a stratum's machine state beyond what a level's own variance gives,
+    /// from the differences of neighbouring levels of two strata (those of `skip` left out:
+    /// identical builds, the segments' boundaries), and their count; `None` below
+    /// [`MIN_DIFFS`] of them (two strata measured once each tell nothing of how far the
+    /// machine moves between them). Commits each measured at its own time (a cron round each)
+    /// are strata of their own: there it is the jitter beyond τ², about 0.
+    fn machine_variance(&self, skip: &[bool], inv_r: &[f64], typical: f64) -> Option<(f64, f64)> {
+        let mask: Vec<bool> = (0..self.len())
+            .map(|j| skip[j] || !self.strata.switch(j))
+            .collect();
+        let count = mask.iter().skip(1).filter(|s| !**s).count();
+        let across = (count >= MIN_DIFFS).then(|| {
+            let own = self.tau2 + self.sigma.map_or(0.0, |s| s * s) * typical;
+            let sx = between_sigma(&self.level, inv_r, &mask).unwrap_or(0.0);
+            // A stratum of many windows moves its level by less than one window's state: the
+            // spread is per the strata's mean exposure.
+            let e = (1..self.len())
+                .filter(|&j| !mask[j])
+                .map(|j| (self.strata.exposure_of(j) + self.strata.exposure_of(j - 1)) / 2.0)
+                .sum::<f64>()
+                / count as f64;
+            (((sx * sx - own) / e.max(1e-12)).max(0.0), count as f64)
+        });
+        match (across, self.strata.repeated) {
+            (Some((a, da)), Some((b, db))) => Some(((a * da + b * db) / (da + db), da + db)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// σ of one run from pairs of runs of the same commit (window effects removed):
@@ -416,6 +504,21 @@ fn commit_level(r: &[(f64, u32)], effect: &[f64], sigma: Option<f64>) -> (f64, f
     }
 }
 
+/// A commit's runs clipped as the levels clip them (window effects removed, then each
+/// within ±CLIP_K σ of their median), the effects put back: the data the exact solve fits.
+fn clipped_runs(r: &[(f64, u32)], effect: &[f64], sigma: Option<f64>) -> Vec<(f64, u32)> {
+    let eff = |w: u32| if w == NONE { 0.0 } else { effect[w as usize] };
+    let Some(s) = sigma else {
+        return r.to_vec();
+    };
+    let mut v: Vec<f64> = r.iter().map(|&(x, w)| x - eff(w)).collect();
+    let med = median_in_place(&mut v).unwrap_or(0.0);
+    let (lo, hi) = (med - CLIP_K * s, med + CLIP_K * s);
+    r.iter()
+        .map(|&(x, w)| ((x - eff(w)).clamp(lo, hi) + eff(w), w))
+        .collect()
+}
+
 /// Robust sd of a one-moment commit level from the differences of neighbouring levels (each
 /// scaled to a typical commit's moments): 1.4826 MAD / √2, or the mean absolute deviation
 /// where most differences are equal. Identical builds side by side are one level, not a
@@ -441,24 +544,26 @@ fn between_sigma(levels: &[f64], inv_r: &[f64], joined: &[bool]) -> Option<f64> 
     (s > 0.0 && s.is_finite()).then_some(s)
 }
 
-/// Mean square of the standardised differences of neighbouring levels, winsorised at ±3 so
-/// steps count little; at least 1 (Gaussian noise gives about 1). Heavy tails leave more
-/// spread than a MAD promises; the penalty must scale with the spread the segmentation sees.
-pub(super) fn tail_inflation(y: &[f64], var: &[f64]) -> f64 {
+/// Mean square of the standardised differences of neighbouring levels (those of `skip` left
+/// out), winsorised at ±3 so steps count little; at least 1 (Gaussian noise gives about 1).
+/// Heavy tails leave more spread than a MAD promises; the penalty must scale with the spread
+/// the segmentation sees.
+pub(super) fn tail_inflation(y: &[f64], var: &[f64], skip: &[bool]) -> f64 {
     if y.len() < 3 {
         return 1.0;
     }
-    let ms = y
-        .windows(2)
-        .zip(var.windows(2))
-        .map(|(a, v)| {
-            ((a[1] - a[0]) / (v[0] + v[1]).sqrt())
-                .clamp(-3.0, 3.0)
-                .powi(2)
-        })
-        .sum::<f64>()
-        / (y.len() - 1) as f64;
-    if ms.is_finite() {
+    let (mut sum, mut count) = (0.0, 0usize);
+    for j in 1..y.len() {
+        if skip.get(j).copied().unwrap_or(false) {
+            continue;
+        }
+        sum += ((y[j] - y[j - 1]) / (var[j] + var[j - 1]).sqrt())
+            .clamp(-3.0, 3.0)
+            .powi(2);
+        count += 1;
+    }
+    let ms = sum / count.max(1) as f64;
+    if ms.is_finite() && count > 0 {
         ms.max(1.0)
     } else {
         1.0
@@ -466,7 +571,7 @@ pub(super) fn tail_inflation(y: &[f64], var: &[f64]) -> f64 {
 }
 
 /// Clips the level of a commit measured once (one moment: nothing tells an outlier run from
-/// its level) to ±k sd around the running median of 5 commits, or of 3 where a neighbour
+/// its level), but at an end, to ±k sd around the running median of 5 commits, or of 3 where a neighbour
 /// agrees with it (within k sd of the two's difference): an isolated outlier moves, a level
 /// held by two commits in a row does not.
 pub(super) fn clip_lone(y: &[f64], var: &[f64], n: &[usize], k: f64) -> Vec<f64> {
@@ -479,7 +584,9 @@ pub(super) fn clip_lone(y: &[f64], var: &[f64], n: &[usize], k: f64) -> Vec<f64>
     };
     (0..m)
         .map(|j| {
-            if n[j] > 1 || m < 3 {
+            // An end is never clipped: a level measured once there (the newest round) is a
+            // step to decide, not an outlier to hide.
+            if n[j] > 1 || m < 3 || j == 0 || j + 1 == m {
                 return y[j];
             }
             let sd = var[j].sqrt();
@@ -489,4 +596,76 @@ pub(super) fn clip_lone(y: &[f64], var: &[f64], n: &[usize], k: f64) -> Vec<f64>
             y[j].clamp(rm - k * sd, rm + k * sd)
         })
         .collect()
+}
+
+/// How measured values map to the analysis scale.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) enum Scale {
+    /// Logarithms (every value positive): noise proportional to the level becomes even.
+    Log,
+    /// `(x - offset) / unit`: centred on the median and scaled by the typical distance from
+    /// it, so that squared sums of huge magnitudes (1e200) neither overflow nor cancel digits.
+    Linear { offset: f64, unit: f64 },
+}
+
+/// Scaled values beyond this are clipped: their squares must stay finite.
+const SCALED_MAX: f64 = 1e150;
+
+impl Scale {
+    /// The scale of a series of finite `values`.
+    pub(super) fn of(values: impl Iterator<Item = f64> + Clone) -> Scale {
+        if values.clone().all(|v| v > 0.0) {
+            return Scale::Log;
+        }
+        let mut v: Vec<f64> = values.collect();
+        let offset = median_in_place(&mut v).unwrap_or(0.0);
+        // Half the difference, halved first: a difference of two finite values may overflow.
+        let mut d: Vec<f64> = v.iter().map(|x| (x / 2.0 - offset / 2.0).abs()).collect();
+        let mut unit = 2.0 * median_in_place(&mut d).unwrap_or(0.0);
+        if !(unit > 0.0 && unit.is_finite()) {
+            unit = d.iter().fold(0.0f64, |a, &b| a.max(2.0 * b));
+        }
+        if !(unit > 0.0 && unit.is_finite()) {
+            unit = offset.abs();
+        }
+        if !(unit > 0.0 && unit.is_finite()) {
+            unit = 1.0;
+        }
+        Scale::Linear { offset, unit }
+    }
+
+    /// `x` on the analysis scale.
+    pub(super) fn to(self, x: f64) -> f64 {
+        match self {
+            Scale::Log => x.ln(),
+            Scale::Linear { offset, unit } => {
+                let d = x - offset;
+                let v = if d.is_finite() {
+                    d / unit
+                } else {
+                    x / unit - offset / unit
+                };
+                v.clamp(-SCALED_MAX, SCALED_MAX)
+            }
+        }
+    }
+
+    /// A value of the analysis scale as measured.
+    pub(super) fn back(self, v: f64) -> f64 {
+        match self {
+            Scale::Log => v.exp(),
+            Scale::Linear { offset, unit } => v * unit + offset,
+        }
+    }
+}
+
+/// A key of one build's runs (value and window of each, in any order): rows that show the
+/// same runs have the same key.
+fn build_key(runs: impl Iterator<Item = (f64, u64)>) -> u64 {
+    use std::hash::BuildHasher;
+    let h = foldhash::fast::FixedState::with_seed(41);
+    let (sum, n) = runs.fold((0u64, 0u64), |(s, n), (v, w)| {
+        (s.wrapping_add(h.hash_one((v.to_bits(), w))), n + 1)
+    });
+    sum.wrapping_add(n.wrapping_mul(0x9e37_79b9_7f4a_7c15))
 }

@@ -4,6 +4,9 @@
 pub struct ChangePoint {
     /// Position in `series` of the first (measured) commit of the new level.
     pub index: usize,
+    /// Position of the last measured commit of the old level: the step lies somewhere after
+    /// it, up to `index`; the `index - last_before - 1` commits between were not measured.
+    pub last_before: usize,
     /// Median level of the segment before (near the boundary, drift removed).
     pub before: f64,
     /// Median level of the segment after (near the boundary, drift removed).
@@ -35,17 +38,37 @@ pub struct ChangePoint {
 pub struct Undecided {
     /// Position in the series of the first commit of the possible new level.
     pub index: usize,
+    /// Position of the last measured commit of the old level (as a change point's).
+    pub last_before: usize,
+    /// What leaves it undecided, and so what decides it.
+    pub why: Reason,
     /// Levels next to it (as a change point's), and their relative change.
     pub before: f64,
     pub after: f64,
     pub rel_change: f64,
-    /// The test's p-value before any correction.
+    /// The test's p-value before any correction (1 for a step measured apart, which no
+    /// p-value of these runs can decide, and for exact values).
     pub p_value: f64,
     /// Independent runs (one per moment) on each side that the test saw.
     pub runs: (usize, usize),
     /// Runs a side the test needs to decide at α (80 % power, if the step is as large as it
     /// looks).
     pub runs_needed: usize,
+}
+
+/// What leaves a step undecided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Reason {
+    /// The runs on a side are too few for the test to decide at α: more of them decide it.
+    FewRuns,
+    /// The two sides were measured only on different machine states (no window of time, nor
+    /// chain of windows, holds both): the machine may explain the move. Runs of both sides
+    /// taken side by side decide it.
+    MeasuredApart,
+    /// A side stands on commits measured once each (exact values on one run, or a lone level
+    /// at an end), too few to tell a level from outlier runs: more runs of them decide.
+    OneRun,
 }
 
 /// What change-point detection found: the confirmed points, and the steps it could not yet

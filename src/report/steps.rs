@@ -1,0 +1,60 @@
+//! The words every view says of a detected step: why an undecided one is undecided, and where
+//! a step between measured commits may lie (its span).
+
+use crate::stats::changepoint::Reason;
+use crate::stats::Undecided;
+
+/// Why `u` is undecided, and what decides it: "from 3 vs 3 runs: too few to decide; about 7
+/// runs a side would", "measured apart: …", "… stands on 1 run …".
+pub fn undecided_reason(u: &Undecided) -> String {
+    match u.why {
+        Reason::FewRuns => format!(
+            "{} from {} vs {} runs: too few to decide; about {} runs a side would",
+            crate::base::text::fmt_p(u.p_value),
+            u.runs.0,
+            u.runs.1,
+            u.runs_needed,
+        ),
+        Reason::MeasuredApart => format!(
+            "measured apart: no window of time holds runs of both sides, so the machine's \
+             state between them may explain the move; about {} runs a side, taken side by \
+             side, would decide it",
+            u.runs_needed
+        ),
+        Reason::OneRun => {
+            let side = if u.runs.1 <= u.runs.0 { "new" } else { "old" };
+            let n = u.runs.0.min(u.runs.1);
+            let evidence = if u.p_value >= 1.0 {
+                "values exact".to_string()
+            } else {
+                crate::base::text::fmt_p(u.p_value)
+            };
+            if n <= 1 {
+                format!(
+                    "{evidence}, but the {side} level stands on one run, which cannot tell a \
+                     level from an outlier; a second run of it decides"
+                )
+            } else {
+                format!(
+                    "{evidence}, but the {side} level stands on {n} commits measured once each, \
+                     too few to tell a level from outlier runs; about {} runs a side would \
+                     decide it",
+                    u.runs_needed,
+                )
+            }
+        }
+    }
+}
+
+/// Where a step between measured commits may lie, when commits between were not measured:
+/// "after 1a2b3c4d5e, the last measured at the old level: 3 commits between not measured";
+/// `None` where the step is at its commit.
+pub fn span(last_old: &str, unmeasured: usize) -> Option<String> {
+    (unmeasured > 0).then(|| {
+        format!(
+            "after {last_old}, the last measured at the old level: {unmeasured} commit{} between \
+             not measured",
+            if unmeasured == 1 { "" } else { "s" }
+        )
+    })
+}

@@ -1,0 +1,272 @@
+//! The detector's claims as strong as the store's evidence, no weaker: the shapes of a nightly
+//! machine's data (runs taken at different machine states, noiseless counts measured once, the
+//! newest round alone, one build measured in windows of its own, sparse rounds, huge values).
+
+use super::*;
+use crate::stats::compare::SplitMix64;
+
+fn at(d: &[ChangePoint]) -> Vec<usize> {
+    d.iter().map(|c| c.index).collect()
+}
+
+/// Runs of commits with their windows: `(values, window)` per commit.
+fn runs(commits: Vec<Vec<(f64, u64)>>) -> Runs {
+    Runs {
+        commits: commits
+            .into_iter()
+            .map(|c| {
+                c.into_iter()
+                    .map(|(value, window)| Obs { value, window })
+                    .collect()
+            })
+            .collect(),
+        ..Runs::default()
+    }
+}
+
+/// 40 commits at `level(i)` with 2 % noise: the ends measured by a search in one window while
+/// the machine ran ×`ends` (30 runs each), every 4th commit by a later `run` at ×1 in one
+/// window of its own (5 runs each), the rest never.
+fn two_machine_states(seed: u64, ends: f64, level: impl Fn(usize) -> f64) -> Runs {
+    let mut rng = SplitMix64::new(seed);
+    let mut noisy = |v: f64| v * (1.0 + 0.02 * rng.normal());
+    let commits = (0..40)
+        .map(|i| {
+            if i == 0 || i == 39 {
+                (0..30).map(|_| (noisy(level(i) * ends), 7)).collect()
+            } else if i % 4 == 0 {
+                (0..5).map(|_| (noisy(level(i)), 9)).collect()
+            } else {
+                Vec::new()
+            }
+        })
+        .collect();
+    runs(commits)
+}
+
+#[test]
+fn levels_measured_at_two_machine_states_decide_nothing() {
+    for seed in 0..20 {
+        let d = detect_runs(
+            two_machine_states(seed, 1.3, |_| 1000.0),
+            &Options::default(),
+        );
+        assert!(d.points.is_empty(), "seed {seed}: {d:?}");
+        // What the machine may explain is said: an undecided step measured apart, never a
+        // p-value of the runs alone.
+        let apart: Vec<&Undecided> = d
+            .undecided
+            .iter()
+            .filter(|u| u.why == Reason::MeasuredApart)
+            .collect();
+        assert!(!apart.is_empty(), "seed {seed}: {d:?}");
+        assert!(apart.iter().all(|u| u.p_value == 1.0), "seed {seed}: {d:?}");
+    }
+}
+
+#[test]
+fn a_real_step_among_two_machine_states_is_the_only_one_decided() {
+    for seed in 0..20 {
+        let d = detect_runs(
+            two_machine_states(seed, 1.3, |i| if i >= 18 { 1100.0 } else { 1000.0 }),
+            &Options::default(),
+        );
+        // Commit 20 is the first the later run measured at the new level (16 the last before).
+        assert_eq!(at(&d.points), vec![20], "seed {seed}: {d:?}");
+        assert_eq!(d.points[0].last_before, 16, "seed {seed}: {d:?}");
+        assert!(
+            (d.points[0].rel_change - 0.10).abs() < 0.03,
+            "seed {seed}: {d:?}"
+        );
+    }
+}
+
+#[test]
+fn a_counted_metric_is_compared_across_machine_states() {
+    // Every 4th commit measured by one `run`, the newest alone at another time, 30 % higher:
+    // instructions, which the machine's state does not move, compare as they are; a time
+    // could be the machine.
+    let mut rng = SplitMix64::new(3);
+    let commits: Vec<Vec<(f64, u64)>> = (0..40)
+        .map(|i| match i {
+            39 => (0..5)
+                .map(|_| (1300.0 * (1.0 + 0.002 * rng.normal()), 8))
+                .collect(),
+            _ if i % 4 == 0 => (0..5)
+                .map(|_| (1000.0 * (1.0 + 0.002 * rng.normal()), 9))
+                .collect(),
+            _ => Vec::new(),
+        })
+        .collect();
+    let counted = Options {
+        counted: true,
+        ..Options::default()
+    };
+    let d = detect_runs(runs(commits.clone()), &counted);
+    assert_eq!(at(&d.points), vec![39], "{d:?}");
+    let d = detect_runs(runs(commits), &Options::default());
+    assert!(d.points.is_empty(), "{d:?}");
+    assert_eq!(d.undecided.len(), 1, "{d:?}");
+    assert_eq!(d.undecided[0].why, Reason::MeasuredApart);
+    assert_eq!(d.undecided[0].last_before, 36);
+}
+
+#[test]
+fn a_commit_measured_in_both_windows_bridges_them() {
+    // The same search's ends at ×1.3, the later run's commits at ×1, and then the newest
+    // commit measured again beside the run's last: the machine's move is estimated through
+    // it, and no step is left anywhere.
+    for seed in 0..10 {
+        let mut r = two_machine_states(seed, 1.3, |_| 1000.0);
+        let mut rng = SplitMix64::new(seed + 100);
+        for i in [36, 39] {
+            for _ in 0..5 {
+                r.commits[i].push(Obs {
+                    value: 1000.0 * (1.0 + 0.02 * rng.normal()),
+                    window: 11,
+                });
+            }
+        }
+        let d = detect_runs(r, &Options::default());
+        assert!(d.points.is_empty(), "seed {seed}: {d:?}");
+        assert!(
+            d.undecided.iter().all(|u| u.why != Reason::MeasuredApart),
+            "seed {seed}: {d:?}"
+        );
+    }
+}
+
+#[test]
+fn a_noiseless_count_measured_once_a_commit_is_exact() {
+    let level = |i: usize| {
+        if (13..=20).contains(&i) {
+            1080.0
+        } else {
+            1000.0
+        }
+    };
+    let once: Vec<Vec<f64>> = (0..30).map(|i| vec![level(i)]).collect();
+    let d = detect_all(&once, &Options::default());
+    assert_eq!(at(&d.points), vec![13, 21], "{d:?}");
+    assert!(d.points.iter().all(|c| c.deterministic), "{d:?}");
+    // Three runs a commit, over any range that holds both levels of each step.
+    let thrice: Vec<Vec<f64>> = (0..30).map(|i| vec![level(i); 3]).collect();
+    for (a, b) in [(0, 30), (8, 25), (10, 23), (12, 22)] {
+        let d = detect_all(&thrice[a..b], &Options::default());
+        assert_eq!(at(&d.points), vec![13 - a, 21 - a], "{a}..{b}: {d:?}");
+    }
+    // Once a commit over a short range: the same.
+    let d = detect_all(&once[8..25], &Options::default());
+    assert_eq!(at(&d.points), vec![5, 13], "{d:?}");
+}
+
+#[test]
+fn a_noiseless_level_on_one_run_is_undecided_with_its_size() {
+    let mut s: Vec<Vec<f64>> = vec![vec![5.0]; 10];
+    s.push(vec![6.0]);
+    let d = detect_all(&s, &Options::default());
+    assert!(d.points.is_empty(), "{d:?}");
+    assert_eq!(d.undecided.len(), 1, "{d:?}");
+    let u = d.undecided[0];
+    assert_eq!(
+        (u.index, u.why, u.before, u.after),
+        (10, Reason::OneRun, 5.0, 6.0)
+    );
+}
+
+#[test]
+fn the_newest_round_alone_is_never_silent() {
+    for seed in 0..10 {
+        let mut rng = SplitMix64::new(seed);
+        // +10 % at the newest commit (about 17 sd), one run a commit.
+        let s: Vec<Vec<f64>> = (0..40)
+            .map(|i| {
+                let l = if i == 39 { 1100.0 } else { 1000.0 };
+                vec![l * (1.0 + 0.006 * rng.normal())]
+            })
+            .collect();
+        let d = detect_all(&s, &Options::default());
+        let u = d.undecided.iter().find(|u| u.index == 39);
+        let c = d.points.iter().find(|c| c.index == 39);
+        let rel = u.map(|u| u.rel_change).or(c.map(|c| c.rel_change));
+        assert!(
+            rel.is_some_and(|r| (r - 0.10).abs() < 0.02),
+            "seed {seed}: {d:?}"
+        );
+        // -9 % at the first commit: stated with its size, not clipped to its neighbours.
+        let s: Vec<Vec<f64>> = (0..40)
+            .map(|i| {
+                let l = if i == 0 { 1000.0 } else { 910.0 };
+                vec![l * (1.0 + 0.006 * rng.normal())]
+            })
+            .collect();
+        let d = detect_all(&s, &Options::default());
+        let u = d.undecided.iter().find(|u| u.index == 1);
+        let c = d.points.iter().find(|c| c.index == 1);
+        let rel = u.map(|u| u.rel_change).or(c.map(|c| c.rel_change));
+        assert!(
+            rel.is_some_and(|r| (r + 0.09).abs() < 0.02),
+            "seed {seed}: {d:?}"
+        );
+    }
+}
+
+#[test]
+fn one_build_measured_in_windows_of_its_own_is_one_build() {
+    // `run COMMIT --again`: build X (shown on 3 commits of one build) 66 runs in 3 windows,
+    // build Y 24 runs in 2 windows, ±1 % noise, +5 %: a clear step, decided.
+    let mut rng = SplitMix64::new(4);
+    let mut noisy = |v: f64| v * (1.0 + 0.01 * rng.normal());
+    let x: Vec<(f64, u64)> = (0..66).map(|k| (noisy(1000.0), 100 + k / 22)).collect();
+    let y: Vec<(f64, u64)> = (0..24).map(|k| (noisy(1050.0), 200 + k / 12)).collect();
+    let mut r = runs(vec![x.clone(), x.clone(), x, y.clone(), y]);
+    r.share = vec![1.0 / 3.0, 1.0 / 3.0, 1.0 / 3.0, 0.5, 0.5];
+    r.joined = vec![false, true, true, false, true];
+    let d = detect_runs(r, &Options::default());
+    assert_eq!(at(&d.points), vec![3], "{d:?}");
+    assert!(d.undecided.is_empty(), "{d:?}");
+}
+
+#[test]
+fn huge_magnitudes_and_a_negative_value_do_not_overflow() {
+    let mut rng = SplitMix64::new(2);
+    let noise: Vec<f64> = (0..40).map(|_| 1.0 + 0.01 * rng.normal()).collect();
+    for scale in [1e5, 1e200] {
+        for negative in [false, true] {
+            let s: Vec<Vec<f64>> = (0..40)
+                .map(|i| {
+                    let l = if i >= 20 { 1.1 * scale } else { scale };
+                    let v = l * noise[i];
+                    vec![if negative && i == 5 { -v } else { v }]
+                })
+                .collect();
+            let d = detect_all(&s, &Options::default());
+            assert!(
+                d.points.iter().any(|c| c.index == 20),
+                "{scale} {negative}: {d:?}"
+            );
+            let c = d.points.iter().find(|c| c.index == 20).unwrap();
+            assert!(c.before.is_finite() && c.after.is_finite(), "{c:?}");
+            assert!((c.rel_change - 0.1).abs() < 0.03, "{c:?}");
+        }
+    }
+}
+
+#[test]
+fn a_step_between_sparse_rounds_names_its_span() {
+    // Every 4th commit measured (3 runs each), +8 % from commit 13: the first measured at the
+    // new level is 16, the last at the old 12; 13, 14 and 15 were not measured.
+    let mut rng = SplitMix64::new(9);
+    let s: Vec<Vec<f64>> = (0..40)
+        .map(|i| {
+            if i % 4 != 0 {
+                return Vec::new();
+            }
+            let l = if i >= 13 { 1080.0 } else { 1000.0 };
+            (0..3).map(|_| l * (1.0 + 0.005 * rng.normal())).collect()
+        })
+        .collect();
+    let d = detect_all(&s, &Options::default());
+    assert_eq!(at(&d.points), vec![16], "{d:?}");
+    assert_eq!(d.points[0].last_before, 12, "{d:?}");
+}
