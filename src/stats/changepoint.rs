@@ -124,11 +124,13 @@ pub fn detect_runs(runs: Runs, opts: &Options) -> Detection {
     } else {
         Options::default().alpha
     };
-    if let Some(d) = plateau::exact(&model, opts, false) {
+    if let Some(d) = plateau::exact(&model, opts.deterministic, opts.threshold, false) {
         return d;
     }
     // Nothing shows the noise: a series of plateaus (one run a commit) is exact, else silent.
-    let fallback = |model: &Model| plateau::exact(model, opts, true).unwrap_or_default();
+    let fallback = |model: &Model| {
+        plateau::exact(model, opts.deterministic, opts.threshold, true).unwrap_or_default()
+    };
     let Some(var) = model.fit() else {
         return fallback(&model);
     };

@@ -337,7 +337,7 @@ impl Model {
                     .zip(&self.spread)
                     .zip(&self.n)
                     .map(|((ir, s2), &n)| {
-                        let own = if n >= 3 { *s2 } else { 0.0 };
+                        let own = if n >= 2 { *s2 } else { 0.0 };
                         self.tau2 + (sw * sw).max(own) * ir
                     })
                     .collect()
@@ -479,8 +479,8 @@ impl Model {
 }
 
 /// A commit's level: the mean of its runs, window effects removed, each clipped to ±CLIP_K σ
-/// around their median (the median alone while σ is unknown); and the variance of the clipped
-/// runs about it.
+/// around their median (the median alone while σ is unknown); and the variance of its runs
+/// (clipped too, from [`SMALL`] runs on).
 fn commit_level(r: &[(f64, u32)], effect: &[f64], sigma: Option<f64>) -> (f64, f64) {
     let adj = |&(x, w): &(f64, u32)| {
         if w == NONE {
@@ -492,17 +492,26 @@ fn commit_level(r: &[(f64, u32)], effect: &[f64], sigma: Option<f64>) -> (f64, f
     let mut v: Vec<f64> = r.iter().map(adj).collect();
     // (The median reorders `v`; nothing below depends on the order.)
     let med = median_in_place(&mut v).unwrap_or(0.0);
+    let variance = |v: &[f64]| {
+        let mean = v.iter().sum::<f64>() / v.len() as f64;
+        v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (v.len().max(2) - 1) as f64
+    };
+    // Below SMALL runs two outliers can be the median (two runs of three 30 % high): the runs'
+    // own disagreement, unclipped, is what the level is worth then.
+    let raw = (v.len() < SMALL).then(|| variance(&v));
     match sigma {
         Some(s) => {
             let (lo, hi) = (med - CLIP_K * s, med + CLIP_K * s);
             v.iter_mut().for_each(|x| *x = x.clamp(lo, hi));
             let mean = v.iter().sum::<f64>() / v.len() as f64;
-            let ss = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>();
-            (mean, ss / (v.len().max(2) - 1) as f64)
+            (mean, raw.unwrap_or_else(|| variance(&v)))
         }
         None => (med, 0.0),
     }
 }
+
+/// Fewest runs of a commit whose median two outlier runs cannot make.
+const SMALL: usize = 5;
 
 /// A commit's runs clipped as the levels clip them (window effects removed, then each
 /// within ±CLIP_K σ of their median), the effects put back: the data the exact solve fits.

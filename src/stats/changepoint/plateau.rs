@@ -7,9 +7,9 @@
 
 use super::super::compare::norm_sf;
 use super::super::threshold::rel_change;
+use super::super::threshold::Threshold;
 use super::model::Model;
 use super::point::{ChangePoint, Detection, Reason, Undecided};
-use super::Options;
 use crate::stats::step::StepTest;
 
 /// The exact path, where it applies: every commit's runs equal, and the test declared
@@ -17,15 +17,20 @@ use crate::stats::step::StepTest;
 /// neighbouring pair in ten, or one), or in plateaus far longer than values that merely
 /// repeat would make (a runs test at p < [`CLUSTERED_P`]); `force`: the statistics found no
 /// noise within their segments, so the plateaus are all there is. `None` where it does not
-/// apply: quantised noise (whole milliseconds) repeats values too, but changes value about as
+/// apply, or where no value is seen to repeat: quantised noise (whole milliseconds) repeats values too, but changes value about as
 /// often as values drawn at random would.
-pub(super) fn exact(model: &Model, opts: &Options, force: bool) -> Option<Detection> {
+pub(super) fn exact(
+    model: &Model,
+    deterministic: bool,
+    threshold: Threshold,
+    force: bool,
+) -> Option<Detection> {
     if !model.flat_runs() {
         return None;
     }
     let values = &model.medians;
     let m = values.len();
-    if !(opts.deterministic || force || model.repeated()) {
+    if !(deterministic || force || model.repeated()) {
         let changes = values.windows(2).filter(|w| w[0] != w[1]).count();
         let rare = changes <= (m.saturating_sub(1) / 10).max(1);
         if !rare && runs_test_p(values, &model.joined) >= CLUSTERED_P {
@@ -43,15 +48,20 @@ pub(super) fn exact(model: &Model, opts: &Options, force: bool) -> Option<Detect
         };
     }
     let evidence = |a: usize, b: usize| moments[a..b].iter().sum::<f64>();
+    // Only values seen to repeat show there is no noise: commits measured once each, every
+    // one a value of its own, say nothing (two of them are no exact step, nor an undecided).
+    if !deterministic && (0..m).all(|j| evidence(start[j], j + 1) < 2.0 - 1e-9) {
+        return None;
+    }
     let mut out = Detection::default();
     for j in (1..m).filter(|&j| values[j] != values[j - 1]) {
         let (before, after) = (values[j - 1], values[j]);
-        if !opts.threshold.reached(before, after) {
+        if !threshold.reached(before, after) {
             continue;
         }
         let end = (j + 1..m).find(|&k| start[k] == k).unwrap_or(m);
         let sides = (evidence(start[j - 1], j), evidence(j, end));
-        if opts.deterministic || sides.0.min(sides.1) >= 2.0 - 1e-9 {
+        if deterministic || sides.0.min(sides.1) >= 2.0 - 1e-9 {
             out.points.push(ChangePoint {
                 index: model.pos[j],
                 last_before: model.pos[j - 1],
@@ -101,15 +111,21 @@ fn runs_test_p(values: &[f64], joined: &[bool]) -> f64 {
     }
     let mut sorted = v.clone();
     sorted.sort_by(f64::total_cmp);
-    let (mut s2, mut s3) = (0.0, 0.0);
-    for g in sorted.chunk_by(|a, b| a == b) {
-        let k = g.len() as f64;
-        s2 += k * k;
-        s3 += k * k * k;
+    let groups: Vec<f64> = sorted
+        .chunk_by(|a, b| a == b)
+        .map(|g| g.len() as f64 / n)
+        .collect();
+    // Values that mostly differ are noise, however they are ordered.
+    if groups.len() as f64 > n / 2.0 {
+        return 1.0;
     }
+    // In shares of the commits (a = Σ p², b = Σ p³): the sums of counts cancel to the last
+    // digit over a million commits.
+    let a: f64 = groups.iter().map(|p| p * p).sum();
+    let b: f64 = groups.iter().map(|p| p * p * p).sum();
     let runs = 1.0 + v.windows(2).filter(|w| w[0] != w[1]).count() as f64;
-    let mean = (n * (n + 1.0) - s2) / n;
-    let var = (s2 * (s2 + n * (n + 1.0)) - 2.0 * n * s3 - n * n * n) / (n * n * (n - 1.0));
+    let mean = n + 1.0 - n * a;
+    let var = n * n / (n - 1.0) * (a * a + a * (1.0 + 1.0 / n) - 2.0 * b - 1.0 / n);
     if var.is_nan() || var <= 0.0 {
         return 1.0;
     }

@@ -51,7 +51,8 @@ impl Prefix {
     pub(super) fn mean(&self, a: usize, b: usize) -> f64 {
         self.centre + self.centred_mean(a, b)
     }
-    fn centred_mean(&self, a: usize, b: usize) -> f64 {
+    /// Weighted mean of [a, b) less the centre (0 where it has no weight).
+    pub(super) fn centred_mean(&self, a: usize, b: usize) -> f64 {
         let w = self.w[b] - self.w[a];
         if w <= 0.0 {
             0.0
