@@ -37,6 +37,12 @@ pub struct Found {
     pub programs: Vec<String>,
     /// Why the first of `programs` was taken (a Makefile's goals), when it was guessed.
     pub guess: Option<String>,
+    /// Why the first of `programs` was taken, when the build files tell (CMake: what a default
+    /// configure builds, and what was passed over).
+    pub chosen: Option<String>,
+    /// Why no program could be told with confidence (CMake: what the build declares, and
+    /// what each needs), when none could.
+    pub unsure: Option<String>,
     /// cargo: bench targets (for the commented harness example).
     pub benches: Vec<String>,
     /// cargo: the benchmarks the first of `benches` defines, read from its source.
@@ -76,6 +82,8 @@ impl Found {
             evidence: evidence.into(),
             programs,
             guess: None,
+            chosen: None,
+            unsure: None,
             benches: Vec::new(),
             bench_names: Vec::new(),
             bench_unstable: false,

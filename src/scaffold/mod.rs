@@ -30,7 +30,7 @@ pub use found::{Found, System};
 pub use render::render;
 pub use source::{checkout, Source};
 
-use targets::{automake_program, cargo, cmake_program, make_guess, meson_program, program_in};
+use targets::{automake_program, cargo, make_guess, meson_program, program_in};
 
 /// The build systems that the files `has` says are at the top of a project give away, in
 /// the order `init` prefers them, each with its file: cargo, CMake, Meson, autotools (a tracked
@@ -76,11 +76,24 @@ pub fn detect(dir: &Path, source: &Source<'_>) -> Vec<Found> {
         out.push(match system {
             System::Cargo => cargo(dir),
             System::CMake => {
-                let benches = cmake::benches(dir);
+                // What a default configure builds, read as CMake reads the build files.
+                let project = cmake::read(dir, &[]);
+                let benches: Vec<cmake::Bench> = project
+                    .targets
+                    .iter()
+                    .filter(|t| t.kind == cmake::Kind::Bench)
+                    .cloned()
+                    .collect();
+                let (programs, chosen, unsure) = match cmake::choose(&project) {
+                    cmake::Choice::Program(p, why) => (vec![p], Some(why), None),
+                    cmake::Choice::Unsure(why) => (Vec::new(), None, Some(why)),
+                };
                 Found {
                     bench_targets: benches.iter().map(|b| b.name.clone()).collect(),
                     cmake_benches: benches,
-                    ..Found::new(system, f, program_in(dir, f, cmake_program, "build"))
+                    chosen,
+                    unsure,
+                    ..Found::new(system, f, programs)
                 }
             }
             System::Meson => Found::new(system, f, program_in(dir, f, meson_program, "build")),
@@ -186,9 +199,16 @@ pub fn program_note(found: &[Found]) -> Option<String> {
             return Some(benches::note(&suite));
         }
     }
+    if let Some(why) = &f.unsure {
+        return Some(format!(
+            "{why}; the config names build/app in its place: put the program to measure in \
+             `artifacts` and in the tests' commands (`perfbisect config check` warns until then)"
+        ));
+    }
     let p = f.programs.first()?;
-    Some(match &f.guess {
-        Some(why) => format!("the tests run ./{p}: {why}"),
-        None => format!("the tests run {p}"),
+    Some(match (&f.guess, &f.chosen) {
+        (Some(why), _) => format!("the tests run ./{p}: {why}"),
+        (None, Some(why)) => format!("the tests run {p}: {why}"),
+        (None, None) => format!("the tests run {p}"),
     })
 }

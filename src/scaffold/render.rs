@@ -32,6 +32,13 @@ pub fn render(dir: &Path, found: &[Found], at: Option<&str>) -> String {
         (_, None) => ("./app".into(), true),
     };
     let artifact = run.trim_start_matches("./").to_string();
+    if let Some(why) = first.and_then(|f| f.chosen.as_deref()) {
+        o += &wrap_comment(&format!(
+            "The tests run {run}: {why}. If another program is the one to measure, put its \
+             path in the tests' commands and in `artifacts`."
+        ));
+        o += "\n";
+    }
     if let Some(why) = first.and_then(|f| f.guess.as_deref()) {
         o += &wrap_comment(&format!(
             "The tests run {run}, a guess: {why}. If another program is the one to measure, \
@@ -168,9 +175,20 @@ fn build_section(
         o +=
             "# What the tests need from a build, relative to the worktree; copied into the cache\n\
               # per commit. The tests run in that copy.\n";
-        if guessed {
-            o += "# perfbisect could not tell which program the build makes: put its path here and\n\
-                  # in the tests' commands.\n";
+        match first.and_then(|f| f.unsure.as_deref()) {
+            Some(why) if guessed => {
+                o += &wrap_comment(&format!(
+                    "perfbisect could not tell which program to measure: {why}. `{artifact}` \
+                     stands in for it: put the program's path here and in the tests' commands \
+                     (and what builds it in `command`); `perfbisect config check` warns until \
+                     then."
+                ))
+            }
+            _ if guessed => {
+                o += "# perfbisect could not tell which program the build makes: put its path here and\n\
+                      # in the tests' commands.\n"
+            }
+            _ => {}
         }
         o += &format!("artifacts = [{}]\n", q(artifact));
     }

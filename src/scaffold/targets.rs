@@ -60,25 +60,6 @@ pub(super) fn plain_program(name: &str) -> bool {
         && !name.to_ascii_lowercase().contains("test")
 }
 
-/// `add_executable(NAME ...)` (with `${PROJECT_NAME}` resolved from `project(NAME ...)`).
-pub(super) fn cmake_program(text: &str) -> Option<String> {
-    let project = regex::Regex::new(r"(?i)\bproject\s*\(\s*([A-Za-z0-9_.+-]+)")
-        .expect("valid regex")
-        .captures(text)
-        .map(|c| c[1].to_string());
-    let re = regex::Regex::new(r"(?i)\badd_executable\s*\(\s*([A-Za-z0-9_.+${}-]+)")
-        .expect("valid regex");
-    let found = re
-        .captures_iter(text)
-        .map(|c| c[1].to_string())
-        .map(|n| match (&project, n.as_str()) {
-            (Some(p), "${PROJECT_NAME}" | "${CMAKE_PROJECT_NAME}") => p.clone(),
-            _ => n,
-        })
-        .find(|n| plain_program(n));
-    found
-}
-
 /// `executable('NAME', ...)`.
 pub(super) fn meson_program(text: &str) -> Option<String> {
     regex::Regex::new(r#"\bexecutable\s*\(\s*['"]([^'"]+)['"]"#)
@@ -447,10 +428,6 @@ mod tests {
 
     #[test]
     fn programs_are_found_in_build_files() {
-        assert_eq!(
-            cmake_program("project(Demo C)\nadd_executable(unit_tests t.c)\nadd_executable(${PROJECT_NAME} main.c)\n"),
-            Some("Demo".into())
-        );
         assert_eq!(
             meson_program("project('x', 'c')\nexecutable('fast-tool', 'm.c')\n"),
             Some("fast-tool".into())
