@@ -42,7 +42,8 @@ pub struct Declared {
     /// Its path in the tree.
     pub path: String,
     pub url: Option<String>,
-    /// `update = none`: git leaves it unchecked out, and so does perfbisect.
+    /// `update = none`: git leaves it unchecked out, and so does perfbisect (also when the
+    /// user's config says so).
     pub update_none: bool,
 }
 
@@ -70,7 +71,10 @@ pub fn parse_gitmodules(text: &[u8]) -> Vec<Declared> {
         if !safe_name(&name) {
             continue;
         }
-        let path = path.trim_end_matches('/').to_string();
+        let path = path
+            .trim_start_matches("./")
+            .trim_end_matches('/')
+            .to_string();
         out.retain(|d| d.path != path);
         out.push(Declared {
             name,
@@ -199,7 +203,13 @@ pub fn locate(
     let active = file
         .string_by("submodule", d.name.as_str(), "active")
         .map(|v| v.to_str_lossy().trim().to_ascii_lowercase());
-    if d.update_none || matches!(active.as_deref(), Some("false" | "no" | "off" | "0")) {
+    let update_none = file
+        .string_by("submodule", d.name.as_str(), "update")
+        .is_some_and(|u| u.to_str_lossy().trim() == "none");
+    if d.update_none
+        || update_none
+        || matches!(active.as_deref(), Some("false" | "no" | "off" | "0"))
+    {
         return Located::Empty;
     }
     let url = file
