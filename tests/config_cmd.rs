@@ -660,3 +660,184 @@ fn init_on_an_autosetup_project_dry_runs_its_build_and_offers_its_benchmarks() {
         );
     }
 }
+
+/// A C library as issue 52 met one: a fuzzer declared first, behind an option that is off by
+/// default and a compiler check, and a benchmark program the default configure builds.
+fn jsonlib_repo(dir: &Path, with_bench: bool) -> Vec<String> {
+    let mut top = String::from(
+        "cmake_minimum_required(VERSION 3.10)\nproject(jsonlib VERSION 1.0 LANGUAGES C)\n\
+         option(JSONLIB_BUILD_FUZZER \"Build the fuzzer\" OFF)\n\
+         option(JSONLIB_BUILD_TESTS \"Build the tests\" OFF)\n\
+         add_library(jsonlib src/jsonlib.c)\n\
+         target_include_directories(jsonlib PUBLIC src)\n\
+         if(JSONLIB_BUILD_FUZZER)\n  if(CMAKE_C_COMPILER_ID STREQUAL \"Clang\")\n\
+             add_executable(fuzzer fuzz/fuzzer.c)\n    target_link_libraries(fuzzer jsonlib)\n\
+           endif()\nendif()\n\
+         if(JSONLIB_BUILD_TESTS)\n  add_executable(test_parse test/test_parse.c)\nendif()\n",
+    );
+    if with_bench {
+        top += "add_subdirectory(bench)\n";
+    }
+    let commits: Vec<FilesCommit<'_>> = vec![(
+        "jsonlib",
+        vec![
+            ("CMakeLists.txt", top),
+            (
+                "src/jsonlib.h",
+                "int jsonlib_count(const char *s);\n".to_string(),
+            ),
+            (
+                "src/jsonlib.c",
+                "#include \"jsonlib.h\"\nint jsonlib_count(const char *s) { int n = 0; while (*s) n += *s++ == ','; return n; }\n"
+                    .to_string(),
+            ),
+            (
+                "fuzz/fuzzer.c",
+                "int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return 0; }\n"
+                    .to_string(),
+            ),
+            ("test/test_parse.c", "int main(void) { return 0; }\n".to_string()),
+            (
+                "bench/CMakeLists.txt",
+                "add_executable(bench_parse bench_parse.c)\ntarget_link_libraries(bench_parse jsonlib)\n"
+                    .to_string(),
+            ),
+            (
+                "bench/bench_parse.c",
+                "#include <stdio.h>\n#include \"jsonlib.h\"\nint main(void) { long t = 0; \
+                 for (int i = 0; i < 20000; i++) t += jsonlib_count(\"[1,2,3,4]\"); \
+                 printf(\"%ld\\n\", t); return 0; }\n"
+                    .to_string(),
+            ),
+        ],
+    )];
+    files_repo(dir, &commits)
+}
+
+/// `config check` of `config` for the project in `repo`.
+fn check_at(repo: &Path, config: &Path) -> Output {
+    perfbisect(&[
+        "--repo",
+        repo.to_str().unwrap(),
+        "--config",
+        config.to_str().unwrap(),
+        "config",
+        "check",
+    ])
+    .current_dir(config.parent().unwrap())
+    .output()
+    .unwrap()
+}
+
+/// Issue 52: `config init` proposes what a default configure builds, not a target behind an
+/// option that is off by default, and its config builds and runs unedited.
+#[test]
+fn init_on_cmake_proposes_the_default_benchmark_over_an_off_by_default_target() {
+    let d = tempfile::tempdir().unwrap();
+    let repo = d.path().join("jsonlib");
+    jsonlib_repo(&repo, true);
+    let (config, note) = init(&repo);
+    assert!(
+        config.contains("artifacts = [\"build/bench/bench_parse\"]"),
+        "{config}"
+    );
+    assert!(
+        config.contains("[tests.bench_parse-wall]")
+            && config.contains("command = \"build/bench/bench_parse\""),
+        "{config}"
+    );
+    assert!(
+        !config.contains("\nartifacts = [\"build/fuzzer\"]"),
+        "{config}"
+    );
+    assert!(
+        config.contains("# The tests run build/bench/bench_parse: the first benchmark program a")
+            && config.contains("passed over fuzzer"),
+        "{config}"
+    );
+    assert!(
+        note.contains("the tests run build/bench/bench_parse"),
+        "{note}"
+    );
+    let path = d.path().join("perfbisect.toml");
+    std::fs::write(&path, &config).unwrap();
+    if !have_tool("cmake", "cmake, to build with the config init wrote") {
+        return;
+    }
+    let out = check_at(&repo, &path);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).is_empty(), "{}", text(&out.stderr));
+    let cache = d.path().join("cache");
+    let out = perfbisect(&[
+        "--repo",
+        repo.to_str().unwrap(),
+        "--config",
+        path.to_str().unwrap(),
+        "--cache",
+        cache.to_str().unwrap(),
+        "run",
+        "all",
+        "HEAD",
+        "--format",
+        "json",
+    ])
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (
+            s["builds"].as_u64(),
+            s["failed_runs"].as_u64(),
+            s["failed_builds"].as_array().map(Vec::len)
+        ),
+        (Some(1), Some(0), Some(0)),
+        "{s}"
+    );
+}
+
+/// Issue 52: where no program can be told with confidence, the config says so and `config
+/// check` warns before any build, naming what the program it names needs.
+#[test]
+fn check_warns_before_any_build_about_a_program_only_an_option_builds() {
+    let d = tempfile::tempdir().unwrap();
+    let repo = d.path().join("jsonlib");
+    jsonlib_repo(&repo, false);
+    let (config, note) = init(&repo);
+    assert!(config.contains("artifacts = [\"build/app\"]"), "{config}");
+    assert!(
+        config.contains("# perfbisect could not tell which program to measure:")
+            && config.contains("build/fuzzer (CMakeLists.txt:9) is only built with"),
+        "{config}"
+    );
+    assert!(
+        note.contains("`perfbisect config check` warns until then"),
+        "{note}"
+    );
+    let path = d.path().join("perfbisect.toml");
+    std::fs::write(&path, &config).unwrap();
+    let out = check_at(&repo, &path);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    let line = config
+        .lines()
+        .position(|l| l.starts_with("artifacts = "))
+        .unwrap()
+        + 1;
+    assert!(
+        err.contains(&format!(":{line}: key `build.artifacts`: warning: `build/app` is no program the CMake build makes")),
+        "{err}"
+    );
+    // A config naming the fuzzer, as `config init` wrote before: the warning says what it needs.
+    std::fs::write(&path, config.replace("build/app", "build/fuzzer")).unwrap();
+    let out = check_at(&repo, &path);
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("warning: `build/fuzzer` is only built with `JSONLIB_BUILD_FUZZER=ON` and when `CMAKE_C_COMPILER_ID STREQUAL \"Clang\"` (CMake target fuzzer, CMakeLists.txt:9)"),
+        "{err}"
+    );
+    assert!(
+        !d.path().join("cache").exists(),
+        "config check built nothing"
+    );
+}

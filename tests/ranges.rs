@@ -117,3 +117,78 @@ fn a_single_merge_commit_has_no_note_on_merged_branches() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("3 more commits on merged branches"), "{err}");
 }
+
+/// Issue 52: a single revision where a command searches from an old end is refused (exit 2,
+/// nothing built) with the two ranges it may stand for; the commands whose help documents a
+/// single revision keep taking it; an empty range says why it is empty.
+#[test]
+fn a_single_revision_where_a_range_is_needed_is_refused_with_the_ranges_it_may_mean() {
+    let f = common::Fixture::with_demo_config(&common::specs(4, |_, _| {}));
+    let short = &f.ids[2][..7];
+    for args in [
+        vec!["find", "value", short],
+        vec!["value", short],
+        vec!["report", "value", short],
+        vec!["report", "value", short, "--format", "json"],
+        vec!["find", "value,rss", short],
+        vec!["triage", "value", short],
+    ] {
+        let out = f.cmd().args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains(&format!("`{short}` is a single revision"))
+                && err.contains(&format!(
+                    "`{short}^..{short}` (that commit against its parent)"
+                ))
+                && err.contains(&format!("`{short}..HEAD` (every commit after it")),
+            "{args:?}: {err}"
+        );
+        assert!(err.contains("Commit 3"), "the commit is named: {err}");
+    }
+    assert!(!f.cache.join("worktrees").exists(), "nothing was built");
+    // HEAD itself: only the range of that commit against its parent is offered.
+    let out = f.cmd().args(["find", "value", "HEAD"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("`HEAD^..HEAD`") && !err.contains("HEAD..HEAD"),
+        "{err}"
+    );
+    // An unknown revision is said as such, not as a single revision.
+    let out = f.cmd().args(["find", "value", "nosuch"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("unknown revision `nosuch`"), "{err}");
+
+    // Empty ranges: the same commit twice, and the ends in the other order.
+    let same = format!("{short}..{short}");
+    let out = f.cmd().args(["find", "value", &same]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!("range `{same}` is empty"))
+            && err.contains("are the same commit")
+            && !err.contains("reversed"),
+        "{err}"
+    );
+    let back = format!("{}..{}", f.ids[3], f.ids[1]);
+    let out = f.cmd().args(["log", &back]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("the ends are in the other order") && err.contains("holds 2 commits"),
+        "{err}"
+    );
+
+    // Commands that document a single revision take it as that one commit.
+    for args in [
+        vec!["log", short],
+        vec!["show", "value", short],
+        vec!["detect", "value", short],
+    ] {
+        let out = f.cmd().args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{args:?}: {err}");
+    }
+}

@@ -179,13 +179,13 @@ fn build_into(
             None,
         ))
     };
-    // A commit whose objects are missing (a partial mirror) cannot be built, like one that
-    // does not compile: the others still are.
+    // A commit whose objects are missing (a partial mirror), or whose submodule pin is not in
+    // the user's clone, cannot be built, like one that does not compile: the others still are.
     let switched = match wt.switch(repo, commit) {
         Ok(s) => s,
         Err(e) => {
-            if let Some(missing) = e.downcast_ref::<crate::git::worktree::MissingObject>() {
-                return failure(missing.to_string());
+            if let Some(why) = crate::git::worktree::unbuildable(&e) {
+                return failure(why);
             }
             return Err(e.context(format!(
                 "cannot check out {commit} into {}",

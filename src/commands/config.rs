@@ -35,7 +35,12 @@ fn check(g: &Global) -> anyhow::Result<()> {
             crate::base::paths::display_path(&path)
         );
     }
-    let warnings = crate::scaffold::lint::warnings(&cfg, &crate::scaffold::lint::path_dirs());
+    let mut warnings = crate::scaffold::lint::warnings(&cfg, &crate::scaffold::lint::path_dirs());
+    // What the build makes, from the checkout's build files: before any build is tried.
+    warnings.extend(crate::scaffold::lint::build_warnings(
+        &cfg,
+        repo_dir.as_deref(),
+    ));
     for w in &warnings {
         eprintln!("{w}");
     }

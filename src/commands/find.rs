@@ -38,6 +38,8 @@ pub fn find(g: &Global, args: FindArgs) -> anyhow::Result<i32> {
     let mut ws = Workspace::open(&locations(g), verbosity(g), true)?;
     ws.any_fingerprint = args.any_fingerprint;
     let ws = ws;
+    // A single revision names no old end to search from: refused before anything is built.
+    ws.repo.require_range(&args.range, "find")?;
     if args.test == "all" || args.test.contains(',') {
         if args.plot.is_some() || target.is_some() {
             crate::usage!(

@@ -44,6 +44,7 @@ pub fn report(g: &Global, args: ReportArgs) -> anyhow::Result<()> {
         crate::usage!("--jobs must be at least 1");
     }
     let ws = Workspace::open(&locations(g), verbosity(g), true)?;
+    ws.repo.require_range(range, "report")?;
     let test = ws.config.test(&args.test)?.clone();
     // The same as `find`: the search, its builds checked, every culprit profiled (the
     // profiles `find` made are kept: a report after it reuses them).
@@ -139,5 +140,8 @@ fn site(g: &Global, args: &ReportArgs) -> anyhow::Result<()> {
         );
     }
     let ws = Workspace::open(&locations(g), verbosity(g), false)?;
+    if let Some(r) = args.range.as_deref() {
+        ws.repo.require_range(r, "report")?;
+    }
     crate::publish::site::site(&ws, out, &args.test, args.range.as_deref())
 }

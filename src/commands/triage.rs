@@ -32,6 +32,9 @@ pub fn triage(g: &Global, args: TriageArgs) -> anyhow::Result<()> {
     // The cache lock is held throughout: two triages at once take turns, and the second
     // sees what the first posted.
     let ws = Workspace::open(&locations(g), verbosity(g), true)?;
+    if let Some(r) = args.range.as_deref() {
+        ws.repo.require_range(r, "triage")?;
+    }
     let opts = crate::jobs::triage::Options {
         tests: &args.tests,
         range: args.range.as_deref(),

@@ -276,6 +276,9 @@ fn build(
         }
         lines.insert("build.command".to_string(), line_of(text, c.span().start));
     }
+    if let Some(first) = b.artifacts.first() {
+        lines.insert("build.artifacts".into(), line_of(text, first.span().start));
+    }
     for sa in &b.artifacts {
         let a = sa.get_ref();
         if a.is_empty() || Path::new(a).is_absolute() || a.split('/').any(|c| c == "..") {

@@ -1,6 +1,8 @@
 //! Read-only access to the user's repository through gix: revisions, ranges, commit metadata.
 //! Nothing here writes to the user's repository.
 
+pub mod submodule;
+pub mod tree;
 pub mod worktree;
 
 use std::path::{Path, PathBuf};
@@ -295,15 +297,71 @@ impl Repo {
             let to = self.resolve(b)?;
             let ids = self.walk(to, Some(from))?;
             if ids.is_empty() {
-                crate::usage!(
-                    "range `{spec_t}` is empty: `{b}` has no commit that `{a}` does not have (is the order reversed?)"
-                );
+                return Err(self.empty_range(spec_t, (a, from), (b, to)));
             }
             Ok((Some(from), ids))
         } else {
             let id = self.resolve(spec_t)?;
             Ok((self.first_parent(id)?, vec![id]))
         }
+    }
+
+    /// Why `A..B` holds no commit, as a usage error: both ends the same commit, the ends
+    /// given in the other order (then how many commits that order holds), or a new end that
+    /// the old end already contains.
+    fn empty_range(
+        &self,
+        spec: &str,
+        (a, from): (&str, ObjectId),
+        (b, to): (&str, ObjectId),
+    ) -> anyhow::Error {
+        let why = if from == to {
+            format!(
+                "`{a}` and `{b}` are the same commit ({}): a range holds the commits after its \
+                 old end up to its new end; `{a}^..{b}` is that commit alone",
+                short(&from)
+            )
+        } else {
+            match self.walk(from, Some(to)) {
+                Ok(back) if !back.is_empty() => format!(
+                    "`{b}` is an ancestor of `{a}`: the ends are in the other order \
+                     (`{b}..{a}` holds {})",
+                    crate::base::text::count(back.len(), "commit")
+                ),
+                _ => format!("every commit of `{b}` is already in `{a}`"),
+            }
+        };
+        UsageError::err(format!("range `{spec}` is empty: {why}"))
+    }
+
+    /// A usage error unless `spec` is a range (`A..B`): `command` compares an old end with
+    /// newer commits, and a single revision names neither which nor how many. The message
+    /// names the two ranges the user may mean, `REV^..REV` (that commit against its parent)
+    /// and `REV..HEAD` (every commit after it); an unknown revision is said as such.
+    pub fn require_range(&self, spec: &str, command: &str) -> anyhow::Result<()> {
+        let rev = spec.trim();
+        if rev.contains("..") {
+            return Ok(());
+        }
+        let id = self.resolve(rev)?;
+        let what = self
+            .info(id)
+            .map(|c| format!("{} {}", c.short(), c.subject))
+            .unwrap_or_else(|_| short(&id));
+        let mut means = Vec::new();
+        if self.first_parent(id)?.is_some() {
+            means.push(format!("`{rev}^..{rev}` (that commit against its parent)"));
+        }
+        if self.head().is_ok_and(|h| h != id) {
+            means.push(format!("`{rev}..HEAD` (every commit after it, up to HEAD)"));
+        }
+        let hint = match means.len() {
+            0 => "it is a root commit and HEAD: there is nothing to compare it with".to_string(),
+            _ => format!("did you mean {}?", means.join(" or ")),
+        };
+        crate::usage!(
+            "`{command}` takes a range `OLD..NEW`, and `{rev}` is a single revision ({what}): {hint}"
+        )
     }
 
     /// First-parent commits reachable from `to` and not from `hide`, oldest first.

@@ -1,6 +1,9 @@
 //! perfbisect's own worktrees: plain checkouts of a commit's tree in the cache. Switching to
 //! another commit writes only the files that differ and deletes the ones that are gone, so
-//! unchanged files keep their mtimes and incremental builds stay incremental.
+//! unchanged files keep their mtimes and incremental builds stay incremental. Submodules are
+//! checked out too, each at the commit its superproject commit pins, read from the user's
+//! own clone ([`super::tree`]): a commit whose pin is not there cannot be checked out
+//! ([`MissingSubmodule`]), and nothing of the slot is touched.
 //!
 //! A build may have put a symbolic link where the tree has a directory (`rm -rf d && ln -s
 //! /elsewhere d`). No path is written, removed or compared through one: every directory
@@ -19,34 +22,22 @@ use gix::bstr::{BString, ByteSlice};
 use gix::ObjectId;
 use serde::{Deserialize, Serialize};
 
-/// A commit whose tree cannot be read whole: an object is missing from the repository (a
-/// partial mirror, a damaged clone). Nothing was written; builds count the commit as one
-/// that cannot be built, and go on with the others.
-#[derive(Debug, thiserror::Error)]
-#[error(
-    "cannot check out {}: its {what} {object}{} is not in the repository (a partial or damaged clone; `git fsck` lists what is missing)",
-    commit.to_hex_with_len(10),
-    path.as_ref().map(|p| format!(" (`{p}`)")).unwrap_or_default()
-)]
-pub struct MissingObject {
-    pub commit: ObjectId,
-    pub object: ObjectId,
-    /// `commit`, `tree` or `blob`.
-    pub what: &'static str,
-    /// The path of a missing blob.
-    pub path: Option<String>,
-}
+pub use super::submodule::MissingSubmodule;
+use super::submodule::Objects;
+pub use super::tree::MissingObject;
+use super::tree::{self, Entries, Entry, Kind};
 
-/// Kind of a tracked entry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    File,
-    Executable,
-    Symlink,
-    Submodule,
+/// Why a failed switch makes its commit one that cannot be built (an object missing from the
+/// repository, a submodule's pinned commit missing from the user's clone), when that is why
+/// it failed; other failures (a full disk) are errors of perfbisect's, not of the commit.
+pub fn unbuildable(e: &anyhow::Error) -> Option<String> {
+    e.downcast_ref::<MissingObject>()
+        .map(ToString::to_string)
+        .or_else(|| {
+            e.downcast_ref::<MissingSubmodule>()
+                .map(ToString::to_string)
+        })
 }
-
-type Entries = BTreeMap<BString, (ObjectId, Kind)>;
 
 /// What a switch did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -168,17 +159,21 @@ impl Worktree {
         };
         // Every object of the new tree is there before anything is touched: a commit that
         // cannot be checked out whole leaves the slot as it was.
-        let new_entries = match entries(repo, to) {
+        // Submodules too: each pinned commit's tree from the user's clone, or nothing is
+        // touched and the commit is one that cannot be built (a named submodule and commit).
+        let mut objs = Objects::new(repo);
+        let new_entries = match tree::read(&mut objs, to) {
             Ok(e) => e,
-            Err(e) => return Err(missing_object(repo, to).map_or(e, anyhow::Error::new)),
+            Err(e) if e.is::<MissingSubmodule>() || e.is::<MissingObject>() => return Err(e),
+            Err(e) => return Err(tree::missing_object(repo, to).map_or(e, anyhow::Error::new)),
         };
-        if let Some((path, (id, _))) = new_entries
+        if let Some((path, e)) = new_entries
             .iter()
-            .find(|(_, (id, kind))| *kind != Kind::Submodule && !repo.has_object(id))
+            .find(|(_, e)| e.kind != Kind::Submodule && !objs.repo(e.src).has_object(e.id))
         {
             return Err(MissingObject {
                 commit: to,
-                object: *id,
+                object: e.id,
                 what: "blob",
                 path: Some(path.to_string()),
             }
@@ -194,7 +189,7 @@ impl Worktree {
             }
         }
         let old_entries = match &old {
-            Some((id, _, _)) => entries(repo, *id).ok(),
+            Some((id, _, _)) => tree::read(&mut objs, *id).ok(),
             None => None,
         };
         let mut stats = SwitchStats::default();
@@ -216,10 +211,10 @@ impl Worktree {
         fs::create_dir_all(&self.dir)
             .with_context(|| format!("cannot create worktree {}", self.dir.display()))?;
 
-        for (path, (_, kind)) in &old_entries {
+        for (path, old_entry) in &old_entries {
             let gone = match new_entries.get(path) {
                 None => true,
-                Some((_, k)) => k != kind,
+                Some(e) => e.kind != old_entry.kind,
             };
             if gone {
                 let p = self.path_of(path)?;
@@ -234,12 +229,13 @@ impl Worktree {
         // Directories found real while checking unchanged files (nothing in this loop turns a
         // directory into a link: the tree has no paths below a symlink of its own).
         let mut real_dirs = HashSet::new();
-        for (path, &(id, kind)) in &new_entries {
+        for (path, entry) in &new_entries {
             let p = self.path_of(path)?;
-            if old_entries.get(path) == Some(&(id, kind)) {
+            let repo = objs.repo(entry.src);
+            if old_entries.get(path).is_some_and(|o| o.same(entry)) {
                 let key = path.to_str().unwrap_or_default();
                 let found = if real_parents(&self.dir, &p, &mut real_dirs) {
-                    intact(repo, &p, id, kind, recorded.get(key), stamp)?
+                    intact(repo, &p, entry, recorded.get(key), stamp)?
                 } else {
                     Intact::No
                 };
@@ -252,7 +248,7 @@ impl Worktree {
                     Intact::No => stats.restored += 1,
                 }
             }
-            write_entry(repo, &self.dir, &p, id, kind)
+            write_entry(repo, &self.dir, &p, entry)
                 .with_context(|| format!("cannot write {} in worktree", p.display()))?;
             stats.written += 1;
         }
@@ -264,8 +260,8 @@ impl Worktree {
     /// rename so a crash leaves either the old claim (already removed) or the whole new one.
     fn write_state(&self, to: ObjectId, entries: &Entries) -> anyhow::Result<()> {
         let mut files = BTreeMap::new();
-        for (path, (_, kind)) in entries {
-            if *kind == Kind::Submodule {
+        for (path, e) in entries {
+            if e.kind == Kind::Submodule {
                 continue;
             }
             let p = self.path_of(path)?;
@@ -310,8 +306,7 @@ enum Intact {
 fn intact(
     repo: &gix::Repository,
     p: &Path,
-    id: ObjectId,
-    kind: Kind,
+    &Entry { id, kind, .. }: &Entry,
     recorded: Option<&Stat>,
     stamp: (i64, i64),
 ) -> anyhow::Result<Intact> {
@@ -345,77 +340,22 @@ fn intact(
     Ok(if same { Intact::Yes } else { Intact::No })
 }
 
-/// The first object of `commit`'s tree (the commit, a tree) missing from the repository, when
-/// reading the tree failed.
-fn missing_object(repo: &gix::Repository, commit: ObjectId) -> Option<MissingObject> {
-    let missing = |object, what| {
-        Some(MissingObject {
-            commit,
-            object,
-            what,
-            path: None,
-        })
-    };
-    let Ok(c) = repo.find_commit(commit) else {
-        return missing(commit, "commit");
-    };
-    let mut trees = vec![c.tree_id().ok()?.detach()];
-    while let Some(id) = trees.pop() {
-        let Ok(tree) = repo.find_tree(id) else {
-            return missing(id, "tree");
-        };
-        for e in tree.decode().ok()?.entries {
-            if e.mode.is_tree() {
-                trees.push(e.oid.to_owned());
-            }
-        }
-    }
-    None
-}
-
 /// The paths of the files a commit tracks (submodules left out), as `git ls-tree -r` lists
 /// them: read from its tree, nothing written.
 pub fn paths(repo: &gix::Repository, commit: ObjectId) -> anyhow::Result<Vec<String>> {
-    Ok(entries(repo, commit)?
+    Ok(tree::own_entries(repo, commit)?
         .into_iter()
-        .filter(|(_, (_, kind))| *kind != Kind::Submodule)
+        .filter(|(_, e)| e.kind != Kind::Submodule)
         .map(|(path, _)| path.to_str_lossy().into_owned())
         .collect())
 }
 
-fn entries(repo: &gix::Repository, commit: ObjectId) -> anyhow::Result<Entries> {
-    let tree = repo
-        .find_commit(commit)
-        .with_context(|| format!("cannot read commit {commit}"))?
-        .tree_id()?
-        .detach();
-    let index = repo
-        .index_from_tree(&tree)
-        .with_context(|| format!("cannot read the tree of {commit}"))?;
-    let mut out = Entries::new();
-    for e in index.entries() {
-        use gix::index::entry::Mode;
-        let kind = if e.mode == Mode::FILE_EXECUTABLE {
-            Kind::Executable
-        } else if e.mode == Mode::SYMLINK {
-            Kind::Symlink
-        } else if e.mode.is_submodule() {
-            Kind::Submodule
-        } else {
-            Kind::File
-        };
-        out.insert(e.path(&index).to_owned(), (e.id, kind));
-    }
-    Ok(out)
-}
-
-/// Write the entry `(id, kind)` at `p` below the worktree `root`.
+/// Write `entry` (its object read from `repo`) at `p` below the worktree `root`.
 fn write_entry(
     repo: &gix::Repository,
     root: &Path,
     p: &Path,
-    id: ObjectId,
-    kind: Kind,
+    &Entry { id, kind, .. }: &Entry,
 ) -> anyhow::Result<()> {
     if let Some(parent) = p.parent() {
         ensure_dirs(root, parent)?;

@@ -42,7 +42,7 @@ pub const PAGES: &[Page] = &[
     ),
     page!(
         "finding",
-        "how find decides: the search, merges, parallel builds, git bisect run, exit codes"
+        "how find decides: the search, merges, submodules, parallel builds, git bisect run, exit codes"
     ),
     page!(
         "noise",

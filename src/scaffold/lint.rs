@@ -209,6 +209,31 @@ fn not_an_artifact(rel: &str) -> String {
     )
 }
 
+/// The warnings about what `cfg`'s build makes, read from the project in `repo` (the checkout)
+/// as `FILE:LINE: key `build.artifacts`: warning: ...`: an artifact a CMake build makes only
+/// with an option the build command does not set (or behind a compiler check), or no
+/// program of the build at all. Nothing is configured or built.
+pub fn build_warnings(cfg: &Config, repo: Option<&Path>) -> Vec<String> {
+    let (Some(repo), Some(command)) = (repo, &cfg.build.command) else {
+        return Vec::new();
+    };
+    let file = crate::base::paths::display_path(&cfg.path);
+    let line = cfg
+        .lines
+        .get("build.artifacts")
+        .map(|l| format!(":{l}"))
+        .unwrap_or_default();
+    super::cmake::lint(repo, command, &cfg.build.artifacts)
+        .into_iter()
+        .map(|(_, msg)| {
+            format!(
+                "{file}{line}: key `build.artifacts`: {} {msg}",
+                crate::base::style::warning_prefix()
+            )
+        })
+        .collect()
+}
+
 /// Every warning of `cfg`, as `FILE:LINE: key `K`: warning: ...`.
 pub fn warnings(cfg: &Config, path: &[PathBuf]) -> Vec<String> {
     let file = crate::base::paths::display_path(&cfg.path);

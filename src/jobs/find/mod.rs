@@ -466,6 +466,8 @@ pub fn find(
                 .to_string(),
         );
     }
+    // A culprit that moves a submodule's pin is named with what it moved.
+    run.notes.extend(pin_notes(ws, &run));
     if matches!(run.outcome, Outcome::NoChange { .. }) {
         // Ends alike can hide a step and its return that the stored runs show.
         let samples = ws.samples(&run.test)?;
@@ -481,6 +483,48 @@ pub fn find(
         }
     }
     finish(ws, run, ask, started)
+}
+
+/// What each culprit (or the best guess) does to submodule pins, a note per culprit that
+/// moves one: "3f2a1b0c9d bumps `lib` a1b2c3d → e4f5a6b, 12 commits of lib", and when the
+/// pin is all it changes, that the step is among those commits and how to list them.
+fn pin_notes(ws: &Workspace, run: &FindRun) -> Vec<String> {
+    let culprits: Vec<&Culprit> = match &run.outcome {
+        Outcome::Culprits(cs) => cs.iter().collect(),
+        Outcome::Inconclusive {
+            best_guess: Some(c),
+            ..
+        } => vec![c],
+        _ => Vec::new(),
+    };
+    let mut out = Vec::new();
+    for c in culprits {
+        let at = &run.commits[c.pos];
+        let Ok(Some(parent)) = ws.repo.first_parent(at.id) else {
+            continue;
+        };
+        // Reading the pins is only a note: a repository that cannot say leaves it out.
+        let Ok((bumps, only)) = crate::git::submodule::bumps(ws.repo.gix(), parent, at.id) else {
+            continue;
+        };
+        let Some(first) = bumps.first() else {
+            continue;
+        };
+        let what: Vec<String> = bumps.iter().map(|b| b.describe()).collect();
+        let list = match (only, bumps.len(), first.from, first.to) {
+            (true, 1, Some(from), Some(to)) => format!(
+                "; the pin is all it changes, so the step is among those commits (`git -C {} \
+                 log --oneline {}..{}` lists them)",
+                first.path,
+                from.to_hex_with_len(7),
+                to.to_hex_with_len(7)
+            ),
+            (true, ..) => "; the pins are all it changes".to_string(),
+            _ => String::new(),
+        };
+        out.push(format!("{} {}{list}", at.short(), what.join("; ")));
+    }
+    out
 }
 
 /// The profiles of a run's culprits, and its clock stopped.
