@@ -7,6 +7,7 @@
 //! per new culprit, a comment when tests join it or when a later step fixes it. Idempotent
 //! and resumable: a second run with nothing new posts nothing.
 
+mod gh;
 mod outcome;
 mod post;
 
