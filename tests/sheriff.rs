@@ -1,6 +1,7 @@
 //! Issue 51, "every post once, every test said, and the machine's own changes named": the
 //! nightly `triage` under a `gh` that hangs, fails with 502 or prints garbage on each verb
-//! (tests/fixtures/gh-stand-in), and two triages on two caches against one `gh`.
+//! (tests/fixtures/gh-stand-in), two triages on two caches against one `gh`, and a toolchain
+//! change between two rounds (a `[fingerprint]` command reading a file the test changes).
 
 mod common;
 
@@ -421,4 +422,160 @@ fn two_triages_on_two_caches_leave_one_issue_open() {
     for c in &caches {
         assert_eq!(kept_url(c, &x14), open[0]["url"].as_str().unwrap());
     }
+}
+
+/// A test whose numbers follow the toolchain: its `[fingerprint]` command reads
+/// toolchain.txt, and the test scales the program's value by scale.txt (a new compiler makes
+/// every number 8 % higher).
+const TOOLCHAIN: &str = r#"
+[fingerprint]
+commands = ["cat toolchain.txt"]
+
+[tests.value]
+command = "./app | awk -v f=\"$(cat \"$PERFBISECT_CONFIG_DIR/scale.txt\")\" '/^value:/ { printf \"value: %.3f\\n\", $2 * f }'"
+metric = { regex = "^value: ([0-9.]+)" }
+threshold = "2%"
+repeats = 3
+"#;
+
+/// Item 6: the toolchain changes between two nights (every number +8 %), and a real step
+/// (+10 % at commit 31) lands in the first round after it. The night it lands, `triage`
+/// names the change once (the line of the fingerprint that changed), measures the previous
+/// round's newest commit again on the new toolchain (one build, the test's runs) and states
+/// the machine's own effect there, blames no commit for it, rebuilds no history, and posts
+/// the real step. `show` keeps the rounds before as an earlier era, marked, compared with
+/// none after it.
+#[test]
+fn a_toolchain_change_between_nights_is_named_bridged_and_blamed_on_no_commit() {
+    let f = Fixture::new(
+        &specs(34, |i, c| {
+            c.metric = if i >= 31 { 1100.0 } else { 1000.0 };
+            c.work = 0;
+        }),
+        &with_build(TOOLCHAIN),
+    );
+    let toolchain = |version: &str, scale: &str| {
+        std::fs::write(f.dir.path().join("toolchain.txt"), version).unwrap();
+        std::fs::write(f.dir.path().join("scale.txt"), scale).unwrap();
+    };
+    let gh = Gh::new(f.dir.path(), "gh");
+    let night = |rounds: &[usize], json: &Path| {
+        for &n in rounds {
+            f.run_json("value", &f.ids[n - 1], &[]);
+        }
+        let newest = rounds[rounds.len() - 1];
+        let out = f
+            .cmd()
+            .args([
+                "triage",
+                "value",
+                &format!("{}..{}", f.ids[0], f.ids[newest - 1]),
+                "--attach",
+                "o/r",
+            ])
+            .arg("--json")
+            .arg(json)
+            .env("PATH", gh.path())
+            .env("GH_STATE", &gh.state)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let j: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+        (text, j)
+    };
+    let json = f.dir.path().join("triage.json");
+    toolchain("cc (Debian 12.2.0-14) 12.2.0\n", "1\n");
+    let (text, j) = night(&[1, 8, 15, 22, 29], &json);
+    assert!(text.starts_with("triage: nothing new"), "{text}");
+    assert!(j["eras"].as_array().unwrap().is_empty(), "{j:#}");
+
+    toolchain("cc (Debian 13.1.0-2) 13.1.0\n", "1.08\n");
+    let (text, j) = night(&[33], &json);
+    let (x29, x31) = (&f.ids[28], &f.ids[30]);
+    // Named once, with the line that changed and the effect measured at commit 29.
+    let eras = j["eras"].as_array().unwrap();
+    assert_eq!(eras.len(), 1, "{j:#}");
+    let e = &eras[0];
+    assert_eq!(e["kind"], "toolchain", "{e:#}");
+    assert_eq!(
+        e["changed"][0]["what"], "command `cat toolchain.txt`",
+        "{e:#}"
+    );
+    assert_eq!(e["changed"][0]["before"], "cc (Debian 12.2.0-14) 12.2.0");
+    assert_eq!(e["changed"][0]["after"], "cc (Debian 13.1.0-2) 13.1.0");
+    assert_eq!(e["bridge"]["commit"], x29.as_str(), "{e:#}");
+    let effect = e["bridge"]["rel_change"].as_f64().unwrap();
+    assert!((0.06..0.10).contains(&effect), "{e:#}");
+    let named = "command `cat toolchain.txt`: `cc (Debian 12.2.0-14) 12.2.0` -> `cc (Debian 13.1.0-2) 13.1.0`";
+    assert!(text.contains(named), "{text}");
+    assert!(
+        text.contains("the toolchain change moved value +")
+            && text.contains(&format!(
+                "at {}, the same commit measured before and after",
+                &x29[..10]
+            )),
+        "{text}"
+    );
+    // No commit blamed for the machine; the real step of the first round after it posted.
+    let findings = j["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), 1, "{j:#}");
+    assert_eq!(findings[0]["commit"], x31.as_str(), "{j:#}");
+    assert_eq!(findings[0]["state"], "posted", "{j:#}");
+    assert_eq!(gh.issues().len(), 1, "{:#?}", gh.issues());
+    // No history rebuilt: of the rounds before, only commit 29 was measured again.
+    let range = format!("{}..{}", f.ids[0], f.ids[33]);
+    let show = f.json(&["show", "value", &range, "--format", "json"]);
+    for n in [8, 15, 22] {
+        let c = &show["commits"].as_array().unwrap()[n - 1];
+        assert_eq!(c["commit"], f.ids[n - 1].as_str());
+        assert_eq!(c["n"], 0, "round {n} measured again: {c:#}");
+    }
+    let earlier = &show["eras"]["earlier"][0]["commits"];
+    let before: Vec<&str> = earlier
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["commit"].as_str().unwrap())
+        .collect();
+    let rounds: Vec<&str> = [1, 8, 15, 22, 29]
+        .iter()
+        .map(|&n| f.ids[n - 1].as_str())
+        .collect();
+    assert_eq!(before, rounds, "{show:#}");
+    assert_eq!(show["eras"]["change"]["bridge"]["commit"], x29.as_str());
+    let out = f.cmd().args(["show", "value", &range]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("\nearlier era (fingerprint "), "{text}");
+    assert!(text.contains("[earlier era]"), "{text}");
+    assert!(text.contains(named), "{text}");
+    // The site's page keeps the earlier era too, in a table of its own, marked.
+    let site = f.dir.path().join("site");
+    f.cmd()
+        .args(["report", "value", "--format", "html", "--out"])
+        .arg(&site)
+        .assert()
+        .success();
+    let page = std::fs::read_to_string(site.join("value.html")).unwrap();
+    let (current, earlier) = page
+        .split_once("<h2>Earlier eras of the machine</h2>")
+        .unwrap_or_else(|| panic!("{page}"));
+    assert!(earlier.contains("(earlier era)"), "{earlier}");
+    let round8 = &f.ids[7][..10];
+    assert!(
+        earlier.contains(round8) && !current.contains(round8),
+        "{page}"
+    );
+
+    // Said once: the next night has nothing new.
+    let (text, j) = night(&[34], &json);
+    assert!(j["eras"].as_array().unwrap().is_empty(), "{j:#}");
+    assert!(!text.contains("machine:"), "{text}");
+    assert_eq!(gh.issues().len(), 1, "{:#?}", gh.issues());
 }

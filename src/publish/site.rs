@@ -41,7 +41,17 @@ pub fn site(ws: &Workspace, out: &Path, which: &str, range: Option<&str>) -> any
             Some(r) => format!("{} commits of {r}, oldest first", commits.len()),
             None => format!("all {} commits with results, oldest first", commits.len()),
         };
-        loaded.push((t, scope, rows(ws, &samples, commits)));
+        // Samples of another fingerprint: an earlier era of the machine, shown apart.
+        let eras = if samples.other_fingerprints.is_empty() || ws.any_fingerprint {
+            None
+        } else {
+            let ids: Option<Vec<gix::ObjectId>> =
+                range.map(|_| commits.iter().map(|c| c.id).collect());
+            let others = ws.other_fingerprints(t, ids.as_deref())?;
+            let within = range.map(|_| commits.as_slice());
+            Some(crate::pipeline::eras::of(ws, t, &samples, others, within)?)
+        };
+        loaded.push((t, scope, rows(ws, &samples, commits), eras));
     }
     let site = Site {
         name: ws
@@ -64,7 +74,7 @@ pub fn site(ws: &Workspace, out: &Path, which: &str, range: Option<&str>) -> any
     // Tests are independent: detect and render them on every core.
     let done: Vec<anyhow::Result<(usize, usize)>> = loaded
         .par_iter()
-        .map(|(t, scope, rows)| {
+        .map(|(t, scope, rows, eras)| {
             let cps = change_points(t, rows);
             let n_cps = cps.len();
             // `all` leaves out tests never measured here (the index lists them unlinked); a
@@ -99,6 +109,10 @@ pub fn site(ws: &Workspace, out: &Path, which: &str, range: Option<&str>) -> any
                 rows,
                 change_points: cps,
                 why,
+                earlier_eras: eras
+                    .as_ref()
+                    .map(|e| crate::report::eras::html(e, &t.unit()))
+                    .unwrap_or_default(),
             };
             let files = html::page(&page, &site)?;
             for (rel, bytes) in &files {
@@ -117,7 +131,7 @@ pub fn site(ws: &Workspace, out: &Path, which: &str, range: Option<&str>) -> any
     let entries: Vec<IndexEntry> = loaded
         .iter()
         .zip(cps_per_test)
-        .map(|((t, _, rows), n_cps)| {
+        .map(|((t, _, rows, _), n_cps)| {
             IndexEntry::new(
                 t,
                 rows,

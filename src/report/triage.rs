@@ -11,6 +11,7 @@ use crate::store::findings::{self, Finding, Findings, Post, State, TestStep};
 use super::md;
 use super::units::quantity_pair;
 use crate::base::text::{count, fmt_num, plural};
+use crate::pipeline::eras::Change;
 
 /// A search the budget left for the next run.
 #[derive(Debug, Clone, Serialize)]
@@ -40,6 +41,8 @@ pub struct View<'a> {
     pub left: &'a [Left],
     pub posted: &'a [Posted],
     pub failures: &'a [String],
+    /// Changes of the machine said this run.
+    pub eras: &'a [Change],
     pub searches: usize,
     pub builds: usize,
     pub runs: usize,
@@ -131,7 +134,8 @@ fn spent(v: &View<'_>) -> String {
 /// The text for a CI log: one line when nothing is new, else each finding that changed.
 pub fn text(v: &View<'_>) -> String {
     let mut o = String::new();
-    let nothing = v.changed.is_empty() && v.posted.is_empty() && v.left.is_empty();
+    let nothing =
+        v.changed.is_empty() && v.posted.is_empty() && v.left.is_empty() && v.eras.is_empty();
     if nothing && v.failures.is_empty() {
         let _ = writeln!(
             o,
@@ -150,6 +154,9 @@ pub fn text(v: &View<'_>) -> String {
         states(v.findings),
         spent(v)
     );
+    for ch in v.eras {
+        let _ = writeln!(o, "machine: {}", super::eras::paragraph(ch));
+    }
     for x in v
         .findings
         .findings
@@ -216,6 +223,7 @@ struct Json<'a> {
     posted: &'a [Posted],
     left: &'a [Left],
     failures: &'a [String],
+    eras: &'a [Change],
     searches: usize,
     builds: usize,
     runs: usize,
@@ -256,6 +264,7 @@ pub fn json(v: &View<'_>) -> anyhow::Result<String> {
         posted: v.posted,
         left: v.left,
         failures: v.failures,
+        eras: v.eras,
         searches: v.searches,
         builds: v.builds,
         runs: v.runs,
@@ -317,6 +326,13 @@ pub fn markdown(v: &View<'_>) -> String {
         states(v.findings),
         spent(v)
     );
+    for ch in v.eras {
+        let _ = writeln!(
+            o,
+            "- the machine changed: {}\n",
+            md::text(&super::eras::paragraph(ch))
+        );
+    }
     for x in &v.findings.findings {
         let link = x
             .url
@@ -594,6 +610,7 @@ mod tests {
             left: &[],
             posted: &[],
             failures: &[],
+            eras: &[],
             searches: 0,
             builds: 0,
             runs: 0,

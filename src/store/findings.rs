@@ -129,6 +129,19 @@ pub struct Findings {
     /// Gaps searched already: a change point over one of them is settled.
     #[serde(default)]
     pub searched: Vec<Searched>,
+    /// Changes of the machine (a test's fingerprint) said already: each is said once.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub eras: Vec<EraSaid>,
+}
+
+/// A change of the machine that `test` is measured on, from fingerprint `from` to `to` (16
+/// hex each), said by `triage` at `at` (seconds since the epoch).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EraSaid {
+    pub test: String,
+    pub from: String,
+    pub to: String,
+    pub at: u64,
 }
 
 fn version() -> u32 {
@@ -141,6 +154,7 @@ impl Default for Findings {
             version: version(),
             findings: Vec::new(),
             searched: Vec::new(),
+            eras: Vec::new(),
         }
     }
 }
@@ -387,6 +401,25 @@ impl Findings {
         if let Some(f) = self.get_mut(commit) {
             f.duplicates.retain(|&n| n != number);
             f.updated = now;
+        }
+    }
+
+    /// Whether the change of `test`'s machine from fingerprint `from` to `to` was said.
+    pub fn era_said(&self, test: &str, from: &str, to: &str) -> bool {
+        self.eras
+            .iter()
+            .any(|e| e.test == test && e.from == from && e.to == to)
+    }
+
+    /// The change of `test`'s machine from `from` to `to` is said (once).
+    pub fn say_era(&mut self, test: &str, from: &str, to: &str, now: u64) {
+        if !self.era_said(test, from, to) {
+            self.eras.push(EraSaid {
+                test: test.into(),
+                from: from.into(),
+                to: to.into(),
+                at: now,
+            });
         }
     }
 
@@ -673,6 +706,24 @@ mod tests {
         for m in markers(&p, &["value".into()]) {
             assert!(markers_in(&write_marker(&m)).contains(&m), "{m}");
         }
+    }
+
+    /// Issue 51, item 6: a change of the machine is said once per test and pair of
+    /// fingerprints, kept across runs; a findings file from before eras reads as none said.
+    #[test]
+    fn a_change_of_machine_is_said_once_and_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = path(dir.path());
+        let mut f = Findings::default();
+        assert!(!f.era_said("value", "aa", "bb"));
+        f.say_era("value", "aa", "bb", 1);
+        f.say_era("value", "aa", "bb", 2);
+        assert_eq!(f.eras.len(), 1);
+        assert!(!f.era_said("value2", "aa", "bb") && !f.era_said("value", "bb", "aa"));
+        save(&file, &f).unwrap();
+        assert!(load(&file).unwrap().era_said("value", "aa", "bb"));
+        std::fs::write(&file, r#"{"version": 1, "findings": [], "searched": []}"#).unwrap();
+        assert!(load(&file).unwrap().eras.is_empty());
     }
 
     #[test]
