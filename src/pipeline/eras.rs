@@ -32,7 +32,9 @@ pub struct Era {
 /// One line of a fingerprint that changed: `command `cc --version``, `kernel`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct LineChange {
+    /// The line's name in the fingerprint: `kernel`, `os`, `cpu`, `command `X``.
     pub what: String,
+    /// Its value before and after (of a command's output, the first line that differs).
     pub before: String,
     pub after: String,
 }
@@ -40,12 +42,14 @@ pub struct LineChange {
 /// A commit measured before and after the machine changed: what the change did to a test.
 #[derive(Debug, Clone, Serialize)]
 pub struct Bridge {
+    /// The commit (40 hex) and its subject.
     pub commit: String,
     pub subject: String,
     /// Medians of the commit's runs before (the earlier era's) and after.
     pub before: f64,
     pub after: f64,
     pub rel_change: f64,
+    /// The runs each median is of.
     pub runs: (usize, usize),
     /// Whether the change reaches the test's threshold.
     pub reached: bool,
@@ -54,6 +58,7 @@ pub struct Bridge {
 /// The change of the machine between a test's earlier era and its current one.
 #[derive(Debug, Clone, Serialize)]
 pub struct Change {
+    /// The test whose samples changed era.
     pub test: String,
     /// The fingerprints before and after (16 hex digits: `cache/fingerprints/<id>.txt`).
     pub from: String,
@@ -65,6 +70,7 @@ pub struct Change {
     /// kept in this cache).
     pub changed: Vec<LineChange>,
     pub bridge: Option<Bridge>,
+    /// The test's unit, for the bridge's numbers.
     pub unit: String,
     /// Why there is no bridge, when that is known (its build failed, the budget was spent).
     #[serde(skip_serializing_if = "Option::is_none")]

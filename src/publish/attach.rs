@@ -155,11 +155,13 @@ pub enum GhError {
         how: String,
         message: String,
     },
+    /// There is no `gh` on PATH.
     #[error(
         "`gh` (GitHub's command line tool, Debian package `gh`) is not on PATH; install it and \
          run `gh auth login`"
     )]
     Missing,
+    /// It could not be started.
     #[error("cannot run `gh`: {0}")]
     Spawn(std::io::Error),
 }
