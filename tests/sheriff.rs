@@ -639,3 +639,65 @@ fn a_toolchain_change_between_nights_is_named_bridged_and_blamed_on_no_commit() 
     assert!(!text.contains("machine:"), "{text}");
     assert_eq!(gh.issues().len(), 1, "{:#?}", gh.issues());
 }
+
+/// A compiler upgrade that make cannot see (the flags change, no source does): the first
+/// build after it starts from a clean worktree, so no build mixes the two toolchains'
+/// objects and the check of incremental builds does not take the new compiler's other bytes
+/// for a Makefile's missed dependency (which would make every later build pristine and set
+/// runs aside). The rounds before stay, an earlier era.
+#[test]
+fn builds_after_a_toolchain_change_start_clean_and_blame_no_makefile() {
+    let f = Fixture::new(
+        &specs(34, |i, c| {
+            c.work = 0;
+            c.docs_only = (30..=33).contains(&i);
+        }),
+        r#"
+[build]
+command = "make CFLAGS=\"$(cat \"$PERFBISECT_CONFIG_DIR/cflags.txt\")\""
+artifacts = ["app"]
+
+[fingerprint]
+commands = ["cat toolchain.txt"]
+
+[tests.value]
+command = "./app"
+metric = { regex = "^value: ([0-9.]+)" }
+threshold = "2%"
+repeats = 3
+"#,
+    );
+    let toolchain = |version: &str, flags: &str| {
+        std::fs::write(f.dir.path().join("toolchain.txt"), version).unwrap();
+        std::fs::write(f.dir.path().join("cflags.txt"), flags).unwrap();
+    };
+    toolchain("cc 12\n", "-O0\n");
+    for n in [1, 8, 15, 22, 29] {
+        f.run_json("value", &f.ids[n - 1], &[]);
+    }
+    toolchain("cc 13\n", "-O2\n");
+    // Commits 30 to 33 change only documentation: make finds commit 29's program up to date.
+    let out = f.cmd().args(["run", "value", &f.ids[32]]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains("missed a changed dependency"), "{err}");
+    let pristine_only = std::fs::read_dir(f.cache.join("stale"))
+        .map(|d| {
+            d.flatten()
+                .any(|e| e.file_name().to_string_lossy().starts_with("pristine-"))
+        })
+        .unwrap_or(false);
+    assert!(!pristine_only, "every build made pristine from now on");
+    let show = f.json(&["show", "value", "--format", "json"]);
+    let before: Vec<&str> = show["eras"]["earlier"][0]["commits"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{show:#}"))
+        .iter()
+        .map(|c| c["commit"].as_str().unwrap())
+        .collect();
+    let rounds: Vec<&str> = [1, 8, 15, 22, 29]
+        .iter()
+        .map(|&n| f.ids[n - 1].as_str())
+        .collect();
+    assert_eq!(before, rounds, "{show:#}");
+}

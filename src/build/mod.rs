@@ -436,6 +436,19 @@ fn record_failure(cache: &Cache, commit: &ObjectId, recipe: u64, tail: &str) -> 
     Ok(())
 }
 
+/// Empty every worktree slot of `cache`: the next build in each starts from a clean checkout.
+pub fn clear_worktrees(cache: &Cache) -> anyhow::Result<()> {
+    let root = cache.worktrees();
+    if let Ok(entries) = fs::read_dir(&root) {
+        for e in entries.flatten() {
+            if let Some(i) = e.file_name().to_str().and_then(|n| n.parse::<usize>().ok()) {
+                Worktree::slot(&root, i).clear()?;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Build `commit` again in a clean worktree and put that build in place of the cached one,
 /// after the machine changed (a new compiler: what the cache kept was built by the old one).
 /// Every worktree slot is emptied first, so the builds after it start from this machine's
@@ -449,13 +462,7 @@ pub fn rebuild_fresh(
 ) -> anyhow::Result<Outcome> {
     let recipe = build.recipe_hash();
     let root = cache.worktrees();
-    if let Ok(entries) = fs::read_dir(&root) {
-        for e in entries.flatten() {
-            if let Some(i) = e.file_name().to_str().and_then(|n| n.parse::<usize>().ok()) {
-                Worktree::slot(&root, i).clear()?;
-            }
-        }
-    }
+    clear_worktrees(cache)?;
     let repo = gix::open(git_dir).with_context(|| format!("cannot open {}", git_dir.display()))?;
     fs::create_dir_all(cache.tmp())?;
     let scratch = tempfile::Builder::new()

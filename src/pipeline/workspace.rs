@@ -517,6 +517,7 @@ impl Workspace {
         if todo.is_empty() {
             return Ok(Vec::new());
         }
+        self.worktrees_for_this_machine()?;
         let bar = self.progress.bar(todo.len() as u64, "build");
         let verbose = self.verbosity.verbose > 0;
         let (progress, quiet) = (&self.progress, self.verbosity.quiet);
@@ -581,6 +582,33 @@ impl Workspace {
         );
         bar.finish_and_clear();
         out
+    }
+
+    /// Builds after the machine changed (another fingerprint: a new compiler, another build
+    /// recipe) start from clean worktrees: an incremental build over the objects the machine
+    /// made before would mix two toolchains' outputs, and the check of incremental builds
+    /// would take the new toolchain's other bytes for broken dependency tracking and set the
+    /// earlier era's runs aside. The fingerprint the worktrees were built under is kept in
+    /// `cache/worktrees.fingerprint` (none yet: they are taken as this machine's).
+    fn worktrees_for_this_machine(&self) -> anyhow::Result<()> {
+        let record = self.cache.root.join("worktrees.fingerprint");
+        let here = format!("{:016x}\n", self.fingerprint().id());
+        match std::fs::read_to_string(&record) {
+            Ok(t) if t == here => return Ok(()),
+            Ok(t) => {
+                build::clear_worktrees(&self.cache)?;
+                if self.verbosity.verbose > 0 {
+                    self.note(&format!(
+                        "perfbisect: the worktrees were built under fingerprint {} and this machine's is {}: building from clean worktrees",
+                        t.trim(),
+                        here.trim()
+                    ));
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e).with_context(|| format!("cannot read {}", record.display())),
+        }
+        crate::store::replace_file(&record, ".worktrees.fingerprint.", here.as_bytes())
     }
 
     /// Open the store for appending one test's samples, reporting repairs. The fingerprint the
