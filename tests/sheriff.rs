@@ -612,7 +612,12 @@ fn a_toolchain_change_between_nights_is_named_bridged_and_blamed_on_no_commit() 
     assert_eq!(show["eras"]["change"]["bridge"]["commit"], x29.as_str());
     let out = f.cmd().args(["show", "value", &range]).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("\nearlier era (fingerprint "), "{text}");
+    assert!(
+        text.contains(
+            "\nearlier era (command `cat toolchain.txt`: cc (Debian 12.2.0-14) 12.2.0; fingerprint "
+        ),
+        "{text}"
+    );
     assert!(text.contains("[earlier era]"), "{text}");
     assert!(text.contains(named), "{text}");
     // The site's page keeps the earlier era too, in a table of its own, marked.

@@ -27,6 +27,9 @@ pub struct Era {
     pub last: u64,
     /// Its commits with samples, oldest first.
     pub rows: Vec<CommitRow>,
+    /// How its fingerprint differs from this machine's (`before`: the era's, `after`: this
+    /// machine's); empty when its text is not kept in this cache.
+    pub differs: Vec<LineChange>,
 }
 
 /// One line of a fingerprint that changed: `command `cc --version``, `kernel`.
@@ -123,6 +126,7 @@ pub fn of(
                 .push(s);
         }
     }
+    let now = ws.test_fingerprint(test).text();
     let mut earlier = Vec::new();
     for (fp, mut samples) in by_fp {
         samples.twins = others.twins.clone();
@@ -145,6 +149,7 @@ pub fn of(
             first,
             last,
             rows,
+            differs: text_of(ws, fp).map(|t| diff(&t, &now)).unwrap_or_default(),
         });
     }
     earlier.sort_by_key(|e| (e.last, e.fingerprint));
@@ -168,15 +173,7 @@ pub fn of(
 /// of `before` was measured here after it.
 fn change(ws: &Workspace, test: &Test, here: &Samples, before: &Era) -> Change {
     let now = ws.test_fingerprint(test);
-    let old = std::fs::read_to_string(crate::pipeline::fingerprint::path_of(
-        &ws.cache.root,
-        before.fingerprint,
-    ))
-    .ok();
-    let changed = old
-        .as_deref()
-        .map(|o| diff(o, &now.text()))
-        .unwrap_or_default();
+    let changed = before.differs.clone();
     let bridge = before.rows.iter().rev().find_map(|r| {
         let after: Vec<f64> = here
             .records(&r.commit.id)
@@ -208,6 +205,11 @@ fn change(ws: &Workspace, test: &Test, here: &Samples, before: &Era) -> Change {
         unit: test.unit(),
         note: None,
     }
+}
+
+/// The kept text of fingerprint `id`, if this cache has it.
+fn text_of(ws: &Workspace, id: u64) -> Option<String> {
+    std::fs::read_to_string(crate::pipeline::fingerprint::path_of(&ws.cache.root, id)).ok()
 }
 
 /// A fingerprint's text as (what, value) pairs: `cpu`, `kernel`, ... and each command (its

@@ -70,11 +70,17 @@ pub fn paragraph(ch: &Change) -> String {
     )
 }
 
-/// "fingerprint 1a2b…, 2026-12-01 to 2026-12-02"
+/// "command `cc --version`: cc 12.2.0; fingerprint 1a2b…, measured 2026-12-01 10:00 UTC to
+/// 2026-12-02 10:00 UTC": what the era's machine was where it differs from this one.
 fn era_name(e: &Era) -> String {
     let day = |t: u64| date(i64::try_from(t).unwrap_or(i64::MAX));
+    let was: String = e
+        .differs
+        .iter()
+        .map(|l| format!("{}: {}; ", l.what, l.before))
+        .collect();
     format!(
-        "fingerprint {:016x}, measured {} to {}",
+        "{was}fingerprint {:016x}, measured {} to {}",
         e.fingerprint,
         day(e.first),
         day(e.last)
@@ -114,8 +120,9 @@ pub fn text(eras: &Eras) -> String {
 }
 
 #[derive(Serialize)]
-struct JsonEra {
+struct JsonEra<'a> {
     fingerprint: String,
+    changed: &'a [crate::pipeline::eras::LineChange],
     first: u64,
     last: u64,
     commits: Vec<JsonCommit>,
@@ -133,7 +140,7 @@ struct JsonCommit {
 
 #[derive(Serialize)]
 struct JsonEras<'a> {
-    earlier: Vec<JsonEra>,
+    earlier: Vec<JsonEra<'a>>,
     change: Option<&'a Change>,
 }
 
@@ -145,6 +152,7 @@ pub fn json(eras: &Eras) -> anyhow::Result<serde_json::Value> {
         .iter()
         .map(|e| JsonEra {
             fingerprint: format!("{:016x}", e.fingerprint),
+            changed: &e.differs,
             first: e.first,
             last: e.last,
             commits: e
