@@ -72,6 +72,9 @@ pub(super) fn machine_changes(
         ));
         let built =
             crate::build::rebuild_fresh(ws.repo.git_dir(), &ws.cache, &ws.config.build, commit.id)?;
+        if built.interrupted {
+            return Err(crate::base::interrupt::Interrupted.into());
+        }
         out.builds += 1;
         if let Err(tail) = &built.result {
             let why = tail.lines().next().unwrap_or("failed").to_string();
