@@ -332,6 +332,33 @@ fn every_command_prints_the_json_the_reference_describes() {
         "the rounds narrowed the search: {v}"
     );
     errors.extend(checker.check(&v, &defs["find"], "find (imported rounds)"));
+    // The machine changes (a `[fingerprint]` command's output): `triage` says it, with the
+    // newest commit measured before and after, and `show` lists the samples before apart.
+    let config = std::fs::read_to_string(demo.join("perfbisect.toml")).unwrap();
+    let toolchain = format!("[fingerprint]\ncommands = [\"echo cc 13.1.0\"]\n\n{config}");
+    std::fs::write(demo.join("perfbisect.toml"), toolchain).unwrap();
+    for (shape, args) in [
+        ("triage", vec!["triage", "value", "--format", "json"]),
+        (
+            "show",
+            vec!["show", "value", "main~5..main", "--format", "json"],
+        ),
+    ] {
+        let args: Vec<&str> = r.iter().copied().chain(args).collect();
+        let (v, _) = json_of(&demo, &args);
+        let eras = if shape == "show" {
+            v["eras"]["change"].clone()
+        } else {
+            v["eras"][0].clone()
+        };
+        assert!(eras["bridge"].is_object(), "{}: {v:#}", args.join(" "));
+        errors.extend(
+            checker
+                .check(&v, &defs[shape], shape)
+                .into_iter()
+                .map(|e| format!("perfbisect {} (another toolchain): {e}", args.join(" "))),
+        );
+    }
     assert!(
         errors.is_empty(),
         "json.md differs from the output:\n{}",

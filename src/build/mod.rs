@@ -436,6 +436,55 @@ fn record_failure(cache: &Cache, commit: &ObjectId, recipe: u64, tail: &str) -> 
     Ok(())
 }
 
+/// Empty every worktree slot of `cache`: the next build in each starts from a clean checkout.
+pub fn clear_worktrees(cache: &Cache) -> anyhow::Result<()> {
+    let root = cache.worktrees();
+    if let Ok(entries) = fs::read_dir(&root) {
+        for e in entries.flatten() {
+            if let Some(i) = e.file_name().to_str().and_then(|n| n.parse::<usize>().ok()) {
+                Worktree::slot(&root, i).clear()?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Build `commit` again in a clean worktree and put that build in place of the cached one,
+/// after the machine changed (a new compiler: what the cache kept was built by the old one).
+/// Every worktree slot is emptied first, so the builds after it start from this machine's
+/// objects too. The samples of the build it replaces stay as they are (measurements of the
+/// machine before), and a failed rebuild records nothing and leaves the cached build alone.
+pub fn rebuild_fresh(
+    git_dir: &Path,
+    cache: &Cache,
+    build: &Build,
+    commit: ObjectId,
+) -> anyhow::Result<Outcome> {
+    let recipe = build.recipe_hash();
+    let root = cache.worktrees();
+    clear_worktrees(cache)?;
+    let repo = gix::open(git_dir).with_context(|| format!("cannot open {}", git_dir.display()))?;
+    fs::create_dir_all(cache.tmp())?;
+    let scratch = tempfile::Builder::new()
+        .prefix("rebuild.")
+        .tempdir_in(cache.tmp())
+        .context("cannot create a directory for a rebuild")?;
+    let dest = scratch.path().join("entry");
+    let wt = Worktree::slot(&root, 0);
+    let _doing = crate::base::interrupt::doing(crate::base::interrupt::Activity::Building);
+    let (mut outcome, built) = build_into(&repo, cache, build, &wt, commit, true, &dest, false)?;
+    if let (Ok(_), Some(m)) = (&outcome.result, built) {
+        let entry = cache.artifacts(&commit, recipe);
+        cas::write_manifest(cache, &commit, recipe, &m)?;
+        stale::drop_entry(cache, &entry);
+        fs::rename(&dest, &entry)
+            .with_context(|| format!("cannot move artifacts to {}", entry.display()))?;
+        forget_failure(cache, build, &commit);
+        outcome.result = Ok(entry);
+    }
+    Ok(outcome)
+}
+
 /// Forget a failed build so it is tried again.
 pub fn forget_failure(cache: &Cache, build: &Build, commit: &ObjectId) {
     let _ = fs::remove_file(cache.failed(commit, build.recipe_hash()));

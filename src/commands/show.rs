@@ -44,6 +44,21 @@ pub fn show(g: &Global, args: ShowArgs) -> anyhow::Result<()> {
             (samples, commits)
         }
     };
+    // Samples of another fingerprint (the machine before its toolchain or kernel changed):
+    // an earlier era, listed apart and compared with nothing here.
+    let eras = if ws.any_fingerprint || samples.other_fingerprints.is_empty() {
+        None
+    } else {
+        let scope: Option<Vec<_>> = args
+            .range
+            .as_ref()
+            .map(|_| commits.iter().map(|c| c.id).collect());
+        let others = ws.other_fingerprints(test, scope.as_deref())?;
+        let within = args.range.as_ref().map(|_| commits.as_slice());
+        Some(crate::pipeline::eras::of(
+            &ws, test, &samples, others, within,
+        )?)
+    };
     let rows = crate::pipeline::history::take_rows(&ws, &mut samples, commits);
     if let Some(path) = &args.plot {
         // Refuse a bad file name before anything is drawn.
@@ -64,7 +79,14 @@ pub fn show(g: &Global, args: ShowArgs) -> anyhow::Result<()> {
         ws.note(&format!("plot written to {}", path.display()));
     }
     let out = match args.format {
-        Format::Json => export::json(test, &rows, old_end)?,
+        Format::Json => match &eras {
+            Some(e) => {
+                let mut v = export::json_value(test, &rows, old_end)?;
+                v["eras"] = crate::report::eras::json(e)?;
+                crate::report::json::json_pretty(&v)?
+            }
+            None => export::json(test, &rows, old_end)?,
+        },
         Format::Csv => export::csv(test, &rows, old_end)?,
         _ => {
             let n = rows.len() - usize::from(old_end);
@@ -79,7 +101,8 @@ pub fn show(g: &Global, args: ShowArgs) -> anyhow::Result<()> {
                     test.name
                 ),
             };
-            view::text(test, &scope, &rows, old_end)
+            let eras = eras.as_ref().map(crate::report::eras::text);
+            view::text(test, &scope, &rows, old_end) + &eras.unwrap_or_default()
         }
     };
     print!("{out}");

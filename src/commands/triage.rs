@@ -54,6 +54,7 @@ pub fn triage(g: &Global, args: TriageArgs) -> anyhow::Result<()> {
         left: &out.left,
         posted: &out.posted,
         failures: &out.failures,
+        eras: &out.eras,
         searches: out.searches,
         builds: out.builds,
         runs: out.runs,

@@ -3,9 +3,11 @@
 //! samples, building what is missing, measuring and storing), the samples of a test
 //! ([`samples`]), the pristine check of the builds a verdict stands on ([`pristine`]), a
 //! test's history as rows and change points ([`history`]), the profile of a culprit
-//! ([`profile`]), what a measurement depends on besides the commit ([`fingerprint`]), and
-//! measuring across the machines of a CI matrix ([`shards`]).
+//! ([`profile`]), what a measurement depends on besides the commit ([`fingerprint`]) and the
+//! eras a change of it makes ([`eras`]), and measuring across the machines of a CI matrix
+//! ([`shards`]).
 
+pub mod eras;
 pub mod fingerprint;
 pub mod history;
 pub mod pristine;

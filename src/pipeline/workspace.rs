@@ -214,6 +214,32 @@ impl Workspace {
         test: &Test,
         scope: Option<&[ObjectId]>,
     ) -> anyhow::Result<Samples<R>> {
+        let pick = if self.any_fingerprint {
+            Pick::Any
+        } else {
+            Pick::Here
+        };
+        self.samples_picked(test, scope, pick)
+    }
+
+    /// The samples of `test` (of the commits `scope` names, or all) that [`Workspace::samples`]
+    /// sets aside as measured under other fingerprints (another machine, or this one before
+    /// its toolchain or kernel changed): what [`crate::pipeline::eras`] shows as earlier
+    /// eras. Each keeps its fingerprint.
+    pub fn other_fingerprints(
+        &self,
+        test: &Test,
+        scope: Option<&[ObjectId]>,
+    ) -> anyhow::Result<Samples> {
+        self.samples_picked(test, scope, Pick::Others)
+    }
+
+    fn samples_picked<R: crate::store::Keep>(
+        &self,
+        test: &Test,
+        scope: Option<&[ObjectId]>,
+        pick: Pick,
+    ) -> anyhow::Result<Samples<R>> {
         let store = self.cache.store();
         let th = test.definition_hash();
         let rh = self.config.build.recipe_hash();
@@ -225,7 +251,7 @@ impl Workspace {
             .independent()
             .then(|| crate::pipeline::fingerprint::setup_part(&here_fp.text()));
         let set_aside = build::stale::set_aside_until(&self.cache, rh);
-        let (root, any_fingerprint) = (&self.cache.root, self.any_fingerprint);
+        let root = &self.cache.root;
         // Each sample is judged as it is read: only those used are kept, in their commit's
         // list (room for all of them reserved at once, from the index's counts), never all of
         // a large store at once besides.
@@ -265,9 +291,11 @@ impl Workspace {
                 });
             if foreign {
                 *out.other_fingerprints.entry(s.fingerprint).or_default() += 1;
-                if !any_fingerprint {
+                if pick == Pick::Here {
                     return;
                 }
+            } else if pick == Pick::Others {
+                return;
             }
             out.by_commit
                 .entry(s.commit)
@@ -319,7 +347,10 @@ impl Workspace {
                 (part.0, l)
             }
         };
-        if self.verbosity.verbose > 0 {
+        if pick == Pick::Others {
+            // The same records were read (and their problems said) by the load of this
+            // machine's samples.
+        } else if self.verbosity.verbose > 0 {
             for w in &loaded.warnings {
                 self.warn(w);
             }
@@ -496,6 +527,7 @@ impl Workspace {
         if todo.is_empty() {
             return Ok(Vec::new());
         }
+        self.worktrees_for_this_machine()?;
         let bar = self.progress.bar(todo.len() as u64, "build");
         let verbose = self.verbosity.verbose > 0;
         let (progress, quiet) = (&self.progress, self.verbosity.quiet);
@@ -560,6 +592,33 @@ impl Workspace {
         );
         bar.finish_and_clear();
         out
+    }
+
+    /// Builds after the machine changed (another fingerprint: a new compiler, another build
+    /// recipe) start from clean worktrees: an incremental build over the objects the machine
+    /// made before would mix two toolchains' outputs, and the check of incremental builds
+    /// would take the new toolchain's other bytes for broken dependency tracking and set the
+    /// earlier era's runs aside. The fingerprint the worktrees were built under is kept in
+    /// `cache/worktrees.fingerprint` (none yet: they are taken as this machine's).
+    fn worktrees_for_this_machine(&self) -> anyhow::Result<()> {
+        let record = self.cache.root.join("worktrees.fingerprint");
+        let here = format!("{:016x}\n", self.fingerprint().id());
+        match std::fs::read_to_string(&record) {
+            Ok(t) if t == here => return Ok(()),
+            Ok(t) => {
+                build::clear_worktrees(&self.cache)?;
+                if self.verbosity.verbose > 0 {
+                    self.note(&format!(
+                        "perfbisect: the worktrees were built under fingerprint {} and this machine's is {}: building from clean worktrees",
+                        t.trim(),
+                        here.trim()
+                    ));
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e).with_context(|| format!("cannot read {}", record.display())),
+        }
+        crate::store::replace_file(&record, ".worktrees.fingerprint.", here.as_bytes())
     }
 
     /// Open the store for appending one test's samples, reporting repairs. The fingerprint the
@@ -929,6 +988,15 @@ impl Workspace {
         self.keep_unit(test);
         Ok(got)
     }
+}
+
+/// Which fingerprints' samples a load keeps: this machine's (and those whose numbers compare
+/// with them), every one (`--any-fingerprint`), or only the others.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pick {
+    Here,
+    Any,
+    Others,
 }
 
 /// A sample of a session: the visit it came from, its test (the appender's index), itself.

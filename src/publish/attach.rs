@@ -141,11 +141,51 @@ fn run_with_timeout(mut cmd: Command, timeout: Duration) -> std::io::Result<Opti
     }))
 }
 
+/// How a `gh` command failed: callers that must tell "this gh cannot do that" from "the
+/// network is down" match on it.
+#[derive(Debug, thiserror::Error)]
+pub enum GhError {
+    /// It did not answer within its time and was killed.
+    #[error("{what} did not answer in {after} and was killed (is the network or GitHub down?)")]
+    Timeout { what: String, after: String },
+    /// It exited with a failure; `message` is what it said (stderr, else stdout).
+    #[error("{what} {how}: {message}")]
+    Failed {
+        what: String,
+        how: String,
+        message: String,
+    },
+    /// There is no `gh` on PATH.
+    #[error(
+        "`gh` (GitHub's command line tool, Debian package `gh`) is not on PATH; install it and \
+         run `gh auth login`"
+    )]
+    Missing,
+    /// It could not be started.
+    #[error("cannot run `gh`: {0}")]
+    Spawn(std::io::Error),
+}
+
+impl GhError {
+    /// Whether gh answered that it does not know JSON field `field` (or `--json` at all): a
+    /// definite "this gh cannot list that", unlike a time-out, a 502 or a garbled answer.
+    pub fn unknown_field(&self, field: &str) -> bool {
+        match self {
+            GhError::Failed { message, .. } => {
+                let m = message.to_ascii_lowercase();
+                (m.contains("unknown json field") && m.contains(&format!("\"{field}\"")))
+                    || m.contains("unknown flag: --json")
+            }
+            _ => false,
+        }
+    }
+}
+
 /// Run `gh ARGS` (prompts off, stdin closed) within [`GH_TIMEOUT`] and return what it printed
 /// on stdout; `what` names the command in errors ("`gh issue create`"). A missing `gh`, a
 /// failing one or one that does not answer in time is an error carrying gh's own message or
 /// the time it was given.
-pub fn gh(args: &[&std::ffi::OsStr], what: &str) -> anyhow::Result<String> {
+pub fn gh(args: &[&std::ffi::OsStr], what: &str) -> Result<String, GhError> {
     let mut cmd = Command::new("gh");
     cmd.args(args)
         .env("GH_PROMPT_DISABLED", "1")
@@ -153,15 +193,14 @@ pub fn gh(args: &[&std::ffi::OsStr], what: &str) -> anyhow::Result<String> {
     let timeout = gh_timeout();
     let out = match run_with_timeout(cmd, timeout) {
         Ok(Some(o)) => o,
-        Ok(None) => anyhow::bail!(
-            "{what} did not answer in {} and was killed (is the network or GitHub down?)",
-            crate::build::fmt_secs(timeout.as_secs_f64())
-        ),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => anyhow::bail!(
-            "`gh` (GitHub's command line tool, Debian package `gh`) is not on PATH; install it and \
-             run `gh auth login`"
-        ),
-        Err(e) => anyhow::bail!("cannot run `gh`: {e}"),
+        Ok(None) => {
+            return Err(GhError::Timeout {
+                what: what.to_string(),
+                after: crate::build::fmt_secs(timeout.as_secs_f64()),
+            })
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(GhError::Missing),
+        Err(e) => return Err(GhError::Spawn(e)),
     };
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     if !out.status.success() {
@@ -170,11 +209,15 @@ pub fn gh(args: &[&std::ffi::OsStr], what: &str) -> anyhow::Result<String> {
             .into_iter()
             .find(|m| !m.is_empty())
             .unwrap_or("no message");
-        let code = out
+        let how = out
             .status
             .code()
             .map_or_else(|| "was killed".to_string(), |c| format!("exited with {c}"));
-        anyhow::bail!("{what} {code}: {msg}");
+        return Err(GhError::Failed {
+            what: what.to_string(),
+            how,
+            message: msg.to_string(),
+        });
     }
     Ok(stdout)
 }
@@ -265,6 +308,33 @@ mod tests {
         assert_eq!(issue_url("! a newer gh says: created issue 42\n"), None);
         assert_eq!(url_in("warning: something\n"), None);
         assert_eq!(issue_url("https://github.com/o/r/issues/new\n"), None);
+    }
+
+    /// Issue 51, item 1: only gh's own "unknown JSON field" (or no `--json` at all) says it
+    /// cannot list comments; a 502, a time-out or garbage does not.
+    #[test]
+    fn only_an_unknown_field_is_a_gh_that_cannot_list() {
+        let failed = |m: &str| GhError::Failed {
+            what: "`gh issue view`".into(),
+            how: "exited with 1".into(),
+            message: m.into(),
+        };
+        let old =
+            failed("Unknown JSON field: \"comments\"\nAvailable fields:\n  assignees\n  body");
+        assert!(old.unknown_field("comments"));
+        assert!(!old.unknown_field("state"));
+        assert!(failed("unknown flag: --json\n\nUsage: gh issue view").unknown_field("comments"));
+        assert!(!failed("HTTP 502: Bad Gateway").unknown_field("comments"));
+        let slow = GhError::Timeout {
+            what: "`gh issue view`".into(),
+            after: "1s".into(),
+        };
+        assert!(!slow.unknown_field("comments"));
+        assert!(slow.to_string().contains("did not answer in 1s"), "{slow}");
+        assert_eq!(
+            old.to_string().lines().next(),
+            Some("`gh issue view` exited with 1: Unknown JSON field: \"comments\"")
+        );
     }
 
     #[test]

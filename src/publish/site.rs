@@ -63,7 +63,17 @@ pub fn site(ws: &Workspace, out: &Path, which: &str, range: Option<&str>) -> any
             Some(r) => format!("{} commits of {r}, oldest first", commits.len()),
             None => format!("all {} commits with results, oldest first", commits.len()),
         };
-        loaded.push((t, scope, rows(ws, &samples, commits)));
+        // Samples of another fingerprint: an earlier era of the machine, shown apart.
+        let eras = if samples.other_fingerprints.is_empty() || ws.any_fingerprint {
+            None
+        } else {
+            let ids: Option<Vec<gix::ObjectId>> =
+                range.map(|_| commits.iter().map(|c| c.id).collect());
+            let others = ws.other_fingerprints(t, ids.as_deref())?;
+            let within = range.map(|_| commits.as_slice());
+            Some(crate::pipeline::eras::of(ws, t, &samples, others, within)?)
+        };
+        loaded.push((t, scope, rows(ws, &samples, commits), eras));
     }
     let site = Site {
         name: ws
@@ -88,12 +98,12 @@ pub fn site(ws: &Workspace, out: &Path, which: &str, range: Option<&str>) -> any
     // every core.
     let found: Vec<crate::stats::Detection> = loaded
         .par_iter()
-        .map(|(t, _, rows)| detection(t, rows))
+        .map(|(t, _, rows, _)| detection(t, rows))
         .collect();
     let gaps: Vec<Gaps> = loaded
         .iter()
         .zip(&found)
-        .map(|((_, _, rows), d)| match range {
+        .map(|((_, _, rows, _), d)| match range {
             Some(_) => Gaps::default(),
             None => gaps(ws, rows, d),
         })
@@ -102,7 +112,7 @@ pub fn site(ws: &Workspace, out: &Path, which: &str, range: Option<&str>) -> any
         .par_iter()
         .zip(found)
         .zip(gaps)
-        .map(|(((t, scope, rows), found), unmeasured)| {
+        .map(|(((t, scope, rows, eras), found), unmeasured)| {
             let n_cps = html::Steps::of(&found, t.direction);
             let crate::stats::Detection {
                 points: cps,
@@ -142,6 +152,10 @@ pub fn site(ws: &Workspace, out: &Path, which: &str, range: Option<&str>) -> any
                 change_points: cps,
                 undecided,
                 why,
+                earlier_eras: eras
+                    .as_ref()
+                    .map(|e| crate::report::eras::html(e, &t.unit()))
+                    .unwrap_or_default(),
             };
             let files = html::page(&page, &site)?;
             for (rel, bytes) in &files {
@@ -160,7 +174,7 @@ pub fn site(ws: &Workspace, out: &Path, which: &str, range: Option<&str>) -> any
     let entries: Vec<IndexEntry> = loaded
         .iter()
         .zip(cps_per_test)
-        .map(|((t, _, rows), n_cps)| {
+        .map(|((t, _, rows, _), n_cps)| {
             IndexEntry::new(
                 t,
                 rows,

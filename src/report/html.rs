@@ -40,6 +40,9 @@ pub struct Page<'a> {
     /// For change points whose culprit and parent were profiled (by `find` or `report`): the
     /// functions whose cost changed, by the change point's row.
     pub why: Vec<(usize, crate::pipeline::profile::Why)>,
+    /// The section of the earlier eras of the machine (samples of other fingerprints, listed
+    /// apart: [`super::eras::html`]); empty when there are none.
+    pub earlier_eras: String,
 }
 
 /// What every page shows about where the numbers come from.
@@ -316,6 +319,7 @@ pub fn page(p: &Page<'_>, site: &Site<'_>) -> anyhow::Result<Vec<File>> {
 
     change_point_table(&mut o, p);
     commit_table(&mut o, p, recent_from);
+    o.push_str(&p.earlier_eras);
     config_section(&mut o, t, site.build);
     foot(
         &mut o,

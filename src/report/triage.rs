@@ -6,11 +6,12 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use crate::store::findings::{marker, Finding, Findings, State, TestStep};
+use crate::store::findings::{self, Finding, Findings, Post, State, TestStep};
 
 use super::md;
 use super::units::quantity_pair;
 use crate::base::text::{count, fmt_num, plural};
+use crate::pipeline::eras::Change;
 
 /// A search the budget left for the next run.
 #[derive(Debug, Clone, Serialize)]
@@ -40,6 +41,8 @@ pub struct View<'a> {
     pub left: &'a [Left],
     pub posted: &'a [Posted],
     pub failures: &'a [String],
+    /// Changes of the machine said this run.
+    pub eras: &'a [Change],
     pub searches: usize,
     pub builds: usize,
     pub runs: usize,
@@ -131,7 +134,8 @@ fn spent(v: &View<'_>) -> String {
 /// The text for a CI log: one line when nothing is new, else each finding that changed.
 pub fn text(v: &View<'_>) -> String {
     let mut o = String::new();
-    let nothing = v.changed.is_empty() && v.posted.is_empty() && v.left.is_empty();
+    let nothing =
+        v.changed.is_empty() && v.posted.is_empty() && v.left.is_empty() && v.eras.is_empty();
     if nothing && v.failures.is_empty() {
         let _ = writeln!(
             o,
@@ -150,6 +154,9 @@ pub fn text(v: &View<'_>) -> String {
         states(v.findings),
         spent(v)
     );
+    for ch in v.eras {
+        let _ = writeln!(o, "machine: {}", super::eras::paragraph(ch));
+    }
     for x in v
         .findings
         .findings
@@ -216,6 +223,7 @@ struct Json<'a> {
     posted: &'a [Posted],
     left: &'a [Left],
     failures: &'a [String],
+    eras: &'a [Change],
     searches: usize,
     builds: usize,
     runs: usize,
@@ -256,6 +264,7 @@ pub fn json(v: &View<'_>) -> anyhow::Result<String> {
         posted: v.posted,
         left: v.left,
         failures: v.failures,
+        eras: v.eras,
         searches: v.searches,
         builds: v.builds,
         runs: v.runs,
@@ -317,6 +326,13 @@ pub fn markdown(v: &View<'_>) -> String {
         states(v.findings),
         spent(v)
     );
+    for ch in v.eras {
+        let _ = writeln!(
+            o,
+            "- the machine changed: {}\n",
+            md::text(&super::eras::paragraph(ch))
+        );
+    }
     for x in &v.findings.findings {
         let link = x
             .url
@@ -458,11 +474,23 @@ pub fn issue_body(
         .collect();
     let fence = md::fence(&body);
     let _ = writeln!(o, "Reproduce:\n\n{fence}sh\n{body}{fence}\n");
-    let _ = writeln!(o, "<sub>{}</sub>", marker(&x.commit));
+    let create = Post::Create {
+        commit: x.commit.clone(),
+    };
+    let named: Vec<String> = x.tests.iter().map(|t| t.test.clone()).collect();
+    o += &markers(&create, &named);
     o
 }
 
-/// The comment when `tests` join a posted culprit.
+/// The markers of post `p` (naming `tests`), a line each: what finds it again on the issue.
+fn markers(p: &Post, tests: &[String]) -> String {
+    findings::markers(p, tests)
+        .iter()
+        .map(|m| findings::write_marker(m) + "\n")
+        .collect()
+}
+
+/// The comment when `tests` join a posted culprit, with a marker per test.
 pub fn join_comment(x: &Finding, tests: &[String]) -> String {
     let mut o = String::new();
     let _ = writeln!(
@@ -474,12 +502,35 @@ pub fn join_comment(x: &Finding, tests: &[String]) -> String {
     for s in x.tests.iter().filter(|s| tests.contains(&s.test)) {
         let _ = writeln!(o, "- {}", md::text(&step_line(s)));
     }
+    let join = Post::Join {
+        commit: x.commit.clone(),
+        tests: tests.to_vec(),
+    };
+    let _ = write!(o, "\n{}", markers(&join, &[]));
     o
 }
 
-/// The comment when a later commit returned the level.
-pub fn fixed_comment(x: &Finding, by: &str, subject: &str) -> String {
+/// The comment that closes issue `number`, opened for finding `x` beside its issue number
+/// `kept` (two `triage` runs at once), as a duplicate ("Duplicate of #N": GitHub links it).
+pub fn duplicate_comment(x: &Finding, number: u64, kept: u64) -> String {
+    let close = Post::Close {
+        commit: x.commit.clone(),
+        number,
+    };
     format!(
+        "Duplicate of #{kept}: two runs of `perfbisect triage` found `{}` at the same time and both opened an issue; the older one keeps the finding.\n\n{}",
+        short(&x.commit),
+        markers(&close, &[])
+    )
+}
+
+/// The comment when a later commit returned the level, with its marker.
+pub fn fixed_comment(x: &Finding, by: &str, subject: &str) -> String {
+    let fixed = Post::Fixed {
+        commit: x.commit.clone(),
+        by: by.to_string(),
+    };
+    let mut o = format!(
         "`perfbisect triage`: fixed by `{}` {} — a later step returned the level of {} ({}).\n",
         short(by),
         md::text(subject),
@@ -493,7 +544,9 @@ pub fn fixed_comment(x: &Finding, by: &str, subject: &str) -> String {
             .map(|t| format!("{} before `{}`", fmt_num(t.before), short(&x.commit)))
             .collect::<Vec<_>>()
             .join(", ")
-    )
+    );
+    let _ = write!(o, "\n{}", markers(&fixed, &[]));
+    o
 }
 
 #[cfg(test)]
@@ -528,6 +581,7 @@ mod tests {
             unconfirmed: Vec::new(),
             fixed_by: None,
             fixed_posted: false,
+            duplicates: Vec::new(),
             first_seen: 1,
             updated: 1,
         }
@@ -537,7 +591,7 @@ mod tests {
     fn an_issue_body_names_the_tests_keeps_its_columns_and_carries_its_marker() {
         let x = finding(State::New);
         let b = issue_body(&x, &Default::default(), "");
-        assert!(b.contains(&marker(&x.commit)), "{b}");
+        assert!(b.contains(&findings::marker(&x.commit)), "{b}");
         assert!(b.contains("| `h2-req-mem` |"), "{b}");
         assert!(b.contains("\\|"), "the subject's pipe is escaped: {b}");
         assert!(!b.contains("www.example"), "no live autolink: {b}");
@@ -556,6 +610,7 @@ mod tests {
             left: &[],
             posted: &[],
             failures: &[],
+            eras: &[],
             searches: 0,
             builds: 0,
             runs: 0,

@@ -98,6 +98,11 @@ pub struct Finding {
     /// The "fixed by" comment went to the issue.
     #[serde(default)]
     pub fixed_posted: bool,
+    /// Issues opened for this finding by another `triage` at the same time (another cache,
+    /// another runner), found after this one's issue: each is closed as a duplicate of the
+    /// oldest (`url`), then leaves this list.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub duplicates: Vec<u64>,
     /// Seconds since the epoch when first found and last changed.
     pub first_seen: u64,
     pub updated: u64,
@@ -124,6 +129,19 @@ pub struct Findings {
     /// Gaps searched already: a change point over one of them is settled.
     #[serde(default)]
     pub searched: Vec<Searched>,
+    /// Changes of the machine (a test's fingerprint) said already: each is said once.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub eras: Vec<EraSaid>,
+}
+
+/// A change of the machine that `test` is measured on, from fingerprint `from` to `to` (16
+/// hex each), said by `triage` at `at` (seconds since the epoch).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EraSaid {
+    pub test: String,
+    pub from: String,
+    pub to: String,
+    pub at: u64,
 }
 
 fn version() -> u32 {
@@ -136,6 +154,7 @@ impl Default for Findings {
             version: version(),
             findings: Vec::new(),
             searched: Vec::new(),
+            eras: Vec::new(),
         }
     }
 }
@@ -149,6 +168,21 @@ pub enum Post {
     Join { commit: String, tests: Vec<String> },
     /// Comment that `by` returned the level.
     Fixed { commit: String, by: String },
+    /// Close issue `number`, opened for the same finding by another `triage` at the same
+    /// time, as a duplicate of the finding's issue.
+    Close { commit: String, number: u64 },
+}
+
+impl Post {
+    /// The finding's commit.
+    pub fn commit(&self) -> &str {
+        match self {
+            Post::Create { commit }
+            | Post::Join { commit, .. }
+            | Post::Fixed { commit, .. }
+            | Post::Close { commit, .. } => commit,
+        }
+    }
 }
 
 impl Findings {
@@ -215,6 +249,7 @@ impl Findings {
                 unconfirmed: Vec::new(),
                 fixed_by: None,
                 fixed_posted: false,
+                duplicates: Vec::new(),
                 first_seen: now,
                 updated: now,
             }),
@@ -243,6 +278,7 @@ impl Findings {
                 unconfirmed: vec![line],
                 fixed_by: None,
                 fixed_posted: false,
+                duplicates: Vec::new(),
                 first_seen: now,
                 updated: now,
             }),
@@ -277,10 +313,16 @@ impl Findings {
     }
 
     /// What posting still has to do, oldest finding first: issues to open for new findings,
-    /// comments for tests that joined a posted one, "fixed by" comments.
+    /// comments for tests that joined a posted one, "fixed by" comments, duplicates to close.
     pub fn pending(&self) -> Vec<Post> {
         let mut out = Vec::new();
         for f in &self.findings {
+            for &number in &f.duplicates {
+                out.push(Post::Close {
+                    commit: f.commit.clone(),
+                    number,
+                });
+            }
             match f.state {
                 State::New if f.url.is_none() => out.push(Post::Create {
                     commit: f.commit.clone(),
@@ -310,19 +352,74 @@ impl Findings {
         out
     }
 
-    /// The issue for `commit` exists at `url` (created now, or found by its marker): posted,
-    /// every test it lists said.
+    /// The issue for `commit` was created now at `url`: posted, every test it lists said.
     pub fn posted(&mut self, commit: &str, url: &str, issue: Option<u64>, now: u64) {
+        let all: Vec<String> = self
+            .get(commit)
+            .map(|f| f.tests.iter().map(|t| t.test.clone()).collect())
+            .unwrap_or_default();
+        self.posted_naming(commit, url, issue, &all, now);
+    }
+
+    /// The issue for `commit` exists at `url` and names the tests `said` (an issue found by
+    /// its marker names those its body names): posted, exactly those tests said; the others
+    /// are left for a comment (which looks for their markers on the issue first).
+    pub fn posted_naming(
+        &mut self,
+        commit: &str,
+        url: &str,
+        issue: Option<u64>,
+        said: &[String],
+        now: u64,
+    ) {
         if let Some(f) = self.get_mut(commit) {
             f.url = Some(url.into());
             f.issue = issue;
             for t in &mut f.tests {
-                t.posted = true;
+                t.posted = said.contains(&t.test);
             }
             if f.state == State::New {
                 f.state = State::Posted;
             }
             f.updated = now;
+        }
+    }
+
+    /// Issue `number` was opened for `commit`'s finding beside its issue: to close as a
+    /// duplicate.
+    pub fn duplicate(&mut self, commit: &str, number: u64, now: u64) {
+        if let Some(f) = self.get_mut(commit) {
+            if f.issue != Some(number) && !f.duplicates.contains(&number) {
+                f.duplicates.push(number);
+                f.updated = now;
+            }
+        }
+    }
+
+    /// Duplicate issue `number` of `commit`'s finding is closed.
+    pub fn duplicate_closed(&mut self, commit: &str, number: u64, now: u64) {
+        if let Some(f) = self.get_mut(commit) {
+            f.duplicates.retain(|&n| n != number);
+            f.updated = now;
+        }
+    }
+
+    /// Whether the change of `test`'s machine from fingerprint `from` to `to` was said.
+    pub fn era_said(&self, test: &str, from: &str, to: &str) -> bool {
+        self.eras
+            .iter()
+            .any(|e| e.test == test && e.from == from && e.to == to)
+    }
+
+    /// The change of `test`'s machine from `from` to `to` is said (once).
+    pub fn say_era(&mut self, test: &str, from: &str, to: &str, now: u64) {
+        if !self.era_said(test, from, to) {
+            self.eras.push(EraSaid {
+                test: test.into(),
+                from: from.into(),
+                to: to.into(),
+                at: now,
+            });
         }
     }
 
@@ -353,23 +450,95 @@ impl Findings {
     }
 }
 
-/// The marker a posted issue's body carries, which `gh issue list --search` finds: a culprit
-/// is posted once, whatever this cache remembers.
+/// The marker a posted issue's body carries (as `<sub>…</sub>`), which `gh issue list
+/// --search` finds: a culprit is posted once, whatever this cache remembers.
 pub fn marker(commit: &str) -> String {
     format!("perfbisect-finding-{commit}")
 }
 
-/// The marker a post carries: an issue's body `commit`'s ([`marker`]), a comment its finding,
-/// its kind and whom it is about, so that a comment that went through unsaved is found on the
-/// issue before it is posted again.
-pub fn comment_marker(p: &Post) -> String {
+/// The marker an issue's body carries for each test it names (an HTML comment): an issue
+/// found by its marker says which tests it names, and only those count as said.
+pub fn test_marker(commit: &str, test: &str) -> String {
+    format!("perfbisect-finding-{commit}-test-{test}")
+}
+
+/// The marker of the comment that `test` moved `commit` too: one per test, whatever other
+/// tests the comment names, so that a test's join is found on its own however many tests
+/// join after it.
+pub fn join_marker(commit: &str, test: &str) -> String {
+    format!("perfbisect-comment-{commit}-join-{test}")
+}
+
+/// The markers a post carries, each of which is looked for on the issue before it is
+/// posted (again): an issue's body its finding's ([`marker`]) and one per test
+/// ([`test_marker`]); a join comment one per test ([`join_marker`]); a "fixed by" comment and
+/// a duplicate's closing comment one each.
+pub fn markers(p: &Post, tests: &[String]) -> Vec<String> {
     match p {
-        Post::Create { commit } => marker(commit),
-        Post::Join { commit, tests } => {
-            format!("perfbisect-comment-{commit}-join-{}", tests.join("+"))
+        Post::Create { commit } => std::iter::once(marker(commit))
+            .chain(tests.iter().map(|t| test_marker(commit, t)))
+            .collect(),
+        Post::Join { commit, tests } => tests.iter().map(|t| join_marker(commit, t)).collect(),
+        Post::Fixed { commit, by } => vec![format!("perfbisect-comment-{commit}-fixed-{by}")],
+        Post::Close { commit, number } => {
+            vec![format!("perfbisect-comment-{commit}-duplicate-{number}")]
         }
-        Post::Fixed { commit, by } => format!("perfbisect-comment-{commit}-fixed-{by}"),
     }
+}
+
+/// How a marker is written into a post: the finding's and each comment's as a line of small
+/// text, the tests an issue's body names as HTML comments (not shown).
+pub fn write_marker(m: &str) -> String {
+    if m.starts_with("perfbisect-finding-") && m.contains("-test-") {
+        format!("<!-- {m} -->")
+    } else {
+        format!("<sub>{m}</sub>")
+    }
+}
+
+/// Every marker in `text`, each whole: the text of each `<sub>…</sub>` and each HTML comment
+/// `<!-- … -->` that starts with `perfbisect-`, trimmed. A marker is found only as itself
+/// (`…-join-h2-req` is not in `<sub>…-join-h2-req-mem</sub>`).
+pub fn markers_in(text: &str) -> std::collections::BTreeSet<String> {
+    let mut out = std::collections::BTreeSet::new();
+    for (open, close) in [("<sub>", "</sub>"), ("<!--", "-->")] {
+        let mut rest = text;
+        while let Some(i) = rest.find(open) {
+            let after = &rest[i + open.len()..];
+            let Some(j) = after.find(close) else { break };
+            let inner = after[..j].trim();
+            if inner.starts_with("perfbisect-") && !inner.contains(char::is_whitespace) {
+                out.insert(inner.to_string());
+            }
+            rest = &after[j + close.len()..];
+        }
+    }
+    out
+}
+
+/// Whether `commit`'s issue, whose body and comments carry `found` ([`markers_in`]), says
+/// that `test` moved: its body names it ([`test_marker`]), or a comment ([`join_marker`],
+/// or the marker of one comment for several tests an earlier perfbisect wrote,
+/// `…-join-a+b`; test names hold no `+`).
+pub fn test_said(found: &std::collections::BTreeSet<String>, commit: &str, test: &str) -> bool {
+    if found.contains(&test_marker(commit, test)) || found.contains(&join_marker(commit, test)) {
+        return true;
+    }
+    let prefix = join_marker(commit, "");
+    found.iter().any(|m| {
+        m.strip_prefix(&prefix)
+            .is_some_and(|names| names.contains('+') && names.split('+').any(|n| n == test))
+    })
+}
+
+/// The tests among `tests` that an issue body written before bodies carried a marker per
+/// test names: those with a row of their own in its table (`| `name` |`).
+pub fn tests_in_old_body(body: &str, tests: &[String]) -> Vec<String> {
+    tests
+        .iter()
+        .filter(|t| body.contains(&format!("| `{t}` |")))
+        .cloned()
+        .collect()
 }
 
 /// The findings file of a cache.
@@ -491,9 +660,70 @@ mod tests {
             commit: "c1".into(),
             tests: vec!["a".into(), "b".into()],
         };
-        assert_eq!(comment_marker(&p), "perfbisect-comment-c1-fixed-c9");
-        assert_eq!(comment_marker(&join), "perfbisect-comment-c1-join-a+b");
-        assert_ne!(comment_marker(&p), marker("c1"));
+        assert_eq!(markers(&p, &[]), ["perfbisect-comment-c1-fixed-c9"]);
+        // A join's markers are one per test: the same whoever joins beside it.
+        assert_eq!(
+            markers(&join, &[]),
+            [
+                "perfbisect-comment-c1-join-a",
+                "perfbisect-comment-c1-join-b"
+            ]
+        );
+        assert_ne!(markers(&p, &[]), [marker("c1")]);
+    }
+
+    /// Issue 51, items 2 and 4: a marker is found only whole (`…-join-h2-req` is not inside
+    /// `…-join-h2-req-mem`), in `<sub>` or an HTML comment; one comment an earlier perfbisect
+    /// wrote for several tests (`…-join-a+b`) still says each of them.
+    #[test]
+    fn markers_are_matched_whole_and_each_test_on_its_own() {
+        let body = "text perfbisect-comment-c-join-h2-req in prose\n\
+                    <sub>perfbisect-comment-c-join-h2-req-mem</sub>\n\
+                    <!-- perfbisect-finding-c-test-value2 -->\n<sub>not a marker</sub>";
+        let found = markers_in(body);
+        assert_eq!(
+            found.iter().map(String::as_str).collect::<Vec<_>>(),
+            [
+                "perfbisect-comment-c-join-h2-req-mem",
+                "perfbisect-finding-c-test-value2"
+            ]
+        );
+        assert!(test_said(&found, "c", "h2-req-mem"));
+        assert!(!test_said(&found, "c", "h2-req"), "inside another marker");
+        assert!(test_said(&found, "c", "value2"));
+        assert!(!test_said(&found, "c", "value"));
+        assert!(!test_said(&found, "d", "value2"), "another finding's");
+        let old = markers_in("<sub>perfbisect-comment-c-join-vtwo+vthree</sub>");
+        assert!(test_said(&old, "c", "vtwo") && test_said(&old, "c", "vthree"));
+        assert!(!test_said(&old, "c", "v"));
+        let table = "| `value2` | 1 | 2 |\n| `rss` | 1 | 2 |";
+        assert_eq!(
+            tests_in_old_body(table, &["value".into(), "value2".into(), "rss".into()]),
+            ["value2", "rss"]
+        );
+        // Each kind of marker is written so that it is read back.
+        let p = Post::Create { commit: "c".into() };
+        for m in markers(&p, &["value".into()]) {
+            assert!(markers_in(&write_marker(&m)).contains(&m), "{m}");
+        }
+    }
+
+    /// Issue 51, item 6: a change of the machine is said once per test and pair of
+    /// fingerprints, kept across runs; a findings file from before eras reads as none said.
+    #[test]
+    fn a_change_of_machine_is_said_once_and_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = path(dir.path());
+        let mut f = Findings::default();
+        assert!(!f.era_said("value", "aa", "bb"));
+        f.say_era("value", "aa", "bb", 1);
+        f.say_era("value", "aa", "bb", 2);
+        assert_eq!(f.eras.len(), 1);
+        assert!(!f.era_said("value2", "aa", "bb") && !f.era_said("value", "bb", "aa"));
+        save(&file, &f).unwrap();
+        assert!(load(&file).unwrap().era_said("value", "aa", "bb"));
+        std::fs::write(&file, r#"{"version": 1, "findings": [], "searched": []}"#).unwrap();
+        assert!(load(&file).unwrap().eras.is_empty());
     }
 
     #[test]
@@ -515,6 +745,8 @@ mod tests {
         Confirmed(usize, usize),
         Unconfirmed(usize, usize),
         Fixed(usize, usize),
+        /// Another triage opened an issue of the same finding beside this one's.
+        Duplicate(usize),
         /// Carry out everything pending (a `gh` that works).
         PostAll,
         /// Carry out the first pending action only, then "crash".
@@ -528,6 +760,7 @@ mod tests {
             (0usize..3, 0usize..3).prop_map(|(c, t)| Op::Confirmed(c, t)),
             (0usize..3, 0usize..3).prop_map(|(c, t)| Op::Unconfirmed(c, t)),
             (0usize..3, 3usize..5).prop_map(|(c, b)| Op::Fixed(c, b)),
+            (0usize..3).prop_map(Op::Duplicate),
             Just(Op::PostAll),
             Just(Op::PostOne),
             Just(Op::Reload),
@@ -543,11 +776,34 @@ mod tests {
             }
             Post::Join { commit, tests } => f.joined(commit, tests, 9),
             Post::Fixed { commit, .. } => f.fix_posted(commit, 9),
+            Post::Close { commit, number } => f.duplicate_closed(commit, *number, 9),
         }
     }
 
     proptest! {
         #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+        /// Whatever the names (one the start of another, `value` and `value2`), the tests
+        /// said on an issue are exactly those whose markers it carries, in any order and
+        /// among other text.
+        #[test]
+        fn a_test_is_said_exactly_when_its_own_marker_is_there(
+            names in proptest::collection::btree_set("[a-c]{1,3}(-[a-c]{1,2})?", 1..6),
+            pick in proptest::collection::vec(any::<bool>(), 6),
+            body_too in any::<bool>(),
+        ) {
+            let names: Vec<String> = names.into_iter().collect();
+            let said: Vec<String> = names.iter().zip(&pick).filter(|(_, p)| **p).map(|(n, _)| n.clone()).collect();
+            let mut text = String::from("some text\n");
+            for n in &said {
+                let m = if body_too { test_marker("c", n) } else { join_marker("c", n) };
+                text += &format!("a line\n{}\n", write_marker(&m));
+            }
+            let found = markers_in(&text);
+            for n in &names {
+                prop_assert_eq!(test_said(&found, "c", n), said.contains(n), "{}: {}", n, text);
+            }
+        }
+
         /// Whatever happens in whatever order: never two issues for one culprit, an unconfirmed
         /// finding is never posted, every confirmed finding ends up posted once posting has
         /// run with nothing failing, and the file reads back what was written.
@@ -563,6 +819,7 @@ mod tests {
                     Op::Confirmed(c, t) => f.confirmed(&format!("c{c}"), "s", step(tests[t], 0.1), 1),
                     Op::Unconfirmed(c, t) => f.unconfirmed(&format!("c{c}"), "s", tests[t], "why", 1),
                     Op::Fixed(c, b) => f.fixed(&format!("c{c}"), &format!("c{b}"), 1),
+                    Op::Duplicate(c) => f.duplicate(&format!("c{c}"), 100 + c as u64, 1),
                     Op::PostAll => for p in f.pending() { carry(&mut f, &p, &mut opened) },
                     Op::PostOne => if let Some(p) = f.pending().first() { carry(&mut f, p, &mut opened) },
                     Op::Reload => {
@@ -581,6 +838,7 @@ mod tests {
             }
             for p in f.pending() { carry(&mut f, &p, &mut opened) }
             prop_assert!(f.pending().is_empty());
+            prop_assert!(f.findings.iter().all(|x| x.duplicates.is_empty()));
             prop_assert!(opened.values().all(|&n| n == 1));
             for x in &f.findings {
                 match x.state {

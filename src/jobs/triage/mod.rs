@@ -4,14 +4,18 @@
 //! tests that moved there, on one set of builds (the cache serves every test, and the search
 //! prefers commits already built) — confirm each culprit as `find` does, and keep the
 //! results per culprit commit in the cache ([`crate::store::findings`]); with `--attach`, one issue
-//! per new culprit, a comment when tests join it or when a later step fixes it. Idempotent
-//! and resumable: a second run with nothing new posts nothing.
+//! per new culprit, a comment when tests join it or when a later step fixes it. A change of
+//! the machine (a test's fingerprint) is said once, with what it did to each test measured
+//! on a commit of both eras ([`eras`]), and blamed on no commit. Idempotent and resumable: a
+//! second run with nothing new posts nothing.
 
+mod eras;
+mod gh;
 mod outcome;
 mod post;
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use outcome::now;
 pub use outcome::{Options, Outcome};
@@ -45,6 +49,7 @@ pub fn triage(ws: &Workspace, opts: &Options<'_>) -> anyhow::Result<Outcome> {
         left: Vec::new(),
         posted: Vec::new(),
         failures: Vec::new(),
+        eras: Vec::new(),
         searches: 0,
         builds: 0,
         runs: 0,
@@ -60,6 +65,10 @@ pub fn triage(ws: &Workspace, opts: &Options<'_>) -> anyhow::Result<Outcome> {
 
     // 1. The round: the newest commit measured for every test that has no number there.
     job.measure_newest(&mut out)?;
+    // A change of the machine since the round before: said once, bridged by the newest
+    // commit of the era before measured again here, so the history goes on from it.
+    eras::machine_changes(ws, &tests, opts, &mut f, &|o| job.over_budget(o), &mut out)?;
+    job.keep(&f)?;
 
     // 2. Every test's change points not settled yet, grouped by gap.
     let (merged, order) = job.unsettled_gaps(&f)?;
@@ -186,28 +195,7 @@ impl<'a> Triage<'a> {
             crate::git::short(&id),
             names.join(", ")
         ));
-        let names = names.join(",");
-        let hex = id.to_string();
-        let round = crate::jobs::run::Options {
-            tests: &names,
-            range: &hex,
-            jobs: opts.jobs,
-            shard: None,
-            again: false,
-            gaps: true,
-            retry_failed: false,
-            build_only: false,
-        };
-        let mut spent = crate::jobs::run::Spent::new(Instant::now());
-        let counts = std::cell::Cell::new((0, 0));
-        let keep = |s: &crate::jobs::run::Summary, _: Duration| {
-            counts.set(s.counts());
-            Ok(())
-        };
-        if crate::jobs::run::run_pass(ws, &round, true, &mut spent, &keep)? {
-            crate::jobs::run::run_pass(ws, &round, false, &mut spent, &keep)?;
-        }
-        let (b, r) = counts.get();
+        let (b, r) = eras::measure_at(ws, opts, &names.join(","), id)?;
         out.builds += b;
         out.runs += r;
         Ok(())

@@ -35,6 +35,8 @@ pub struct Outcome {
     pub posted: Vec<Posted>,
     /// Posts that failed (left for the next run).
     pub failures: Vec<String>,
+    /// Changes of the machine said this run (each once), with what they did to each test.
+    pub eras: Vec<crate::pipeline::eras::Change>,
     /// Searches made, builds performed, runs stored, seconds.
     pub searches: usize,
     pub builds: usize,

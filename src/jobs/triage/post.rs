@@ -1,13 +1,16 @@
 //! Posting the findings with `gh`: what posting still has to do, each issue or comment found
-//! by its marker before it is posted (again), and the issue's title.
+//! by its markers before it is posted (again), an issue opened beside another triage's closed
+//! as its duplicate, and the issue's title.
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
+use std::path::Path;
 
+use super::gh::{self, Comments, Marked};
 use super::outcome::{now, Options, Outcome};
 use crate::pipeline::workspace::Workspace;
 use crate::report::triage::Posted;
-use crate::store::findings::{self, Findings, Post, TestStep};
+use crate::store::findings::{self, Finding, Findings, Post, TestStep};
 
 /// The issue's title: `perf: h2-req-mem +12.6 % at eb73af253c tool: fix memory…`.
 pub fn title(x: &findings::Finding) -> String {
@@ -46,11 +49,13 @@ pub fn at_commits(x: &findings::Finding) -> String {
 
 /// Carry out what posting still has to do, saving after each step: the marker is looked for
 /// before an issue is opened (an issue of an earlier run that crashed before saving counts),
-/// and a failure leaves the finding as it was, for the next run.
+/// each comment's markers before it is posted, and a failure leaves the post as it was, for
+/// the next run. A post that makes more to do (an issue found by its marker that does not
+/// name every test, a duplicate to close) is followed by it in the same run.
 pub(super) fn post_all(
     ws: &Workspace,
     f: &mut Findings,
-    file: &std::path::Path,
+    file: &Path,
     repo: &str,
     opts: &Options<'_>,
     reports: &BTreeMap<String, BTreeMap<String, String>>,
@@ -58,60 +63,57 @@ pub(super) fn post_all(
 ) -> anyhow::Result<()> {
     let tmp = ws.cache.tmp();
     std::fs::create_dir_all(&tmp)?;
-    for p in f.pending() {
-        let commit = match &p {
-            Post::Create { commit } | Post::Join { commit, .. } | Post::Fixed { commit, .. } => {
-                commit.clone()
-            }
-        };
+    let poster = Poster {
+        ws,
+        repo,
+        label: &opts.label,
+        tmp: &tmp,
+        invocation: &opts.invocation,
+        reports,
+    };
+    // Each kind of post of a finding is tried once a run: what fails waits for the next.
+    let mut tried: Vec<(String, String)> = Vec::new();
+    while let Some(p) = f.pending().into_iter().find(|p| !tried.contains(&kind(p))) {
+        tried.push(kind(&p));
+        let commit = p.commit().to_string();
         let Some(x) = f.get(&commit).cloned() else {
             continue;
         };
         let title = title(&x);
-        let body = body(ws, &p, &x, reports.get(&commit), &opts.invocation);
-        let what = match p {
-            Post::Create { .. } => "created",
-            Post::Join { .. } => "commented",
-            Post::Fixed { .. } => "fixed",
-        };
         if opts.dry_run {
             out.posted.push(Posted {
                 commit,
-                what,
+                what: what_of(&p),
                 url: x.url.clone(),
                 title,
                 dry_run: true,
             });
             continue;
         }
-        // Every post carries its marker, by which a post that went through unsaved is found.
-        let body = match &p {
-            Post::Create { .. } => body,
-            _ => format!("{body}\n<sub>{}</sub>\n", findings::comment_marker(&p)),
-        };
-        let path = tmp.join(format!("triage-{commit}.md"));
-        std::fs::write(&path, &body)?;
         let result = match &p {
-            Post::Create { .. } => create(f, repo, &opts.label, &commit, &title, &path),
-            Post::Join { .. } | Post::Fixed { .. } => {
-                comment(ws, f, repo, &p, &x, &commit, &path, what)
-            }
+            Post::Create { .. } => poster.create(f, &x, &title),
+            Post::Join { tests, .. } => poster.join(f, &x, tests),
+            Post::Fixed { by, .. } => poster.fixed(f, &x, by),
+            Post::Close { number, .. } => poster.close(f, &x, *number),
         };
-        let _ = std::fs::remove_file(&path);
+        // Saved whatever happened: a failed post may still have learnt something true (the
+        // comments of some tests were there already).
+        findings::save(file, f)?;
         match result {
-            Ok((what, url)) => {
-                findings::save(file, f)?;
-                ws.note(&format!(
-                    "perfbisect: triage: {what} {}",
-                    url.as_deref().unwrap_or(&title)
-                ));
-                out.posted.push(Posted {
-                    commit,
-                    what,
-                    url,
-                    title,
-                    dry_run: false,
-                });
+            Ok(done) => {
+                for (what, url) in done {
+                    ws.note(&format!(
+                        "perfbisect: triage: {what} {}",
+                        url.as_deref().unwrap_or(&title)
+                    ));
+                    out.posted.push(Posted {
+                        commit: commit.clone(),
+                        what,
+                        url,
+                        title: title.clone(),
+                        dry_run: false,
+                    });
+                }
             }
             Err(e) => {
                 let msg = format!("{title}: {e:#}; left for the next run");
@@ -123,201 +125,279 @@ pub(super) fn post_all(
     Ok(())
 }
 
-/// What `p` posts of finding `x`: the issue's body (with `reports`, its reports by test), or
-/// the comment.
-fn body(
-    ws: &Workspace,
-    p: &Post,
-    x: &findings::Finding,
-    reports: Option<&BTreeMap<String, String>>,
-    invocation: &str,
-) -> String {
-    match p {
-        Post::Create { .. } => {
-            crate::report::triage::issue_body(x, reports.unwrap_or(&BTreeMap::new()), invocation)
-        }
-        Post::Join { tests, .. } => crate::report::triage::join_comment(x, tests),
-        Post::Fixed { by, .. } => {
-            let subject = gix::ObjectId::from_hex(by.as_bytes())
-                .ok()
-                .and_then(|id| ws.repo.info(id).ok())
-                .map(|i| i.subject)
-                .unwrap_or_default();
-            crate::report::triage::fixed_comment(x, by, &subject)
-        }
-    }
-}
-
-/// Open `commit`'s issue in `repo` with the body at `path`, unless an issue carrying its
-/// marker exists already: what was done and the issue's URL.
-fn create(
-    f: &mut Findings,
-    repo: &str,
-    label: &str,
-    commit: &str,
-    title: &str,
-    path: &std::path::Path,
-) -> anyhow::Result<(&'static str, Option<String>)> {
-    if let Some((url, n)) = find_marked(repo, commit)? {
-        f.posted(commit, &url, n, now());
-        return Ok(("found", Some(url)));
-    }
-    let stdout = crate::publish::attach::gh(
-        &[
-            OsStr::new("issue"),
-            OsStr::new("create"),
-            OsStr::new("--repo"),
-            OsStr::new(repo),
-            OsStr::new("--title"),
-            OsStr::new(title),
-            OsStr::new("--body-file"),
-            path.as_os_str(),
-            OsStr::new("--label"),
-            OsStr::new(label),
-        ],
-        "`gh issue create`",
-    )?;
-    // The issue's URL and number from gh's answer, else from the issue that
-    // carries the marker; an issue that cannot be identified stays pending.
-    let (url, n) = match crate::publish::attach::issue_url(&stdout) {
-        Some((url, n)) => (url, Some(n)),
-        None => find_marked(repo, commit)?.ok_or_else(|| {
-            anyhow::anyhow!(
-                "`gh issue create` printed no issue URL ({}) and no issue carries \
-                 the finding's marker yet; the issue stays pending (the next run \
-                 looks for its marker before creating one)",
-                stdout.trim()
-            )
-        })?,
+/// Which post of which finding `p` is, whatever tests it names.
+fn kind(p: &Post) -> (String, String) {
+    let k = match p {
+        Post::Create { .. } => "create".to_string(),
+        Post::Join { .. } => "join".to_string(),
+        Post::Fixed { .. } => "fixed".to_string(),
+        Post::Close { number, .. } => format!("close-{number}"),
     };
-    f.posted(commit, &url, n, now());
-    Ok(("created", Some(url)))
+    (p.commit().to_string(), k)
 }
 
-/// Post comment `p` (the body at `path`) on finding `x`'s issue in `repo`, unless a copy of
-/// it is there already: what was done (`what` when posted) and the comment's URL.
-#[allow(clippy::too_many_arguments)]
-fn comment(
-    ws: &Workspace,
-    f: &mut Findings,
-    repo: &str,
-    p: &Post,
-    x: &findings::Finding,
-    commit: &str,
-    path: &std::path::Path,
-    what: &'static str,
-) -> anyhow::Result<(&'static str, Option<String>)> {
-    let n = match x.issue {
-        Some(n) => n,
+/// What `p` does when it is carried out, as `Posted` says it.
+fn what_of(p: &Post) -> &'static str {
+    match p {
+        Post::Create { .. } => "created",
+        Post::Join { .. } => "commented",
+        Post::Fixed { .. } => "fixed",
+        Post::Close { .. } => "duplicate",
+    }
+}
+
+/// What one post did: each step (`created`, `found`, `commented`, `fixed`, `duplicate`) with
+/// its URL when gh gave one.
+type Done = Vec<(&'static str, Option<String>)>;
+
+/// Where and how `triage` posts.
+struct Poster<'a> {
+    ws: &'a Workspace,
+    repo: &'a str,
+    label: &'a str,
+    tmp: &'a Path,
+    invocation: &'a str,
+    reports: &'a BTreeMap<String, BTreeMap<String, String>>,
+}
+
+impl Poster<'_> {
+    /// `body` in a file of its own for `gh --body-file`, removed after `post` ran.
+    fn with_body<T>(
+        &self,
+        x: &Finding,
+        body: &str,
+        post: impl FnOnce(&Path) -> anyhow::Result<T>,
+    ) -> anyhow::Result<T> {
+        let path = self.tmp.join(format!("triage-{}.md", x.commit));
+        std::fs::write(&path, body)?;
+        let r = post(&path);
+        let _ = std::fs::remove_file(&path);
+        r
+    }
+
+    /// Open `x`'s issue, unless an issue carrying its marker exists already (then the tests
+    /// its body names are said, the others left for a comment); after opening one, look
+    /// again: an older open issue of the same finding (another `triage` at the same time)
+    /// keeps the finding, and this one is left to close as its duplicate.
+    fn create(&self, f: &mut Findings, x: &Finding, title: &str) -> anyhow::Result<Done> {
+        let commit = &x.commit;
+        if let Some(m) = keep(&gh::search_marked(self.repo, commit)?) {
+            let said = said_in_body(x, &m.body);
+            f.posted_naming(commit, &m.url, Some(m.number), &said, now());
+            return Ok(vec![("found", Some(m.url.clone()))]);
+        }
+        let body = crate::report::triage::issue_body(
+            x,
+            self.reports.get(commit).unwrap_or(&BTreeMap::new()),
+            self.invocation,
+        );
+        let stdout = self.with_body(x, &body, |path| {
+            Ok(crate::publish::attach::gh(
+                &[
+                    OsStr::new("issue"),
+                    OsStr::new("create"),
+                    OsStr::new("--repo"),
+                    OsStr::new(self.repo),
+                    OsStr::new("--title"),
+                    OsStr::new(title),
+                    OsStr::new("--body-file"),
+                    path.as_os_str(),
+                    OsStr::new("--label"),
+                    OsStr::new(self.label),
+                ],
+                "`gh issue create`",
+            )?)
+        })?;
+        // The issue's URL and number from gh's answer, else from the issue that
+        // carries the marker; an issue that cannot be identified stays pending.
+        let (url, n) = match crate::publish::attach::issue_url(&stdout) {
+            Some(found) => found,
+            None => {
+                let found = gh::search_marked(self.repo, commit)?;
+                let m = keep(&found).ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "`gh issue create` printed no issue URL ({}) and no issue carries \
+                         the finding's marker yet; the issue stays pending (the next run \
+                         looks for its marker before creating one)",
+                        stdout.trim()
+                    )
+                })?;
+                (m.url.clone(), m.number)
+            }
+        };
+        f.posted(commit, &url, Some(n), now());
+        let mut done: Done = vec![("created", Some(url.clone()))];
+        match gh::open_marked(self.repo, self.label, commit) {
+            Ok(open) => {
+                if let Some(older) = open.iter().find(|m| m.number < n) {
+                    let said = said_in_body(x, &older.body);
+                    f.posted_naming(commit, &older.url, Some(older.number), &said, now());
+                    f.duplicate(commit, n, now());
+                    done.push(("found", Some(older.url.clone())));
+                }
+            }
+            Err(e) => self.ws.warn(&format!(
+                "created {url}, but cannot look for an issue of the same finding that another \
+                 triage opened at the same time ({e:#})"
+            )),
+        }
+        Ok(done)
+    }
+
+    /// The number of `x`'s issue: known, or found by its marker (then kept). `None` when no
+    /// issue carries the marker.
+    fn issue_of(&self, f: &mut Findings, x: &Finding) -> anyhow::Result<Option<u64>> {
+        if let Some(n) = x.issue {
+            return Ok(Some(n));
+        }
         // A posted finding whose number was never known: its issue by marker.
-        None => match find_marked(repo, commit)? {
-            Some((url, Some(n))) => {
-                f.set_issue(commit, &url, n);
-                n
+        Ok(keep(&gh::search_marked(self.repo, &x.commit)?).map(|m| {
+            f.set_issue(&x.commit, &m.url, m.number);
+            m.number
+        }))
+    }
+
+    /// Say on `x`'s issue that `tests` moved too: each test whose marker is on the issue
+    /// already (its comment went through unanswered) is said; one comment names the rest.
+    fn join(&self, f: &mut Findings, x: &Finding, tests: &[String]) -> anyhow::Result<Done> {
+        let Some(n) = self.issue_of(f, x)? else {
+            anyhow::bail!(
+                "the finding's issue cannot be identified (no number known, and no issue \
+                 carries its marker): the comment stays pending"
+            );
+        };
+        let rest: Vec<String> = match self.check(n)? {
+            Some(found) => {
+                let (said, rest): (Vec<String>, Vec<String>) = tests
+                    .iter()
+                    .cloned()
+                    .partition(|t| findings::test_said(&found, &x.commit, t));
+                f.joined(&x.commit, &said, now());
+                rest
             }
-            // Fixed before any issue of it was opened: nothing to comment on.
-            None if matches!(p, Post::Fixed { .. }) => {
-                mark(f, p);
-                return Ok(("fixed before it was posted, no comment:", None));
-            }
-            _ => anyhow::bail!(
-                "the finding's issue cannot be identified (no number known, and \
-                 no issue carries its marker): the comment stays pending"
-            ),
-        },
-    };
-    let n = n.to_string();
-    // A comment that went through unanswered (a timeout, a kill before the
-    // save) carries its marker: found, not posted again.
-    let marker = findings::comment_marker(p);
-    match commented(repo, &n, &marker) {
-        Ok(true) => {
-            mark(f, p);
-            return Ok(("found", None));
+            None => tests.to_vec(),
+        };
+        if rest.is_empty() {
+            return Ok(vec![("found", x.url.clone())]);
         }
-        Ok(false) => {}
-        // A gh that cannot list the comments (an older one): posted unchecked,
-        // as before markers, and said.
-        Err(e) => ws.warn(&format!(
-            "cannot look for an earlier copy of the comment on issue {n} ({e:#}); \
-             posting it"
-        )),
+        let body = crate::report::triage::join_comment(x, &rest);
+        let url = self.comment(x, n, &body)?;
+        f.joined(&x.commit, &rest, now());
+        Ok(vec![("commented", url)])
     }
-    let stdout = crate::publish::attach::gh(
-        &[
-            OsStr::new("issue"),
-            OsStr::new("comment"),
-            OsStr::new(&n),
-            OsStr::new("--repo"),
-            OsStr::new(repo),
-            OsStr::new("--body-file"),
-            path.as_os_str(),
-        ],
-        "`gh issue comment`",
-    )?;
-    mark(f, p);
-    Ok((what, crate::publish::attach::url_in(&stdout)))
-}
 
-/// A comment of `p` went to its issue.
-fn mark(f: &mut Findings, p: &Post) {
-    match p {
-        Post::Join { commit, tests } => f.joined(commit, tests, now()),
-        Post::Fixed { commit, .. } => f.fix_posted(commit, now()),
-        Post::Create { .. } => {}
+    /// Say on `x`'s issue that `by` returned the level, unless its comment is there.
+    fn fixed(&self, f: &mut Findings, x: &Finding, by: &str) -> anyhow::Result<Done> {
+        let Some(n) = self.issue_of(f, x)? else {
+            // Fixed before any issue of it was opened: nothing to comment on.
+            f.fix_posted(&x.commit, now());
+            return Ok(vec![("fixed before it was posted, no comment:", None)]);
+        };
+        let p = Post::Fixed {
+            commit: x.commit.clone(),
+            by: by.to_string(),
+        };
+        if self
+            .check(n)?
+            .is_some_and(|found| findings::markers(&p, &[]).iter().all(|m| found.contains(m)))
+        {
+            f.fix_posted(&x.commit, now());
+            return Ok(vec![("found", None)]);
+        }
+        let subject = gix::ObjectId::from_hex(by.as_bytes())
+            .ok()
+            .and_then(|id| self.ws.repo.info(id).ok())
+            .map(|i| i.subject)
+            .unwrap_or_default();
+        let body = crate::report::triage::fixed_comment(x, by, &subject);
+        let url = self.comment(x, n, &body)?;
+        f.fix_posted(&x.commit, now());
+        Ok(vec![("fixed", url)])
+    }
+
+    /// Close issue `number`, opened beside `x`'s issue, as its duplicate (its comment once).
+    fn close(&self, f: &mut Findings, x: &Finding, number: u64) -> anyhow::Result<Done> {
+        let Some(kept) = x.issue else {
+            anyhow::bail!("the finding's own issue is not known: issue #{number} stays open");
+        };
+        let p = Post::Close {
+            commit: x.commit.clone(),
+            number,
+        };
+        let said = self
+            .check(number)?
+            .is_some_and(|found| findings::markers(&p, &[]).iter().all(|m| found.contains(m)));
+        let text = crate::report::triage::duplicate_comment(x, number, kept);
+        gh::close(self.repo, number, (!said).then_some(text.as_str()))?;
+        f.duplicate_closed(&x.commit, number, now());
+        // Its URL: the kept issue's, with its number.
+        let url = x
+            .url
+            .as_deref()
+            .and_then(|u| u.rsplit_once('/'))
+            .map(|(base, _)| format!("{base}/{number}"));
+        Ok(vec![("duplicate", url)])
+    }
+
+    /// The markers on the comments of issue `n`: `None` when this gh cannot list comments
+    /// (the post goes unchecked, said as a warning); an error, leaving the post pending, when
+    /// the question failed any other way.
+    fn check(&self, n: u64) -> anyhow::Result<Option<std::collections::BTreeSet<String>>> {
+        match gh::comment_markers(self.repo, n) {
+            Comments::Markers(found) => Ok(Some(found)),
+            Comments::CannotList(e) => {
+                self.ws.warn(&format!(
+                    "this gh cannot list the comments of issue {n} ({e}); posting without \
+                     looking for an earlier copy (a newer gh looks)"
+                ));
+                Ok(None)
+            }
+            Comments::Unknown(e) => anyhow::bail!(
+                "cannot tell whether issue {n} has the comment already ({e}); it stays pending \
+                 rather than risk a second copy"
+            ),
+        }
+    }
+
+    /// Post `body` as a comment on issue `n`: the comment's URL when gh printed one.
+    fn comment(&self, x: &Finding, n: u64, body: &str) -> anyhow::Result<Option<String>> {
+        let n = n.to_string();
+        let stdout = self.with_body(x, body, |path| {
+            Ok(crate::publish::attach::gh(
+                &[
+                    OsStr::new("issue"),
+                    OsStr::new("comment"),
+                    OsStr::new(&n),
+                    OsStr::new("--repo"),
+                    OsStr::new(self.repo),
+                    OsStr::new("--body-file"),
+                    path.as_os_str(),
+                ],
+                "`gh issue comment`",
+            )?)
+        })?;
+        Ok(crate::publish::attach::url_in(&stdout))
     }
 }
 
-/// The URL and number of an issue of `repo` whose body carries `commit`'s marker, if there
-/// is one.
-fn find_marked(repo: &str, commit: &str) -> anyhow::Result<Option<(String, Option<u64>)>> {
-    let marker = findings::marker(commit);
-    let stdout = crate::publish::attach::gh(
-        &[
-            OsStr::new("issue"),
-            OsStr::new("list"),
-            OsStr::new("--repo"),
-            OsStr::new(repo),
-            OsStr::new("--state"),
-            OsStr::new("all"),
-            OsStr::new("--search"),
-            OsStr::new(&marker),
-            OsStr::new("--json"),
-            OsStr::new("number,url,body"),
-        ],
-        "`gh issue list`",
-    )?;
-    let list: serde_json::Value = serde_json::from_str(stdout.trim()).map_err(|e| {
-        anyhow::anyhow!(
-            "`gh issue list` printed no JSON list ({e}): {}",
-            stdout.trim()
-        )
-    })?;
-    Ok(list.as_array().and_then(|a| {
-        a.iter()
-            .find(|i| i["body"].as_str().is_some_and(|b| b.contains(&marker)))
-            .and_then(|i| Some((i["url"].as_str()?.to_string(), i["number"].as_u64())))
-    }))
+/// The issue of a finding among those carrying its marker: the oldest open one, else the
+/// oldest.
+fn keep(found: &[Marked]) -> Option<&Marked> {
+    found.iter().find(|m| m.open).or_else(|| found.first())
 }
 
-/// Whether issue `number` of `repo` has a comment carrying `marker`.
-fn commented(repo: &str, number: &str, marker: &str) -> anyhow::Result<bool> {
-    let stdout = crate::publish::attach::gh(
-        &[
-            OsStr::new("issue"),
-            OsStr::new("view"),
-            OsStr::new(number),
-            OsStr::new("--repo"),
-            OsStr::new(repo),
-            OsStr::new("--json"),
-            OsStr::new("comments"),
-        ],
-        "`gh issue view`",
-    )?;
-    let v: serde_json::Value = serde_json::from_str(stdout.trim())
-        .map_err(|e| anyhow::anyhow!("`gh issue view` printed no JSON ({e}): {}", stdout.trim()))?;
-    Ok(v["comments"].as_array().is_some_and(|cs| {
-        cs.iter()
-            .any(|c| c["body"].as_str().is_some_and(|b| b.contains(marker)))
-    }))
+/// The tests of `x` that an issue body carrying its marker names: by their markers, or (a
+/// body written before bodies carried them) by their rows in its table.
+fn said_in_body(x: &Finding, body: &str) -> Vec<String> {
+    let tests: Vec<String> = x.tests.iter().map(|t| t.test.clone()).collect();
+    let found = findings::markers_in(body);
+    let prefix = findings::test_marker(&x.commit, "");
+    if found.iter().any(|m| m.starts_with(&prefix)) {
+        tests
+            .into_iter()
+            .filter(|t| findings::test_said(&found, &x.commit, t))
+            .collect()
+    } else {
+        findings::tests_in_old_body(body, &tests)
+    }
 }
