@@ -34,20 +34,17 @@ fn gaps(
         .collect()
 }
 
-/// Marker file of a folder `report --format html` wrote.
-const SITE_MARKER: &str = ".perfbisect-site";
+/// One test's rows over the site's commits: the test, what the commits are, the rows, and the
+/// earlier eras of the machine where its samples hold another fingerprint.
+type Loaded<'a> = (
+    &'a Test,
+    String,
+    Vec<crate::pipeline::rows::CommitRow>,
+    Option<crate::pipeline::eras::Eras>,
+);
 
-/// Write the HTML site of the stored results into `out`: a page for test `which` (or for each
-/// test measured here when `which` is `all`) over `range` (or every commit with results), and
-/// the index of every test.
-pub fn site(ws: &Workspace, out: &Path, which: &str, range: Option<&str>) -> anyhow::Result<()> {
-    check_site_dir(out)?;
-    let selected: Vec<&Test> = if which == "all" {
-        ws.config.tests.values().collect()
-    } else {
-        vec![ws.config.test(which)?]
-    };
-    // Every test's rows (the index shows all tests); pages for the selected ones.
+/// Every test's [`Loaded`] rows over `range` (or every commit with results).
+fn load<'a>(ws: &'a Workspace, range: Option<&str>) -> anyhow::Result<Vec<Loaded<'a>>> {
     let range_commits = match &range {
         Some(r) => Some(ws.repo.range(r)?.commits),
         None => None,
@@ -75,6 +72,24 @@ pub fn site(ws: &Workspace, out: &Path, which: &str, range: Option<&str>) -> any
         };
         loaded.push((t, scope, rows(ws, &samples, commits), eras));
     }
+    Ok(loaded)
+}
+
+/// Marker file of a folder `report --format html` wrote.
+const SITE_MARKER: &str = ".perfbisect-site";
+
+/// Write the HTML site of the stored results into `out`: a page for test `which` (or for each
+/// test measured here when `which` is `all`) over `range` (or every commit with results), and
+/// the index of every test.
+pub fn site(ws: &Workspace, out: &Path, which: &str, range: Option<&str>) -> anyhow::Result<()> {
+    check_site_dir(out)?;
+    let selected: Vec<&Test> = if which == "all" {
+        ws.config.tests.values().collect()
+    } else {
+        vec![ws.config.test(which)?]
+    };
+    // Every test's rows (the index shows all tests); pages for the selected ones.
+    let loaded = load(ws, range)?;
     let site = Site {
         name: ws
             .repo
