@@ -153,18 +153,39 @@ pub fn detect_runs(runs: Runs, opts: &Options) -> Detection {
         segment::drift(&y, &w, &x, pen, &allowed)
     };
     let yd: Vec<f64> = y.iter().zip(&x).map(|(v, p)| v - slope * p).collect();
-    let pre = Prefix::new(&yd, &w);
-    let ctx = Ctx {
-        deviation: model.local_deviations(),
-        sizes: Prefix::new(&yd, &model.moments()),
+    let deviation = model.local_deviations();
+    let mut sorted_deviation = deviation.clone();
+    sorted_deviation.sort_unstable_by(f64::total_cmp);
+    let moments = model.moments();
+    let ctx = |w: &'_ [f64], moments: &[f64]| Ctx {
+        deviation: deviation.clone(),
+        sorted_deviation: sorted_deviation.clone(),
+        sizes: Prefix::new(&yd, moments),
         model: &model,
         y: &yd,
-        w: &w,
+        w: w.to_vec(),
         counted: opts.counted,
-        pre,
+        pre: Prefix::new(&yd, w),
         alpha,
         threshold: opts.threshold,
         slope,
+    };
+    let first = ctx(&w, &moments);
+    // Interior runs of outlier runs (two in a row, each of a commit measured once) are no
+    // level: weighed by nothing, their boundaries gone, before any step is judged.
+    let blips = first.blips(&bounds);
+    let (ctx, bounds) = if blips.is_empty() {
+        (first, bounds)
+    } else {
+        let (mut w, mut moments) = (w, moments);
+        for j in blips.iter().flat_map(|r| r.clone()) {
+            (w[j], moments[j]) = (0.0, 0.0);
+        }
+        let bounds = bounds
+            .into_iter()
+            .filter(|b| !blips.iter().any(|r| r.start == *b || r.end == *b))
+            .collect();
+        (ctx(&w, &moments), bounds)
     };
     let (points, dropped) = ctx.confirm(bounds);
     Detection {

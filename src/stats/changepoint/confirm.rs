@@ -19,7 +19,7 @@ const UNDECIDED_P: f64 = 0.05;
 /// Welch's.
 const FEW_RUNS: f64 = 10.0;
 /// Most undecided steps reported.
-const MAX_UNDECIDED: usize = 3;
+pub(super) const MAX_UNDECIDED: usize = 3;
 /// Longest side of commits measured once each whose level is checked against the series'
 /// own tails ([`Ctx::tail_p`]).
 const LONE_SPAN: usize = 10;
@@ -31,7 +31,7 @@ pub(super) struct Ctx<'a> {
     pub(super) model: &'a Model,
     pub(super) y: &'a [f64],
     /// The weights of `y` (inverse variances), as `pre` sums them.
-    pub(super) w: &'a [f64],
+    pub(super) w: Vec<f64>,
     /// The metric counts work (instructions): the machine's state does not move it, so levels
     /// of two strata are compared as they are, with the window effects' own variance.
     pub(super) counted: bool,
@@ -45,6 +45,8 @@ pub(super) struct Ctx<'a> {
     pub(super) slope: f64,
     /// [`Model::local_deviations`], once.
     pub(super) deviation: Vec<f64>,
+    /// The same, sorted (NaN last): how many stand at least so far, by a binary search.
+    pub(super) sorted_deviation: Vec<f64>,
 }
 
 /// One boundary's test.
@@ -89,7 +91,7 @@ impl Ctx<'_> {
         let within = self
             .model
             .strata
-            .within(self.y, self.w, a, b, c)
+            .within(self.y, &self.w, a, b, c)
             .map(|(d, v)| (d, v + bridge))
             .filter(|(_, v)| *v > 0.0);
         let machine = match self.model.machine {
@@ -99,7 +101,7 @@ impl Ctx<'_> {
         };
         let levels = machine.map(|(m, df_m)| {
             let v = 1.0 / self.pre.weight(a, b) + 1.0 / self.pre.weight(b, c) + bridge;
-            let vm = m * self.model.strata.exposure(self.w, a, b, c);
+            let vm = m * self.model.strata.exposure(&self.w, a, b, c);
             let total = v + vm;
             // Satterthwaite's degrees of freedom for the sum of the two variances.
             let df_eff = if vm > 0.0 {
@@ -125,7 +127,7 @@ impl Ctx<'_> {
         // Windows bridged by few commits: their effects' uncertainty is part of the contrast.
         let mut bridge = 0.0;
         if let Some(br) = &self.model.bridge {
-            bridge = br.contrast(self.w, a, b, c);
+            bridge = br.contrast(&self.w, a, b, c);
             let v = 1.0 / self.pre.weight(a, b) + 1.0 / self.pre.weight(b, c);
             z *= (v / (v + bridge)).sqrt();
         }
@@ -188,11 +190,61 @@ impl Ctx<'_> {
             return Some(1.0);
         }
         let m = y.len();
-        let beyond = (0..m)
-            .filter(|j| !side.contains(j) && sign * self.deviation[*j] >= d)
-            .count();
+        let far = |v: f64| sign * v >= d;
+        // Commits at least `d` from their neighbourhood's median that way, over the series
+        // (sorted deviations, NaN last), less those of the side itself.
+        let sorted = &self.sorted_deviation;
+        let all = if up {
+            let finite = sorted.partition_point(|v| !v.is_nan());
+            finite - sorted[..finite].partition_point(|&v| v < d)
+        } else {
+            sorted.partition_point(|&v| v <= -d)
+        };
+        let own = side.clone().filter(|&j| far(self.deviation[j])).count();
+        let beyond = all - own;
         let q = (beyond + 1) as f64 / (m + 1) as f64;
         Some((m as f64 * q.powi(k as i32)).min(1.0))
+    }
+
+    /// The interior segments of `bounds` that are runs of outlier runs, no level: at most
+    /// [`LONE_SPAN`] commits measured once each, standing out the same way (each at α) from
+    /// the segments on both sides, which stand at one level, and as likely outliers in a row
+    /// as a level by the series' own tails ([`Ctx::tail_p`] at least α against each
+    /// neighbour). Left in, a pair of outlier runs next to a step's boundary would make the
+    /// boundary's test, or move a side's level.
+    pub(super) fn blips(&self, bounds: &[usize]) -> Vec<std::ops::Range<usize>> {
+        let m = self.y.len();
+        let mut out = Vec::new();
+        for i in 0..bounds.len().saturating_sub(1) {
+            let (b, c) = (bounds[i], bounds[i + 1]);
+            let a = if i == 0 { 0 } else { bounds[i - 1] };
+            let d = bounds.get(i + 2).copied().unwrap_or(m);
+            let (left, mid, right) = (
+                self.pre.mean(a, b),
+                self.pre.mean(b, c),
+                self.pre.mean(c, d),
+            );
+            let up = mid > left;
+            // An excursion from one level and back to it (a step beside it is no blip).
+            let apart = (mid - left).abs().min((mid - right).abs());
+            if (mid > right) != up || (right - left).abs() > apart / 2.0 {
+                continue;
+            }
+            // It stands out from each neighbour beyond their noise, yet as outliers would.
+            let stands = |z: f64| two_sided(z, self.model.df) < self.alpha;
+            let lone = |level: f64| {
+                self.tail_p(b..c, level, up)
+                    .is_some_and(|q| q >= self.alpha)
+            };
+            if stands(self.pre.z(a, b, c))
+                && stands(self.pre.z(b, c, d))
+                && lone(left)
+                && lone(right)
+            {
+                out.push(b..c);
+            }
+        }
+        out
     }
 
     /// Tests every boundary against its neighbours; the worst failure (below the threshold

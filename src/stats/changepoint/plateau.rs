@@ -5,20 +5,25 @@
 //! independent runs at least, undecided where one stands on a single run (one run cannot
 //! tell a level from an outlier; a second run of it decides).
 
-use super::super::compare::norm_sf;
 use super::super::threshold::rel_change;
 use super::super::threshold::Threshold;
+use super::confirm::MAX_UNDECIDED;
 use super::model::Model;
 use super::point::{ChangePoint, Detection, Reason, Undecided};
 use crate::stats::step::StepTest;
 
+/// One neighbouring pair of commits in this many (or one) may differ in value for values to
+/// count as plateaus.
+const RARE: usize = 4;
+
 /// The exact path, where it applies: every commit's runs equal, and the test declared
 /// deterministic, or every commit run twice or more, or values changing rarely (at most one
-/// neighbouring pair in ten, or one), or in plateaus far longer than values that merely
-/// repeat would make (a runs test at p < [`CLUSTERED_P`]); `force`: the statistics found no
-/// noise within their segments, so the plateaus are all there is. `None` where it does not
-/// apply, or where no value is seen to repeat: quantised noise (whole milliseconds) repeats values too, but changes value about as
-/// often as values drawn at random would.
+/// neighbouring pair in [`RARE`], or one: plateaus four commits long on average); `force`:
+/// the statistics found no noise within their segments, so the plateaus are all there is.
+/// `None` where it does not apply, or where no value is seen to repeat: quantised noise
+/// (whole milliseconds) repeats values too, but changes value at most neighbouring commits.
+/// (A runs test would not tell plateaus from noise: values that repeat near each other, as
+/// those of a series with steps do, fail it too.)
 pub(super) fn exact(
     model: &Model,
     deterministic: bool,
@@ -32,8 +37,7 @@ pub(super) fn exact(
     let m = values.len();
     if !(deterministic || force || model.repeated()) {
         let changes = values.windows(2).filter(|w| w[0] != w[1]).count();
-        let rare = changes <= (m.saturating_sub(1) / 10).max(1);
-        if !rare && runs_test_p(values, &model.joined) >= CLUSTERED_P {
+        if changes > (m.saturating_sub(1) / RARE).max(1) {
             return None;
         }
     }
@@ -89,45 +93,12 @@ pub(super) fn exact(
             });
         }
     }
+    // As many as the statistics list: the largest moves.
+    if out.undecided.len() > MAX_UNDECIDED {
+        out.undecided
+            .sort_by(|a, b| b.rel_change.abs().total_cmp(&a.rel_change.abs()));
+        out.undecided.truncate(MAX_UNDECIDED);
+        out.undecided.sort_by_key(|u| u.index);
+    }
     Some(out)
-}
-
-/// A runs test's p below which values are in plateaus, not drawn at random.
-const CLUSTERED_P: f64 = 0.001;
-
-/// The Wald-Wolfowitz runs test over the values of the commits (one per build: a commit of
-/// the previous one's build repeats it, no draw of its own): the chance of so few changes of
-/// value were the same values in a random order (normal approximation, one-sided).
-fn runs_test_p(values: &[f64], joined: &[bool]) -> f64 {
-    let v: Vec<f64> = values
-        .iter()
-        .zip(joined.iter().chain(std::iter::repeat(&false)))
-        .filter(|(_, j)| !**j)
-        .map(|(x, _)| *x)
-        .collect();
-    let n = v.len() as f64;
-    if v.len() < 3 {
-        return 1.0;
-    }
-    let mut sorted = v.clone();
-    sorted.sort_by(f64::total_cmp);
-    let groups: Vec<f64> = sorted
-        .chunk_by(|a, b| a == b)
-        .map(|g| g.len() as f64 / n)
-        .collect();
-    // Values that mostly differ are noise, however they are ordered.
-    if groups.len() as f64 > n / 2.0 {
-        return 1.0;
-    }
-    // In shares of the commits (a = Σ p², b = Σ p³): the sums of counts cancel to the last
-    // digit over a million commits.
-    let a: f64 = groups.iter().map(|p| p * p).sum();
-    let b: f64 = groups.iter().map(|p| p * p * p).sum();
-    let runs = 1.0 + v.windows(2).filter(|w| w[0] != w[1]).count() as f64;
-    let mean = n + 1.0 - n * a;
-    let var = n * n / (n - 1.0) * (a * a + a * (1.0 + 1.0 / n) - 2.0 * b - 1.0 / n);
-    if var.is_nan() || var <= 0.0 {
-        return 1.0;
-    }
-    norm_sf((mean - runs) / var.sqrt())
 }
