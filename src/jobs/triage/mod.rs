@@ -207,13 +207,26 @@ impl<'a> Triage<'a> {
         let (ws, opts) = (self.ws, self.opts);
         let mut groups: BTreeMap<(usize, String, String), (Gap, Vec<&Test>)> = BTreeMap::new();
         let mut order: Order = BTreeMap::new();
+        // The rows of every test (the repository is one thread's), then their change points
+        // on every core: the tests are independent.
+        let mut loaded = Vec::with_capacity(self.tests.len());
         for t in self.tests {
             let samples = ws.samples(t)?;
             let commits = match opts.range {
                 Some(r) => ws.chain_commits(r)?.0,
                 None => ws.commits(None, &samples)?,
             };
-            let rows = crate::pipeline::history::rows(ws, &samples, commits);
+            loaded.push((t, crate::pipeline::history::rows(ws, &samples, commits)));
+        }
+        let detected: Vec<crate::stats::Detection> = {
+            use rayon::prelude::*;
+            loaded
+                .par_iter()
+                .map(|(t, rows)| crate::pipeline::history::detection(t, rows))
+                .collect()
+        };
+        for ((t, rows), d) in loaded.iter().zip(detected) {
+            let t: &'a Test = *t;
             order.insert(
                 t.name.clone(),
                 rows.iter()
@@ -223,7 +236,6 @@ impl<'a> Triage<'a> {
             );
             // Steps the stored runs cannot decide (cron rounds each at its own moment, too few runs)
             // are searched as the confirmed ones are: `find`'s interleaved runs decide them.
-            let d = crate::pipeline::history::detection(t, &rows);
             let steps = d
                 .points
                 .iter()

@@ -210,7 +210,8 @@ impl Ctx<'_> {
     /// [`LONE_SPAN`] commits measured once each, standing out the same way (each at α) from
     /// the segments on both sides, which stand at one level, and as likely outliers in a row
     /// as a level by the series' own tails ([`Ctx::tail_p`] at least α against each
-    /// neighbour). Left in, a pair of outlier runs next to a step's boundary would make the
+    /// neighbour), or each run several times with a run at the neighbours' level (two outlier
+    /// runs of three). Left in, a pair of outlier runs next to a step's boundary would make the
     /// boundary's test, or move a side's level.
     pub(super) fn blips(&self, bounds: &[usize]) -> Vec<std::ops::Range<usize>> {
         let m = self.y.len();
@@ -236,10 +237,15 @@ impl Ctx<'_> {
                 self.tail_p(b..c, level, up)
                     .is_some_and(|q| q >= self.alpha)
             };
+            // Commits run several times whose own runs hold the neighbours' level too, though
+            // the excursion is far beyond what a run's noise reaches (bimodal commits).
+            let held = self.model.far(apart)
+                && (b..c).all(|j| {
+                    self.model.n[j] > 1 && self.model.reaches(j, left + self.slope * j as f64)
+                });
             if stands(self.pre.z(a, b, c))
                 && stands(self.pre.z(b, c, d))
-                && lone(left)
-                && lone(right)
+                && ((lone(left) && lone(right)) || held)
             {
                 out.push(b..c);
             }

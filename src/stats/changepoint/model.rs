@@ -167,6 +167,23 @@ impl Model {
         }
     }
 
+    /// Some run of commit `j` (window effects removed) lies within ±CLIP_K σ of `level`
+    /// (analysis scale): the commit's own runs hold that level too (two outlier runs of three
+    /// made its median, not a level of its own).
+    pub(super) fn reaches(&self, j: usize, level: f64) -> bool {
+        let Some(s) = self.sigma else {
+            return false;
+        };
+        self.runs[j]
+            .iter()
+            .any(|&(x, w)| (x - self.eff(w) - level).abs() <= CLIP_K * s)
+    }
+
+    /// A distance (analysis scale) beyond twice what clipping lets a run stray.
+    pub(super) fn far(&self, d: f64) -> bool {
+        self.sigma.is_some_and(|s| d > 2.0 * CLIP_K * s)
+    }
+
     /// The distance of two measured values on the analysis scale.
     pub(super) fn distance(&self, a: f64, b: f64) -> f64 {
         (self.scale.to(b) - self.scale.to(a)).abs()
@@ -337,7 +354,7 @@ impl Model {
                     .zip(&self.spread)
                     .zip(&self.n)
                     .map(|((ir, s2), &n)| {
-                        let own = if n >= 2 { *s2 } else { 0.0 };
+                        let own = if n >= 3 { *s2 } else { 0.0 };
                         self.tau2 + (sw * sw).max(own) * ir
                     })
                     .collect()
@@ -479,8 +496,8 @@ impl Model {
 }
 
 /// A commit's level: the mean of its runs, window effects removed, each clipped to ±CLIP_K σ
-/// around their median (the median alone while σ is unknown); and the variance of its runs
-/// (clipped too, from [`SMALL`] runs on).
+/// around their median (the median alone while σ is unknown); and the variance of the clipped
+/// runs about it.
 fn commit_level(r: &[(f64, u32)], effect: &[f64], sigma: Option<f64>) -> (f64, f64) {
     let adj = |&(x, w): &(f64, u32)| {
         if w == NONE {
@@ -496,22 +513,16 @@ fn commit_level(r: &[(f64, u32)], effect: &[f64], sigma: Option<f64>) -> (f64, f
         let mean = v.iter().sum::<f64>() / v.len() as f64;
         v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (v.len().max(2) - 1) as f64
     };
-    // Below SMALL runs two outliers can be the median (two runs of three 30 % high): the runs'
-    // own disagreement, unclipped, is what the level is worth then.
-    let raw = (v.len() < SMALL).then(|| variance(&v));
     match sigma {
         Some(s) => {
             let (lo, hi) = (med - CLIP_K * s, med + CLIP_K * s);
             v.iter_mut().for_each(|x| *x = x.clamp(lo, hi));
             let mean = v.iter().sum::<f64>() / v.len() as f64;
-            (mean, raw.unwrap_or_else(|| variance(&v)))
+            (mean, variance(&v))
         }
         None => (med, 0.0),
     }
 }
-
-/// Fewest runs of a commit whose median two outlier runs cannot make.
-const SMALL: usize = 5;
 
 /// A commit's runs clipped as the levels clip them (window effects removed, then each
 /// within ±CLIP_K σ of their median), the effects put back: the data the exact solve fits.
