@@ -226,7 +226,7 @@ impl<'a> Triage<'a> {
                 .collect()
         };
         for ((t, rows), d) in loaded.iter().zip(detected) {
-            let t: &'a Test = *t;
+            let t: &'a Test = t;
             order.insert(
                 t.name.clone(),
                 rows.iter()
