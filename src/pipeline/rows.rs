@@ -139,7 +139,36 @@ pub fn detection<R: Run>(
 ) -> stats::Detection {
     let mut d = stats::changepoint::detect_runs(detector_input(rows), opts);
     side_by_side(rows, &mut d.points, pair);
+    disputed(rows, &mut d);
     d
+}
+
+/// Moves the change points whose runs taken side by side do not tell the sides apart (their
+/// interval of the change holds none) to the undecided steps: a step is never certain where
+/// the runs compared on one machine state say it may be nothing.
+fn disputed<R: Run>(rows: &[CommitRow<R>], d: &mut stats::Detection) {
+    let (kept, moved): (Vec<stats::ChangePoint>, Vec<stats::ChangePoint>) =
+        std::mem::take(&mut d.points).into_iter().partition(|c| {
+            c.deterministic || c.interval.is_none_or(|(lo, hi)| lo > 0.0 || hi < 0.0)
+        });
+    d.points = kept;
+    for c in moved {
+        let runs = |j: usize| rows.get(j).map_or(0, |r| r.values.len());
+        let seen = (runs(c.last_before), runs(c.index));
+        d.undecided.push(stats::Undecided {
+            index: c.index,
+            last_before: c.last_before,
+            why: stats::changepoint::Reason::SideBySide,
+            before: c.before,
+            after: c.after,
+            rel_change: c.rel_change,
+            p_value: c.p_value,
+            runs: seen,
+            runs_needed: (2 * seen.0.max(seen.1)).max(RANK_RUNS),
+            interval: c.interval,
+        });
+    }
+    d.undecided.sort_by_key(|u| u.index);
 }
 
 /// The step from row `a` to row `b` on the runs of each taken side by side (in the windows

@@ -21,6 +21,18 @@ pub fn undecided_reason(u: &Undecided) -> String {
              side, would decide it",
             u.runs_needed
         ),
+        Reason::SideBySide => format!(
+            "the runs taken side by side across it do not tell the sides apart{}; about {} runs \
+             a side, side by side, would decide it",
+            u.interval
+                .map(|(lo, hi)| format!(
+                    " (95 % interval {:+.2} % to {:+.2} %)",
+                    lo * 100.0,
+                    hi * 100.0
+                ))
+                .unwrap_or_default(),
+            u.runs_needed
+        ),
         Reason::OneRun => {
             let side = if u.runs.1 <= u.runs.0 { "new" } else { "old" };
             let n = u.runs.0.min(u.runs.1);

@@ -60,6 +60,8 @@ use super::threshold::Threshold;
 
 /// Penalty per boundary, in units of a commit level's variance, times ln(m).
 pub const PENALTY: f64 = 2.5;
+/// Most commits segmented twice (see [`detect_runs`]).
+const ONE_PASS_ABOVE: usize = 20_000;
 /// Fewest measured commits over which a linear drift is fitted.
 const DRIFT_MIN: usize = 10;
 
@@ -138,9 +140,14 @@ pub fn detect_runs(runs: Runs, opts: &Options) -> Detection {
     let pen = PENALTY * (m as f64).ln().max(1.0);
     let x: Vec<f64> = (0..m).map(|j| j as f64).collect();
     // Twice: the jitter of commit levels is estimated again within the first pass's segments
-    // (differences across steps are no jitter).
-    let first = weigh(&model, &var);
-    let (cut, _) = segment::optimal(&Prefix::new(&first.0, &first.1), pen, &allowed);
+    // (differences across steps are no jitter). Over many commits the robust estimates
+    // hardly see the few differences across steps: one pass.
+    let cut = if m <= ONE_PASS_ABOVE {
+        let first = weigh(&model, &var);
+        segment::optimal(&Prefix::new(&first.0, &first.1), pen, &allowed).0
+    } else {
+        Vec::new()
+    };
     let Some(var) = model.variances(&cut) else {
         return fallback(&model);
     };

@@ -375,6 +375,7 @@ impl Ctx<'_> {
                     p_value: if t.apart { 1.0 } else { t.p },
                     runs: t.runs,
                     runs_needed: need,
+                    interval: None,
                 }
             })
             .collect()

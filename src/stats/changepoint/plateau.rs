@@ -90,6 +90,7 @@ pub(super) fn exact(
                 p_value: 1.0,
                 runs_needed: 2,
                 runs,
+                interval: None,
             });
         }
     }

@@ -54,6 +54,10 @@ pub struct Undecided {
     /// Runs a side the test needs to decide at α (80 % power, if the step is as large as it
     /// looks).
     pub runs_needed: usize,
+    /// The 95 % interval of `rel_change` from the runs taken side by side across it, where
+    /// they gave one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interval: Option<(f64, f64)>,
 }
 
 /// What leaves a step undecided.
@@ -69,6 +73,9 @@ pub enum Reason {
     /// A side stands on commits measured once each (exact values on one run, or a lone level
     /// at an end), too few to tell a level from outlier runs: more runs of them decide.
     OneRun,
+    /// The runs taken side by side across it do not tell the sides apart (their 95 % interval
+    /// of the change holds none): more runs side by side decide it.
+    SideBySide,
 }
 
 /// What change-point detection found: the confirmed points, and the steps it could not yet

@@ -31,10 +31,16 @@ impl Prefix {
             centre,
         }
     }
+    /// The sums up to position `t`: weight, weighted (centred) level, and its square.
+    pub(super) fn at(&self, t: usize) -> (f64, f64, f64) {
+        (self.w[t], self.s[t], self.q[t])
+    }
+
     pub(super) fn len(&self) -> usize {
         self.w.len() - 1
     }
     /// Weighted sum of squares around the weighted mean of [a, b).
+    #[cfg(test)]
     pub(super) fn cost(&self, a: usize, b: usize) -> f64 {
         let w = self.w[b] - self.w[a];
         if w <= 0.0 {

@@ -9,11 +9,16 @@ use super::prefix::Prefix;
 /// cheapest ones, which is exact unless a segment longer than this beats them all.
 const MAX_ACTIVE: usize = 4096;
 
-/// A candidate start of the last segment: its position and the interval of (centred) levels
-/// for which it may still be the best start, now or later.
+/// A candidate start of the last segment: its position, the best cost up to it and the
+/// prefix sums there (kept beside it: the starts are read in turn every step), and the
+/// interval of (centred) levels for which it may still be the best start, now or later.
 #[derive(Clone, Copy)]
 struct Start {
     at: usize,
+    f: f64,
+    w: f64,
+    s: f64,
+    q: f64,
     lo: f64,
     hi: f64,
 }
@@ -26,8 +31,8 @@ struct Start {
 /// a last segment from start `s`, as a function of its level μ, grows by the same quadratic
 /// for every start as commits are added, so once a new start `t` is cheaper at μ, `s` never
 /// wins at μ again. Each start keeps the interval of μ where no later start has beaten it
-/// yet, and is dropped when that interval is empty: on a flat stretch a handful survive,
-/// where pruning by the minimum alone (PELT) keeps every start. The answer is PELT's
+/// yet, and is dropped when that interval is empty: on a flat stretch few survive, where
+/// pruning by the minimum alone (PELT) keeps every start. The answer is PELT's
 /// (`optimal_by_minimum` in the tests says so over random series), each step's cost linear
 /// in the starts kept.
 pub(super) fn optimal(pre: &Prefix, pen: f64, allowed: &[bool]) -> (Vec<usize>, f64) {
@@ -39,21 +44,39 @@ pub(super) fn optimal(pre: &Prefix, pen: f64, allowed: &[bool]) -> (Vec<usize>, 
     let mut f = vec![f64::INFINITY; m + 1];
     let mut back = vec![0usize; m + 1];
     f[0] = -pen;
-    let all = Start {
-        at: 0,
-        lo: f64::NEG_INFINITY,
-        hi: f64::INFINITY,
+    let start = |at: usize, f: f64| {
+        let (w, s, q) = pre.at(at);
+        Start {
+            at,
+            f,
+            w,
+            s,
+            q,
+            lo: f64::NEG_INFINITY,
+            hi: f64::INFINITY,
+        }
     };
-    let mut alive: Vec<Start> = vec![all];
-    let mut scored: Vec<(f64, usize)> = Vec::new();
+    let mut alive: Vec<Start> = vec![start(0, f[0])];
+    // Each start's cost of [start, t), in step.
+    let mut costs: Vec<f64> = Vec::new();
     for t in 1..=m {
         if t < m && !allowed[t] {
             continue;
         }
+        let (wt, st, qt) = pre.at(t);
+        costs.clear();
+        costs.extend(alive.iter().map(|c| {
+            let (w, s) = (wt - c.w, st - c.s);
+            if w <= 0.0 {
+                0.0
+            } else {
+                (qt - c.q - s * s / w).max(0.0)
+            }
+        }));
         // The cheapest start (the earliest of equals, as the starts are in order).
         let (mut best, mut arg) = (f64::INFINITY, 0);
-        for c in &alive {
-            let v = f[c.at] + pre.cost(c.at, t);
+        for (c, cost) in alive.iter().zip(&costs) {
+            let v = c.f + cost;
             if v < best {
                 (best, arg) = (v, c.at);
             }
@@ -61,18 +84,21 @@ pub(super) fn optimal(pre: &Prefix, pen: f64, allowed: &[bool]) -> (Vec<usize>, 
         f[t] = best + pen;
         back[t] = arg;
         let ft = f[t];
+        let mut k = 0;
         alive.retain_mut(|c| {
+            let cost = costs[k];
+            k += 1;
             // Where start c's segment, extended to t, costs no more than a new start at t
             // (f[t], whatever the level): an interval around the segment's mean.
-            let room = ft - f[c.at] - pre.cost(c.at, t);
+            let room = ft - c.f - cost;
             if room < 0.0 {
                 return false;
             }
-            let w = pre.weight(c.at, t);
+            let w = wt - c.w;
             if w <= 0.0 {
                 return true;
             }
-            let (mean, r) = (pre.centred_mean(c.at, t), (room / w).sqrt());
+            let (mean, r) = ((st - c.s) / w, (room / w).sqrt());
             c.lo = c.lo.max(mean - r);
             c.hi = c.hi.min(mean + r);
             // (A level met exactly, as in noiseless plateaus, is an interval of one point:
@@ -80,14 +106,24 @@ pub(super) fn optimal(pre: &Prefix, pen: f64, allowed: &[bool]) -> (Vec<usize>, 
             c.lo <= c.hi + 1e-9 * (1.0 + c.lo.abs().max(c.hi.abs()))
         });
         if alive.len() > MAX_ACTIVE {
-            scored.clear();
-            scored.extend(alive.iter().map(|c| (f[c.at] + pre.cost(c.at, t), c.at)));
+            let mut scored: Vec<(f64, usize)> = alive
+                .iter()
+                .map(|c| {
+                    let (w, s) = (wt - c.w, st - c.s);
+                    let cost = if w <= 0.0 {
+                        0.0
+                    } else {
+                        (qt - c.q - s * s / w).max(0.0)
+                    };
+                    (c.f + cost, c.at)
+                })
+                .collect();
             scored.select_nth_unstable_by(MAX_ACTIVE, |a, b| a.0.total_cmp(&b.0));
             scored.truncate(MAX_ACTIVE);
             let keep: std::collections::HashSet<usize> = scored.iter().map(|s| s.1).collect();
             alive.retain(|c| keep.contains(&c.at));
         }
-        alive.push(Start { at: t, ..all });
+        alive.push(start(t, ft));
     }
     let mut out = Vec::new();
     let mut t = back[m];
@@ -197,11 +233,14 @@ pub(super) fn drift(
         let (cy, cw, cx) = coarsen(y, w, x, block);
         let cpen = pen * (cy.len() as f64).ln() / (y.len() as f64).ln();
         let (s, _) = fit_drift(&cy, &cw, &cx, cpen, &vec![true; cy.len()]);
-        let (b0, c0) = with_slope(y, w, x, 0.0, pen, allowed);
         if s == 0.0 {
-            return (0.0, b0);
+            return (0.0, with_slope(y, w, x, 0.0, pen, allowed).0);
         }
-        let (b, c) = with_slope(y, w, x, s, pen, allowed);
+        // The two segmentations are independent: on two cores at once.
+        let ((b0, c0), (b, c)) = rayon::join(
+            || with_slope(y, w, x, 0.0, pen, allowed),
+            || with_slope(y, w, x, s, pen, allowed),
+        );
         let z = pooled_slope(y, w, x, &b).1;
         return if c + SLOPE_PEN * pen < c0 && z.abs() >= SLOPE_Z {
             (s, b)
