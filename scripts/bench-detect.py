@@ -9,7 +9,8 @@ steps of 5-30 % (either way) every 500-3,500 commits, 1 % Gaussian noise a run a
 30 % high (outliers). Score: a true step is found when a change point lies within 2 commits of
 it (exact: at its commit); a change point within 2 commits of no true step is false.
 
-Usage: scripts/bench-detect.py [--base BIN | --base-rev REV] [--otava-python PY] [--rounds N]
+Usage: scripts/bench-detect.py [--base BIN [--base-label TEXT] | --base-rev REV]
+                               [--otava-python PY] [--rounds N]
                                [--sizes 10000,100000,100000x3,1000000] [--dir SCRATCH]
 --base-rev builds REV (a git revision of this repository) into target/bench-base first.
 --otava-python: a Python with apache-otava 0.8 (scripts/bench-cpd.sh's venv has one); Otava
@@ -128,6 +129,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--base")
     ap.add_argument("--base-rev")
+    ap.add_argument("--base-label", help="how the table names --base (default: its path)")
     ap.add_argument("--otava-python")
     ap.add_argument("--otava-limit", type=float, default=60)
     ap.add_argument("--rounds", type=int, default=3)
@@ -141,7 +143,7 @@ def main():
     tools = [("perfbisect (this build)", os.path.join(ROOT, "target", "release", "perfbisect"))]
     base = a.base or (build_base(a.base_rev) if a.base_rev else None)
     if base:
-        tools.append((f"perfbisect (before: {a.base_rev or os.path.basename(base)})", base))
+        tools.append((f"perfbisect (before: {a.base_label or a.base_rev or base})", base))
     scratch = a.dir or tempfile.mkdtemp(prefix="pb-bench-detect-")
     os.makedirs(scratch, exist_ok=True)
     print("| series | detector | median s | peak MB | true steps | found (±2) | exact | false | F1 |")

@@ -12,9 +12,15 @@ writes them), imports it, and measures, each with its peak RSS (from wait4) and 
   show value <50 commits>      target <= 100 MB, <= 0.3 s
   detect value                 target <= 1 s over the 2,000 commits
                                (reference: `cat` of the test's store file)
+  triage all (no search)       the nightly sheriff's change points of the 4 tests over the
+                               store, every search left for later (--max-builds 0)
+
+With BASE=/path/to/an/earlier/perfbisect, `detect` and `triage` also run with that binary on
+the same store, in turns with this build's (reference: the build before a change).
 
 and the bytes on disk per stored sample (store and index).
-Usage: scripts/bench-scale.py   (SAMPLES=N for another size; needs git, cc, python3)
+Usage: scripts/bench-scale.py   (SAMPLES=N for another size, KEEP=1 to keep the repository and
+                                 cache; needs git, cc, python3)
 """
 import os, subprocess, sys, tempfile, time
 
@@ -40,15 +46,15 @@ def measure(cmd):
     return wall, out.decode()
 
 
-def measure_rss(cmd):
-    """(wall seconds, peak RSS in MB, stdout) of one process, from wait4."""
+def measure_rss(cmd, ok=(0,)):
+    """(wall seconds, peak RSS in MB, stdout) of one process, from wait4; exit codes `ok`."""
     t = time.perf_counter()
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     out = p.stdout.read()
     err = p.stderr.read()
     _, status, ru = os.wait4(p.pid, 0)
     wall = time.perf_counter() - t
-    if status != 0:
+    if os.waitstatus_to_exitcode(status) not in ok:
         sys.exit(f"{' '.join(cmd)} failed ({status}):\n{err.decode()[-3000:]}")
     return wall, ru.ru_maxrss / 1024, out.decode()
 
@@ -141,7 +147,24 @@ def main():
     cat = sorted(measure(["sh", "-c", f"cat '{store_file}' | wc -c"])[0] for _ in range(3))[1]
     print(f"detect value ({COMMITS} commits, {rows // len(TESTS):,} samples): {w:.3f} s, peak {r:.0f} MB"
           f"  -- reference cat of its store: {cat:.3f} s (ratio {w / cat:.1f})")
-    subprocess.run(["rm", "-rf", work])
+    # The nightly sheriff over the same store: every test's change points, no search (what
+    # is left is said; exit 1 says searches are pending).
+    others = [("this build", pb)]
+    if os.environ.get("BASE"):
+        others.append(("BASE " + os.environ["BASE"], os.environ["BASE"]))
+    for what, args in [("detect value", ["detect", "value"]),
+                       ("triage all (no search)", ["triage", "all", "--max-builds", "0"])]:
+        got = {name: [] for name, _ in others}
+        for _ in range(3):
+            for name, binary in others:
+                got[name].append(measure_rss([binary] + base[1:] + args, ok=(0, 1, 3))[:2])
+        for name, _ in others:
+            w, r = sorted(got[name])[1]
+            print(f"{what} with {name}: {w:.3f} s, peak {r:.0f} MB")
+    if os.environ.get("KEEP"):
+        print(f"(kept: {work})", file=sys.stderr)
+    else:
+        subprocess.run(["rm", "-rf", work])
 
 
 if __name__ == "__main__":

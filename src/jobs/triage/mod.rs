@@ -211,12 +211,17 @@ impl<'a> Triage<'a> {
         // on every core: the tests are independent.
         let mut loaded = Vec::with_capacity(self.tests.len());
         for t in self.tests {
-            let samples = ws.samples(t)?;
+            // Of each run only its value and moment: change points need no more, and years of
+            // cron rows are millions of runs a test.
+            let mut samples = ws.samples_as::<crate::store::Observation>(t, None)?;
             let commits = match opts.range {
                 Some(r) => ws.chain_commits(r)?.0,
                 None => ws.commits(None, &samples)?,
             };
-            loaded.push((t, crate::pipeline::history::rows(ws, &samples, commits)));
+            loaded.push((
+                t,
+                crate::pipeline::history::take_rows(ws, &mut samples, commits),
+            ));
         }
         let detected: Vec<crate::stats::Detection> = {
             use rayon::prelude::*;

@@ -41,14 +41,18 @@ impl Strata {
             x
         }
         for r in runs {
-            let mut first = None;
+            // The root of the commit's first window; a window already under it (most, once
+            // the first commits tied them) costs one load.
+            let mut first: Option<u32> = None;
             for &(_, w) in r.iter().filter(|x| x.1 != none) {
                 match first {
-                    None => first = Some(w),
-                    Some(f) if f != w => {
-                        let (a, b) = (root(&mut parent, f), root(&mut parent, w));
-                        if a != b {
-                            parent[a.max(b) as usize] = a.min(b);
+                    None => first = Some(root(&mut parent, w)),
+                    Some(f) if parent[w as usize] != f => {
+                        let b = root(&mut parent, w);
+                        if b != f {
+                            let (lo, hi) = (f.min(b), f.max(b));
+                            parent[hi as usize] = lo;
+                            first = Some(lo);
                         }
                     }
                     Some(_) => {}
@@ -101,10 +105,16 @@ impl Strata {
             }
             switches.push(k);
         }
+        // (Only builds alone in windows tell it: none where every window ties builds.)
+        let repeated = if tied.iter().all(|t| *t) {
+            None
+        } else {
+            repeated_windows(runs, tied, share)
+        };
         Strata {
             of,
             exposure,
-            repeated: repeated_windows(runs, tied, share),
+            repeated,
             switches,
         }
     }
