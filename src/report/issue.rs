@@ -476,12 +476,12 @@ fn undecided(o: &mut String, x: &Issue<'_>) {
     if open.is_empty() {
         return;
     }
+    let it = if open.len() == 1 { "it" } else { "them" };
     let _ = writeln!(
         o,
-        "Undecided: {} the stored runs show but do not decide (no claim is made of {}; `triage` \
-         searches them, and `find`'s interleaved re-runs decide):\n",
+        "Undecided: {} the stored runs show but do not decide (no claim is made of {it}; \
+         `triage` searches {it}, and `find`'s interleaved re-runs decide):\n",
         if open.len() == 1 { "a step" } else { "steps" },
-        if open.len() == 1 { "it" } else { "them" },
     );
     for u in open {
         let Some(row) = x.rows.get(u.index) else {
