@@ -137,8 +137,8 @@ def main():
     ap.add_argument("--dir")
     a = ap.parse_args()
     if os.environ.get("BENCH_PAGE") != "off":
-        os.execvp(sys.executable, [sys.executable, os.path.join(ROOT, "scripts", "bench-page.py"),
-                                   "detect-scale", "--markdown", "--", *sys.argv])
+        os.execvp(sys.executable, [sys.executable, os.path.join(ROOT, "scripts", "bench-page.py"), "detect-scale",
+                                   "--markdown", "--", *sys.argv])
     subprocess.run(["cargo", "build", "--release", "-q"], cwd=ROOT, check=True)
     tools = [("perfbisect (this build)", os.path.join(ROOT, "target", "release", "perfbisect"))]
     base = a.base or (build_base(a.base_rev) if a.base_rev else None)

@@ -18,6 +18,7 @@ import datetime
 import os
 import platform
 import re
+import shlex
 import subprocess
 import sys
 
@@ -45,7 +46,7 @@ def machine():
 
 def section(name, command, output, markdown):
     when = datetime.date.today().isoformat()
-    head = f"Written by `{' '.join(command)}` on {when}, on {machine()}.\n\n"
+    head = f"Written by `{shlex.join(command)}` on {when}, on {machine()}.\n\n"
     if markdown:
         # The page's own headings stay above the section's.
         body = re.sub(r"^(#{1,3}) ", lambda m: "#" * (len(m.group(1)) + 2) + " ", output, flags=re.M)
