@@ -236,6 +236,7 @@ fn markdown_report_snapshot() {
             undecided: Vec::new(),
         },
         measured: &measured,
+        known: &[],
     };
     let md = issue::markdown(&x);
     // What a reader of the issue needs, whatever the snapshot says.
@@ -1008,6 +1009,7 @@ fn markdown_reports_say_no_change_and_inconclusive_plainly() {
             blocks: &blocks,
             detection: &Default::default(),
             measured: &measured,
+            known: &[],
         };
         issue::markdown(&x)
     };

@@ -74,6 +74,8 @@ pub fn report(g: &Global, args: ReportArgs) -> anyhow::Result<()> {
     markers.extend(charts::change_point_markers(chain, cps));
     let chart = charts::commit_chart(&run.test, &run.chart_title(), chain, markers, charts::WIDE);
     let measured = crate::publish::files::measured(&ws, &run.test);
+    // What `triage` confirmed over the range stands beside this search's verdict.
+    let findings = crate::store::findings::load(&crate::store::findings::path(&ws.cache.root))?;
     run.stop_clock(started);
     let run = run;
     let render = |plot_ref: Option<String>| -> anyhow::Result<String> {
@@ -81,12 +83,20 @@ pub fn report(g: &Global, args: ReportArgs) -> anyhow::Result<()> {
         r.why = &why;
         r.sparkline = spark.clone();
         r.plot = plot_ref;
+        let named: Vec<gix::ObjectId> = match r.outcome {
+            crate::bisect::Outcome::Culprits(cs) => {
+                cs.iter().map(|c| r.commits[c.pos].id).collect()
+            }
+            _ => Vec::new(),
+        };
+        let known = crate::report::known::confirmed(&findings, &run.test.name, &all_rows, &named);
         let x = Issue {
             find: &r,
             rows: &all_rows,
             blocks: &run.blocks,
             detection: &detection,
             measured: &measured,
+            known: &known,
         };
         Ok(match args.format {
             Format::Json => issue::json(&x, crate::report::find_json::json_value(&r)?)?,

@@ -275,7 +275,8 @@ pub fn side_by_side<R: Run>(
 /// Row `b` against its parent's row `a`, as `find` states a culprit against its parent
 /// ([`crate::bisect::Search::pair`]): every run of each (an identical build's runs a row shows
 /// included) in the windows of time holding both, and whether they compared as exact values;
-/// `None` below [`RANK_RUNS`] such runs a side.
+/// `None` below [`RANK_RUNS`] such runs a side unless their values compare exactly, and
+/// `None` for exact values that do not differ (the step is not between these two).
 fn pair_step<R: Run>(
     a: &CommitRow<R>,
     b: &CommitRow<R>,
@@ -297,6 +298,11 @@ fn pair_step<R: Run>(
             .collect()
     };
     let (sa, sb) = (stored(a), stored(b));
+    // Exact values (the search's own rule, [`crate::bisect::Search::pair`]) need no more
+    // runs than showed them exact: `find` calls such a step exact on two runs a side.
+    if let Some((c, true)) = crate::bisect::Search::pair(*params, &sa, &sb) {
+        return (c.before != c.after).then_some((c, true));
+    }
     let windows = |x: &[crate::bisect::Stored]| -> std::collections::HashSet<u64> {
         x.iter().map(|s| s.window).collect()
     };

@@ -175,6 +175,7 @@ pub fn issue_markdown<'a>(
         blocks,
         detection: &detection,
         measured: &measured,
+        known: &[],
     };
     Ok(crate::report::issue::markdown(&x))
 }

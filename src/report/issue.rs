@@ -48,6 +48,8 @@ pub struct Issue<'a> {
     /// steps it leaves undecided.
     pub detection: &'a crate::stats::Detection,
     pub measured: &'a Measured,
+    /// The steps `triage` confirmed at commits of `rows` that `find` did not name.
+    pub known: &'a [super::known::Known],
 }
 
 /// Commits shown on each side of a culprit.
@@ -121,6 +123,7 @@ pub fn markdown(x: &Issue<'_>) -> String {
     headline(&mut o, x);
     what_and_where(&mut o, x);
     super::find::sparkline_and_plot(&mut o, r);
+    super::known::markdown(&mut o, x.known, x.rows);
 
     // Further steps, then a table around each culprit.
     if culprits.len() > 1 {
@@ -534,7 +537,8 @@ fn change_point_table(o: &mut String, x: &Issue<'_>) -> Vec<String> {
             continue;
         };
         let culprit = named.iter().find(|(at, _)| *at == row.commit.id);
-        if culprit.is_none() {
+        let known = x.known.iter().any(|k| k.pos == cp.index);
+        if culprit.is_none() && !known {
             extra.push(row.commit.short());
         }
         let cells = [
@@ -562,6 +566,7 @@ fn change_point_table(o: &mut String, x: &Issue<'_>) -> Vec<String> {
                 )
             },
             match culprit {
+                None if known => "not named; confirmed by `triage`".to_string(),
                 None => "not named".to_string(),
                 Some(&(_, pos)) if r.commits[pos].id == row.commit.id => "culprit".to_string(),
                 Some(&(_, pos)) => format!("culprit `{}`, merged here", r.commits[pos].short()),
@@ -781,6 +786,10 @@ pub fn json(x: &Issue<'_>, find_json: serde_json::Value) -> anyhow::Result<Strin
         obj.insert("find".into(), find_json);
         obj.insert("change_points".into(), cps.into());
         obj.insert("undecided".into(), open.into());
+        obj.insert(
+            "triage_confirmed".into(),
+            super::known::json(x.known, x.rows),
+        );
         obj.insert(
             "sparkline".into(),
             r.sparkline

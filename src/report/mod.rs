@@ -10,6 +10,7 @@ pub mod find_json;
 pub mod html;
 pub mod issue;
 pub mod json;
+pub mod known;
 pub mod md;
 pub mod plot;
 pub mod show;

@@ -1,0 +1,190 @@
+//! Issue 50: one step, one number. A count that every commit's own code moves a little (as
+//! instruction counts under Cachegrind move), measured exactly (two equal runs a commit, not
+//! declared deterministic), with one real step: `find`, `detect RANGE`, `detect` over the
+//! whole store and the report's change-point table give the step the same two levels, the
+//! same size and the same evidence (exact), the levels being the runs `show` lists.
+
+mod common;
+
+use common::{specs, with_build, Fixture};
+
+const COUNT: &str = r#"
+[tests.count]
+command = "./app"
+metric = { regex = "^value: ([0-9.]+)" }
+direction = "lower"
+threshold = "1%"
+repeats = 2
+"#;
+
+/// 30 commits: 90,000,000 plus a few hundred a commit, −3 % from commit 19 (1-based).
+fn fixture() -> Fixture {
+    Fixture::new(
+        &specs(30, |i, c| {
+            c.noise_pct = 0.0;
+            c.work = 0;
+            let drift = 37.0 * i as f64 + if i % 3 == 0 { 211.0 } else { 0.0 };
+            c.metric = if i >= 19 { 87_300_000.0 } else { 90_000_000.0 } + drift;
+        }),
+        &with_build(COUNT),
+    )
+}
+
+#[test]
+fn an_exact_step_has_one_size_and_one_evidence_in_every_view() {
+    let f = fixture();
+    let range = f.range();
+    f.run_json("count", &range, &[]);
+    // Two runs a commit, no search yet: the step between two exact values is exact already.
+    let d = f.json(&["detect", "count", &range, "--format", "json"]);
+    let first = &d["change_points"].as_array().unwrap()[0];
+    assert_eq!(first["commit"].as_str(), Some(f.ids[18].as_str()), "{d:#}");
+    assert_eq!(first["test"].as_str(), Some("exact"), "{d:#}");
+    views_agree(&f, &range, 18);
+}
+
+/// `find`, `detect RANGE`, `detect` and `report` give the step at commit `step` (0-based) one
+/// size and one evidence, from the levels `show` lists.
+fn views_agree(f: &Fixture, range: &str, step: usize) {
+    let found = f.json(&["find", "count", range, "--format", "json"]);
+    let culprit = &found["culprits"][0];
+    let at = culprit["commit"].as_str().unwrap().to_string();
+    assert_eq!(at, f.ids[step], "{found:#}");
+    let show = f.show("count", range);
+    let median = |id: &str| {
+        show["commits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["commit"].as_str() == Some(id))
+            .and_then(|c| c["median"].as_f64())
+            .unwrap()
+    };
+    let (before, after) = (median(&f.ids[step - 1]), median(&f.ids[step]));
+    let size = format!("{:.2}", 100.0 * (after / before - 1.0));
+    let pct = |v: &serde_json::Value| format!("{:.2}", 100.0 * v.as_f64().unwrap());
+    assert_eq!(pct(&culprit["rel_change"]), size, "{found:#}");
+    for args in [
+        vec!["detect", "count", range, "--format", "json"],
+        vec!["detect", "count", "--format", "json"],
+    ] {
+        let d = f.json(&args);
+        let points = d["change_points"].as_array().unwrap();
+        let p = points
+            .iter()
+            .find(|p| p["commit"].as_str() == Some(at.as_str()))
+            .unwrap_or_else(|| panic!("{args:?}: no change point at the culprit: {d:#}"));
+        assert_eq!(pct(&p["rel_change"]), size, "{args:?}: {d:#}");
+        assert_eq!(p["before"].as_f64(), Some(before), "{args:?}: {d:#}");
+        assert_eq!(p["after"].as_f64(), Some(after), "{args:?}: {d:#}");
+        assert_eq!(p["test"].as_str(), Some("exact"), "{args:?}: {d:#}");
+    }
+    let text = f.cmd().args(["detect", "count", range]).output().unwrap();
+    let text = String::from_utf8_lossy(&text.stdout).to_string();
+    assert!(text.contains(&format!("({size} %), exact")), "{text}");
+    let report = f.cmd().args(["report", "count", range]).output().unwrap();
+    let md = String::from_utf8_lossy(&report.stdout).to_string();
+    let row = md
+        .lines()
+        .find(|l| l.starts_with('|') && l.contains(&at[..10]) && l.contains(" % "))
+        .unwrap_or_else(|| panic!("no change-point row names {at}: {md}"));
+    assert!(row.contains(&format!("{size} %")), "{row}\n{md}");
+    assert!(!row.contains("t test"), "{row}");
+}
+
+#[test]
+fn a_count_imported_every_fourth_commit_then_searched_has_one_size() {
+    let f = fixture();
+    let mut csv = String::from("commit,test,value\n");
+    for (i, id) in f.ids.iter().enumerate().step_by(4) {
+        let n = i + 1;
+        let drift = 37.0 * n as f64 + if n % 3 == 0 { 211.0 } else { 0.0 };
+        let v = if n >= 19 { 87_300_000.0 } else { 90_000_000.0 } + drift;
+        csv.push_str(&format!("{id},count,{v}\n"));
+    }
+    let file = f.dir.path().join("cron.csv");
+    std::fs::write(&file, csv).unwrap();
+    let o = f.cmd().arg("import").arg(&file).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let range = f.range();
+    views_agree(&f, &range, 18);
+}
+
+const VALUE: &str = r#"
+[tests.value]
+command = "./app"
+metric = { regex = "^value: ([0-9.]+)" }
+threshold = "2%"
+repeats = 3
+"#;
+
+#[test]
+fn a_report_states_every_culprit_triage_confirmed_over_its_range() {
+    // +2.6 % at commit 10 (within 1.5 times the threshold: a search stops before it) and
+    // +10 % at commit 20, 1 % noise; cron rounds on every 4th commit.
+    let f = Fixture::new(
+        &specs(30, |i, c| {
+            c.work = 0;
+            c.metric =
+                1000.0 * if i >= 10 { 1.026 } else { 1.0 } * if i >= 20 { 1.10 } else { 1.0 };
+        }),
+        &with_build(VALUE),
+    );
+    for n in (1..=30).step_by(4).chain([30]) {
+        f.run_json("value", &f.ids[n - 1], &[]);
+    }
+    let range = f.range();
+    let t = f.json(&["triage", "value", &range, "--format", "json"]);
+    let confirmed: Vec<String> = t["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|x| x["state"] != "unconfirmed")
+        .map(|x| x["commit"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(confirmed.len(), 2, "{t:#}");
+    let report = f.cmd().args(["report", "value", &range]).output().unwrap();
+    let md = String::from_utf8_lossy(&report.stdout).to_string();
+    let j = f.json(&["report", "value", &range, "--format", "json"]);
+    let named: Vec<&str> = j["find"]["culprits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["commit"].as_str().unwrap())
+        .collect();
+    let stated: Vec<&str> = j["triage_confirmed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["commit"].as_str().unwrap())
+        .collect();
+    for c in &confirmed {
+        // Named by the report's own search, or stated as triage confirmed it: never dropped.
+        assert!(
+            named.contains(&c.as_str()) != stated.contains(&c.as_str()),
+            "{c}: named {named:?}, stated {stated:?}"
+        );
+        let short = &c[..10];
+        assert!(
+            md.contains(&format!("- `{short}`")) || named.contains(&c.as_str()),
+            "{md}"
+        );
+        let row = md
+            .lines()
+            .find(|l| l.starts_with(&format!("| `{short}`")))
+            .unwrap_or_else(|| panic!("no change-point row for {short}:\n{md}"));
+        assert!(!row.ends_with("| not named |"), "{row}");
+        // One size: the change-point row's is triage's.
+        if let Some(k) = j["triage_confirmed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|k| k["commit"] == c.as_str())
+        {
+            let size = format!("{:+.2} %", 100.0 * k["rel_change"].as_f64().unwrap());
+            assert!(row.contains(&size), "{size}: {row}");
+        }
+    }
+    // The step the search stopped before is one of them.
+    assert_eq!(stated, [f.ids[9].as_str()], "{md}");
+}
