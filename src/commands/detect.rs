@@ -367,7 +367,7 @@ fn write_text(w: &mut impl Write, out: &Output) -> anyhow::Result<()> {
         let basis = match (p.windows, p.interval) {
             (0, _) => String::new(),
             (k, iv) => format!(
-                "; {}medians of the runs taken side by side across it{}",
+                "; {}{}",
                 iv.filter(|[lo, hi]| lo != hi)
                     .map(|[lo, hi]| format!(
                         "95 % interval {:+.2} % to {:+.2} %, ",
@@ -375,10 +375,16 @@ fn write_text(w: &mut impl Write, out: &Output) -> anyhow::Result<()> {
                         hi * 100.0
                     ))
                     .unwrap_or_default(),
+                // Over several windows the new level is the old moved by the change
+                // estimated window by window: an estimate, named as one.
                 if k > 1 {
-                    format!(" in {k} windows, the change estimated window by window")
+                    format!(
+                        "the old level the median of the runs taken side by side across it, the \
+                         new window-adjusted (the change estimated window by window over {k} \
+                         windows of time)"
+                    )
                 } else {
-                    String::new()
+                    "medians of the runs taken side by side across it".to_string()
                 }
             ),
         };

@@ -423,8 +423,8 @@ impl FindReport<'_> {
     }
 
     /// Which runs a culprit's levels are the medians of, and where its change comes from:
-    /// "medians of the 10 vs 10 runs taken side by side in 2 windows (the change estimated
-    /// window by window)".
+    /// "medians of the 10 vs 10 runs taken side by side"; over several windows of time the new
+    /// level is an estimate, and named as one ("window-adjusted").
     pub(crate) fn basis(&self, c: &Culprit) -> String {
         let runs = format!(
             "{} vs {} run{}",
@@ -440,24 +440,18 @@ impl FindReport<'_> {
             _ if self.deterministic => format!("medians of {runs}"),
             0 => format!("medians of all {runs}"),
             1 => format!("medians of the {runs} taken side by side"),
-            k => {
-                let pooled = crate::stats::rel_change(c.before, c.after);
-                let apart = c
-                    .interval
-                    .is_some_and(|(lo, hi)| pooled < lo || pooled > hi);
-                format!(
-                    "medians of the {runs} taken side by side in {k} windows of time, the change \
-                     estimated window by window{}",
-                    if apart {
-                        format!(
-                            " (the medians pooled over the windows say {:+.2} %: the machine's speed moved between them)",
-                            pooled * 100.0
-                        )
-                    } else {
-                        String::new()
-                    }
-                )
-            }
+            // The new level printed is the old one moved by the change estimated window by
+            // window: an estimate, named as one (the culprit's own runs' median can differ by
+            // what the machine's speed moved between the windows).
+            k => format!(
+                "the parent's level the median of its {} run{}, the culprit's window-adjusted (the \
+                 parent's moved by the change estimated window by window over the {k} windows \
+                 of time holding runs of both, {} vs {} runs)",
+                c.n_before,
+                if c.n_before == 1 { "" } else { "s" },
+                c.n_before,
+                c.n_after
+            ),
         }
     }
 
