@@ -187,4 +187,23 @@ fn a_report_states_every_culprit_triage_confirmed_over_its_range() {
     }
     // The step the search stopped before is one of them.
     assert_eq!(stated, [f.ids[9].as_str()], "{md}");
+    // A step in a printed number is not in the code's work: the report and the site say
+    // the instructions did not move, and the site draws no functions' bars for it.
+    if md.contains("the instructions did not move") {
+        let site = f.dir.path().join("site");
+        let out = f
+            .cmd()
+            .args(["report", "all", "--format", "html", "--out"])
+            .arg(&site)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let page = std::fs::read_to_string(site.join("value.html")).unwrap();
+        assert!(page.contains("The instructions did not move"), "{page}");
+        assert!(!page.contains("<table class=\"bars\">"), "{page}");
+    }
 }

@@ -550,6 +550,19 @@ fn why_card(o: &mut String, p: &Page<'_>, at: usize, w: &crate::pipeline::profil
         w.total_before,
         w.total_after
     );
+    // A step not in the code's work: the functions' small moves are the run's noise, as
+    // `find` and the report say.
+    if super::why::flat(w) {
+        let line = super::why::flat_line(w);
+        let mut chars = line.chars();
+        let first = chars.next().map(|c| c.to_uppercase().collect::<String>());
+        let _ = writeln!(
+            o,
+            "<p>{}.</p></div>",
+            esc(&format!("{}{}", first.unwrap_or_default(), chars.as_str()))
+        );
+        return;
+    }
     let most = w
         .changes
         .iter()

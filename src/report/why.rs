@@ -84,12 +84,13 @@ fn header(w: &Why) -> String {
 /// The run's instructions moved by less than a thousandth: the functions' small moves are
 /// noise of the run, not where the step is (a step in a printed number or in time spent
 /// waiting does not show in the code's work).
-fn flat(w: &Why) -> bool {
+pub(crate) fn flat(w: &Why) -> bool {
     let (b, a) = (w.total_before as f64, w.total_after as f64);
     b > 0.0 && ((a - b) / b).abs() < 1e-3
 }
 
-fn flat_line(w: &Why) -> String {
+/// What every view says of a step the instructions did not move.
+pub(crate) fn flat_line(w: &Why) -> String {
     format!(
         "the instructions did not move ({}): the step is not in the work the code does",
         header(w)
