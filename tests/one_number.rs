@@ -41,6 +41,29 @@ fn an_exact_step_has_one_size_and_one_evidence_in_every_view() {
     assert_eq!(first["commit"].as_str(), Some(f.ids[18].as_str()), "{d:#}");
     assert_eq!(first["test"].as_str(), Some("exact"), "{d:#}");
     views_agree(&f, &range, 18);
+    // One trend: `show` over every stored commit and the test's page of the site say the same.
+    let show = f.json(&["show", "count", "--format", "json"]);
+    let trend = &show["summary"]["trend"];
+    let site = f.dir.path().join("site");
+    let out = f
+        .cmd()
+        .args(["report", "all", "--format", "html", "--out"])
+        .arg(&site)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let page = std::fs::read_to_string(site.join("count.html")).unwrap();
+    let said = format!(
+        "over the medians of {} measured commits",
+        trend["commits"].as_u64().unwrap()
+    );
+    assert!(page.contains(&said), "{said}: {page}");
+    let p = format!("(p = {:.3};", trend["p_value"].as_f64().unwrap());
+    assert!(page.contains(&p), "{p}: {page}");
 }
 
 /// `find`, `detect RANGE`, `detect` and `report` give the step at commit `step` (0-based) one

@@ -188,7 +188,7 @@ stake = 3064
         text.contains("stake 3064: mean -61 (-1.99%), P50 -61 (-1.99%)"),
         "{text}"
     );
-    assert!(text.contains("Mann-Kendall over commit medians"), "{text}");
+    assert!(text.contains("Mann-Kendall over the medians of "), "{text}");
     let json = f.show("size", &f.range());
     assert_eq!(json["summary"]["stake"]["verdict"], "better");
     assert_eq!(json["summary"]["samples"], 3);

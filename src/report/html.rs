@@ -433,8 +433,9 @@ fn summary_cards(o: &mut String, t: &Test, s: Option<&RangeSummary>) {
             };
             let _ = writeln!(
                 o,
-                "<div class=\"card\"><h2>Trend</h2><p>Mann-Kendall over the commit medians says: <b class=\"{class}\">{word}</b> (p = {:.4}; significant below 0.05)</p>\
-                 <p>Sen's slope: {} per commit ({:+.3} % of the median)</p></div>",
+                "<div class=\"card\"><h2>Trend</h2><p>Mann-Kendall over the medians of {} measured commits says: <b class=\"{class}\">{word}</b> (p = {:.3}; significant below 0.05)</p>\
+                 <p>Sen's slope: {} per measured commit ({:+.3} % of the median)</p></div>",
+                tr.commits,
                 tr.p_value,
                 esc(&signed_quantity(tr.sen_slope, unit)),
                 tr.sen_slope_pct
@@ -541,6 +542,20 @@ fn undecided_table(o: &mut String, p: &Page<'_>) {
 /// A small bar chart of the functions whose instructions changed most at a change point.
 fn why_card(o: &mut String, p: &Page<'_>, at: usize, w: &crate::pipeline::profile::Why) {
     let Some(r) = p.rows.get(at) else { return };
+    // A step not in the code's work: the functions' small moves are the run's noise, as
+    // `find` and the report say.
+    if super::why::flat(w) {
+        let line = super::why::flat_line(w);
+        let mut chars = line.chars();
+        let first = chars.next().map(|c| c.to_uppercase().collect::<String>());
+        let _ = writeln!(
+            o,
+            "<div class=\"card why\"><h2>Why {} moved</h2><p>{}.</p></div>",
+            esc(&r.commit.short()),
+            esc(&format!("{}{}", first.unwrap_or_default(), chars.as_str()))
+        );
+        return;
+    }
     let _ = writeln!(
         o,
         "<div class=\"card why\"><h2>Why {} moved</h2><p>Instructions per function under Cachegrind, one run each of <span class=\"hash\">{}</span> and <span class=\"hash\">{}</span> ({} → {}).</p>",
@@ -550,19 +565,6 @@ fn why_card(o: &mut String, p: &Page<'_>, at: usize, w: &crate::pipeline::profil
         w.total_before,
         w.total_after
     );
-    // A step not in the code's work: the functions' small moves are the run's noise, as
-    // `find` and the report say.
-    if super::why::flat(w) {
-        let line = super::why::flat_line(w);
-        let mut chars = line.chars();
-        let first = chars.next().map(|c| c.to_uppercase().collect::<String>());
-        let _ = writeln!(
-            o,
-            "<p>{}.</p></div>",
-            esc(&format!("{}{}", first.unwrap_or_default(), chars.as_str()))
-        );
-        return;
-    }
     let most = w
         .changes
         .iter()

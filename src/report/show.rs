@@ -29,10 +29,13 @@ pub struct StakeVerdict {
 pub struct TrendSummary {
     pub p_value: f64,
     pub tau: f64,
-    /// Sen's slope: change per commit, in the metric's unit.
+    /// Sen's slope: change per measured commit, in the metric's unit.
     pub sen_slope: f64,
-    /// Sen's slope as % of the median, per commit.
+    /// Sen's slope as % of the median, per measured commit.
     pub sen_slope_pct: f64,
+    /// The measured commits whose medians the test saw (commits without runs of their own
+    /// are left out, not counted as positions: every view of the same commits says the same).
+    pub commits: usize,
     pub direction: stats::TrendDirection,
     /// "better", "worse" or "none" by the test's direction.
     pub verdict: &'static str,
@@ -99,14 +102,18 @@ pub fn summarize(test: &Test, rows: &[CommitRow]) -> Option<RangeSummary> {
             },
         }
     });
-    // Medians of each commit's own runs: copies of one build's runs are no trend.
+    // Medians of each commit's own runs: copies of one build's runs are no trend. Commits
+    // without runs are no positions: `show` over a range (which lists them) and the site
+    // (which holds only commits with results) see the same series.
     let medians: Vec<f64> = rows
         .iter()
-        .map(|r| stats::median(&r.own_values()).unwrap_or(f64::NAN))
+        .filter_map(|r| stats::median(&r.own_values()))
+        .filter(|m| m.is_finite())
         .collect();
     let trend = stats::mann_kendall(&medians, TREND_ALPHA)
-        .filter(|_| medians.iter().filter(|m| !m.is_nan()).count() >= 3)
+        .filter(|_| medians.len() >= 3)
         .map(|t| TrendSummary {
+            commits: medians.len(),
             p_value: t.p_value,
             tau: t.tau,
             sen_slope: t.sen_slope,
@@ -273,7 +280,8 @@ pub fn text(test: &Test, scope: &str, rows: &[CommitRow], old_end: bool) -> Stri
                 };
                 let _ = writeln!(
                     o,
-                    "Mann-Kendall over commit medians: {what} (p = {:.3}, Sen's slope {} per commit, {:+.3}%)",
+                    "Mann-Kendall over the medians of {} measured commits: {what} (p = {:.3}, Sen's slope {} per measured commit, {:+.3}%)",
+                    t.commits,
                     t.p_value,
                     fmt_signed(t.sen_slope),
                     t.sen_slope_pct
