@@ -230,3 +230,59 @@ fn a_report_states_every_culprit_triage_confirmed_over_its_range() {
         assert!(!page.contains("<table class=\"bars\">"), "{page}");
     }
 }
+
+#[test]
+fn a_search_narrowed_to_an_imported_gap_is_labelled_as_the_gap_and_the_views_cover_the_range() {
+    let f = Fixture::new(
+        &specs(30, |i, c| {
+            c.work = 0;
+            c.metric = if i >= 19 { 1100.0 } else { 1000.0 };
+        }),
+        &with_build(VALUE),
+    );
+    // Three cron rounds on every 6th commit (commits 1, 7, 13, 19, 25).
+    let mut csv = String::from("commit,test,value,round\n");
+    for round in 0..3 {
+        for (i, id) in f.ids.iter().enumerate().step_by(6) {
+            let level = if i + 1 >= 19 { 1100.0 } else { 1000.0 };
+            let v = level * (1.0 + 0.005 * ((i * 7 + round * 3) % 5) as f64);
+            csv.push_str(&format!("{id},value,{v},{round}\n"));
+        }
+    }
+    let file = f.dir.path().join("cron.csv");
+    std::fs::write(&file, csv).unwrap();
+    let o = f.cmd().arg("import").arg(&file).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let range = f.range();
+    let md = f.cmd().args(["report", "value", &range]).output().unwrap();
+    let md = String::from_utf8_lossy(&md.stdout).to_string();
+    let gap = format!(
+        "searched only 6 commits after {} up to {}, the gap the imported rounds show",
+        &f.ids[12][..10],
+        &f.ids[18][..10]
+    );
+    assert!(
+        md.contains(&format!("29 commits on the first-parent chain; {gap}")),
+        "{md}"
+    );
+    assert!(
+        md.contains("over every stored run of the 30 commits of"),
+        "{md}"
+    );
+    assert!(
+        md.contains("of the old end and the range's 29 commits"),
+        "{md}"
+    );
+    assert!(md.contains(&format!("`{}`", &f.ids[18][..10])), "{md}");
+    // JSON: the range asked, every commit of it.
+    let j = f.json(&["report", "value", &range, "--format", "json"]);
+    assert_eq!(j["commits"].as_array().unwrap().len(), 30, "{j:#}");
+    assert_eq!(j["change_points"][0]["commit"], f.ids[18].as_str(), "{j:#}");
+    // `find` names the gap it searched too.
+    let text = f.cmd().args(["find", "value", &range]).output().unwrap();
+    let text = String::from_utf8_lossy(&text.stdout).to_string();
+    assert!(
+        text.contains(&format!("searched {range}, only 6 commits after")),
+        "{text}"
+    );
+}

@@ -230,6 +230,7 @@ fn markdown_report_snapshot() {
     let x = Issue {
         find: &r,
         rows: &rows,
+        range_rows: &rows,
         blocks: &blocks,
         detection: &perfbisect::stats::Detection {
             points: cps.clone(),
@@ -1006,6 +1007,7 @@ fn markdown_reports_say_no_change_and_inconclusive_plainly() {
         let x = Issue {
             find: &r,
             rows: &rows,
+            range_rows: &rows,
             blocks: &blocks,
             detection: &Default::default(),
             measured: &measured,

@@ -66,11 +66,20 @@ pub fn report(g: &Global, args: ReportArgs) -> anyhow::Result<()> {
 
     let samples = ws.samples(&run.test)?;
     let all_rows = crate::pipeline::history::rows(&ws, &samples, run.commits.clone());
-    let chain = &all_rows[..=run.searched];
+    // The change points, sparkline and plot cover the range asked, also where imported
+    // rounds narrowed the search to a gap of it (`offset`: where the searched chain starts).
+    let widened = range_rows(&ws, &samples, range, &all_rows[..=run.searched])?;
+    let (chain, offset) = match &widened {
+        Some((rows, offset)) => (&rows[..], *offset),
+        None => (&all_rows[..=run.searched], 0),
+    };
     let detection = crate::pipeline::history::detection(&run.test, chain);
     let cps = &detection.points;
     let spark = spark::medians_line(chain, &run.test.unit());
     let mut markers = run.markers();
+    for m in &mut markers {
+        m.index += offset;
+    }
     markers.extend(charts::change_point_markers(chain, cps));
     let chart = charts::commit_chart(&run.test, &run.chart_title(), chain, markers, charts::WIDE);
     let measured = crate::publish::files::measured(&ws, &run.test);
@@ -89,10 +98,11 @@ pub fn report(g: &Global, args: ReportArgs) -> anyhow::Result<()> {
             }
             _ => Vec::new(),
         };
-        let known = crate::report::known::confirmed(&findings, &run.test.name, &all_rows, &named);
+        let known = crate::report::known::confirmed(&findings, &run.test.name, chain, &named);
         let x = Issue {
             find: &r,
             rows: &all_rows,
+            range_rows: chain,
             blocks: &run.blocks,
             detection: &detection,
             measured: &measured,
@@ -154,4 +164,26 @@ fn site(g: &Global, args: &ReportArgs) -> anyhow::Result<()> {
         ws.repo.require_range(r, "report")?;
     }
     crate::publish::site::site(&ws, out, &args.test, args.range.as_deref())
+}
+
+/// Where imported rounds narrowed the search to a gap of `range`: the rows of the range (its
+/// old end first) and where `searched` (the chain `find` searched, its old end first) starts
+/// among them; `None` when the searched chain is the range's.
+fn range_rows(
+    ws: &Workspace,
+    samples: &crate::pipeline::samples::Samples,
+    range: &str,
+    searched: &[crate::pipeline::rows::CommitRow],
+) -> anyhow::Result<Option<(Vec<crate::pipeline::rows::CommitRow>, usize)>> {
+    let whole = ws.repo.range(range)?;
+    let commits: Vec<crate::git::CommitInfo> =
+        whole.base.iter().cloned().chain(whole.commits).collect();
+    let first = searched.first().map(|r| r.commit.id);
+    match commits.iter().position(|c| Some(c.id) == first) {
+        Some(offset) if offset > 0 || commits.len() != searched.len() => Ok(Some((
+            crate::pipeline::history::rows(ws, samples, commits),
+            offset,
+        ))),
+        _ => Ok(None),
+    }
 }

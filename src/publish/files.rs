@@ -172,6 +172,7 @@ pub fn issue_markdown<'a>(
     let x = crate::report::issue::Issue {
         find: &r,
         rows: &all_rows,
+        range_rows: chain,
         blocks,
         detection: &detection,
         measured: &measured,

@@ -397,6 +397,20 @@ impl FindReport<'_> {
         }
     }
 
+    /// Where imported rounds narrowed the search to a gap of the range: "the 6 commits after
+    /// `2f2e060a83` up to `52b19845b5`, the gap the imported rounds show" (the chain searched,
+    /// not the range asked); `None` when the range itself was searched.
+    pub(crate) fn gap_searched(&self) -> Option<String> {
+        let g = self.imported.filter(|g| !g.fell_back)?;
+        let short = |c: &str| c.chars().take(10).collect::<String>();
+        Some(format!(
+            "{} after {} up to {}, the gap the imported rounds show",
+            crate::base::text::count(self.searched, "commit"),
+            short(&g.old.commit),
+            short(&g.new.commit)
+        ))
+    }
+
     /// The merge that brought the commit at `pos` in, if it was found inside a merged branch.
     pub(crate) fn merge_of(&self, pos: usize) -> Option<usize> {
         self.merges.iter().find(|(c, _)| *c == pos).map(|&(_, m)| m)
@@ -650,9 +664,11 @@ pub fn text(r: &FindReport<'_>) -> String {
     let probed: Vec<String> = r.probed.iter().map(|&p| r.commits[p].short()).collect();
     let _ = writeln!(
         o,
-        "searched {} ({}): {}",
-        r.range,
-        count(r.searched, "commit"),
+        "searched {}: {}",
+        match r.gap_searched() {
+            Some(g) => format!("{}, only {g}", r.range),
+            None => format!("{} ({})", r.range, count(r.searched, "commit")),
+        },
         r.spent()
     );
     if !probed.is_empty() {

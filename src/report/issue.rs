@@ -44,11 +44,14 @@ pub struct Issue<'a> {
     pub rows: &'a [CommitRow],
     /// Position ranges of `rows` that are one first-parent chain each (the range first).
     pub blocks: &'a [Range<usize>],
-    /// detect's change points over the searched chain (`rows[..=find.searched]`), and the
-    /// steps it leaves undecided.
+    /// The rows of the range asked (its old end first): the searched chain, or more where
+    /// imported rounds narrowed the search to a gap of it.
+    pub range_rows: &'a [CommitRow],
+    /// detect's change points over `range_rows` (positions there), and the steps it leaves
+    /// undecided.
     pub detection: &'a crate::stats::Detection,
     pub measured: &'a Measured,
-    /// The steps `triage` confirmed at commits of `rows` that `find` did not name.
+    /// The steps `triage` confirmed at commits of `range_rows` that `find` did not name.
     pub known: &'a [super::known::Known],
 }
 
@@ -123,7 +126,7 @@ pub fn markdown(x: &Issue<'_>) -> String {
     headline(&mut o, x);
     what_and_where(&mut o, x);
     super::find::sparkline_and_plot(&mut o, r);
-    super::known::markdown(&mut o, x.known, x.rows);
+    super::known::markdown(&mut o, x.known, x.range_rows);
 
     // Further steps, then a table around each culprit.
     if culprits.len() > 1 {
@@ -259,7 +262,7 @@ fn what_and_where(o: &mut String, x: &Issue<'_>) {
     let t = r.test;
     let _ = writeln!(
         o,
-        "{}{} ({}{} is better); range {}, {} on the first-parent chain.\n",
+        "{}{} ({}{} is better); range {}, {} on the first-parent chain{}.\n",
         t.description
             .as_deref()
             .map(|d| format!("{} — ", md_escape(d)))
@@ -275,7 +278,10 @@ fn what_and_where(o: &mut String, x: &Issue<'_>) {
         },
         t.direction.as_str(),
         md::code(r.range),
-        count(r.searched, "commit")
+        count(x.range_rows.len().saturating_sub(1), "commit"),
+        r.gap_searched()
+            .map(|g| format!("; searched only {}", md_escape(&g)))
+            .unwrap_or_default()
     );
 }
 
@@ -424,7 +430,7 @@ fn around_table(o: &mut String, x: &Issue<'_>, c: &Culprit, confirmed: bool) {
     }
 }
 
-/// "Change points": `detect`'s steps over the searched chain beside `find`'s culprits.
+/// "Change points": `detect`'s steps over the range asked beside `find`'s culprits.
 fn change_points(o: &mut String, x: &Issue<'_>) {
     let r = x.find;
     let _ = writeln!(
@@ -434,7 +440,7 @@ fn change_points(o: &mut String, x: &Issue<'_>) {
          as the headline is (the same levels, change, p-value and test); another's levels and \
          change come from the runs taken side by side across it, its p-value from the detector's \
          test:\n",
-        count(r.searched + 1, "commit"),
+        count(x.range_rows.len(), "commit"),
         md::code(r.range)
     );
     if x.detection.points.is_empty() {
@@ -463,7 +469,7 @@ fn change_points(o: &mut String, x: &Issue<'_>) {
 /// " (after `1a2b3c4`; 3 between not measured)" where commits between the last measured at
 /// the old level (`last`) and the first at the new (`first`) were not measured.
 fn span_cell(x: &Issue<'_>, last: usize, first: usize) -> String {
-    match x.rows.get(last) {
+    match x.range_rows.get(last) {
         Some(r) if first > last + 1 => format!(
             " (after `{}`; {} between not measured)",
             r.commit.short(),
@@ -487,7 +493,7 @@ fn undecided(o: &mut String, x: &Issue<'_>) {
         if open.len() == 1 { "a step" } else { "steps" },
     );
     for u in open {
-        let Some(row) = x.rows.get(u.index) else {
+        let Some(row) = x.range_rows.get(u.index) else {
             continue;
         };
         let _ = writeln!(
@@ -533,7 +539,7 @@ fn change_point_table(o: &mut String, x: &Issue<'_>) -> Vec<String> {
     );
     let mut extra = Vec::new();
     for cp in &x.detection.points {
-        let Some(row) = x.rows.get(cp.index) else {
+        let Some(row) = x.range_rows.get(cp.index) else {
             continue;
         };
         let culprit = named.iter().find(|(at, _)| *at == row.commit.id);
@@ -602,7 +608,7 @@ fn culprits_not_change_points(o: &mut String, x: &Issue<'_>) {
             .iter()
             .filter(|c| {
                 !x.detection.points.iter().any(|cp| {
-                    x.rows
+                    x.range_rows
                         .get(cp.index)
                         .is_some_and(|row| row.commit.id == r.commits[on_chain(r, c.pos)].id)
                 })
@@ -725,7 +731,7 @@ fn measured(o: &mut String, x: &Issue<'_>) {
 fn span_json(x: &Issue<'_>, last: usize, first: usize) -> serde_json::Value {
     serde_json::json!({
         "last_old_index": last,
-        "last_old_commit": x.rows.get(last).map(|r| r.commit.id.to_string()),
+        "last_old_commit": x.range_rows.get(last).map(|r| r.commit.id.to_string()),
         "unmeasured": first.saturating_sub(last + 1),
     })
 }
@@ -735,7 +741,7 @@ fn span_json(x: &Issue<'_>, last: usize, first: usize) -> serde_json::Value {
 /// `change_points`, `undecided`, `sparkline` and `measured` added.
 pub fn json(x: &Issue<'_>, find_json: serde_json::Value) -> anyhow::Result<String> {
     let r = x.find;
-    let chain = &x.rows[..=r.searched.min(x.rows.len().saturating_sub(1))];
+    let chain = x.range_rows;
     // The chain starts at the old end the search measured.
     let mut v = super::export::json_value(r.test, chain, true)?;
     let cps: Vec<serde_json::Value> = x
@@ -743,7 +749,7 @@ pub fn json(x: &Issue<'_>, find_json: serde_json::Value) -> anyhow::Result<Strin
         .points
         .iter()
         .filter_map(|cp| {
-            let row = x.rows.get(cp.index)?;
+            let row = x.range_rows.get(cp.index)?;
             Some(serde_json::json!({
                 "index": cp.index,
                 "commit": row.commit.id.to_string(),
@@ -765,7 +771,7 @@ pub fn json(x: &Issue<'_>, find_json: serde_json::Value) -> anyhow::Result<Strin
         .undecided
         .iter()
         .filter_map(|u| {
-            let row = x.rows.get(u.index)?;
+            let row = x.range_rows.get(u.index)?;
             Some(serde_json::json!({
                 "index": u.index,
                 "commit": row.commit.id.to_string(),
@@ -788,7 +794,7 @@ pub fn json(x: &Issue<'_>, find_json: serde_json::Value) -> anyhow::Result<Strin
         obj.insert("undecided".into(), open.into());
         obj.insert(
             "triage_confirmed".into(),
-            super::known::json(x.known, x.rows),
+            super::known::json(x.known, x.range_rows),
         );
         obj.insert(
             "sparkline".into(),
