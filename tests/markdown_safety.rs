@@ -151,14 +151,14 @@ fn live_text_in_a_subject_is_shown_not_acted_on() {
         assert!(!text.contains(bad), "{bad:?} in:\n{text}");
     }
     assert!(
-        text.contains("\\u{1b}]0;pwned\\u{7}\\u{1b}[2K\\u{d}fix GH-12"),
-        "written out: {text}"
+        text.contains("\u{fffd}]0;pwned\u{fffd}\u{fffd}[2K fix GH-12"),
+        "replaced: {text}"
     );
     assert!(text.contains("\\u{202e}gnp.exe"), "{text}");
     let j = f.json(&["find", "value", &range, "--format", "json"]);
     let subject = j["culprit"]["subject"].as_str().unwrap();
     assert!(
-        !subject.contains('\u{1b}') && subject.contains("\\u{1b}]0;pwned"),
+        !subject.contains('\u{1b}') && subject.contains("\u{fffd}]0;pwned"),
         "{subject}"
     );
     let o = f
@@ -171,6 +171,30 @@ fn live_text_in_a_subject_is_shown_not_acted_on() {
         assert!(!md.contains(bad), "{bad:?} in:\n{md}");
     }
     assert!(md.contains("GH-\u{2060}12"), "{md}");
+}
+
+/// Issue 50: a tab in a subject reads as a space wherever the subject is shown (the text,
+/// the Markdown, the JSON), never written out as `\u{9}`.
+#[test]
+fn a_tab_in_a_subject_reads_as_a_space() {
+    let f = hostile_with("perf:\tfaster loop");
+    let range = f.range();
+    for format in ["text", "md"] {
+        let o = f
+            .cmd()
+            .args(["find", "value", &range, "--format", format])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let out = String::from_utf8_lossy(&o.stdout).into_owned();
+        assert!(out.contains("perf: faster loop"), "{format}: {out}");
+        assert!(
+            !out.contains("\\u{9}") && !out.contains('\t'),
+            "{format}: {out}"
+        );
+    }
+    let j = f.json(&["find", "value", &range, "--format", "json"]);
+    assert_eq!(j["culprit"]["subject"], "perf: faster loop");
 }
 
 #[test]

@@ -28,31 +28,49 @@ const LISTED: usize = 3;
 /// While it lives, a line on stderr every [`HEARTBEAT`] ("perfbisect: still building
 /// 3a4b5c6d7e, 9f8e7d6c5b (+3 more) (40s so far); 24 of 46 done") saying what is in progress,
 /// and only that, on one line; inert when bars are drawn or with `-q`. [`Heartbeat::set`]
-/// changes what the next line says.
+/// changes what the next line says, and the time it counts from.
 pub struct Heartbeat {
     beat: Option<Beating>,
 }
 
-/// A heartbeat's line to say (what is in progress, and how far the whole is), the sender whose
-/// drop stops its thread, and the thread.
+/// What a heartbeat's next line says: what is in progress, how far the whole is, and since
+/// when the thing in progress has been going (the "so far").
+struct Said {
+    what: String,
+    done: String,
+    since: Instant,
+}
+
+/// A heartbeat's line to say, the sender whose drop stops its thread, and the thread.
 type Beating = (
-    Arc<Mutex<(String, String)>>,
+    Arc<Mutex<Said>>,
     mpsc::Sender<()>,
     std::thread::JoinHandle<()>,
 );
 
 impl Heartbeat {
-    /// What is in progress now, for the next line; nothing (empty) says no line until set
-    /// again.
+    /// A new single thing in progress now, for the next line: its "so far" counts from now
+    /// (a pristine rebuild's, not the whole check's, so it agrees with the "done in" said
+    /// after it). Nothing (empty) says no line until set again.
     pub fn set(&self, what: impl Into<String>) {
-        self.set_done(what, "");
+        if let Some((w, _, _)) = &self.beat {
+            let mut said = w.lock().unwrap_or_else(|e| e.into_inner());
+            *said = Said {
+                what: what.into(),
+                done: String::new(),
+                since: Instant::now(),
+            };
+        }
     }
 
-    /// What is in progress now, and how far the whole is ("24 of 46 done"), said after the
-    /// time it has taken.
+    /// What is in progress now (several things of one whole, e.g. the builds still going),
+    /// and how far the whole is ("24 of 46 done"), said after the time the whole has taken:
+    /// the "so far" keeps counting from when the heartbeat began.
     pub fn set_done(&self, what: impl Into<String>, done: impl Into<String>) {
         if let Some((w, _, _)) = &self.beat {
-            *w.lock().unwrap_or_else(|e| e.into_inner()) = (what.into(), done.into());
+            let mut said = w.lock().unwrap_or_else(|e| e.into_inner());
+            said.what = what.into();
+            said.done = done.into();
         }
     }
 }
@@ -122,11 +140,14 @@ impl Progress {
         if self.visible || self.quiet {
             return Heartbeat { beat: None };
         }
-        let what = Arc::new(Mutex::new((what.into(), String::new())));
+        let what = Arc::new(Mutex::new(Said {
+            what: what.into(),
+            done: String::new(),
+            since: Instant::now(),
+        }));
         let (stop, stopped) = mpsc::channel::<()>();
         let said = Arc::clone(&what);
         let every = interval();
-        let start = Instant::now();
         let thread = std::thread::spawn(move || {
             // Ends when the sender is dropped (recv sees it disconnected).
             while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(every) {
@@ -135,8 +156,8 @@ impl Progress {
                 // names the old.
                 // Nothing in progress (all done while the caller waits on more): no line.
                 let now = said.lock().unwrap_or_else(|e| e.into_inner());
-                if !now.0.is_empty() {
-                    eprintln!("{}", line(&now.0, &now.1, start.elapsed()));
+                if !now.what.is_empty() {
+                    eprintln!("{}", line(&now.what, &now.done, now.since.elapsed()));
                 }
             }
         });
@@ -189,7 +210,7 @@ mod tests {
         let hb = p.heartbeat("building");
         hb.set("building 3a4b5c6d7e");
         assert_eq!(
-            hb.beat.as_ref().unwrap().0.lock().unwrap().0,
+            hb.beat.as_ref().unwrap().0.lock().unwrap().what,
             "building 3a4b5c6d7e"
         );
         let t = Instant::now();
@@ -197,6 +218,38 @@ mod tests {
         assert!(
             t.elapsed() < Duration::from_secs(5),
             "the thread ends at once"
+        );
+    }
+
+    /// What the next line would say: its text, with the time so far as the thread would read
+    /// it now.
+    fn next_line(hb: &Heartbeat) -> String {
+        let said = hb.beat.as_ref().unwrap().0.lock().unwrap();
+        line(&said.what, &said.done, said.since.elapsed())
+    }
+
+    #[test]
+    fn a_new_single_thing_counts_its_own_time_and_a_list_the_whole() {
+        let p = Progress::new(false, false);
+        let hb = p.heartbeat("checking builds against pristine ones");
+        // The check has been going a while when one rebuild starts.
+        hb.beat.as_ref().unwrap().0.lock().unwrap().since -= Duration::from_secs(40);
+        assert_eq!(
+            next_line(&hb),
+            "perfbisect: still checking builds against pristine ones (40s so far)"
+        );
+        hb.set("rebuilding 3a4b5c6d7e in a clean worktree");
+        assert_eq!(
+            next_line(&hb),
+            "perfbisect: still rebuilding 3a4b5c6d7e in a clean worktree (0s so far)",
+            "the rebuild's own time, as its \"done in\" will count it"
+        );
+        // A list of builds, counting the whole: the clock runs on.
+        hb.beat.as_ref().unwrap().0.lock().unwrap().since -= Duration::from_secs(40);
+        hb.set_done("building c0, c1", "24 of 46 done");
+        assert_eq!(
+            next_line(&hb),
+            "perfbisect: still building c0, c1 (40s so far); 24 of 46 done"
         );
     }
 

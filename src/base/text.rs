@@ -100,6 +100,34 @@ pub fn civil(secs: i64) -> (i128, i64, i64, i64, i64, i64) {
     (year, month, day, rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
+/// Whether `c` reorders text around it (bidirectional formatting: U+202E turns what follows
+/// around) without being seen.
+pub fn is_bidi(c: char) -> bool {
+    matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// Untrusted text from a repository (a commit subject, an author) as it is shown anywhere: a
+/// terminal, a CI log, Markdown, HTML, JSON. A tab or line break is a space, as it reads; any
+/// other control character (an escape sequence would retitle a terminal or rewrite a CI log's
+/// line) the replacement character `�`; a bidirectional mark, which would turn the text
+/// around it, written out (`\u{202e}`). The one sanitiser of what comes from a repository,
+/// applied where commits are read.
+pub fn shown(s: &str) -> String {
+    if !s.chars().any(|c| c.is_control() || is_bidi(c)) {
+        return s.to_string();
+    }
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\t' | '\n' | '\r' | '\u{b}' | '\u{c}' => o.push(' '),
+            c if c.is_control() => o.push(char::REPLACEMENT_CHARACTER),
+            c if is_bidi(c) => o.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
 /// `1 commit`, `3 commits`.
 pub fn count(n: usize, what: &str) -> String {
     plural(n, what, &format!("{what}s"))
@@ -204,6 +232,27 @@ mod tests {
         assert_eq!(fmt_num(2.5e-9), "2.5e-9");
         assert_eq!(fmt_num(1e15), "1e15");
         assert_eq!(fmt_num(3002.5), "3002.5");
+    }
+}
+
+#[cfg(test)]
+mod shown_tests {
+    use super::shown;
+
+    #[test]
+    fn subjects_show_tabs_as_spaces_and_nothing_that_acts() {
+        assert_eq!(shown("plain — ünïcode"), "plain — ünïcode");
+        assert_eq!(
+            shown("fix:\tthe tab"),
+            "fix: the tab",
+            "a tab, never `\\u{{9}}`"
+        );
+        assert_eq!(shown("a\r\nb"), "a  b");
+        assert_eq!(shown("a\u{1b}[2Kb\u{7}c"), "a\u{fffd}[2Kb\u{fffd}c");
+        assert_eq!(shown("x\u{202e}y\u{2066}"), "x\\u{202e}y\\u{2066}");
+        // Shown twice is shown once.
+        let s = shown("a\t\u{1b}\u{202e}b");
+        assert_eq!(shown(&s), s);
     }
 }
 

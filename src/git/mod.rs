@@ -160,13 +160,13 @@ impl Repo {
             .with_context(|| format!("cannot read commit {id}"))?;
         let decoded = commit.decode()?;
         // Untrusted text: inert wherever it is printed (a terminal, a CI log, Markdown).
-        let subject = crate::base::style::visible(&decoded.message_summary().to_string());
+        let subject = crate::base::text::shown(&decoded.message_summary().to_string());
         let author = decoded.author()?;
         let time = author.time().map(|t| t.seconds).unwrap_or(0);
         Ok(CommitInfo {
             id,
             subject,
-            author: crate::base::style::visible(&format!("{} <{}>", author.name, author.email)),
+            author: crate::base::text::shown(&format!("{} <{}>", author.name, author.email)),
             time,
         })
     }

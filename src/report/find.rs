@@ -63,6 +63,10 @@ pub struct SearchFacts {
     /// value): a drift between windows is the program's, not the machine's speed.
     #[serde(skip)]
     pub load_free: bool,
+    /// The metric is a count (instructions, or a deterministic value): the machine's speed
+    /// does not move it, so a drift is never said as the machine's speed.
+    #[serde(skip)]
+    pub counted: bool,
     /// The largest move of one build's level between windows of time.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub drift: Option<DriftFact>,
@@ -121,18 +125,24 @@ impl SearchFacts {
         ))
     }
 
-    /// "this machine's speed moved 6.10 % during the search (...)", when it did.
+    /// "this machine's speed moved 6.10 % during the search (...)", when it did by more than
+    /// the note's precision ([`crate::stats::drift::SAID_FROM`]); for a count, "the same
+    /// build's count moved".
     pub fn drift_line(&self, commits: &[CommitInfo]) -> Option<String> {
-        let d = self.drift.as_ref().filter(|d| d.significant)?;
+        let d = self
+            .drift
+            .as_ref()
+            .filter(|d| d.significant && d.rel.abs() >= crate::stats::drift::SAID_FROM)?;
         let id = gix::ObjectId::from_hex(d.commit.as_bytes()).ok();
         let short = commits
             .iter()
             .find(|c| Some(c.id) == id)
             .map(|c| c.short())
             .unwrap_or_else(|| d.commit.chars().take(10).collect());
-        // A value the machine's load does not move (a Cachegrind count) moved on its own: the
-        // program's doing (poll loops, timers), not the machine's speed.
-        let what = if self.load_free {
+        // A value the machine's load does not move (a Cachegrind count) or a count of any
+        // counter moved on its own: the program's doing (poll loops, timers), not the
+        // machine's speed.
+        let what = if self.load_free || self.counted {
             "the same build's count moved"
         } else {
             "this machine's speed moved"
@@ -998,6 +1008,39 @@ mod tests {
                 time: 1_700_000_000,
             })
             .collect()
+    }
+
+    /// Issue 50: a count's drift is never said as the machine's speed, and no drift too
+    /// small to read ("0.00 %") is said at all.
+    #[test]
+    fn a_drift_note_names_what_moved_and_only_a_readable_move() {
+        let cs = commits();
+        let facts = |rel: f64, counted: bool| SearchFacts {
+            counted,
+            drift: Some(DriftFact {
+                rel,
+                commit: cs[1].id.to_string(),
+                windows: 3,
+                p_value: 7.9e-3,
+                significant: true,
+            }),
+            ..SearchFacts::default()
+        };
+        let time = facts(0.061, false).drift_line(&cs).unwrap();
+        assert!(
+            time.starts_with(
+                "this machine's speed moved 6.10 % during the search (the same build, "
+            ),
+            "{time}"
+        );
+        let count = facts(0.0002, true).drift_line(&cs).unwrap();
+        assert!(
+            count.starts_with("the same build's count moved 0.02 % during the search"),
+            "{count}"
+        );
+        assert!(!count.contains("machine's speed"), "{count}");
+        assert_eq!(facts(1.435e-7, true).drift_line(&cs), None);
+        assert_eq!(facts(0.00009, false).drift_line(&cs), None);
     }
 
     fn culprit(before: f64, after: f64, p_value: f64) -> Culprit {

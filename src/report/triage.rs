@@ -106,12 +106,23 @@ fn p_cell(s: &TestStep) -> String {
     }
 }
 
+/// Where a finding stands, in the words of the text and the Markdown: the store's `new`
+/// (confirmed, not posted) is "not posted yet", since "new" would read as found this run.
+fn state_word(st: State) -> &'static str {
+    match st {
+        State::New => "not posted yet",
+        _ => st.as_str(),
+    }
+}
+
+/// How many findings stand where ("2 posted, 1 not posted yet"). A finding the store calls
+/// `new` is said as [`state_word`] says it, beside a headline that may say nothing was found.
 fn states(f: &Findings) -> String {
     let mut parts = Vec::new();
     for st in [State::New, State::Posted, State::Unconfirmed, State::Fixed] {
         let n = f.findings.iter().filter(|x| x.state == st).count();
         if n > 0 {
-            parts.push(format!("{n} {}", st.as_str()));
+            parts.push(format!("{n} {}", state_word(st)));
         }
     }
     if parts.is_empty() {
@@ -137,9 +148,17 @@ pub fn text(v: &View<'_>) -> String {
     let nothing =
         v.changed.is_empty() && v.posted.is_empty() && v.left.is_empty() && v.eras.is_empty();
     if nothing && v.failures.is_empty() {
+        // "Nothing new" only when nothing waits either: a finding not posted yet (found
+        // before by a run without `--attach`, or whose post failed) is still to act on.
+        let waiting = v.findings.findings.iter().any(|x| x.state == State::New);
         let _ = writeln!(
             o,
-            "triage: nothing new ({} known: {}); {}",
+            "triage: {} ({} known: {}); {}",
+            if waiting {
+                "no finding changed this run"
+            } else {
+                "nothing new"
+            },
             count(v.findings.findings.len(), "finding"),
             states(v.findings),
             spent(v)
@@ -170,7 +189,7 @@ pub fn text(v: &View<'_>) -> String {
                 x.fixed_by.as_deref().map(short).unwrap_or("?")
             ),
             (State::Unconfirmed, _) => " [unconfirmed: not posted]".into(),
-            _ => " [new]".into(),
+            _ => " [confirmed, not posted yet]".into(),
         };
         let what = if x.state == State::Unconfirmed {
             "change point"
@@ -342,7 +361,7 @@ pub fn markdown(v: &View<'_>) -> String {
         let _ = writeln!(
             o,
             "### {} `{}` {}{link}\n",
-            x.state.as_str(),
+            state_word(x.state),
             short(&x.commit),
             md::text(&x.subject)
         );
@@ -622,5 +641,54 @@ mod tests {
             t.starts_with("triage: nothing new (1 finding known: 1 posted)"),
             "{t}"
         );
+        assert!(t.ends_with("0 runs in 1.0s\n"), "{t}");
+    }
+
+    /// Issue 50: "triage: nothing new (3 findings known: 3 new)" said two things at once.
+    /// Findings confirmed and not posted (no `--attach`, or a post that failed) are not "new"
+    /// this run, and a run that changed nothing while they wait does not say "nothing new".
+    #[test]
+    fn findings_waiting_to_be_posted_are_not_called_new() {
+        let f = Findings {
+            findings: vec![
+                finding(State::New),
+                finding(State::New),
+                finding(State::New),
+            ],
+            ..Findings::default()
+        };
+        let mut v = View {
+            findings: &f,
+            changed: &[],
+            left: &[],
+            posted: &[],
+            failures: &[],
+            eras: &[],
+            searches: 0,
+            builds: 0,
+            runs: 0,
+            seconds: 0.2,
+        };
+        let t = text(&v);
+        assert_eq!(
+            t,
+            "triage: no finding changed this run (3 findings known: 3 not posted yet); 0 \
+             searches, 0 builds, 0 runs in 200ms\n"
+        );
+        let changed = [f.findings[0].commit.clone()];
+        v.changed = &changed;
+        let t = text(&v);
+        assert!(
+            t.starts_with(
+                "triage: 1 finding changed this run; 3 findings known: 3 not posted yet; "
+            ),
+            "{t}"
+        );
+        let md = markdown(&v);
+        assert!(
+            md.contains("1 finding changed this run; 3 findings known (3 not posted yet)"),
+            "{md}"
+        );
+        assert!(!t.contains(" new") && !md.contains(" new"), "{t}{md}");
     }
 }

@@ -146,6 +146,32 @@ pub fn quantity(v: f64, unit: &str) -> String {
     format!("{x:.decimals$}{}", unit_after(s.prefix, unit))
 }
 
+/// The word [`quantity`] writes last for `unit` ("instructions", "allocs"), which a narrow
+/// label may leave to its axis or subtitle; `None` for bytes and seconds, whose short symbols
+/// ("MB", "ms") carry the prefix, and for no unit.
+fn word_unit(unit: &str) -> Option<&str> {
+    let u = base(1.0, unit).1;
+    let short = u.is_empty()
+        || matches!(u, "s" | "sec" | "seconds" | "bytes" | "byte" | "B")
+        || ["bytes/", "B/"].iter().any(|p| u.starts_with(p));
+    (!short).then_some(u)
+}
+
+/// [`quantity`] without a word unit: "88.36 M" for 88,360,000 instructions, where a label is
+/// too narrow for "88.36 M instructions" and the axis or the subtitle names the unit. Bytes
+/// and seconds keep their symbols ("13.30 MB", "12.34 ms").
+pub fn quantity_short(v: f64, unit: &str) -> String {
+    strip_word_unit(quantity(v, unit), unit)
+}
+
+/// `text` (a [`quantity`] or a tick label) without its trailing word unit, when it has one.
+pub fn strip_word_unit(text: String, unit: &str) -> String {
+    match word_unit(unit).and_then(|w| text.strip_suffix(&format!(" {w}"))) {
+        Some(t) => t.to_string(),
+        None => text,
+    }
+}
+
 /// [`quantity`] with an explicit sign: "+62.14 MB/s", "-3 bytes".
 pub fn signed_quantity(v: f64, unit: &str) -> String {
     let q = quantity(v, unit);
@@ -314,6 +340,24 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn a_short_quantity_leaves_a_word_unit_to_the_axis() {
+        assert_eq!(
+            quantity(88_360_000.0, "instructions"),
+            "88.36 M instructions"
+        );
+        assert_eq!(quantity_short(88_360_000.0, "instructions"), "88.36 M");
+        assert_eq!(quantity_short(13_300_000.0, "bytes"), "13.30 MB");
+        assert_eq!(quantity_short(0.01234, "s"), "12.34 ms");
+        assert_eq!(quantity_short(28_100.0, "ns"), "28.10 µs");
+        assert_eq!(quantity_short(7.0, ""), "7");
+        assert_eq!(
+            strip_word_unit("88.5 M instructions".into(), "instructions"),
+            "88.5 M"
+        );
+        assert_eq!(strip_word_unit("13.5 MB".into(), "bytes"), "13.5 MB");
+    }
 
     #[test]
     fn quantities_read_like_curls_page() {

@@ -3,6 +3,10 @@
 use super::compare::mann_whitney_u;
 use super::summary::median;
 
+/// The smallest drift (relative: 0.01 %) a report says: below it a note reads "0.00 %" or
+/// "0.00001435 %", a move no one could act on.
+pub const SAID_FROM: f64 = 1e-4;
+
 /// The move of the machine between rounds of interleaved runs.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct RoundDrift {

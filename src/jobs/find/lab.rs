@@ -399,14 +399,16 @@ impl WorkspaceLab<'_> {
                 .into_iter()
                 .map(|i| names[i].as_str())
                 .collect();
-            beat.set(if now.is_empty() {
+            // Several builds of one whole: the time so far is the whole's.
+            let what = if now.is_empty() {
                 String::new()
             } else {
                 format!(
                     "building {} beside the measurement",
                     crate::base::progress::listed(&now)
                 )
-            });
+            };
+            beat.set_done(what, "");
         };
         building(&finished.lock().unwrap_or_else(|e| e.into_inner()));
         let (finished, building) = (&finished, &building);

@@ -64,6 +64,7 @@ impl Tally {
         self.facts.ahead_unused += earlier.facts.ahead_unused;
         self.facts.unprobed += earlier.facts.unprobed;
         self.facts.load_free |= earlier.facts.load_free;
+        self.facts.counted |= earlier.facts.counted;
         self.facts.parallel_runs += earlier.facts.parallel_runs;
     }
 
@@ -876,6 +877,7 @@ fn drive(
     // once, and the next probes building while one is measured. Never a time or a peak.
     let dep = crate::pipeline::shards::dependence(test);
     tally.facts.load_free |= dep.independent();
+    tally.facts.counted |= params.counted || params.deterministic;
     if jobs > 1 && dep.independent() {
         lab.parallel = jobs;
         lab.why_parallel = format!("{}: the machine's load does not move it", dep.why());

@@ -504,6 +504,12 @@ fn measure_rounds(
         inter.extra_setups += done.setups.saturating_sub(with_setup);
         inter.extra_warmups += done.warmups.saturating_sub(first.warmup * visits.len());
         for gi in 0..group.len() {
+            // A count (instructions, a deterministic value) does not follow the machine's
+            // speed: its rounds say nothing of it.
+            let t = tests[group[gi]];
+            if crate::pipeline::history::pair_params(t).counted || t.deterministic {
+                continue;
+            }
             let runs: Vec<(usize, u32, f64)> = got
                 .iter()
                 .filter(|(_, t, _)| *t == gi)

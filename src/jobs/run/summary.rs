@@ -180,6 +180,23 @@ pub(super) struct Interleaved {
     pub(super) drift: Option<crate::stats::drift::RoundDrift>,
 }
 
+impl Interleaved {
+    /// "this machine's speed moved 1.23 % between rounds (p = 7.9e-3); ...", when it did: by
+    /// more than the runs' own noise (p < 0.01) and than the note's precision
+    /// ([`crate::stats::drift::SAID_FROM`]). Counts (instructions, deterministic values) have
+    /// no drift here: the machine's speed does not move them.
+    pub(super) fn drift_note(&self) -> Option<String> {
+        let d = self
+            .drift
+            .filter(|d| d.p_value < 0.01 && d.rel.abs() >= crate::stats::drift::SAID_FROM)?;
+        Some(format!(
+            "this machine's speed moved {} % between rounds (p = {:.1e}); measured round by round, the drift fell on every commit alike",
+            crate::base::text::fmt_num(d.rel * 100.0),
+            d.p_value
+        ))
+    }
+}
+
 /// A commit whose build is byte-identical to another's, so it uses that one's samples.
 #[derive(Debug, Serialize)]
 struct Shared {
@@ -306,12 +323,8 @@ pub fn print_summary(
                         )
                     }
                 );
-                if let Some(d) = i.drift.filter(|d| d.p_value < 0.01) {
-                    println!(
-                        "  this machine's speed moved {} % between rounds (p = {:.1e}); measured round by round, the drift fell on every commit alike",
-                        crate::base::text::fmt_num(d.rel * 100.0),
-                        d.p_value
-                    );
+                if let Some(line) = i.drift_note() {
+                    println!("  {line}");
                 }
             }
             for (f, why) in s.failed_builds.iter().zip(&s.failed_reasons) {
@@ -322,4 +335,42 @@ pub fn print_summary(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Interleaved;
+    use crate::stats::drift::RoundDrift;
+
+    fn with(rel: f64, p_value: f64) -> Interleaved {
+        Interleaved {
+            rounds: 5,
+            drift: Some(RoundDrift {
+                rel,
+                rounds: 5,
+                p_value,
+            }),
+            ..Interleaved::default()
+        }
+    }
+
+    /// Issue 50: "this machine's speed moved 0.00001435 % between rounds (p = 7.9e-3)" was
+    /// said of an instruction count's rounds.
+    #[test]
+    fn a_drift_is_said_only_when_it_reads_as_one() {
+        assert_eq!(
+            with(0.0123, 7.9e-3).drift_note().as_deref(),
+            Some(
+                "this machine's speed moved 1.23 % between rounds (p = 7.9e-3); measured round \
+                 by round, the drift fell on every commit alike"
+            )
+        );
+        // Below the note's precision: nothing to say, however sure.
+        assert_eq!(with(1.435e-7, 7.9e-3).drift_note(), None);
+        assert_eq!(with(0.00009, 1e-9).drift_note(), None);
+        // Within the noise: nothing either.
+        assert_eq!(with(0.05, 0.2).drift_note(), None);
+        // No drift measured (a count's rounds are not looked at): nothing.
+        assert_eq!(Interleaved::default().drift_note(), None);
+    }
 }

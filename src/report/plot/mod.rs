@@ -11,6 +11,7 @@ use std::path::Path;
 
 use plotters::prelude::*;
 
+mod bitmap;
 mod model;
 mod panels;
 mod primitives;
@@ -65,7 +66,7 @@ pub fn png(chart: &Chart) -> anyhow::Result<Vec<u8>> {
     let (w, h) = (chart.width, chart.height);
     let mut rgb = vec![0u8; w as usize * h as usize * 3];
     {
-        let root = BitMapBackend::with_buffer(&mut rgb, (w, h)).into_drawing_area();
+        let root = bitmap::Bitmap::with_buffer(&mut rgb, (w, h))?.into_drawing_area();
         draw(&root, chart).map_err(|e| anyhow::anyhow!("cannot draw the plot: {e}"))?;
         root.present()
             .map_err(|e| anyhow::anyhow!("cannot draw the plot: {e}"))?;

@@ -7,7 +7,7 @@ use plotters::style::text_anchor::{HPos, VPos};
 use super::model::*;
 use super::primitives::*;
 use super::primitives::{Area, DrawResult, Rect};
-use crate::report::units::{nice_ticks, quantity, tick_labels};
+use crate::report::units::{nice_ticks, quantity, quantity_short, strip_word_unit, tick_labels};
 use crate::stats;
 
 mod markers;
@@ -83,7 +83,16 @@ pub(super) fn draw<DB: DrawingBackend>(root: &Area<DB>, c: &Chart) -> DrawResult
     }
     let n_ticks = ((plot_bottom - plot_top) / 36).clamp(4, 10) as usize;
     let ticks = nice_ticks(lo, hi, n_ticks);
-    let tick_text = tick_labels(&ticks, &c.unit);
+    let mut tick_text = tick_labels(&ticks, &c.unit);
+    // A word unit on every tick ("88.5 M instructions") takes the room of the plot on a
+    // narrow picture: there the ticks are numbers and the subtitle names the unit.
+    let widest = |t: &[String]| t.iter().map(|t| text_width(root, t, small)).max();
+    if widest(&tick_text).unwrap_or(0) > w / 6 && !c.unit.is_empty() {
+        tick_text = tick_text
+            .into_iter()
+            .map(|t| strip_word_unit(t, &c.unit))
+            .collect();
+    }
     let label_w = tick_text
         .iter()
         .map(|t| text_width(root, t, small))
@@ -91,8 +100,27 @@ pub(super) fn draw<DB: DrawingBackend>(root: &Area<DB>, c: &Chart) -> DrawResult
         .unwrap_or(0);
     let left = pad + label_w + 8;
     let right = w - pad;
+    // The boxes' panel holds at least each box's shortest labels (a short hash and "..", the
+    // median without its unit word), never cut.
+    let box_need = c
+        .boxes
+        .iter()
+        .map(|b| {
+            let span = b
+                .sub
+                .split_once("..")
+                .map_or(b.sub.clone(), |(a, _)| format!("{a}.."));
+            let median = stats::median(&b.values)
+                .map(|m| quantity_short(m, &c.unit))
+                .unwrap_or_default();
+            text_width(root, &span, small - 1.0).max(text_width(root, &median, small - 1.0)) + 8
+        })
+        .max()
+        .unwrap_or(0)
+        * c.boxes.len() as i32;
     let (main, side) = panel_rects(
         c,
+        box_need,
         Rect {
             left,
             top: plot_top,
@@ -257,13 +285,18 @@ fn padded(lo: f64, hi: f64) -> (f64, f64) {
 
 /// The main panel and the box panel in the plot's rectangle `plot`: one of them alone fills
 /// it, both share it (the commits the wider part).
-fn panel_rects(c: &Chart, plot: Rect) -> (Option<Rect>, Option<Rect>) {
+fn panel_rects(c: &Chart, box_need: i32, plot: Rect) -> (Option<Rect>, Option<Rect>) {
     if c.commits.is_empty() {
         (None, Some(plot))
     } else if c.boxes.is_empty() {
         (Some(plot), None)
     } else {
-        let split = plot.left + ((plot.right - plot.left) as f64 * 0.72) as i32;
+        // 28 % of the width for the boxes, more when their labels need it (a narrow
+        // picture), up to half.
+        let width = plot.right - plot.left;
+        let split = (plot.left + (width as f64 * 0.72) as i32)
+            .min(plot.right - 20 - box_need)
+            .max(plot.left + width / 2);
         (
             Some(Rect {
                 right: split,
@@ -834,10 +867,11 @@ pub(super) fn box_panel<DB: DrawingBackend>(
         }
         let text_max = slot - 4;
         let n = b.values.iter().filter(|v| v.is_finite()).count();
+        let median = stats::median(&b.values);
         let lines = [
             b.label.clone(),
             b.sub.clone(),
-            stats::median(&b.values)
+            median
                 .map(|m| format!("{} (n {n})", quantity(m, &c.unit)))
                 .unwrap_or_else(|| "no values".into()),
         ];
@@ -849,16 +883,35 @@ pub(super) fn box_panel<DB: DrawingBackend>(
             let size = if li == 0 { small } else { small - 1.0 };
             // What does not fit is said shorter, not cut: the name without its commit (the
             // line below starts with it: "after"), the span by its first commit ("6df1c9d.."),
-            // the median without its count.
-            let shorter = match li {
-                0 => t.split_whitespace().next().map(str::to_string),
-                1 => t.split_once("..").map(|(a, _)| format!("{a}..")),
-                _ => t.split_once(" (n ").map(|(m, _)| m.to_string()),
+            // the median without its count, then without its unit's word (the axis and the
+            // subtitle name it: "88.36 M"). A hash is never cut: a span that does not fit
+            // even so is left out.
+            let shorter: Vec<String> = match li {
+                0 => t
+                    .split_whitespace()
+                    .next()
+                    .map(str::to_string)
+                    .into_iter()
+                    .collect(),
+                1 => t
+                    .split_once("..")
+                    .map(|(a, _)| vec![format!("{a}.."), a.to_string()])
+                    .unwrap_or_default(),
+                _ => t
+                    .split_once(" (n ")
+                    .map(|(m, _)| m.to_string())
+                    .into_iter()
+                    .chain(median.map(|m| quantity_short(m, &c.unit)))
+                    .collect(),
             };
-            let shown = std::iter::once(t.clone())
+            let Some(shown) = std::iter::once(t.clone())
                 .chain(shorter)
                 .find(|s| text_width(root, s, size) <= text_max)
-                .unwrap_or_else(|| fit(root, t, size, text_max));
+                .or_else(|| (li != 1).then(|| fit(root, t, size, text_max)))
+            else {
+                ly += size as i32 + 3;
+                continue;
+            };
             label(
                 root,
                 &shown,
