@@ -4,11 +4,11 @@ use std::io::Write;
 
 use serde::Serialize;
 
-use crate::base::text::fmt_num;
 use crate::cli::{DetectArgs, Format, Global};
 use crate::error::UsageError;
 use crate::git::CommitInfo;
 use crate::pipeline::workspace::Workspace;
+use crate::report::units::quantity;
 use crate::stats::{self, changepoint};
 use crate::store::Observation;
 
@@ -154,6 +154,10 @@ struct Output {
     change_points: Vec<Point>,
     /// Steps the runs show but are too few to decide (src/guide/noise.md: "Few runs").
     undecided: Vec<Open>,
+    /// The test's unit, for the text (levels at the scale every view picks); empty for a
+    /// file's series.
+    #[serde(skip)]
+    unit: String,
 }
 
 pub fn detect(g: &Global, args: DetectArgs) -> anyhow::Result<()> {
@@ -196,6 +200,7 @@ fn from_csv(path: &std::path::Path, alpha: Option<f64>) -> anyhow::Result<Output
     Ok(Output {
         change_points: d.points.iter().map(|c| Point::new(c, &names)).collect(),
         undecided: d.undecided.iter().map(|u| Open::new(u, &names)).collect(),
+        unit: String::new(),
     })
 }
 
@@ -256,6 +261,7 @@ fn from_store(g: &Global, args: &DetectArgs) -> anyhow::Result<Output> {
     Ok(Output {
         change_points: d.points.iter().map(|c| Point::new(c, &names)).collect(),
         undecided,
+        unit: test.unit(),
     })
 }
 
@@ -391,8 +397,8 @@ fn write_text(w: &mut impl Write, out: &Output) -> anyhow::Result<()> {
         writeln!(
             w,
             "{at}: {} -> {} ({}), {evidence}{basis}{}",
-            fmt_num(p.before),
-            fmt_num(p.after),
+            quantity(p.before, &out.unit),
+            quantity(p.after, &out.unit),
             crate::base::text::fmt_rel(p.rel_change, 2),
             span_text(&p.span),
         )?;
@@ -408,8 +414,8 @@ fn write_text(w: &mut impl Write, out: &Output) -> anyhow::Result<()> {
         writeln!(
             w,
             "undecided: {at}: {} -> {} ({}), {why}{}",
-            fmt_num(u.before),
-            fmt_num(u.after),
+            quantity(u.before, &out.unit),
+            quantity(u.after, &out.unit),
             crate::base::text::fmt_rel(u.rel_change, 2),
             span_text(&u.span),
         )?;

@@ -270,12 +270,10 @@ impl FindReport<'_> {
         self.why.iter().find(|(p, _)| *p == pos).map(|(_, w)| w)
     }
 
-    pub(crate) fn unit(&self) -> String {
-        if self.test.unit().is_empty() {
-            String::new()
-        } else {
-            format!(" {}", self.test.unit())
-        }
+    /// `v` in the test's unit at the scale every view of it picks (the sparkline's, the
+    /// report's): "336.1 ms", "22.92 MB", "1001.8 units".
+    pub(crate) fn quantity(&self, v: f64) -> String {
+        super::units::quantity(v, &self.test.unit())
     }
 
     /// "9 builds (2 of them pristine checks), 45 runs, 2 profiles in 19m 9s; building ...".
@@ -514,12 +512,10 @@ impl FindReport<'_> {
         let _ = writeln!(o, "  author {}, {}", at.author, date(at.time));
         let _ = writeln!(
             o,
-            "  {}: {}{} -> {}{} ({}, {}{}), {}, {}{}",
+            "  {}: {} -> {} ({}, {}{}), {}, {}{}",
             self.test.name,
-            fmt_num(c.before),
-            self.unit(),
-            fmt_num(c.after),
-            self.unit(),
+            self.quantity(c.before),
+            self.quantity(c.after),
             crate::base::text::fmt_rel(c.rel_change, 2),
             judge_with_article(self.test.direction, c.rel_change),
             self.interval_text(c)
@@ -606,12 +602,10 @@ pub fn text(r: &FindReport<'_>) -> String {
         } => {
             let _ = writeln!(
                 o,
-                "no change: {} is {}{} at the old end and {}{} at the new end ({}); {}",
+                "no change: {} is {} at the old end and {} at the new end ({}); {}",
                 r.test.name,
-                fmt_num(*before),
-                r.unit(),
-                fmt_num(*after),
-                r.unit(),
+                r.quantity(*before),
+                r.quantity(*after),
                 r.evidence(*p_value, false),
                 r.detectable(*min_detectable)
             );
@@ -762,7 +756,6 @@ fn md_culprit(
     confirmed: bool,
 ) {
     let t = r.test;
-    let unit = md_escape(&r.unit());
     let several = of > 1;
     let at = &r.commits[c.pos];
     let parent = &r.commits[c.parent];
@@ -778,15 +771,25 @@ fn md_culprit(
             md_escape(&at.subject)
         );
     }
-    let _ = writeln!(o, "| | commit | median | runs |\n|---|---|---:|---:|");
-    for (role, commit, median, n) in [
+    // Over several windows the new level is an estimate (see `basis`), named as one.
+    let adjusted = c.windows > 1 && !r.deterministic;
+    let _ = writeln!(o, "| | commit | level | runs |\n|---|---|---:|---:|");
+    for (role, commit, level, n) in [
         ("before", parent, c.before, c.n_before),
         ("after", at, c.after, c.n_after),
     ] {
         let cells = [
             role.to_string(),
             format!("`{}` {}", commit.short(), md_escape(&commit.subject)),
-            format!("{}{unit}", fmt_num(median)),
+            format!(
+                "{}{}",
+                md_escape(&r.quantity(level)),
+                if adjusted && role == "after" {
+                    " (window-adjusted)"
+                } else {
+                    " (median)"
+                }
+            ),
             n.to_string(),
         ];
         let _ = writeln!(o, "{}", md::row(&cells));
@@ -846,7 +849,6 @@ fn md_culprit(
 
 /// The end of a Markdown report: a no-change verdict's numbers, the notes, and what was searched.
 fn md_footer(o: &mut String, r: &FindReport<'_>) {
-    let unit = md_escape(&r.unit());
     if let Outcome::NoChange {
         before,
         after,
@@ -856,11 +858,9 @@ fn md_footer(o: &mut String, r: &FindReport<'_>) {
     {
         let _ = writeln!(
             o,
-            "Old end {}{}, new end {}{} ({}); {}.\n",
-            fmt_num(*before),
-            unit,
-            fmt_num(*after),
-            unit,
+            "Old end {}, new end {} ({}); {}.\n",
+            md_escape(&r.quantity(*before)),
+            md_escape(&r.quantity(*after)),
             r.evidence(*p_value, false),
             r.detectable(*min_detectable)
         );

@@ -137,10 +137,12 @@ pub fn quantity(v: f64, unit: &str) -> String {
         return format!("{v}{}", unit_after("", unit));
     }
     let s = scale_for(v, unit);
-    if s.factor == 1.0 {
+    let x = v / s.factor;
+    // Past the largest prefix (or below the smallest) a prefix gives no short number: the
+    // value as fmt_num writes it (exponent form for 1e200).
+    if s.factor == 1.0 || !(1e-3..1e4).contains(&x.abs()) {
         return format!("{}{}", crate::base::text::fmt_num(v), unit_after("", unit));
     }
-    let x = v / s.factor;
     let digits = x.abs().log10().floor() as i32 + 1;
     let decimals = (4 - digits).clamp(0, 3) as usize;
     format!("{x:.decimals$}{}", unit_after(s.prefix, unit))
@@ -402,5 +404,14 @@ mod tests {
         let l = tick_labels(&[0.010, 0.012, 0.014], "s");
         assert_eq!(l, ["10 ms", "12 ms", "14 ms"]);
         assert_eq!(nice_ticks(1.0, 1.0, 5), vec![1.0]);
+    }
+
+    #[test]
+    fn a_value_past_every_prefix_is_written_in_exponent_form() {
+        let q = quantity(1.1e200, "");
+        assert!(q.len() < 20 && q.contains("e200"), "{q}");
+        let q = quantity(-3e-30, "s");
+        assert!(q.len() < 20 && q.contains("e-30"), "{q}");
+        assert_eq!(quantity(2.5e7, "bytes"), "25.00 MB");
     }
 }
