@@ -495,7 +495,7 @@ fn detect_on_a_deterministic_series_reports_every_step_at_its_commit_with_its_va
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains(&format!(
-            "{} Commit 15: 100000 -> 100650 (+0.65 %), exact",
+            "{} Commit 15: 100000 bytes -> 100650 bytes (+0.65 %), exact",
             &f.ids[14][..10]
         )),
         "{text}"

@@ -8,7 +8,7 @@ use crate::cli::{DetectArgs, Format, Global};
 use crate::error::UsageError;
 use crate::git::CommitInfo;
 use crate::pipeline::workspace::Workspace;
-use crate::report::units::quantity;
+use crate::report::units::level_pair;
 use crate::stats::{self, changepoint};
 use crate::store::Observation;
 
@@ -394,11 +394,10 @@ fn write_text(w: &mut impl Write, out: &Output) -> anyhow::Result<()> {
                 }
             ),
         };
+        let (before, after) = level_pair(p.before, p.after, &out.unit, p.deterministic);
         writeln!(
             w,
-            "{at}: {} -> {} ({}), {evidence}{basis}{}",
-            quantity(p.before, &out.unit),
-            quantity(p.after, &out.unit),
+            "{at}: {before} -> {after} ({}), {evidence}{basis}{}",
             crate::base::text::fmt_rel(p.rel_change, 2),
             span_text(&p.span),
         )?;
@@ -411,11 +410,10 @@ fn write_text(w: &mut impl Write, out: &Output) -> anyhow::Result<()> {
             .map(|m| format!(" (`{m}` measures them)"))
             .unwrap_or_default();
         let why = format!("{}{measure}", u.reason);
+        let (before, after) = level_pair(u.before, u.after, &out.unit, false);
         writeln!(
             w,
-            "undecided: {at}: {} -> {} ({}), {why}{}",
-            quantity(u.before, &out.unit),
-            quantity(u.after, &out.unit),
+            "undecided: {at}: {before} -> {after} ({}), {why}{}",
             crate::base::text::fmt_rel(u.rel_change, 2),
             span_text(&u.span),
         )?;

@@ -347,7 +347,8 @@ fn comparison(
     let [sa, sb] = got;
     let va: Vec<f64> = sa.iter().filter_map(|s| s.value).collect();
     let vb: Vec<f64> = sb.iter().filter_map(|s| s.value).collect();
-    let diff = stats::differ_declared(&va, &vb, test.alpha, test.threshold, test.deterministic);
+    let diff = stats::differ_declared(&va, &vb, test.alpha, test.threshold, test.deterministic)
+        .map(|d| as_find_does(test, &sa, &sb, d));
     let min_detectable = if diff.is_some_and(|d| d.deterministic) {
         Some(0.0)
     } else {
@@ -375,5 +376,114 @@ fn comparison(
         },
         adaptive,
         why: None,
+    }
+}
+
+/// `d`, restated as exact values where `find`'s rule for a culprit and its parent
+/// ([`crate::bisect::Search::pair`]) compares these runs exactly (a count whose runs spread
+/// far less than the threshold, or runs without spread): one classification of exact values
+/// in `compare`, `find`, `detect` and the report.
+fn as_find_does(
+    test: &crate::config::Test,
+    a: &[Sample],
+    b: &[Sample],
+    d: stats::Difference,
+) -> stats::Difference {
+    use crate::store::Run as _;
+    let stored = |s: &[Sample]| -> Vec<crate::bisect::Stored> {
+        s.iter()
+            .filter_map(|x| {
+                Some(crate::bisect::Stored {
+                    value: x.value.filter(|v| v.is_finite())?,
+                    window: x.window(),
+                    moment: u32::try_from(x.moment_key().1).unwrap_or(u32::MAX),
+                    shared: false,
+                })
+            })
+            .collect()
+    };
+    let params = crate::pipeline::history::pair_params(test);
+    match crate::bisect::Search::pair(params, &stored(a), &stored(b)) {
+        Some((c, true)) => {
+            let significant = c.p_value < test.alpha;
+            stats::Difference {
+                before: c.before,
+                after: c.after,
+                rel_change: c.rel_change,
+                p_value: c.p_value,
+                deterministic: true,
+                significant,
+                differs: significant && test.threshold.reached(c.before, c.after),
+            }
+        }
+        _ => d,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn runs(values: &[f64]) -> Vec<Sample> {
+        values
+            .iter()
+            .enumerate()
+            .map(|(i, &v)| Sample {
+                commit: [1; 20],
+                test_hash: 1,
+                recipe_hash: 2,
+                time: i as u64,
+                round: 0,
+                wall: 0.0,
+                user: 0.0,
+                sys: 0.0,
+                max_rss: 0,
+                value: Some(v),
+                error: None,
+                fingerprint: 0,
+                import: None,
+                window: 7,
+                moment: i as u32,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn counts_a_few_instructions_apart_compare_exactly_as_find_compares_them() {
+        let cfg = crate::config::parse(
+            "[build]\ncommand = \"true\"\n[tests.instr]\ncommand = \"./app\"\nmetric = \"instructions\"\nthreshold = \"1%\"\n",
+            std::path::Path::new("/tmp/perfbisect.toml"),
+        )
+        .unwrap();
+        let test = cfg.test("instr").unwrap();
+        // Counter jitter of a few tens in 90 M, a step of 1 M: exact in `find`.
+        let (a, b) = (
+            runs(&[90_027_411.0, 90_027_430.0, 90_027_401.0]),
+            runs(&[89_027_020.0, 89_027_044.0, 89_027_031.0]),
+        );
+        let va: Vec<f64> = a.iter().filter_map(|s| s.value).collect();
+        let vb: Vec<f64> = b.iter().filter_map(|s| s.value).collect();
+        let plain = stats::differ_declared(&va, &vb, test.alpha, test.threshold, false).unwrap();
+        assert!(!plain.deterministic, "a rank test on its own: {plain:?}");
+        let d = as_find_does(test, &a, &b, plain);
+        assert!(d.deterministic && d.differs, "{d:?}");
+        let params = crate::pipeline::history::pair_params(test);
+        let stored = |s: &[Sample]| -> Vec<crate::bisect::Stored> {
+            use crate::store::Run as _;
+            s.iter()
+                .map(|x| crate::bisect::Stored {
+                    value: x.value.unwrap(),
+                    window: x.window(),
+                    moment: x.moment,
+                    shared: false,
+                })
+                .collect()
+        };
+        let (c, det) = crate::bisect::Search::pair(params, &stored(&a), &stored(&b)).unwrap();
+        assert!(det);
+        assert_eq!(
+            format!("{:.4}", c.rel_change),
+            format!("{:.4}", d.rel_change)
+        );
     }
 }

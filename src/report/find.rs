@@ -271,9 +271,9 @@ impl FindReport<'_> {
     }
 
     /// `v` in the test's unit at the scale every view of it picks (the sparkline's, the
-    /// report's): "336.1 ms", "22.92 MB", "1001.8 units".
+    /// report's): "336.1 ms", "22.92 MB", "1001.8 units"; an exact value with every digit.
     pub(crate) fn quantity(&self, v: f64) -> String {
-        super::units::quantity(v, &self.test.unit())
+        super::units::level(v, &self.test.unit(), self.deterministic)
     }
 
     /// "9 builds (2 of them pristine checks), 45 runs, 2 profiles in 19m 9s; building ...".
@@ -510,12 +510,14 @@ impl FindReport<'_> {
         let parent = &self.commits[c.parent];
         let _ = writeln!(o, "{label}: {} {}", at.short(), at.subject);
         let _ = writeln!(o, "  author {}, {}", at.author, date(at.time));
+        let (before, after) =
+            super::units::level_pair(c.before, c.after, &self.test.unit(), self.deterministic);
         let _ = writeln!(
             o,
             "  {}: {} -> {} ({}, {}{}), {}, {}{}",
             self.test.name,
-            self.quantity(c.before),
-            self.quantity(c.after),
+            before,
+            after,
             crate::base::text::fmt_rel(c.rel_change, 2),
             judge_with_article(self.test.direction, c.rel_change),
             self.interval_text(c)

@@ -460,7 +460,8 @@ fn change_point_table(o: &mut String, p: &Page<'_>) {
             let Some(r) = p.rows.get(cp.index) else {
                 continue;
             };
-            let (before, after) = quantity_pair(cp.before, cp.after, &p.test.unit());
+            let (before, after) =
+                super::units::level_pair(cp.before, cp.after, &p.test.unit(), cp.deterministic);
             let _ = writeln!(
                 o,
                 "<tr><td class=\"l\"><a class=\"hash\" href=\"#c-{}\">{}</a>{}</td><td class=\"l wrap\">{} → {}</td><td class=\"{}\">{}</td><td class=\"l wrap\">{}</td><td class=\"l subject wide\">{}</td></tr>",

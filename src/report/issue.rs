@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use super::find::{judge, md_escape, reproduce, FindReport};
 use super::md;
-use super::units::{quantity, quantity_pair};
+use super::units::{level_pair, quantity};
 use crate::base::text::{count, date};
 use crate::bisect::{Culprit, Outcome};
 use crate::pipeline::rows::{CommitRow, Status};
@@ -66,7 +66,7 @@ impl Issue<'_> {
     /// "value: +8.08 % (1000 units → 1081 units), p = 6.0e-20", as Markdown text (the test's
     /// name and unit are the user's, the unit perhaps a harness's).
     fn effect(&self, c: &Culprit) -> String {
-        let (before, after) = quantity_pair(c.before, c.after, &self.unit());
+        let (before, after) = level_pair(c.before, c.after, &self.unit(), self.find.deterministic);
         md_escape(&format!(
             "{}: {} ({before} → {after}{}), {}, {}",
             self.find.test.name,
@@ -210,7 +210,7 @@ fn headline(o: &mut String, x: &Issue<'_>) {
                 md::code(&t.name),
                 md::code(r.range)
             );
-            let (b, a) = quantity_pair(*before, *after, &x.unit());
+            let (b, a) = level_pair(*before, *after, &x.unit(), r.deterministic);
             let _ = writeln!(
                 o,
                 "**{}: {} → {} between the ends, {}**; {}.\n",
@@ -547,6 +547,7 @@ fn change_point_table(o: &mut String, x: &Issue<'_>) -> Vec<String> {
         if culprit.is_none() && !known {
             extra.push(row.commit.short());
         }
+        let cp_levels = level_pair(cp.before, cp.after, &x.unit(), cp.deterministic);
         let cells = [
             format!(
                 "`{}`{}",
@@ -554,8 +555,8 @@ fn change_point_table(o: &mut String, x: &Issue<'_>) -> Vec<String> {
                 span_cell(x, cp.last_before, cp.index)
             ),
             md_escape(&row.commit.subject),
-            x.quantity(cp.before),
-            x.quantity(cp.after),
+            md_escape(&cp_levels.0),
+            md_escape(&cp_levels.1),
             crate::base::text::fmt_rel(cp.rel_change, 2),
             if cp.deterministic {
                 "exact".to_string()

@@ -148,6 +148,31 @@ pub fn quantity(v: f64, unit: &str) -> String {
     format!("{x:.decimals$}{}", unit_after(s.prefix, unit))
 }
 
+/// A step's level: an exact value (a count, a size compared exactly) with every digit, as
+/// the stored runs hold it ("100650 bytes", "90027411 instructions"), so that every view
+/// prints the same digits; any other level as [`quantity`] scales it.
+pub fn level(v: f64, unit: &str, exact: bool) -> String {
+    if exact && v.is_finite() && v.abs() < 1e15 {
+        let digits = crate::base::text::fmt_num(v);
+        return if unit.is_empty() {
+            digits
+        } else {
+            format!("{digits} {unit}")
+        };
+    }
+    quantity(v, unit)
+}
+
+/// The two levels of a step as every view prints them: exact values with every digit
+/// ([`level`]), else [`quantity_pair`] (its digits wherever a prefix would hide the step).
+pub fn level_pair(before: f64, after: f64, unit: &str, exact: bool) -> (String, String) {
+    if exact {
+        (level(before, unit, true), level(after, unit, true))
+    } else {
+        quantity_pair(before, after, unit)
+    }
+}
+
 /// The word [`quantity`] writes last for `unit` ("instructions", "allocs"), which a narrow
 /// label may leave to its axis or subtitle; `None` for bytes and seconds, whose short symbols
 /// ("MB", "ms") carry the prefix, and for no unit.
@@ -413,5 +438,15 @@ mod tests {
         let q = quantity(-3e-30, "s");
         assert!(q.len() < 20 && q.contains("e-30"), "{q}");
         assert_eq!(quantity(2.5e7, "bytes"), "25.00 MB");
+    }
+
+    #[test]
+    fn an_exact_level_keeps_every_digit() {
+        assert_eq!(level(100_650.0, "bytes", true), "100650 bytes");
+        assert_eq!(level(90_027_411.0, "", true), "90027411");
+        assert_eq!(
+            level(100_650.0, "bytes", false),
+            quantity(100_650.0, "bytes")
+        );
     }
 }
