@@ -286,3 +286,127 @@ fn a_search_narrowed_to_an_imported_gap_is_labelled_as_the_gap_and_the_views_cov
         "{text}"
     );
 }
+
+/// SplitMix64: the generated cases are the same on every run.
+fn mix(x: &mut u64) -> u64 {
+    *x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *x;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// The change points of `detect`'s (or the report's) JSON as (commit, size to two decimals).
+fn sizes(points: &serde_json::Value) -> Vec<(String, String)> {
+    points
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["commit"].as_str().unwrap().to_string(),
+                format!("{:+.2}", 100.0 * p["rel_change"].as_f64().unwrap()),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn generated_histories_give_every_step_one_size_in_every_view_of_one_store() {
+    let mut seed = 50;
+    for case in 0..3 {
+        let step = 8 + (mix(&mut seed) % 14) as usize;
+        let size = 1.04 + (mix(&mut seed) % 80) as f64 / 1000.0;
+        let noisy = case != 1;
+        let f = Fixture::new(
+            &specs(26, |i, c| {
+                c.work = 0;
+                c.noise_pct = if noisy { 1.0 } else { 0.0 };
+                c.noise_seed = 1 + case as u64;
+                c.metric = 1000.0 * if i >= step { size } else { 1.0 };
+            }),
+            &with_build(VALUE),
+        );
+        let range = f.range();
+        // Rounds on every 3rd commit, then the sheriff: its findings, then every view of the
+        // same store.
+        f.run_json("value", &range, &["--shard", "3/3"]);
+        let t = f.json(&["triage", "value", &range, "--format", "json"]);
+        let found: Vec<(String, String)> = t["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|x| x["state"] != "unconfirmed")
+            .map(|x| {
+                (
+                    x["commit"].as_str().unwrap().to_string(),
+                    format!(
+                        "{:+.2}",
+                        100.0 * x["tests"][0]["rel_change"].as_f64().unwrap()
+                    ),
+                )
+            })
+            .collect();
+        let culprit = f.ids[step - 1].clone();
+        assert!(
+            found.iter().any(|(c, _)| *c == culprit),
+            "case {case} (step at {step}, x{size}): {t:#}"
+        );
+        for args in [
+            vec!["detect", "value", &range, "--format", "json"],
+            vec!["detect", "value", "--format", "json"],
+        ] {
+            let d = sizes(&f.json(&args)["change_points"]);
+            for x in &found {
+                assert!(d.contains(x), "case {case}: triage {x:?}, {args:?} {d:?}");
+            }
+        }
+        // The report (its own search adds runs: a later store) states one size per step in
+        // its headline, its change-point rows, its JSON and the site made from that store.
+        let j = f.json(&["report", "value", &range, "--format", "json"]);
+        let cps = sizes(&j["change_points"]);
+        let head = &j["find"]["culprits"][0];
+        let named = (
+            head["commit"].as_str().unwrap().to_string(),
+            format!("{:+.2}", 100.0 * head["rel_change"].as_f64().unwrap()),
+        );
+        assert_eq!(named.0, culprit, "case {case}: {j:#}");
+        assert!(
+            cps.contains(&named),
+            "case {case}: headline {named:?}, rows {cps:?}"
+        );
+        let md = f.cmd().args(["report", "value", &range]).output().unwrap();
+        let md = String::from_utf8_lossy(&md.stdout).to_string();
+        let row = md
+            .lines()
+            .find(|l| l.starts_with(&format!("| `{}`", &culprit[..10])))
+            .unwrap_or_else(|| panic!("case {case}: no row: {md}"));
+        assert!(
+            row.contains(&format!("{} %", named.1)),
+            "case {case}: {row}"
+        );
+        assert!(
+            md.contains(&format!("**value: {} %", named.1)),
+            "case {case}: {md}"
+        );
+        let site = f.dir.path().join("site");
+        let out = f
+            .cmd()
+            .args(["report", "all", "--format", "html", "--out"])
+            .arg(&site)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let page = std::fs::read_to_string(site.join("value.html")).unwrap();
+        assert!(
+            page.contains(&format!("{} %", named.1)),
+            "case {case}: {page}"
+        );
+        let evidence = if noisy { "p = " } else { "exact" };
+        assert!(row.contains(evidence), "case {case}: {row}");
+    }
+}
