@@ -9,8 +9,8 @@ use serde::Serialize;
 use crate::store::findings::{self, Finding, Findings, Post, State, TestStep};
 
 use super::md;
-use super::units::quantity_pair;
-use crate::base::text::{count, fmt_num, plural};
+use super::units::level_pair;
+use crate::base::text::{count, plural};
 use crate::pipeline::eras::Change;
 
 /// A search the budget left for the next run.
@@ -55,7 +55,7 @@ fn short(c: &str) -> &str {
 
 /// "h2-req-mem: 130.0 KB → 146.4 KB (+12.60 %, a regression), p = 1.0e-6, 10 vs 10 runs"
 fn step_line(s: &TestStep) -> String {
-    let (b, a) = quantity_pair(s.before, s.after, &s.unit);
+    let (b, a) = level_pair(s.before, s.after, &s.unit, s.deterministic);
     format!(
         "{}: {b} -> {a} ({}, {}{}), {}, {} vs {} runs",
         s.test,
@@ -307,7 +307,7 @@ fn table(o: &mut String, x: &Finding) {
         ])
     );
     for s in &x.tests {
-        let (b, a) = quantity_pair(s.before, s.after, &s.unit);
+        let (b, a) = level_pair(s.before, s.after, &s.unit, s.deterministic);
         let cells = [
             md::code(&s.test),
             md::text(&b),
@@ -560,7 +560,13 @@ pub fn fixed_comment(x: &Finding, by: &str, subject: &str) -> String {
             .join(", "),
         x.tests
             .iter()
-            .map(|t| format!("{} before `{}`", fmt_num(t.before), short(&x.commit)))
+            .map(|t| {
+                format!(
+                    "{} before `{}`",
+                    super::units::level(t.before, &t.unit, t.deterministic),
+                    short(&x.commit)
+                )
+            })
             .collect::<Vec<_>>()
             .join(", ")
     );
