@@ -68,7 +68,12 @@ pub fn report(g: &Global, args: ReportArgs) -> anyhow::Result<()> {
     let all_rows = crate::pipeline::history::rows(&ws, &samples, run.commits.clone());
     // The change points, sparkline and plot cover the range asked, also where imported
     // rounds narrowed the search to a gap of it (`offset`: where the searched chain starts).
-    let widened = range_rows(&ws, &samples, range, &all_rows[..=run.searched])?;
+    let narrowed = run.imported.as_ref().is_some_and(|g| !g.fell_back);
+    let widened = if narrowed {
+        range_rows(&ws, &samples, range, &all_rows[..=run.searched])?
+    } else {
+        None
+    };
     let (chain, offset) = match &widened {
         Some((rows, offset)) => (&rows[..], *offset),
         None => (&all_rows[..=run.searched], 0),
