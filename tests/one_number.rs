@@ -410,3 +410,40 @@ fn generated_histories_give_every_step_one_size_in_every_view_of_one_store() {
         assert!(row.contains(evidence), "case {case}: {row}");
     }
 }
+
+#[test]
+fn a_count_searched_on_one_run_a_commit_is_exact_in_find_as_in_every_view() {
+    if !common::have_tool("valgrind", "Cachegrind counts the instructions") {
+        return;
+    }
+    let f = Fixture::new(
+        &specs(16, |i, c| {
+            c.work = if i >= 11 { 2_060_000 } else { 2_000_000 };
+            c.noise_pct = 0.0;
+        }),
+        &with_build(
+            "[tests.instr]\ncommand = \"./app\"\nmetric = \"instructions\"\nthreshold = \"1%\"\n\n[measure]\ncounter = \"cachegrind\"\n",
+        ),
+    );
+    let range = f.range();
+    let found = f.json(&["find", "instr", &range, "--format", "json", "--no-why"]);
+    let culprit = &found["culprits"][0];
+    assert_eq!(culprit["commit"], f.ids[10].as_str(), "{found:#}");
+    let size = format!("{:+.2}", 100.0 * culprit["rel_change"].as_f64().unwrap());
+    let md = f.cmd().args(["report", "instr", &range]).output().unwrap();
+    let md = String::from_utf8_lossy(&md.stdout).to_string();
+    let head = md.lines().find(|l| l.starts_with("**instr: ")).unwrap();
+    assert!(
+        head.contains(&format!("{size} %")) && head.contains("exact"),
+        "{head}"
+    );
+    assert!(!head.contains("t test"), "{head}");
+    let row = md
+        .lines()
+        .find(|l| l.starts_with(&format!("| `{}`", &f.ids[10][..10])))
+        .unwrap_or_else(|| panic!("{md}"));
+    assert!(
+        row.contains(&format!("{size} %")) && row.contains("| exact |"),
+        "{row}"
+    );
+}

@@ -145,6 +145,33 @@ impl Search {
             .then_some((r, s.det))
     }
 
+    /// `c` stated as exact values where every stored run of its parent (`parent`) and of
+    /// itself (`culprit`) compare exactly by [`Search::pair`]'s rule (runs without spread, or
+    /// a count whose runs spread far less than the threshold) although the search, which
+    /// began on one run a commit, did not call the metric exact: `None` otherwise. One
+    /// classification of exact values in `find` and every view of the store.
+    pub fn restate_exact(
+        &self,
+        c: &Culprit,
+        parent: &[Stored],
+        culprit: &[Stored],
+    ) -> Option<Culprit> {
+        if self.det {
+            return None;
+        }
+        let (mut r, det) = Search::pair(self.params, parent, culprit)?;
+        if !det || r.before == r.after {
+            return None;
+        }
+        r.pos = c.pos;
+        r.parent = c.parent;
+        r.candidates = c.candidates.clone();
+        r.verified = c.verified;
+        r.reruns = c.reruns;
+        r.rerun_windows = c.rerun_windows;
+        Some(r)
+    }
+
     /// `c`'s numbers read again from every stored run of its parent (`parent`) and of itself
     /// (`culprit`), identical builds' runs included, as a later `report` of the same range reads
     /// them: the search that named `c` compared only the runs it was given and took, while runs

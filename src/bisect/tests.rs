@@ -1758,3 +1758,59 @@ fn issue42_runs() {
     );
     eprintln!("{t:?}: {:.1} runs a search", t.runs as f64 / seeds as f64);
 }
+
+#[test]
+fn a_culprit_of_counts_a_few_instructions_apart_is_restated_exact() {
+    let counted = Params {
+        counted: true,
+        ..noisy(1)
+    };
+    let runs = |values: &[f64]| -> Vec<Stored> {
+        values
+            .iter()
+            .enumerate()
+            .map(|(i, &value)| Stored {
+                value,
+                window: 3,
+                moment: i as u32,
+                shared: false,
+            })
+            .collect()
+    };
+    // The search began on one run a commit: not exact as a whole.
+    let search = Search::new(8, counted);
+    assert!(!search.is_deterministic());
+    let c = Search::pair(
+        counted,
+        &runs(&[297_014_016.0, 297_014_030.0]),
+        &runs(&[224_599_913.0, 224_599_906.0]),
+    )
+    .unwrap()
+    .0;
+    let c = Culprit {
+        pos: 5,
+        parent: 4,
+        verified: true,
+        ..c
+    };
+    let exact = search
+        .restate_exact(
+            &c,
+            &runs(&[297_014_016.0, 297_014_030.0, 297_014_023.0]),
+            &runs(&[224_599_913.0, 224_599_906.0]),
+        )
+        .expect("a count's jitter is far below the threshold");
+    assert_eq!((exact.pos, exact.parent), (5, 4));
+    assert!(exact.verified);
+    assert_eq!(exact.p_value, 0.0);
+    assert!((exact.rel_change + 0.2438).abs() < 1e-3, "{exact:?}");
+    // A time's spread is no count's: not exact.
+    let time = Params {
+        counted: false,
+        ..counted
+    };
+    let search = Search::new(8, time);
+    assert!(search
+        .restate_exact(&c, &runs(&[1.00, 1.01, 0.99]), &runs(&[0.76, 0.75, 0.77]))
+        .is_none());
+}

@@ -8,7 +8,6 @@ use serde::Serialize;
 use crate::report::find::judge_with_article;
 use crate::stats;
 
-use super::units::quantity;
 use crate::base::text::{count, fmt_num};
 
 /// One side of a comparison: its commit and the summaries of its runs.
@@ -110,14 +109,16 @@ pub fn text(c: &Comparison, test: &crate::config::Test) -> String {
 fn table(o: &mut String, c: &Comparison) {
     // Each cell in the unit's prefixes, as `find` writes numbers ("166.0 M it/s"); the range
     // repeats the unit only once when both ends share it.
-    let cell = |s: Option<stats::Summary>, u: &str| match s {
+    // Exact values (the metric's row of an exact comparison) keep every digit.
+    let cell = |s: Option<stats::Summary>, u: &str, exact: bool| match s {
         Some(s) => {
-            let (lo, hi) = (quantity(s.min, u), quantity(s.max, u));
+            let q = |v: f64| super::units::level(v, u, exact);
+            let (lo, hi) = (q(s.min), q(s.max));
             let lo = match (lo.split_once(' '), hi.split_once(' ')) {
                 (Some((n, a)), Some((_, b))) if a == b => n.to_string(),
                 _ => lo,
             };
-            format!("{} [{lo} .. {hi}]", quantity(s.median, u))
+            format!("{} [{lo} .. {hi}]", q(s.median))
         }
         None => "-".into(),
     };
@@ -134,7 +135,11 @@ fn table(o: &mut String, c: &Comparison) {
     }
     let cells: Vec<(String, String)> = rows
         .iter()
-        .map(|(_, a, b, u)| (cell(*a, u), cell(*b, u)))
+        .enumerate()
+        .map(|(i, (_, a, b, u))| {
+            let exact = i == 0 && c.deterministic;
+            (cell(*a, u, exact), cell(*b, u, exact))
+        })
         .collect();
     let width = cells
         .iter()
@@ -190,8 +195,10 @@ fn failures(o: &mut String, c: &Comparison) {
 fn verdict(o: &mut String, c: &Comparison, test: &crate::config::Test) {
     match (c.ratio, c.p_value) {
         (Some(r), Some(p)) => {
+            // Exact values have no interval to give.
             let ci = c
                 .ratio_ci
+                .filter(|_| !c.deterministic)
                 .map(|(lo, hi)| format!(" (95 % CI {:.1} .. {:.1} %)", lo * 100.0, hi * 100.0))
                 .unwrap_or_default();
             let verdict = if c.differs {
@@ -226,7 +233,12 @@ fn verdict(o: &mut String, c: &Comparison, test: &crate::config::Test) {
             } else {
                 "no difference that passes the test's threshold and alpha".into()
             };
-            let evidence = if c.deterministic {
+            let spread = |s: &Side| s.metric.as_ref().is_some_and(|m| m.max > m.min);
+            let evidence = if c.deterministic && (spread(&c.a) || spread(&c.b)) {
+                "exact (a count whose runs spread by less than a tenth of the threshold, as `find` \
+                 compares them)"
+                    .to_string()
+            } else if c.deterministic {
                 "exact (no spread on either side)".to_string()
             } else {
                 crate::base::text::fmt_p(p)

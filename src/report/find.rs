@@ -466,9 +466,10 @@ impl FindReport<'_> {
             // window: an estimate, named as one (the culprit's own runs' median can differ by
             // what the machine's speed moved between the windows).
             k => format!(
-                "the parent's level the median of its {} run{}, the culprit's window-adjusted (the \
-                 parent's moved by the change estimated window by window over the {k} windows \
-                 of time holding runs of both, {} vs {} runs)",
+                "the parent's level the median of its {} run{} taken side by side with the \
+                 culprit's, the culprit's window-adjusted (the parent's moved by the change \
+                 estimated window by window over the {k} windows of time holding runs of both, \
+                 {} vs {} runs)",
                 c.n_before,
                 if c.n_before == 1 { "" } else { "s" },
                 c.n_before,

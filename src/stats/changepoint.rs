@@ -115,7 +115,15 @@ pub fn detect_all(series: &[Vec<f64>], opts: &Options) -> Detection {
 
 /// The detector on runs with their windows of time (see the module documentation).
 /// (`runs` is consumed as the model is built: years of cron rows are millions of runs.)
-pub fn detect_runs(runs: Runs, opts: &Options) -> Detection {
+pub fn detect_runs(mut runs: Runs, opts: &Options) -> Detection {
+    // A count moves with no machine state: its windows of time hold no effect to fit, and
+    // a probe measured in a window of its own (counted runs go on every core at once) would
+    // leave its runs nothing to show the noise by. Its runs are independent measurements.
+    if opts.counted {
+        for o in runs.commits.iter_mut().flatten() {
+            o.window = 0;
+        }
+    }
     let mut model = Model::new(runs);
     let m = model.len();
     if m < 2 {

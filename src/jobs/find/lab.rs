@@ -147,7 +147,8 @@ pub fn stored_runs(samples: &Samples, id: &gix::ObjectId, imported: bool) -> Vec
 /// `outcome` with each culprit's (or the best guess's) numbers read again from the store
 /// ([`Search::restate`]): every run of its parent and of itself kept there, the runs of
 /// byte-identical builds included, so that `find` and a later `report` of the range give one
-/// number for one step.
+/// number for one step. With whether every culprit compares as exact values on those runs
+/// ([`Search::restate_exact`]: then each is stated so, as `detect` and the report state it).
 pub fn restated(
     ws: &Workspace,
     test: &Test,
@@ -155,14 +156,14 @@ pub fn restated(
     commits: &[CommitInfo],
     outcome: Outcome,
     imported: bool,
-) -> anyhow::Result<Outcome> {
+) -> anyhow::Result<(Outcome, bool)> {
     let ids: Vec<gix::ObjectId> = match &outcome {
         Outcome::Culprits(cs) => cs.iter().flat_map(|c| [c.parent, c.pos]).collect(),
         Outcome::Inconclusive {
             best_guess: Some(c),
             ..
         } => vec![c.parent, c.pos],
-        _ => return Ok(outcome),
+        _ => return Ok((outcome, false)),
     }
     .into_iter()
     .map(|p| commits[p].id)
@@ -175,26 +176,47 @@ pub fn restated(
             &stored_runs(&stored, &commits[c.pos].id, imported),
         )
     };
-    Ok(match outcome {
-        Outcome::Culprits(cs) => {
-            let mut cs: Vec<Culprit> = cs.iter().map(again).collect();
+    let exact = |c: &Culprit| {
+        search.restate_exact(
+            c,
+            &stored_runs(&stored, &commits[c.parent].id, imported),
+            &stored_runs(&stored, &commits[c.pos].id, imported),
+        )
+    };
+    if let Outcome::Culprits(cs) = &outcome {
+        if let Some(mut cs) = cs.iter().map(exact).collect::<Option<Vec<Culprit>>>() {
             cs.sort_by(|a, b| {
                 b.rel_change
                     .abs()
                     .total_cmp(&a.rel_change.abs())
                     .then(a.pos.cmp(&b.pos))
             });
-            Outcome::Culprits(cs)
+            return Ok((Outcome::Culprits(cs), true));
         }
-        Outcome::Inconclusive {
-            reason,
-            best_guess: Some(c),
-        } => Outcome::Inconclusive {
-            reason,
-            best_guess: Some(again(&c)),
+    }
+    Ok((
+        match outcome {
+            Outcome::Culprits(cs) => {
+                let mut cs: Vec<Culprit> = cs.iter().map(again).collect();
+                cs.sort_by(|a, b| {
+                    b.rel_change
+                        .abs()
+                        .total_cmp(&a.rel_change.abs())
+                        .then(a.pos.cmp(&b.pos))
+                });
+                Outcome::Culprits(cs)
+            }
+            Outcome::Inconclusive {
+                reason,
+                best_guess: Some(c),
+            } => Outcome::Inconclusive {
+                reason,
+                best_guess: Some(again(&c)),
+            },
+            o => o,
         },
-        o => o,
-    })
+        false,
+    ))
 }
 
 /// NaN for the runs that gave no number.

@@ -439,10 +439,21 @@ pub fn find(
         .filter(|_| ask.replay)
         .and_then(|(d, ends)| saved::load(&ws.cache.root, &test.name, d, ends))
         .and_then(|v| FindRun::replayed(test.clone(), &range, v));
-    if let Some(run) = kept {
+    if let Some(mut run) = kept {
         ws.note(
             "perfbisect: stating the verdict `find` reached over this range (kept in the cache)",
         );
+        // Its culprits as the store states them now (runs `compare` or `run` added since
+        // included), as `detect` and the report's rows read them: one size for one step.
+        if !run.deterministic {
+            let params = crate::pipeline::history::pair_params(&run.test);
+            let search = bisect::Search::new(run.commits.len(), params);
+            let outcome = std::mem::replace(&mut run.outcome, Outcome::Culprits(Vec::new()));
+            let (outcome, exact) =
+                lab::restated(ws, &run.test, &search, &run.commits, outcome, false)?;
+            run.outcome = outcome;
+            run.deterministic = exact;
+        }
         return finish(ws, run, ask, started);
     }
     let mut run = search(ws, test.clone(), &range, ask.jobs, ask.no_descend)?;
@@ -886,7 +897,8 @@ fn drive(
     let driven = bisect::drive(&mut search, &mut lab, commits.len(), jobs);
     lab.finish();
     let (outcome, d) = driven?;
-    let outcome = lab::restated(ws, test, &search, commits, outcome, params.deterministic)?;
+    let (outcome, exact) =
+        lab::restated(ws, test, &search, commits, outcome, params.deterministic)?;
     tally.add(&d);
     tally.facts.parallel_runs += lab.overlapped;
     tally.facts.ahead += d.ahead.len();
@@ -963,7 +975,7 @@ fn drive(
         probed: search.probed().to_vec(),
         notes: search.notes().to_vec(),
         skips,
-        deterministic: search.is_deterministic(),
+        deterministic: search.is_deterministic() || exact,
         min_detectable: search.min_detectable(),
         unbuilt: search.unbuilt_end(),
     })
