@@ -17,6 +17,31 @@ threshold = "1%"
 repeats = 2
 "#;
 
+/// `report all --format html` into the fixture's `site/`, and the page of `test`.
+fn site_page(f: &Fixture, test: &str) -> String {
+    let site = f.dir.path().join("site");
+    let out = f
+        .cmd()
+        .args(["report", "all", "--format", "html", "--out"])
+        .arg(&site)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::read_to_string(site.join(format!("{test}.html"))).unwrap()
+}
+
+/// `import` of the cron rows `csv` (header included).
+fn import(f: &Fixture, csv: &str) {
+    let file = f.dir.path().join("cron.csv");
+    std::fs::write(&file, csv).unwrap();
+    let o = f.cmd().arg("import").arg(&file).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
 /// 30 commits: 90,000,000 plus a few hundred a commit, −3 % from commit 19 (1-based).
 fn fixture() -> Fixture {
     Fixture::new(
@@ -44,19 +69,7 @@ fn an_exact_step_has_one_size_and_one_evidence_in_every_view() {
     // One trend: `show` over every stored commit and the test's page of the site say the same.
     let show = f.json(&["show", "count", "--format", "json"]);
     let trend = &show["summary"]["trend"];
-    let site = f.dir.path().join("site");
-    let out = f
-        .cmd()
-        .args(["report", "all", "--format", "html", "--out"])
-        .arg(&site)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let page = std::fs::read_to_string(site.join("count.html")).unwrap();
+    let page = site_page(&f, "count");
     let said = format!(
         "over the medians of {} measured commits",
         trend["commits"].as_u64().unwrap()
@@ -125,10 +138,7 @@ fn a_count_imported_every_fourth_commit_then_searched_has_one_size() {
         let v = if n >= 19 { 87_300_000.0 } else { 90_000_000.0 } + drift;
         csv.push_str(&format!("{id},count,{v}\n"));
     }
-    let file = f.dir.path().join("cron.csv");
-    std::fs::write(&file, csv).unwrap();
-    let o = f.cmd().arg("import").arg(&file).output().unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    import(&f, &csv);
     let range = f.range();
     views_agree(&f, &range, 18);
 }
@@ -213,19 +223,7 @@ fn a_report_states_every_culprit_triage_confirmed_over_its_range() {
     // A step in a printed number is not in the code's work: the report and the site say
     // the instructions did not move, and the site draws no functions' bars for it.
     if md.contains("the instructions did not move") {
-        let site = f.dir.path().join("site");
-        let out = f
-            .cmd()
-            .args(["report", "all", "--format", "html", "--out"])
-            .arg(&site)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let page = std::fs::read_to_string(site.join("value.html")).unwrap();
+        let page = site_page(&f, "value");
         assert!(page.contains("The instructions did not move"), "{page}");
         assert!(!page.contains("<table class=\"bars\">"), "{page}");
     }
@@ -249,10 +247,7 @@ fn a_search_narrowed_to_an_imported_gap_is_labelled_as_the_gap_and_the_views_cov
             csv.push_str(&format!("{id},value,{v},{round}\n"));
         }
     }
-    let file = f.dir.path().join("cron.csv");
-    std::fs::write(&file, csv).unwrap();
-    let o = f.cmd().arg("import").arg(&file).output().unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    import(&f, &csv);
     let range = f.range();
     let md = f.cmd().args(["report", "value", &range]).output().unwrap();
     let md = String::from_utf8_lossy(&md.stdout).to_string();
@@ -389,19 +384,7 @@ fn generated_histories_give_every_step_one_size_in_every_view_of_one_store() {
             md.contains(&format!("**value: {} %", named.1)),
             "case {case}: {md}"
         );
-        let site = f.dir.path().join("site");
-        let out = f
-            .cmd()
-            .args(["report", "all", "--format", "html", "--out"])
-            .arg(&site)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let page = std::fs::read_to_string(site.join("value.html")).unwrap();
+        let page = site_page(&f, "value");
         assert!(
             page.contains(&format!("{} %", named.1)),
             "case {case}: {page}"

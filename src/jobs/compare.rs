@@ -389,17 +389,9 @@ fn as_find_does(
     b: &[Sample],
     d: stats::Difference,
 ) -> stats::Difference {
-    use crate::store::Run as _;
     let stored = |s: &[Sample]| -> Vec<crate::bisect::Stored> {
         s.iter()
-            .filter_map(|x| {
-                Some(crate::bisect::Stored {
-                    value: x.value.filter(|v| v.is_finite())?,
-                    window: x.window(),
-                    moment: u32::try_from(x.moment_key().1).unwrap_or(u32::MAX),
-                    shared: false,
-                })
-            })
+            .filter_map(|x| crate::pipeline::rows::stored_run(x, false))
             .collect()
     };
     let params = crate::pipeline::history::pair_params(test);
@@ -469,14 +461,8 @@ mod tests {
         assert!(d.deterministic && d.differs, "{d:?}");
         let params = crate::pipeline::history::pair_params(test);
         let stored = |s: &[Sample]| -> Vec<crate::bisect::Stored> {
-            use crate::store::Run as _;
             s.iter()
-                .map(|x| crate::bisect::Stored {
-                    value: x.value.unwrap(),
-                    window: x.window(),
-                    moment: x.moment,
-                    shared: false,
-                })
+                .filter_map(|x| crate::pipeline::rows::stored_run(x, false))
                 .collect()
         };
         let (c, det) = crate::bisect::Search::pair(params, &stored(&a), &stored(&b)).unwrap();

@@ -287,21 +287,15 @@ fn pair_step<R: Run>(
             .iter()
             .enumerate()
             .filter(|(_, r)| r.window() != 0)
-            .filter_map(|(i, r)| {
-                Some(crate::bisect::Stored {
-                    value: r.value().filter(|v| v.is_finite())?,
-                    window: r.window(),
-                    moment: u32::try_from(r.moment_key().1).unwrap_or(u32::MAX),
-                    shared: i >= row.own,
-                })
-            })
+            .filter_map(|(i, r)| stored_run(r, i >= row.own))
             .collect()
     };
     let (sa, sb) = (stored(a), stored(b));
+    let pair = crate::bisect::Search::pair(*params, &sa, &sb)?;
     // Exact values (the search's own rule, [`crate::bisect::Search::pair`]) need no more
     // runs than showed them exact: `find` calls such a step exact on two runs a side.
-    if let Some((c, true)) = crate::bisect::Search::pair(*params, &sa, &sb) {
-        return (c.before != c.after).then_some((c, true));
+    if pair.1 {
+        return (pair.0.before != pair.0.after).then_some(pair);
     }
     let windows = |x: &[crate::bisect::Stored]| -> std::collections::HashSet<u64> {
         x.iter().map(|s| s.window).collect()
@@ -309,8 +303,16 @@ fn pair_step<R: Run>(
     let (wa, wb) = (windows(&sa), windows(&sb));
     let na = sa.iter().filter(|s| wb.contains(&s.window)).count();
     let nb = sb.iter().filter(|s| wa.contains(&s.window)).count();
-    if na < RANK_RUNS || nb < RANK_RUNS {
-        return None;
-    }
-    crate::bisect::Search::pair(*params, &sa, &sb)
+    (na >= RANK_RUNS && nb >= RANK_RUNS).then_some(pair)
+}
+
+/// A run as a search compares it ([`crate::bisect::Stored`]); `None` without a finite value.
+/// `shared`: the run of a byte-identical build, shown for this commit.
+pub fn stored_run(r: &impl Run, shared: bool) -> Option<crate::bisect::Stored> {
+    Some(crate::bisect::Stored {
+        value: r.value().filter(|v| v.is_finite())?,
+        window: r.window(),
+        moment: u32::try_from(r.moment_key().1).unwrap_or(u32::MAX),
+        shared,
+    })
 }

@@ -183,29 +183,24 @@ pub fn restated(
             &stored_runs(&stored, &commits[c.pos].id, imported),
         )
     };
+    // Largest step first, as the search orders its culprits.
+    let by_size = |mut cs: Vec<Culprit>| {
+        cs.sort_by(|a, b| {
+            b.rel_change
+                .abs()
+                .total_cmp(&a.rel_change.abs())
+                .then(a.pos.cmp(&b.pos))
+        });
+        Outcome::Culprits(cs)
+    };
     if let Outcome::Culprits(cs) = &outcome {
-        if let Some(mut cs) = cs.iter().map(exact).collect::<Option<Vec<Culprit>>>() {
-            cs.sort_by(|a, b| {
-                b.rel_change
-                    .abs()
-                    .total_cmp(&a.rel_change.abs())
-                    .then(a.pos.cmp(&b.pos))
-            });
-            return Ok((Outcome::Culprits(cs), true));
+        if let Some(cs) = cs.iter().map(exact).collect::<Option<Vec<Culprit>>>() {
+            return Ok((by_size(cs), true));
         }
     }
     Ok((
         match outcome {
-            Outcome::Culprits(cs) => {
-                let mut cs: Vec<Culprit> = cs.iter().map(again).collect();
-                cs.sort_by(|a, b| {
-                    b.rel_change
-                        .abs()
-                        .total_cmp(&a.rel_change.abs())
-                        .then(a.pos.cmp(&b.pos))
-                });
-                Outcome::Culprits(cs)
-            }
+            Outcome::Culprits(cs) => by_size(cs.iter().map(again).collect()),
             Outcome::Inconclusive {
                 reason,
                 best_guess: Some(c),
