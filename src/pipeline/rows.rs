@@ -75,7 +75,11 @@ pub fn detector_input<R: Run>(rows: &[CommitRow<R>]) -> stats::changepoint::Runs
         .map(|r| {
             crate::store::moments(&r.records)
                 .into_iter()
-                .map(|(value, window)| Obs { value, window })
+                .map(|(value, window, machine)| Obs {
+                    value,
+                    window,
+                    machine,
+                })
                 .collect()
         })
         .collect();
@@ -230,10 +234,13 @@ pub fn side_by_side<R: Run>(
             continue;
         }
         let k = cp.index;
-        // The parent as `find` has it: the last commit before with runs (not a broken build).
+        // The parent as `find` has it: the last commit before with runs (not a broken build),
+        // where the step lies right after it; else the last commit the runs place at the old
+        // level (the commits between are at neither level as far as their runs tell).
         let parent = rows[..k.min(rows.len())]
             .iter()
-            .rposition(|r| !r.values.is_empty());
+            .rposition(|r| !r.values.is_empty())
+            .map(|q| q.min(cp.last_before));
         let pair = parent
             .filter(|_| k < rows.len())
             .and_then(|q| pair_step(&rows[q], &rows[k], params))

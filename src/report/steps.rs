@@ -16,9 +16,15 @@ pub fn undecided_reason(u: &Undecided) -> String {
             u.runs_needed,
         ),
         Reason::MeasuredApart => format!(
-            "measured apart: no window of time holds runs of both sides, so the machine's \
-             state between them may explain the move; about {} runs a side, taken side by \
-             side, would decide it",
+            "measured apart: no window of time links runs of both sides, and too few machine \
+             states (nights, sessions) stand on each side to tell a step from the machine's \
+             state; about {} runs a side, taken side by side, would decide it",
+            u.runs_needed
+        ),
+        Reason::Machines => format!(
+            "measured on different machines only: the move may be the machines' difference; \
+             about {} runs a side on one machine, side by side, would tell whether a commit \
+             moved too",
             u.runs_needed
         ),
         Reason::SideBySide => format!(

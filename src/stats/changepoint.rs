@@ -119,9 +119,11 @@ pub fn detect_runs(mut runs: Runs, opts: &Options) -> Detection {
     // A count moves with no machine state: its windows of time hold no effect to fit, and
     // a probe measured in a window of its own (counted runs go on every core at once) would
     // leave its runs nothing to show the noise by. Its runs are independent measurements.
+    // Nor does the machine: every count is one pool.
     if opts.counted {
         for o in runs.commits.iter_mut().flatten() {
             o.window = 0;
+            o.machine = 0;
         }
     }
     let mut model = Model::new(runs);
@@ -156,10 +158,28 @@ pub fn detect_runs(mut runs: Runs, opts: &Options) -> Detection {
     } else {
         Vec::new()
     };
-    let Some(var) = model.variances(&cut) else {
+    let Some(mut var) = model.variances(&cut) else {
         return fallback(&model);
     };
-    let (y, w) = weigh(&model, &var);
+    let (mut y, mut w) = weigh(&model, &var);
+    // Strata measured at other machine states: their levels put on one scale by what the
+    // segmentation shows (twice: the boundaries move once the scale does).
+    for pass in 0..3 {
+        // First where strata interleave only: the strata's own segments would hold their
+        // states.
+        let bounds = (pass > 0).then(|| segment::optimal(&Prefix::new(&y, &w), pen, &allowed).0);
+        if !model.align(&y, &w, bounds.as_deref()) {
+            if pass == 0 {
+                continue;
+            }
+            break;
+        }
+        let Some(v) = model.variances(bounds.as_deref().unwrap_or(&cut)) else {
+            return fallback(&model);
+        };
+        var = v;
+        (y, w) = weigh(&model, &var);
+    }
     // A drift is told from a step only over enough commits: two levels are a step, or
     // nothing, never a slope.
     let (slope, bounds) = if model.tied || m < DRIFT_MIN {
@@ -179,7 +199,6 @@ pub fn detect_runs(mut runs: Runs, opts: &Options) -> Detection {
         model: &model,
         y: &yd,
         w: w.to_vec(),
-        counted: opts.counted,
         pre: Prefix::new(&yd, w),
         alpha,
         threshold: opts.threshold,
@@ -202,11 +221,19 @@ pub fn detect_runs(mut runs: Runs, opts: &Options) -> Detection {
             .collect();
         (ctx(&w, &moments), bounds)
     };
-    let (points, dropped) = ctx.confirm(bounds);
-    Detection {
-        undecided: ctx.undecided(&points, &dropped),
-        points,
+    if std::env::var_os("PB_DEBUG").is_some() {
+        eprintln!(
+            "sigma {:?} tau2 {} df {} bounds {bounds:?}\ny {:?}\nw {:?}",
+            ctx.model.sigma, ctx.model.tau2, ctx.model.df, ctx.y, ctx.w
+        );
     }
+    let (points, dropped) = ctx.confirm(bounds);
+    let mut undecided = ctx.undecided(&points, &dropped);
+    undecided.extend(ctx.machine_moves(&points));
+    undecided.extend(ctx.absorbed(&points, &undecided));
+    undecided.sort_by_key(|u| u.index);
+    undecided.dedup_by_key(|u| u.index);
+    Detection { undecided, points }
 }
 
 /// The levels as segmented (a commit measured once clipped to its neighbours) and their

@@ -2,7 +2,7 @@
 //! a long history (`detect`), an [`Observation`] of a fifth of its size, decoded without
 //! copying a text; and the [`Head`] every reader judges a record by before keeping it.
 
-use super::sample::{moment_key, Run, Sample, RECORD_VERSION};
+use super::sample::{machine_key, moment_key, Run, Sample, RECORD_VERSION};
 
 /// The fields a record is judged by before it is kept (stale, set aside, another machine's):
 /// the same for every kind of reader.
@@ -38,6 +38,8 @@ impl Head {
 pub struct Observation {
     value: f64,
     key: (u64, u64),
+    /// [`super::sample::machine_key`] (32 bits: the observation stays 32 bytes).
+    machine: u32,
     ok: bool,
     imported: bool,
 }
@@ -48,6 +50,7 @@ impl Observation {
         Observation {
             value: s.value.unwrap_or(0.0),
             key: s.moment_key(),
+            machine: s.machine_key() as u32,
             ok: s.value.is_some(),
             imported: s.import.is_some(),
         }
@@ -63,6 +66,9 @@ impl Run for Observation {
     }
     fn imported(&self) -> bool {
         self.imported
+    }
+    fn machine(&self) -> u64 {
+        u64::from(self.machine)
     }
 }
 
@@ -91,6 +97,7 @@ impl Keep for Observation {
             bincode::borrow_decode_from_slice::<View<'_>, _>(payload, bincode::config::standard())
                 .map_err(|e| e.to_string())?;
         let round = v.import.as_ref().and_then(|i| i.round);
+        let machine = machine_key(v.fingerprint, v.import.as_ref().map(|i| i.machine));
         Ok((
             Head {
                 commit: v.commit,
@@ -103,6 +110,7 @@ impl Keep for Observation {
             Observation {
                 value: v.value.unwrap_or(0.0),
                 key: moment_key(v.window, v.moment, round.map(str::as_bytes), v.time),
+                machine: machine as u32,
                 ok: v.value.is_some(),
                 imported: v.import.is_some(),
             },
@@ -142,7 +150,7 @@ struct View<'a> {
 #[derive(bincode::BorrowDecode)]
 struct ImportView<'a> {
     round: Option<&'a str>,
-    _machine: Option<&'a str>,
+    machine: Option<&'a str>,
 }
 
 #[cfg(test)]

@@ -79,6 +79,14 @@ impl Sample {
         gix::ObjectId::from_bytes_or_panic(&self.commit)
     }
 
+    /// [`machine_key`] of the run: the machine named by an import, else its fingerprint.
+    pub fn machine_key(&self) -> u64 {
+        machine_key(
+            self.fingerprint,
+            self.import.as_ref().map(|i| i.machine.as_deref()),
+        )
+    }
+
     /// What makes runs one measurement: its window and moment (runs of one commit taken back
     /// to back share it). An imported row (no window) is told apart by its round and time:
     /// rows of one commit that share both were taken together; a row with neither is a
@@ -91,6 +99,27 @@ impl Sample {
             round.map(str::as_bytes),
             self.time,
         )
+    }
+}
+
+/// The machine a run was measured on, as a key of 32 bits (0: none named): an imported row's
+/// machine by its name, a run measured here by its fingerprint (what it depends on besides
+/// the commit: CPU, kernel, compiler, setup). Two machines' runs compare only through what
+/// links them (see [`crate::stats::changepoint`]).
+pub(crate) fn machine_key(fingerprint: u64, machine: Option<Option<&str>>) -> u64 {
+    let k = match machine {
+        Some(name) => name.map_or(0, |n| {
+            use std::hash::BuildHasher;
+            foldhash::fast::FixedState::with_seed(2).hash_one(n)
+        }),
+        None => fingerprint,
+    };
+    // Folded to 32 bits (an observation has room for no more), never 0 for a machine.
+    let folded = (k ^ (k >> 32)) & 0xffff_ffff;
+    if k != 0 && folded == 0 {
+        1
+    } else {
+        folded
     }
 }
 
@@ -134,6 +163,11 @@ pub trait Run: Sync {
             self.moment_key().0
         }
     }
+    /// The machine that measured it, as a key (0: this machine, or none named): runs of two
+    /// machines are compared only through what links them.
+    fn machine(&self) -> u64 {
+        0
+    }
 }
 
 impl Run for Sample {
@@ -146,6 +180,9 @@ impl Run for Sample {
     fn imported(&self) -> bool {
         self.import.is_some()
     }
+    fn machine(&self) -> u64 {
+        self.machine_key()
+    }
 }
 
 /// One number per measurement: the median of each group of runs taken back to back (a
@@ -153,13 +190,14 @@ impl Run for Sample {
 /// treat their inputs as independent (change points, p-values over commits) take these, not
 /// every run: five runs one after the other are one look at the machine, not five.
 pub fn moment_values<'s, R: Run + 's>(records: impl IntoIterator<Item = &'s R>) -> Vec<f64> {
-    moments(records).into_iter().map(|(v, _)| v).collect()
+    moments(records).into_iter().map(|(v, _, _)| v).collect()
 }
 
-/// [`moment_values`], each with the window of time it was taken in: a measured run's window,
-/// an imported row's round (hashed), 0 where neither is known. Runs of several commits in one
-/// window were taken side by side: change-point detection estimates the window's effect.
-pub fn moments<'s, R: Run + 's>(records: impl IntoIterator<Item = &'s R>) -> Vec<(f64, u64)> {
+/// [`moment_values`], each with the window of time it was taken in (a measured run's window,
+/// an imported row's round (hashed), 0 where neither is known) and its machine
+/// ([`Run::machine`]). Runs of several commits in one window were taken side by side:
+/// change-point detection estimates the window's effect.
+pub fn moments<'s, R: Run + 's>(records: impl IntoIterator<Item = &'s R>) -> Vec<(f64, u64, u64)> {
     // Most moments hold one run (interleaved rounds, cron rows): each found by a map, not a
     // scan of the groups so far (a commit of thousands of cron rows would cost millions), and
     // no list per group unless a group has several runs.
@@ -168,7 +206,7 @@ pub fn moments<'s, R: Run + 's>(records: impl IntoIterator<Item = &'s R>) -> Vec
     let mut at: std::collections::HashMap<(u64, u64), usize, foldhash::fast::RandomState> =
         std::collections::HashMap::with_capacity_and_hasher(hint, Default::default());
     let mut counts: Vec<usize> = Vec::with_capacity(hint);
-    let mut windows: Vec<u64> = Vec::with_capacity(hint);
+    let mut windows: Vec<(u64, u64)> = Vec::with_capacity(hint);
     let mut vals: Vec<(usize, f64)> = Vec::with_capacity(hint);
     for s in records {
         let Some(v) = s.value().filter(|v| v.is_finite()) else {
@@ -183,14 +221,17 @@ pub fn moments<'s, R: Run + 's>(records: impl IntoIterator<Item = &'s R>) -> Vec
         };
         if g == next {
             counts.push(0);
-            windows.push(key.0);
+            windows.push((key.0, s.machine()));
         }
         counts[g] += 1;
         vals.push((g, v));
     }
     if vals.len() == counts.len() {
         // One run per moment: the groups are the values, in the order they came.
-        return vals.into_iter().map(|(g, v)| (v, windows[g])).collect();
+        return vals
+            .into_iter()
+            .map(|(g, v)| (v, windows[g].0, windows[g].1))
+            .collect();
     }
     let mut start = Vec::with_capacity(counts.len());
     let mut sum = 0;
@@ -209,8 +250,8 @@ pub fn moments<'s, R: Run + 's>(records: impl IntoIterator<Item = &'s R>) -> Vec
         .zip(&counts)
         .zip(&windows)
         .filter_map(|((&a, &n), &w)| match &flat[a..a + n] {
-            [one] => Some((*one, w)),
-            group => crate::stats::median(group).map(|m| (m, w)),
+            [one] => Some((*one, w.0, w.1)),
+            group => crate::stats::median(group).map(|m| (m, w.0, w.1)),
         })
         .collect()
 }

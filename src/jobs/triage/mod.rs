@@ -240,12 +240,14 @@ impl<'a> Triage<'a> {
                     .collect(),
             );
             // Steps the stored runs cannot decide (cron rounds each at its own moment, too few runs)
-            // are searched as the confirmed ones are: `find`'s interleaved runs decide them.
-            let steps = d
-                .points
-                .iter()
-                .map(|c| c.index)
-                .chain(d.undecided.iter().map(|u| u.index));
+            // are searched as the confirmed ones are: `find`'s interleaved runs decide them. A
+            // move seen only across named machines is theirs, not a commit's: never searched.
+            let steps = d.points.iter().map(|c| c.index).chain(
+                d.undecided
+                    .iter()
+                    .filter(|u| u.why != crate::stats::changepoint::Reason::Machines)
+                    .map(|u| u.index),
+            );
             for index in steps {
                 let Some(from) = rows[..index].iter().rev().find(|r| !r.values.is_empty()) else {
                     continue;

@@ -32,9 +32,6 @@ pub(super) struct Ctx<'a> {
     pub(super) y: &'a [f64],
     /// The weights of `y` (inverse variances), as `pre` sums them.
     pub(super) w: Vec<f64>,
-    /// The metric counts work (instructions): the machine's state does not move it, so levels
-    /// of two strata are compared as they are, with the window effects' own variance.
-    pub(super) counted: bool,
     pub(super) pre: Prefix,
     /// The same levels weighted by their moments only: the levels a step reports do not
     /// move with the noise estimated over the range asked.
@@ -64,79 +61,134 @@ pub(super) struct Tested {
     /// The two sides were measured on different machine states only (no stratum holds both):
     /// the machine may explain the step, and no p-value can decide it.
     pub(super) apart: bool,
+    /// The two sides were measured on different named machines only.
+    pub(super) machines: bool,
     /// The p-value of the runs alone, as if one machine state had measured every level.
     pub(super) p_runs: f64,
+    /// The positions the segmentation could have put this boundary at (the commits of its two
+    /// segments less one): the boundary is the best of them, so its p-value counts each.
+    pub(super) positions: f64,
+}
+
+/// What [`Ctx::across`] found: the p-value, the change the deciding evidence shows (analysis
+/// scale; `None`: the levels beside the boundary say it), and whether the sides were measured
+/// apart (on different machines only).
+#[derive(Clone, Copy)]
+struct Apart {
+    p: f64,
+    delta: Option<f64>,
+    apart: bool,
+    machines: bool,
+}
+
+impl Apart {
+    fn judged(p: f64, delta: impl Into<Option<f64>>) -> Apart {
+        Apart {
+            p,
+            delta: delta.into(),
+            apart: false,
+            machines: false,
+        }
+    }
 }
 
 impl Tested {
     fn passes(&self, alpha: f64) -> bool {
-        self.reached && !self.lone && !self.apart && self.p < alpha
+        self.reached && !self.lone && !self.apart && self.p * self.positions < alpha
     }
 }
+
+/// How much worse a boundary may fit than the best (twice the log-likelihood) and still be
+/// where the step lies: χ²₁ at 0.001, as strict as a step's own test (a boundary placed by
+/// less blames a commit the runs do not place).
+const PLACE_CHI2: f64 = 10.83;
+/// The degrees of freedom of the Student t whose likelihood places a boundary among commits
+/// measured alone: one reading at neither level (a run on a slow night, an outlier) moves its
+/// place by little.
+const PLACE_NU: f64 = 4.0;
 
 impl Ctx<'_> {
     fn back(&self, v: f64) -> f64 {
         self.model.back(v)
     }
 
-    /// The p-value of the step at `b` between [a, b) and [b, c) whose sides lie in several
-    /// strata (its t statistic on the levels alone `z`), and whether the sides were measured
-    /// apart. Where the store shows how far strata move ([`Model::machine`], or a counted
-    /// metric, which the machine does not move), the levels are compared as they are with
-    /// that variance added for each stratum one side leans on more than the other; the
-    /// contrasts within strata alone may say more. Else only those contrasts count, and a
-    /// step no stratum holds both sides of is measured apart.
-    fn across(&self, a: usize, b: usize, c: usize, z: f64, bridge: f64) -> (f64, bool) {
+    /// The step at `b` between [a, b) and [b, c) whose sides lie in several strata. Two kinds
+    /// of evidence:
+    /// contrasts within strata (commits of both sides compared on one machine state, a t test
+    /// with the model's noise), and the strata that lie wholly on one side as units (each one
+    /// draw of the machine's state, compared by ranks within each machine: a lone slow night
+    /// or session can never decide). Either may decide (each at α/2 where both speak), except
+    /// that runs taken side by side which contradict the units (their 99 % interval of the
+    /// change leaves the units' change out) decide alone. Neither: measured apart.
+    fn across(&self, a: usize, b: usize, c: usize) -> Apart {
         let df = self.model.df;
-        let within = self
-            .model
-            .strata
-            .within(self.y, &self.w, a, b, c)
-            .map(|(d, v)| (d, v + bridge))
+        let strata = &self.model.strata;
+        let effects = |coef: &[(usize, f64)]| self.model.effects_var(coef);
+        let within = strata
+            .within(self.y, &self.w, (a, b, c), &effects)
             .filter(|(_, v)| *v > 0.0);
-        let machine = match self.model.machine {
-            Some(m) => Some(m),
-            None if self.counted => Some((0.0, df)),
-            None => None,
-        };
-        let levels = machine.map(|(m, df_m)| {
-            let v = 1.0 / self.pre.weight(a, b) + 1.0 / self.pre.weight(b, c) + bridge;
-            let vm = m * self.model.strata.exposure(&self.w, a, b, c);
-            let total = v + vm;
-            // Satterthwaite's degrees of freedom for the sum of the two variances.
-            let df_eff = if vm > 0.0 {
-                total * total / (v * v / df + vm * vm / df_m)
-            } else {
-                df
-            };
-            (z * (v / total).sqrt(), total, df_eff)
-        });
-        match (levels, within) {
-            (Some((_, v, _)), Some((d, vw))) if vw < v => (two_sided(d / vw.sqrt(), df), false),
-            (Some((z, _, df_eff)), _) => (two_sided(z, df_eff), false),
-            (None, Some((d, vw))) => (two_sided(d / vw.sqrt(), df), false),
-            (None, None) => (1.0, true),
+        let units = strata.units(self.y, &self.w, a, b, c);
+        let across = units.test().filter(|u| u.best < self.alpha);
+        let p_w = within.map(|(d, v)| two_sided(d / v.sqrt(), df));
+        if std::env::var_os("PB_DEBUG").is_some() {
+            eprintln!(
+                "across a {a} b {b} c {c} within {within:?} p_w {p_w:?} units {units:?} df {df}"
+            );
+        }
+        match (within, p_w, across) {
+            (Some((d, v)), Some(pw), Some(u)) => {
+                let contradicts = (u.delta - d).abs() > 2.576 * v.sqrt();
+                let p = if contradicts {
+                    pw
+                } else {
+                    (2.0 * pw.min(u.p)).min(1.0)
+                };
+                let delta = if contradicts || pw <= u.p { d } else { u.delta };
+                Apart::judged(p, delta)
+            }
+            (Some((d, _)), Some(pw), None) => Apart::judged(pw, d),
+            (_, _, Some(u)) => Apart::judged(u.p, u.delta),
+            _ => Apart {
+                p: 1.0,
+                delta: None,
+                apart: true,
+                machines: units.machines_apart(),
+            },
         }
     }
 
     /// The test of the step at `b` between segments [a, b) and [b, c): a t test of the two
     /// segments' weighted mean levels (each level's variance from the model), with the
-    /// degrees of freedom the noise was estimated from.
+    /// degrees of freedom the noise was estimated from; over several strata, [`Ctx::across`].
     pub(super) fn test(&self, a: usize, b: usize, c: usize) -> Tested {
         let mut z = self.pre.z(a, b, c);
+        let single = self.model.strata.single(a, c);
         // Windows bridged by few commits: their effects' uncertainty is part of the contrast.
-        let mut bridge = 0.0;
-        if let Some(br) = &self.model.bridge {
-            bridge = br.contrast(&self.w, a, b, c);
-            let v = 1.0 / self.pre.weight(a, b) + 1.0 / self.pre.weight(b, c);
-            z *= (v / (v + bridge)).sqrt();
+        if single && self.model.bridge.is_some() {
+            let (wl, wr) = (self.pre.weight(a, b), self.pre.weight(b, c));
+            let coef: Vec<(usize, f64)> = (a..c)
+                .filter(|&j| self.w[j] > 0.0)
+                .map(|j| {
+                    (
+                        j,
+                        if j < b {
+                            -self.w[j] / wl
+                        } else {
+                            self.w[j] / wr
+                        },
+                    )
+                })
+                .collect();
+            let v = 1.0 / wl + 1.0 / wr;
+            z *= (v / (v + self.model.effects_var(&coef))).sqrt();
         }
         let p_runs = two_sided(z, self.model.df);
-        let (mut p, apart) = if self.model.strata.single(a, c) {
-            (p_runs, false)
+        let judged = if single {
+            Apart::judged(p_runs, None)
         } else {
-            self.across(a, b, c, z, bridge)
+            self.across(a, b, c)
         };
+        let mut p = judged.p;
         // Two builds of few runs each (every commit on a side shows one build's runs): the
         // model's noise (pooled, window effects removed) rests on too few of them to be more
         // certain than Welch's test on those runs themselves.
@@ -149,8 +201,14 @@ impl Ctx<'_> {
         }
         let lo = a.max(b.saturating_sub(LEVEL_SPAN));
         let hi = c.min(b + LEVEL_SPAN);
-        let before = self.back(self.sizes.mean(lo, b) + self.slope * b as f64);
-        let after = self.back(self.sizes.mean(b, hi) + self.slope * b as f64);
+        let level = self.sizes.mean(lo, b) + self.slope * b as f64;
+        let before = self.back(level);
+        // Over several strata the change is what the evidence that judged it shows: the
+        // levels beside the boundary hold the strata's machine states too.
+        let after = self.back(match judged.delta {
+            Some(d) => level + d,
+            None => self.sizes.mean(b, hi) + self.slope * b as f64,
+        });
         // Each run once: a build's runs shown on k commits count 1/k on each.
         let count = |r: std::ops::Range<usize>| self.sizes.weight(r.start, r.end).round() as usize;
         let up = after > before;
@@ -165,9 +223,101 @@ impl Ctx<'_> {
             after,
             reached: self.threshold.reached(before, after) && before != after,
             runs: (count(lo..b), count(b..hi)),
-            apart,
+            apart: judged.apart,
+            machines: judged.machines,
             p_runs,
+            positions: (c - a).saturating_sub(1).max(1) as f64,
         }
+    }
+
+    /// Where the step at `b` between [a, b) and [b, c) lies: every position `t` (within
+    /// [`LEVEL_SPAN`] commits of `b`, where a boundary may be) whose split fits the levels
+    /// nearly as well as `b`'s ([`PLACE_CHI2`]), each level judged by a Student t likelihood
+    /// ([`PLACE_NU`]); the last commit before the first such position, and the last such
+    /// position. A commit is judged against the old and the new level of its own stratum
+    /// where that holds commits on both sides (compared on one machine state, with the
+    /// model's variances); a commit measured alone in its stratum against the other such
+    /// commits, by their own spread (nights of one machine read alike; a session of another
+    /// state reads as neither level); a commit of a stratum on one side only places nothing
+    /// (its state is its stratum's, and no level beside it tells that). Commits between the
+    /// two are at neither level as far as their runs tell: blaming `b` alone would blame a
+    /// commit the runs do not place.
+    fn span(&self, a: usize, b: usize, c: usize) -> (usize, usize) {
+        let lo = (a + 1).max(b.saturating_sub(LEVEL_SPAN));
+        let hi = c.min(b + LEVEL_SPAN + 1);
+        let (from, to) = (a.max(b.saturating_sub(LEVEL_SPAN)), c.min(b + LEVEL_SPAN));
+        let strata = &self.model.strata;
+        let both = strata.straddling(from, b, to);
+        let alone = |j: usize| {
+            let s = strata.of[j];
+            !(from..to).any(|i| i != j && strata.of[i] == s)
+        };
+        // Classes: each straddling stratum, then the commits measured alone, then the rest.
+        let class = |j: usize| match both.binary_search(&strata.of[j]) {
+            Ok(i) => i,
+            Err(_) if alone(j) => both.len(),
+            Err(_) => both.len() + 1,
+        };
+        let mut acc = vec![[0.0f64; 4]; both.len() + 2];
+        for j in from..to {
+            let k = if j < b { 0 } else { 2 };
+            acc[class(j)][k] += self.w[j];
+            acc[class(j)][k + 1] += self.w[j] * self.y[j];
+        }
+        // The commits measured alone: their spread about their side's level (a robust sd).
+        let lone: Vec<usize> = (from..to).filter(|&j| class(j) == both.len()).collect();
+        let spread = {
+            let side = |j: usize| if j < b { 0 } else { 2 };
+            let level = |k: usize| acc[both.len()][k + 1] / acc[both.len()][k];
+            let mut d: Vec<f64> = lone
+                .iter()
+                .map(|&j| (self.y[j] - level(side(j))).abs())
+                .collect();
+            crate::stats::summary::median_in_place(&mut d).map(|m| 1.4826 * m)
+        };
+        // Each commit's class levels without itself (a reading cannot vouch for its own level).
+        let levels = |j: usize| {
+            let [mut wl, mut sl, mut wr, mut sr] = acc[class(j)];
+            if j < b {
+                (wl, sl) = (wl - self.w[j], sl - self.w[j] * self.y[j]);
+            } else {
+                (wr, sr) = (wr - self.w[j], sr - self.w[j] * self.y[j]);
+            }
+            (wl > 1e-12 * self.w[j] && wr > 1e-12 * self.w[j]).then(|| (sl / wl, sr / wr))
+        };
+        // Within a stratum the runs' own noise (Gaussian); a commit measured alone by a
+        // Student t (one reading on a slow night moves its place by little).
+        let rho = |j: usize, level: f64| match class(j) {
+            k if k < both.len() => (self.y[j] - level).powi(2) * self.w[j],
+            _ => match spread {
+                Some(sd) if sd > 0.0 && lone.len() >= 6 => {
+                    let r2 = ((self.y[j] - level) / sd).powi(2);
+                    (PLACE_NU + 1.0) * (r2 / PLACE_NU).ln_1p()
+                }
+                _ => 0.0,
+            },
+        };
+        // What moving commit j to the new side costs (nothing where its class places nothing).
+        let to_new = |j: usize| match levels(j) {
+            Some((old, new)) if class(j) <= both.len() => rho(j, new) - rho(j, old),
+            _ => 0.0,
+        };
+        let (mut first, mut last) = (b, b);
+        let mut cost = 0.0;
+        for t in (lo..b).rev() {
+            cost += to_new(t);
+            if !self.model.joined[t] && cost <= PLACE_CHI2 {
+                first = t;
+            }
+        }
+        cost = 0.0;
+        for t in b + 1..hi {
+            cost -= to_new(t - 1);
+            if !self.model.joined[t] && cost <= PLACE_CHI2 {
+                last = t;
+            }
+        }
+        (first - 1, last)
     }
 
     /// For a side of at most [`LONE_SPAN`] commits each measured once, the chance that so many
@@ -285,10 +435,16 @@ impl Ctx<'_> {
                 None => {
                     let points = bounds
                         .iter()
+                        .enumerate()
                         .zip(&tested)
-                        .map(|(&b, t)| ChangePoint {
-                            index: self.model.pos[b],
-                            last_before: self.model.pos[b - 1],
+                        .map(|((i, &b), t)| {
+                            let a = if i == 0 { 0 } else { bounds[i - 1] };
+                            let c = bounds.get(i + 1).copied().unwrap_or(m);
+                            (b, self.span(a, b, c), t)
+                        })
+                        .map(|(_, (last, first), t)| ChangePoint {
+                            index: self.model.pos[first],
+                            last_before: self.model.pos[last],
                             before: t.before,
                             after: t.after,
                             rel_change: rel_change(t.before, t.after),
@@ -346,7 +502,7 @@ impl Ctx<'_> {
         out.sort_by_key(|o| o.0);
         out.into_iter()
             .map(|(b, t)| {
-                let z_need = norm_quantile(1.0 - self.alpha / 2.0) + POWER_Z;
+                let z_need = norm_quantile(1.0 - self.alpha / (2.0 * t.positions)) + POWER_Z;
                 let n = t.runs.0.min(t.runs.1).max(1);
                 let need = if t.apart {
                     // Side by side, the runs' own noise decides: a two-sample test's runs a
@@ -362,7 +518,9 @@ impl Ctx<'_> {
                 Undecided {
                     index: self.model.pos[b],
                     last_before: self.model.pos[b - 1],
-                    why: if t.apart {
+                    why: if t.apart && t.machines {
+                        Reason::Machines
+                    } else if t.apart {
                         Reason::MeasuredApart
                     } else if t.lone {
                         Reason::OneRun
@@ -379,6 +537,131 @@ impl Ctx<'_> {
                 }
             })
             .collect()
+    }
+}
+
+impl Ctx<'_> {
+    /// Where the commits in order pass from one stratum to another that meets it at most
+    /// twice (a session, a block of nights: nothing but the commits beside the switch tells
+    /// their machine states apart) and the levels as measured move there by the threshold,
+    /// while the levels put on one scale move by less than half as much (the states took the
+    /// move): undecided,
+    /// measured apart, with the move as measured. Silence there would hide a step no link
+    /// can show; certainty would blame a commit for a machine state.
+    pub(super) fn absorbed(&self, found: &[ChangePoint], known: &[Undecided]) -> Vec<Undecided> {
+        let model = self.model;
+        let of = &model.strata.of;
+        let m = self.y.len();
+        let mut meets: std::collections::HashMap<(u32, u32), usize> = Default::default();
+        for j in 1..m {
+            if of[j] != of[j - 1] {
+                *meets
+                    .entry((of[j].min(of[j - 1]), of[j].max(of[j - 1])))
+                    .or_default() += 1;
+            }
+        }
+        let near = |i: usize| {
+            found
+                .iter()
+                .map(|c| c.index)
+                .chain(known.iter().map(|u| u.index))
+                .any(|x| x.abs_diff(model.pos[i]) <= 1)
+        };
+        let mut out: Vec<Undecided> = Vec::new();
+        for j in 1..m {
+            let (s, t) = (of[j - 1], of[j]);
+            if s == t || meets[&(s.min(t), s.max(t))] > 2 || near(j) {
+                continue;
+            }
+            // Each side: the commits of its stratum next to the switch.
+            let side = |range: &mut dyn Iterator<Item = usize>, k: u32, raw: bool| {
+                let v: Vec<f64> = range
+                    .take_while(|&i| of[i] == k)
+                    .take(LEVEL_SPAN)
+                    .map(|i| if raw { model.raw_level(i) } else { self.y[i] })
+                    .collect();
+                (v.iter().sum::<f64>() / v.len().max(1) as f64, v.len())
+            };
+            let (rb, nb) = side(&mut (0..j).rev(), s, true);
+            let (ra, na) = side(&mut (j..m), t, true);
+            let (yb, _) = side(&mut (0..j).rev(), s, false);
+            let (ya, _) = side(&mut (j..m), t, false);
+            let (before, after) = (self.back(rb), self.back(ra));
+            // The states took most of the move.
+            if !self.threshold.reached(before, after)
+                || before == after
+                || (ya - yb).abs() > (ra - rb).abs() / 2.0
+            {
+                continue;
+            }
+            let runs =
+                |r: std::ops::Range<usize>| self.sizes.weight(r.start, r.end).round() as usize;
+            out.push(Undecided {
+                index: model.pos[j],
+                last_before: model.pos[j - 1],
+                why: Reason::MeasuredApart,
+                before,
+                after,
+                rel_change: rel_change(before, after),
+                p_value: 1.0,
+                runs: (runs(j - nb..j), runs(j..j + na)),
+                runs_needed: crate::stats::step::RANK_RUNS,
+                interval: None,
+            });
+        }
+        // The largest moves first, as many as the undecided steps a detection names.
+        out.sort_by(|x, y| y.rel_change.abs().total_cmp(&x.rel_change.abs()));
+        out.truncate(MAX_UNDECIDED);
+        out
+    }
+
+    /// Where the commits in order pass between named machines whose offset only a handover
+    /// shows (at most two crossings: nothing but the commits beside it tells the machines'
+    /// difference from a step), and the levels there move by the threshold: undecided, the
+    /// machines' difference ([`Reason::Machines`]), with the move as measured.
+    pub(super) fn machine_moves(&self, found: &[ChangePoint]) -> Vec<Undecided> {
+        let model = self.model;
+        let m = self.y.len();
+        let mut out = Vec::new();
+        for o in model.machines.iter().filter(|o| o.crossings <= 2) {
+            let on = |j: usize| model.strata.machine_of(j) == o.machine;
+            // The levels as measured: the offset put back on this machine's commits.
+            let raw = |j: usize| self.y[j] + if on(j) { o.offset } else { 0.0 };
+            for j in 1..m {
+                if on(j) == on(j - 1) || found.iter().any(|c| c.index == model.pos[j]) {
+                    continue;
+                }
+                let side = |range: &mut dyn Iterator<Item = usize>, mine: bool| {
+                    let v: Vec<f64> = range
+                        .filter(|&i| on(i) == mine)
+                        .take(LEVEL_SPAN)
+                        .map(raw)
+                        .collect();
+                    v.iter().sum::<f64>() / v.len().max(1) as f64
+                };
+                let before = self.back(side(&mut (0..j).rev(), on(j - 1)));
+                let after = self.back(side(&mut (j..m), on(j)));
+                if !self.threshold.reached(before, after) || before == after {
+                    continue;
+                }
+                out.push(Undecided {
+                    index: model.pos[j],
+                    last_before: model.pos[j - 1],
+                    why: Reason::Machines,
+                    before,
+                    after,
+                    rel_change: rel_change(before, after),
+                    p_value: 1.0,
+                    runs: (
+                        self.sizes.weight(j.saturating_sub(LEVEL_SPAN), j).round() as usize,
+                        self.sizes.weight(j, (j + LEVEL_SPAN).min(m)).round() as usize,
+                    ),
+                    runs_needed: crate::stats::step::RANK_RUNS,
+                    interval: None,
+                });
+            }
+        }
+        out
     }
 }
 

@@ -8,46 +8,113 @@
 /// Most conjugate-gradient iterations (each one pass over the runs).
 const MAX_ITER: usize = 500;
 
-/// What bridged windows leave uncertain: each window effect's variance (in units of a run's
-/// variance until [`Bridge::with_sigma`]) and each commit's share of each tied window.
+/// What bridged windows leave uncertain: the effects' estimates are correlated along the
+/// chains of commits that link their windows, so a contrast of levels measured in different
+/// windows carries σ² d'A⁺d, A the effects' normal matrix within the stratum and d what the
+/// contrast reads of each effect (see [`Bridge::var`]).
 pub(super) struct Bridge {
-    /// Per window: the variance of its estimated effect.
-    var: Vec<f64>,
-    /// Per commit: (window, share of the commit's runs in it).
-    share: Vec<Vec<(u32, f64)>>,
+    /// Per stratum: its windows (global ids) and, per its commit, the commit's runs and its
+    /// runs per window (local window index, count).
+    strata: Vec<Stratum>,
+    /// Each window's stratum and index within it.
+    local: Vec<(u32, u32)>,
+    /// The variance of one run (analysis scale).
+    sigma2: f64,
+}
+
+struct Stratum {
+    windows: Vec<u32>,
+    runs: Vec<f64>,
+    commits: Vec<(f64, Vec<(u32, f64)>)>,
 }
 
 impl Bridge {
     /// The variances in the units of the analysis scale, `sigma` a run's sd.
     pub(super) fn with_sigma(mut self, sigma: f64) -> Bridge {
-        self.var.iter_mut().for_each(|v| *v *= sigma * sigma);
+        self.sigma2 = sigma * sigma;
         self
     }
 
-    /// The variance the effects add to the difference of the weighted mean levels of [b, c)
-    /// and [a, b) (weights `w`): Σ over windows of (the new side's share of it less the old
-    /// side's)² times its variance (the windows' errors taken as independent: an upper
-    /// bound where they are chained). Commits measured in the same windows alike cancel.
-    pub(super) fn contrast(&self, w: &[f64], a: usize, b: usize, c: usize) -> f64 {
-        let (wl, wr): (f64, f64) = (w[a..b].iter().sum(), w[b..c].iter().sum());
-        if wl <= 0.0 || wr <= 0.0 {
+    /// The variance the window effects' estimates add to `Σ coef_j level_j` over commits of
+    /// one stratum (`coef`: commit, coefficient; summing to 0): σ² d'A⁺d, d_w = Σ_j coef_j
+    /// k_jw / n_j, solved by conjugate gradients within the stratum. Commits measured in the
+    /// same windows alike cancel; a chain of links adds up.
+    pub(super) fn var(&self, coef: &[(usize, f64)], runs: &[Vec<(f64, u32)>]) -> f64 {
+        let Some(&(j0, _)) = coef.first() else {
+            return 0.0;
+        };
+        let Some(&(_, w0)) = runs[j0].first() else {
+            return 0.0;
+        };
+        let s = self.local[w0 as usize].0 as usize;
+        let st = &self.strata[s];
+        let k = st.windows.len();
+        if k < 2 {
             return 0.0;
         }
-        let mut acc: std::collections::HashMap<u32, f64, foldhash::fast::RandomState> =
-            Default::default();
-        for (j, (wj, shares)) in w[a..c].iter().zip(&self.share[a..c]).enumerate() {
-            let side = if a + j < b { -wj / wl } else { wj / wr };
-            for &(win, f) in shares {
-                *acc.entry(win).or_default() += side * f;
+        let mut d = vec![0.0; k];
+        for &(j, a) in coef {
+            let n = runs[j].len() as f64;
+            for &(_, w) in &runs[j] {
+                let (sj, l) = self.local[w as usize];
+                if sj as usize == s {
+                    d[l as usize] += a / n;
+                }
             }
         }
-        // (Summed in window order: the same total whatever the map's order.)
-        let mut terms: Vec<(u32, f64)> = acc.into_iter().collect();
-        terms.sort_unstable_by_key(|t| t.0);
-        terms
-            .iter()
-            .map(|&(win, d)| d * d * self.var[win as usize])
-            .sum()
+        let apply = |e: &[f64], out: &mut [f64]| {
+            for ((o, n), v) in out.iter_mut().zip(&st.runs).zip(e) {
+                *o = n * v;
+            }
+            for (n, by) in &st.commits {
+                let m = by.iter().map(|&(w, c)| c * e[w as usize]).sum::<f64>() / n;
+                for &(w, c) in by {
+                    out[w as usize] -= c * m;
+                }
+            }
+        };
+        let x = conjugate_gradients(&d, apply, 200);
+        let q: f64 = d.iter().zip(&x).map(|(a, b)| a * b).sum();
+        (self.sigma2 * q).max(0.0)
+    }
+}
+
+/// Solves `A x = b` for a symmetric positive semi-definite `A` (given by `apply`) from 0, at
+/// most `max` iterations; the answer in A's range where `b` is.
+fn conjugate_gradients(b: &[f64], apply: impl Fn(&[f64], &mut [f64]), max: usize) -> Vec<f64> {
+    let k = b.len();
+    let dot = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f64>();
+    let mut x = vec![0.0; k];
+    let mut res = b.to_vec();
+    let mut p = res.clone();
+    let mut rr = dot(&res, &res);
+    let tol = 1e-20 * rr.max(1e-300);
+    let mut ap = vec![0.0; k];
+    for _ in 0..max {
+        if rr <= tol {
+            break;
+        }
+        apply(&p, &mut ap);
+        let pap = dot(&p, &ap);
+        if !(pap > 0.0) {
+            break;
+        }
+        let alpha = rr / pap;
+        for i in 0..k {
+            x[i] += alpha * p[i];
+            res[i] -= alpha * ap[i];
+        }
+        let next = dot(&res, &res);
+        let beta = next / rr;
+        rr = next;
+        for i in 0..k {
+            p[i] = res[i] + beta * p[i];
+        }
+    }
+    if x.iter().all(|v| v.is_finite()) {
+        x
+    } else {
+        vec![0.0; k]
     }
 }
 
@@ -60,6 +127,7 @@ pub(super) fn bridged(
     runs: &[Vec<(f64, u32)>],
     start: &[f64],
     none: u32,
+    stratum: &[u32],
     clip: impl Fn(&[(f64, u32)], &[f64]) -> Vec<(f64, u32)>,
 ) -> (Vec<f64>, Bridge) {
     let mut effect = solve(runs, start, none);
@@ -67,38 +135,64 @@ pub(super) fn bridged(
         let clipped: Vec<Vec<(f64, u32)>> = runs.iter().map(|r| clip(r, &effect)).collect();
         effect = solve(&clipped, &effect, none);
     }
-    let (mut sum, mut count) = (0.0, 0usize);
+    // Centred within each stratum (`stratum[w]`: window w's): nothing ties one stratum's
+    // machine state to another's.
+    let k = stratum.iter().map(|&s| s as usize + 1).max().unwrap_or(0);
+    let (mut sum, mut count) = (vec![0.0; k], vec![0usize; k]);
     for &(_, w) in runs.iter().flatten().filter(|x| x.1 != none) {
-        sum += effect[w as usize];
-        count += 1;
+        sum[stratum[w as usize] as usize] += effect[w as usize];
+        count[stratum[w as usize] as usize] += 1;
     }
-    let mean = if count > 0 { sum / count as f64 } else { 0.0 };
-    effect.iter_mut().for_each(|e| *e -= mean);
-    let mut info = vec![0.0; start.len()];
-    let share: Vec<Vec<(u32, f64)>> = runs
-        .iter()
-        .map(|r| {
-            let n = r.len() as f64;
-            let mut by: Vec<(u32, f64)> = Vec::new();
-            for &(_, w) in r.iter().filter(|x| x.1 != none) {
-                match by.iter_mut().find(|x| x.0 == w) {
-                    Some(x) => x.1 += 1.0,
-                    None => by.push((w, 1.0)),
-                }
-            }
-            for &(w, k) in &by {
-                info[w as usize] += k * (n - k) / n;
-            }
-            by.iter().map(|&(w, k)| (w, k / n)).collect()
+    for (w, e) in effect.iter_mut().enumerate() {
+        let s = stratum[w] as usize;
+        if count[s] > 0 {
+            *e -= sum[s] / count[s] as f64;
+        }
+    }
+    (effect, bridge_of(runs, stratum, start.len()))
+}
+
+/// The [`Bridge`] of `runs` (every run in a window) over `windows` windows, `stratum[w]`
+/// each window's stratum.
+fn bridge_of(runs: &[Vec<(f64, u32)>], stratum: &[u32], windows: usize) -> Bridge {
+    let count = stratum.iter().map(|&s| s as usize + 1).max().unwrap_or(0);
+    let mut strata: Vec<Stratum> = (0..count)
+        .map(|_| Stratum {
+            windows: Vec::new(),
+            runs: Vec::new(),
+            commits: Vec::new(),
         })
         .collect();
-    // A window no commit ties to another is its stratum's own machine state: the strata say
-    // what that leaves uncertain, not this.
-    let var = info
-        .iter()
-        .map(|&i| if i > 0.0 { 1.0 / i } else { 0.0 })
-        .collect();
-    (effect, Bridge { var, share })
+    let mut local = vec![(0u32, 0u32); windows];
+    for (w, &s) in stratum.iter().enumerate().take(windows) {
+        let st = &mut strata[s as usize];
+        local[w] = (s, st.windows.len() as u32);
+        st.windows.push(w as u32);
+        st.runs.push(0.0);
+    }
+    for r in runs {
+        let Some(&(_, w0)) = r.first() else {
+            continue;
+        };
+        let s = local[w0 as usize].0 as usize;
+        let mut by: Vec<(u32, f64)> = Vec::new();
+        for &(_, w) in r {
+            let l = local[w as usize].1;
+            strata[s].runs[l as usize] += 1.0;
+            match by.iter_mut().find(|x| x.0 == l) {
+                Some(x) => x.1 += 1.0,
+                None => by.push((l, 1.0)),
+            }
+        }
+        // A commit measured in one window ties nothing: its runs fix only that effect's
+        // share of its level, which its own level's variance holds.
+        strata[s].commits.push((r.len() as f64, by));
+    }
+    Bridge {
+        strata,
+        local,
+        sigma2: 0.0,
+    }
 }
 
 /// The effects of the `k` windows of `runs` (each commit's runs: value and window, `none` for

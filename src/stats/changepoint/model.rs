@@ -1,8 +1,13 @@
 //! The model of what the store holds: a run's value (a logarithm for a positive metric) is its
-//! commit's level plus its window's effect plus noise. Fitted here: the window effects (only
-//! where a window holds runs of two or more commits: side by side, commits are compared on one
-//! machine state), each commit's level and the variance of that level (the runs' noise over
-//! how many independent moments it has, plus the commit-to-commit jitter of builds).
+//! commit's level plus its window's effect plus noise. Every window of time is a machine state
+//! with an effect of its own, a window of one build included: its effect is estimated where
+//! the build was measured in other windows too (then its runs tell the state, not the level),
+//! and within each stratum of windows linked by commits the effects are solved exactly. A
+//! named machine's strata are put on the scale of the others by what neighbouring commits
+//! show ([`Model::machine_offsets`]): a move seen only across machines is the machines'.
+//! Fitted here: the effects, each commit's level and the variance of that level (the runs'
+//! noise over how many independent moments it has, plus the commit-to-commit jitter of
+//! builds).
 
 use super::super::summary::median_in_place;
 use super::point::{Obs, Runs};
@@ -34,12 +39,13 @@ pub(super) struct Model {
     effect: Vec<f64>,
     /// Some window holds runs of two or more builds: levels are told apart from drift.
     pub(super) tied: bool,
-    /// Which commits' levels were measured on one machine state (tied windows, joined).
+    /// Which commits' levels were measured on one machine state (windows linked by commits).
     pub(super) strata: Strata,
-    /// The variance of a stratum's machine state beyond a level's own (analysis scale) and its
-    /// degrees of freedom, from the differences of neighbouring levels of two strata (see
-    /// [`Model::variances`]); `None` where they are too few to tell it.
-    pub(super) machine: Option<(f64, f64)>,
+    /// Named machines put on the scale of the most measured one: each machine, its offset
+    /// (analysis scale) and how many times the commits in order cross to it from another.
+    pub(super) machines: Vec<MachineOffset>,
+    /// What [`Model::align`] moved each stratum's levels by (analysis scale).
+    aligned: Vec<f64>,
     /// Where windows are bridged by few commits (the effects solved exactly): each window
     /// effect's variance and each commit's share of each of its windows.
     pub(super) bridge: Option<super::effects::Bridge>,
@@ -64,6 +70,25 @@ pub(super) struct Model {
 
 const NONE: u32 = u32::MAX;
 
+/// A named machine's offset against the most measured machine, as neighbouring commits show it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct MachineOffset {
+    pub(super) machine: u64,
+    /// Its levels less the reference machine's (analysis scale), from the commits beside it.
+    pub(super) offset: f64,
+    /// Times the commits in order pass from another machine to this one: one handover is
+    /// one, nights alternating are many.
+    pub(super) crossings: usize,
+    /// Commits of this machine whose neighbours on another gave the offset.
+    pub(super) pairs: usize,
+}
+
+/// Commits apart at most (in order of the commits measured) for two commits of one window to
+/// tell the jitter of builds.
+const PAIR_GAP: usize = 3;
+/// Commits apart at most for a commit of another machine to be a neighbour of one.
+const NEIGHBOUR: usize = 3;
+
 impl Model {
     /// The kept commits of `runs` (positions with a finite value), with `share` and `joined`
     /// per series position (empty: 1 and false).
@@ -78,12 +103,16 @@ impl Model {
         let (mut pos, mut sh, mut jn, mut medians) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         let mut kept: Vec<Vec<(f64, u32)>> = Vec::new();
-        // Dense windows in order of first appearance (a window is tied when it holds runs of
-        // two or more builds), one lookup a run: millions of cron rows pass here. Per dense
-        // window: the first build seen in it, and whether another was.
+        // Dense windows in order of first appearance, one lookup a run: millions of cron rows
+        // pass here. Runs without a window are their machine's pool (one window a machine).
+        // Per dense window: the first build seen in it, whether another was, its machine.
         let mut ids: std::collections::HashMap<u64, u32, foldhash::fast::RandomState> =
             Default::default();
+        let mut pools: std::collections::HashMap<u64, u32, foldhash::fast::RandomState> =
+            Default::default();
         let mut seen: Vec<(u64, bool)> = Vec::new();
+        let mut machine_of: Vec<u64> = Vec::new();
+        let mut pool: Vec<bool> = Vec::new();
         let mut buf = Vec::new();
         let mut run_of_joined = false;
         for (i, r) in runs.into_iter().enumerate() {
@@ -106,12 +135,16 @@ impl Model {
             // Rows of one byte-identical build show the same runs: one build, whichever rows
             // show it. A window holding only its runs ties no two builds together.
             let build = build_key(r.iter().filter(finite).map(|o| (plain(o.value), o.window)));
-            let mut dense = |w: u64| {
-                if w == 0 {
-                    return NONE;
-                }
-                let d = *ids.entry(w).or_insert_with(|| {
+            let mut dense = |o: &Obs| {
+                let (map, key) = if o.window == 0 {
+                    (&mut pools, o.machine)
+                } else {
+                    (&mut ids, o.window)
+                };
+                let d = *map.entry(key).or_insert_with(|| {
                     seen.push((build, false));
+                    machine_of.push(o.machine);
+                    pool.push(o.window == 0);
                     (seen.len() - 1) as u32
                 });
                 let e = &mut seen[d as usize];
@@ -121,39 +154,24 @@ impl Model {
             kept.push(
                 r.iter()
                     .filter(finite)
-                    .map(|o| (scale.to(plain(o.value)), dense(o.window)))
+                    .map(|o| (scale.to(plain(o.value)), dense(o)))
                     .collect(),
             );
         }
-        let tied_of: Vec<bool> = seen.iter().map(|&(_, two)| two).collect();
-        let strata = Strata::new(&kept, &tied_of, &sh);
-        let mut runs = kept;
-        let mut tied = 0u32;
-        let dense_to_tied: Vec<u32> = seen
-            .iter()
-            .map(|&(_, two)| {
-                if two {
-                    tied += 1;
-                    tied - 1
-                } else {
-                    NONE
-                }
-            })
-            .collect();
-        for r in &mut runs {
-            for x in r.iter_mut().filter(|x| x.1 != NONE) {
-                x.1 = dense_to_tied[x.1 as usize];
-            }
-        }
-        let n = runs.iter().map(Vec::len).collect();
+        // Windows of interleaved rounds tie builds (levels told from drift); a pool does not:
+        // its runs are each a moment of their own.
+        let tied = seen.iter().zip(&pool).any(|(s, p)| s.1 && !p);
+        let strata = Strata::new(&kept, &machine_of);
+        let n = kept.iter().map(Vec::len).collect();
         Model {
             pos,
             scale,
             joined: jn,
-            effect: vec![0.0; tied as usize],
-            tied: tied > 0,
+            effect: vec![0.0; seen.len()],
+            tied,
             strata,
-            machine: None,
+            machines: Vec::new(),
+            aligned: Vec::new(),
             bridge: None,
             level: Vec::new(),
             spread: Vec::new(),
@@ -163,7 +181,7 @@ impl Model {
             tau2: 0.0,
             df: 1.0,
             medians,
-            runs,
+            runs: kept,
         }
     }
 
@@ -247,14 +265,17 @@ impl Model {
     /// amount): no test can decide anything then.
     pub(super) fn fit(&mut self) -> Option<Vec<f64>> {
         self.fit_levels();
+        self.machine_offsets();
         self.variances(&[])
     }
 
     /// The window effects and commit levels (alternating, see [`Model::fit`]).
     fn fit_levels(&mut self) {
         use rayon::prelude::*;
-        let rounds = if self.tied { ROUNDS } else { 1 };
-        let mut settled = !self.tied;
+        // Only strata of several windows hold effects to estimate: elsewhere each is 0.
+        let linked = self.strata.windows.iter().any(|&k| k > 1);
+        let rounds = if linked { ROUNDS } else { 1 };
+        let mut settled = !linked;
         for _ in 0..rounds {
             self.sigma = self.within_sigma();
             let effect = &self.effect;
@@ -264,7 +285,7 @@ impl Model {
                 .par_iter()
                 .map(|r| commit_level(r, effect, sigma))
                 .unzip();
-            if self.tied {
+            if linked {
                 let effect = self.window_effects();
                 let tol = 1e-9 * self.sigma.unwrap_or(1.0);
                 let moved = effect
@@ -284,18 +305,174 @@ impl Model {
             // again, and what the effects' own uncertainty adds to a contrast of levels.
             let sigma = self.sigma;
             let clip = |r: &[(f64, u32)], e: &[f64]| clipped_runs(r, e, sigma);
-            let (effect, bridge) = super::effects::bridged(&self.runs, &self.effect, NONE, clip);
+            let (effect, bridge) = super::effects::bridged(
+                &self.runs,
+                &self.effect,
+                NONE,
+                &self.strata.of_window,
+                clip,
+            );
             self.effect = effect;
             self.sigma = self.within_sigma();
             self.bridge = Some(bridge.with_sigma(self.sigma.unwrap_or(0.0)));
-            let (effect, sigma) = (&self.effect, self.sigma);
-            (self.level, self.spread) = self
-                .runs
-                .par_iter()
-                .map(|r| commit_level(r, effect, sigma))
-                .unzip();
+            self.relevel();
         }
         self.sigma = self.within_sigma();
+    }
+
+    /// Each commit's level and spread again, from the effects as they are.
+    fn relevel(&mut self) {
+        use rayon::prelude::*;
+        let (effect, sigma) = (&self.effect, self.sigma);
+        (self.level, self.spread) = self
+            .runs
+            .par_iter()
+            .map(|r| commit_level(r, effect, sigma))
+            .unzip();
+    }
+
+    /// Puts the strata on one scale for the segmentation: each stratum of two commits or more
+    /// is moved by its levels' weighted mean distance from the levels of the other commits it
+    /// is compared with (fitted together, least squares): given the segmentation's boundaries
+    /// `bounds`, the other commits of each of its segments; without them (`None`), the other
+    /// commits among its own (between its first and last commit: strata far apart tell
+    /// nothing of each other's states). A commit measured alone (a night, a run of one
+    /// commit) stays as measured: its reading is all that tells its level. Where none does,
+    /// the heaviest stratum stays. The offsets replace those of an earlier call and go into
+    /// the window effects, so every level reads them (`y`, `w`: the levels as weighed now).
+    /// Returns whether any level moved. The evidence for a step never rests on this:
+    /// contrasts within strata and strata as units do not read the offsets (see
+    /// [`super::confirm`]).
+    pub(super) fn align(&mut self, y: &[f64], w: &[f64], bounds: Option<&[usize]>) -> bool {
+        let m = y.len();
+        let k = self.strata.windows.len();
+        if k < 2 || m < 3 {
+            return false;
+        }
+        let of = &self.strata.of;
+        self.aligned.resize(k, 0.0);
+        // The levels as measured.
+        let y: Vec<f64> = (0..m)
+            .map(|j| y[j] + self.aligned[of[j] as usize])
+            .collect();
+        let (mut weight, mut commits) = (vec![0.0; k], vec![0usize; k]);
+        let (mut first, mut last) = (vec![usize::MAX; k], vec![0usize; k]);
+        for j in 0..m {
+            let s = of[j] as usize;
+            weight[s] += w[j];
+            commits[s] += 1;
+            first[s] = first[s].min(j);
+            last[s] = j;
+        }
+        // Which strata move: those of two commits or more, but one (the heaviest) where no
+        // commit stands alone.
+        let mut free: Vec<bool> = commits.iter().map(|&n| n >= 2).collect();
+        if commits.iter().all(|&n| n != 1) {
+            if let Some(h) = (0..k).max_by(|&x, &z| weight[x].total_cmp(&weight[z])) {
+                free[h] = false;
+            }
+        }
+        let mut o = vec![0.0; k];
+        if free.iter().any(|f| *f) {
+            match bounds {
+                Some(bounds) => fit_offsets(&y, w, of, &free, bounds, &mut o),
+                None => overlap_offsets(&y, w, of, &free, &first, &last, &mut o),
+            }
+        }
+        let delta: Vec<f64> = o.iter().zip(&self.aligned).map(|(n, a)| n - a).collect();
+        if delta.iter().all(|x| x.abs() < 1e-12) {
+            return false;
+        }
+        for (win, e) in self.effect.iter_mut().enumerate() {
+            *e += delta[self.strata.of_window[win] as usize];
+        }
+        self.aligned = o;
+        self.relevel();
+        true
+    }
+
+    /// The variance the window effects' estimates add to `Σ coef_j level_j` (commits of one
+    /// stratum, coefficients summing to 0): none where every window holds every commit (the
+    /// effects settled at once), else through the links ([`super::effects::Bridge::var`]).
+    pub(super) fn effects_var(&self, coef: &[(usize, f64)]) -> f64 {
+        self.bridge
+            .as_ref()
+            .map_or(0.0, |b| b.var(coef, &self.runs))
+    }
+
+    /// Commit `j`'s level as measured: before [`Model::align`] moved its stratum.
+    pub(super) fn raw_level(&self, j: usize) -> f64 {
+        self.level[j] + self.aligned.get(self.strata.of[j] as usize).unwrap_or(&0.0)
+    }
+
+    /// Puts each named machine's strata on the scale of the most measured machine: the
+    /// median difference of its commits' levels from the levels of the other machines'
+    /// commits beside them (at most [`NEIGHBOUR`] commits away), machines taken from the most
+    /// measured down. The offset is added to the effects of the machine's windows (strata on
+    /// several machines are already on one scale, through the commits that link them).
+    /// Steps are rare: over nights alternating machines most neighbours are at one level,
+    /// and the median holds the machines' difference; over one handover the offset holds
+    /// whatever moved there, which [`super::confirm`] then calls the machines' difference.
+    pub(super) fn machine_offsets(&mut self) {
+        let m = self.len();
+        let of = |j: usize| self.strata.machine_of(j);
+        let mut count: Vec<(u64, usize)> = Vec::new();
+        for j in 0..m {
+            let k = of(j);
+            if k == super::strata::MIXED {
+                continue;
+            }
+            match count.iter_mut().find(|c| c.0 == k) {
+                Some(c) => c.1 += 1,
+                None => count.push((k, 1)),
+            }
+        }
+        if count.len() < 2 {
+            return;
+        }
+        count.sort_by(|x, y| y.1.cmp(&x.1).then(x.0.cmp(&y.0)));
+        let mut done: Vec<u64> = vec![count[0].0];
+        let mut offsets: Vec<MachineOffset> = Vec::new();
+        for &(k, _) in &count[1..] {
+            let mut d = Vec::new();
+            for j in (0..m).filter(|&j| of(j) == k) {
+                let near = |range: &mut dyn Iterator<Item = usize>| {
+                    range
+                        .take(NEIGHBOUR)
+                        .find(|&i| done.contains(&of(i)))
+                        .map(|i| self.level[i])
+                };
+                let before = near(&mut (0..j).rev());
+                let after = near(&mut (j + 1..m));
+                let other = match (before, after) {
+                    (Some(x), Some(y)) => (x + y) / 2.0,
+                    (Some(x), None) | (None, Some(x)) => x,
+                    (None, None) => continue,
+                };
+                d.push(self.level[j] - other);
+            }
+            let crossings = (1..m)
+                .filter(|&j| of(j) == k && of(j - 1) != k && of(j - 1) != super::strata::MIXED)
+                .count();
+            let pairs = d.len();
+            let offset = median_in_place(&mut d).unwrap_or(0.0);
+            offsets.push(MachineOffset {
+                machine: k,
+                offset,
+                crossings,
+                pairs,
+            });
+            done.push(k);
+        }
+        for (w, e) in self.effect.iter_mut().enumerate() {
+            let s = self.strata.of_window[w] as usize;
+            let k = self.strata.machine[s];
+            if let Some(o) = offsets.iter().find(|o| o.machine == k) {
+                *e += o.offset;
+            }
+        }
+        self.machines = offsets;
+        self.relevel();
     }
 
     /// Each level's variance (see [`Model::fit`]), the jitter τ² from the differences of
@@ -312,19 +489,25 @@ impl Model {
                 *s = true;
             }
         }
-        let machine_skip = skip.clone();
-        self.within_strata(&mut skip);
-        let diffs = skip.iter().skip(1).filter(|s| !**s).count().max(1);
-        let s_b = between_sigma(&self.level, &inv_r, &skip);
+        // Jitter from commits measured side by side in one window (no machine state, no
+        // chain of links between them) where enough are; else from neighbouring levels.
+        let (s_b, diffs) = match self.window_pairs(&skip, typical) {
+            Some((d, k)) if k >= MIN_DIFFS => (sigma_of_diffs(d), k),
+            _ => {
+                self.within_strata(&mut skip);
+                let diffs = skip.iter().skip(1).filter(|s| !**s).count().max(1);
+                (between_sigma(&self.level, &inv_r, &skip), diffs)
+            }
+        };
         // Degrees of freedom count each run once (a build's runs shown on k commits are one
-        // build's: shares of 1/k), less one for each window effect estimated beyond the first.
+        // build's: shares of 1/k), less one for each window effect estimated beyond one a stratum.
         let pairs: f64 = self
             .runs
             .iter()
             .zip(&self.share)
             .map(|(r, s)| s * r.len().min(10).saturating_sub(1) as f64)
             .sum::<f64>()
-            - self.effect.len().saturating_sub(1) as f64;
+            - self.effect.len().saturating_sub(self.strata.windows.len()) as f64;
         let builds: f64 = self.share.iter().sum();
         let var: Vec<f64> = match (self.sigma, s_b) {
             (Some(sw), sb) => {
@@ -332,8 +515,16 @@ impl Model {
                 // them (three builds, two steps: the differences are the steps); the runs'
                 // noise alone then.
                 let sb = sb.filter(|_| diffs >= MIN_DIFFS).unwrap_or(0.0);
-                // A MAD's variance estimate has a relative sd of about 2.3 / sqrt(k).
-                let clear = 1.0 + 2.0 * 2.3 / (diffs as f64).sqrt();
+                // Jitter counts only where the spread could not come from the runs' noise at
+                // 0.1 % (a jitter made up of a chance spread of few commits caps the weight of
+                // every commit measured at length, and side-by-side runs of a step stop
+                // deciding it): a MAD of k differences has the spread of a variance on
+                // 0.37 k degrees of freedom.
+                let clear = {
+                    use statrs::distribution::{ChiSquared, ContinuousCDF};
+                    let nu = (0.37 * diffs as f64).max(1.0);
+                    ChiSquared::new(nu).map_or(f64::INFINITY, |c| c.inverse_cdf(0.999) / nu)
+                };
                 self.tau2 = if sb * sb > clear * sw * sw * typical {
                     sb * sb - sw * sw * typical
                 } else {
@@ -369,8 +560,48 @@ impl Model {
                 return None;
             }
         };
-        self.machine = self.machine_variance(&machine_skip, &inv_r, typical);
         Some(var.iter().zip(&self.share).map(|(v, s)| v / s).collect())
+    }
+
+    /// The differences of the mean runs of commits next to each other in one window (each
+    /// window's commits in commit order, at most [`PAIR_GAP`] apart; none across a boundary
+    /// or between commits of one build, as `skip` marks them), each scaled to a commit of `typical` inverse moments;
+    /// and how many. `None` where no window holds two commits.
+    fn window_pairs(&self, skip: &[bool], typical: f64) -> Option<(Vec<f64>, usize)> {
+        // Per window: the last commit seen in it and its mean run there.
+        let mut last: Vec<Option<(usize, f64, f64)>> = vec![None; self.effect.len()];
+        let mut d = Vec::new();
+        let mut by: Vec<(u32, f64, f64)> = Vec::new();
+        // Where the last boundary or join lies up to each commit (a pair is kept when none
+        // lies after its first commit).
+        let mut cut_at = vec![0usize; skip.len()];
+        for j in 1..skip.len() {
+            cut_at[j] = if skip[j] { j } else { cut_at[j - 1] };
+        }
+        for (j, r) in self.runs.iter().enumerate() {
+            by.clear();
+            for &(x, w) in r {
+                match by.iter_mut().find(|e| e.0 == w) {
+                    Some(e) => {
+                        e.1 += x;
+                        e.2 += 1.0;
+                    }
+                    None => by.push((w, x, 1.0)),
+                }
+            }
+            for &(w, sum, n) in &by {
+                let mean = sum / n;
+                if let Some((i, other, m)) = last[w as usize] {
+                    // Neighbours only: commits far apart may hold steps between them.
+                    if cut_at[j] <= i && j - i <= PAIR_GAP {
+                        d.push((mean - other) * (2.0 * typical / (1.0 / n + 1.0 / m)).sqrt());
+                    }
+                }
+                last[w as usize] = Some((j, mean, n));
+            }
+        }
+        let k = d.len();
+        (k > 0).then_some((d, k))
     }
 
     /// Leaves out (in `skip`) the differences of neighbouring levels of two strata where
@@ -385,35 +616,6 @@ impl Model {
             for (j, s) in skip.iter_mut().enumerate() {
                 *s |= self.strata.switch(j);
             }
-        }
-    }
-
-    /// The variance of a stratum's machine state beyond what a level's own variance gives,
-    /// from the differences of neighbouring levels of two strata (those of `skip` left out:
-    /// identical builds, the segments' boundaries), and their count; `None` below
-    /// [`MIN_DIFFS`] of them (two strata measured once each tell nothing of how far the
-    /// machine moves between them). Commits each measured at its own time (a cron round each)
-    /// are strata of their own: there it is the jitter beyond τ², about 0.
-    fn machine_variance(&self, skip: &[bool], inv_r: &[f64], typical: f64) -> Option<(f64, f64)> {
-        let mask: Vec<bool> = (0..self.len())
-            .map(|j| skip[j] || !self.strata.switch(j))
-            .collect();
-        let count = mask.iter().skip(1).filter(|s| !**s).count();
-        let across = (count >= MIN_DIFFS).then(|| {
-            let own = self.tau2 + self.sigma.map_or(0.0, |s| s * s) * typical;
-            let sx = between_sigma(&self.level, inv_r, &mask).unwrap_or(0.0);
-            // A stratum of many windows moves its level by less than one window's state: the
-            // spread is per the strata's mean exposure.
-            let e = (1..self.len())
-                .filter(|&j| !mask[j])
-                .map(|j| (self.strata.exposure_of(j) + self.strata.exposure_of(j - 1)) / 2.0)
-                .sum::<f64>()
-                / count as f64;
-            (((sx * sx - own) / e.max(1e-12)).max(0.0), count as f64)
-        });
-        match (across, self.strata.repeated) {
-            (Some((a, da)), Some((b, db))) => Some(((a * da + b * db) / (da + db), da + db)),
-            (a, b) => a.or(b),
         }
     }
 
@@ -482,16 +684,112 @@ impl Model {
             sum.iter_mut().zip(s).for_each(|(a, b)| *a += b);
             cnt.iter_mut().zip(c).for_each(|(a, b)| *a += b);
         }
-        let total: usize = cnt.iter().sum();
-        let mean_all = if total > 0 {
-            sum.iter().sum::<f64>() / total as f64
-        } else {
-            0.0
-        };
+        // Centred within each stratum: its levels carry its machine state, which nothing
+        // ties to another stratum's.
+        let of = &self.strata.of_window;
+        let strata = self.strata.windows.len();
+        let (mut ssum, mut scnt) = (vec![0.0; strata], vec![0usize; strata]);
+        for (w, (s, &c)) in sum.iter().zip(&cnt).enumerate() {
+            ssum[of[w] as usize] += s;
+            scnt[of[w] as usize] += c;
+        }
         sum.iter()
             .zip(&cnt)
-            .map(|(s, &c)| if c > 0 { s / c as f64 - mean_all } else { 0.0 })
+            .enumerate()
+            .map(|(w, (s, &c))| {
+                let k = of[w] as usize;
+                if c > 0 {
+                    s / c as f64 - ssum[k] / scnt[k] as f64
+                } else {
+                    0.0
+                }
+            })
             .collect()
+    }
+}
+
+/// [`Model::align`]'s offsets given boundaries: segment levels and the free strata's offsets
+/// fitted together (Gauss-Seidel), the others' 0.
+fn fit_offsets(y: &[f64], w: &[f64], of: &[u32], free: &[bool], bounds: &[usize], o: &mut [f64]) {
+    let m = y.len();
+    let mut seg = vec![0usize; m];
+    let mut i = 0;
+    for (j, x) in seg.iter_mut().enumerate() {
+        while i < bounds.len() && bounds[i] <= j {
+            i += 1;
+        }
+        *x = i;
+    }
+    let segments = bounds.len() + 1;
+    let k = o.len();
+    for _ in 0..50 {
+        let (mut sw, mut ss) = (vec![0.0; segments], vec![0.0; segments]);
+        for j in 0..m {
+            sw[seg[j]] += w[j];
+            ss[seg[j]] += w[j] * (y[j] - o[of[j] as usize]);
+        }
+        let mu: Vec<f64> = (0..segments)
+            .map(|i| if sw[i] > 0.0 { ss[i] / sw[i] } else { 0.0 })
+            .collect();
+        let (mut num, mut den) = (vec![0.0; k], vec![0.0; k]);
+        for j in 0..m {
+            num[of[j] as usize] += w[j] * (y[j] - mu[seg[j]]);
+            den[of[j] as usize] += w[j];
+        }
+        let mut moved = 0.0f64;
+        for s in 0..k {
+            let next = if free[s] && den[s] > 0.0 {
+                num[s] / den[s]
+            } else {
+                0.0
+            };
+            moved = moved.max((next - o[s]).abs());
+            o[s] = next;
+        }
+        if moved < 1e-9 {
+            break;
+        }
+    }
+}
+
+/// [`Model::align`]'s offsets without boundaries: each free stratum against the other commits
+/// between its own first and last (`first`, `last`), taken as they are aligned so far
+/// (Gauss-Seidel); a stratum no other commit interleaves stays.
+fn overlap_offsets(
+    y: &[f64],
+    w: &[f64],
+    of: &[u32],
+    free: &[bool],
+    first: &[usize],
+    last: &[usize],
+    o: &mut [f64],
+) {
+    let k = o.len();
+    for _ in 0..20 {
+        let mut moved = 0.0f64;
+        for s in (0..k).filter(|&s| free[s]) {
+            let (mut mine, mut wm, mut other, mut wo) = (0.0, 0.0, 0.0, 0.0);
+            for j in first[s]..=last[s] {
+                let t = of[j] as usize;
+                if t == s {
+                    mine += w[j] * y[j];
+                    wm += w[j];
+                } else {
+                    other += w[j] * (y[j] - o[t]);
+                    wo += w[j];
+                }
+            }
+            let next = if wm > 0.0 && wo > 0.0 {
+                mine / wm - other / wo
+            } else {
+                0.0
+            };
+            moved = moved.max((next - o[s]).abs());
+            o[s] = next;
+        }
+        if moved < 1e-9 {
+            break;
+        }
     }
 }
 
@@ -550,6 +848,13 @@ fn between_sigma(levels: &[f64], inv_r: &[f64], joined: &[bool]) -> Option<f64> 
         .filter(|&j| !joined[j])
         .map(|j| (levels[j] - levels[j - 1]) * (2.0 * typical / (inv_r[j] + inv_r[j - 1])).sqrt())
         .collect();
+    sigma_of_diffs(d)
+}
+
+/// Robust sd of one level from differences of two levels each (1.4826 MAD / √2, or the mean
+/// absolute deviation where most differences are equal); `None` when every difference is 0
+/// or there is none.
+fn sigma_of_diffs(d: Vec<f64>) -> Option<f64> {
     if d.is_empty() {
         return None;
     }

@@ -70,6 +70,10 @@ pub enum Reason {
     /// chain of windows, holds both): the machine may explain the move. Runs of both sides
     /// taken side by side decide it.
     MeasuredApart,
+    /// The two sides were measured on different named machines only (a handover): as far as
+    /// the runs can tell, the move is the machines' difference. Runs of both sides on one
+    /// machine decide whether a commit moved too.
+    Machines,
     /// A side stands on commits measured once each (exact values on one run, or a lone level
     /// at an end), too few to tell a level from outlier runs: more runs of them decide.
     OneRun,
@@ -86,12 +90,14 @@ pub struct Detection {
     pub undecided: Vec<Undecided>,
 }
 
-/// One independent measurement of a commit: its value and the window of time it was taken in
-/// (0: none known; a moment of its own).
+/// One independent measurement of a commit: its value, the window of time it was taken in
+/// (0: none known; a moment of its own) and the machine that took it (0: this one, or none
+/// named).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Obs {
     pub value: f64,
     pub window: u64,
+    pub machine: u64,
 }
 
 /// What [`super::detect_runs`] reads: per commit (in commit order) its independent measurements, and
@@ -113,7 +119,15 @@ impl Runs {
         Runs {
             commits: series
                 .iter()
-                .map(|s| s.iter().map(|&value| Obs { value, window: 0 }).collect())
+                .map(|s| {
+                    s.iter()
+                        .map(|&value| Obs {
+                            value,
+                            window: 0,
+                            machine: 0,
+                        })
+                        .collect()
+                })
                 .collect(),
             ..Runs::default()
         }

@@ -1,37 +1,129 @@
-//! Which commits' levels were measured on one machine state. Windows of time connected by
-//! the commits measured in them form a stratum: within one, the window effects are estimated
-//! (or there is one window), so its levels are compared on one machine state. Commits measured
-//! in no window (imported rows without a round: each its own moment) are free: their noise
-//! holds the machine's moves. The levels of two strata differ by the machine's states as well
-//! as by their commits: a step the runs show only across strata is one the machine may explain
-//! unless the store shows how far strata move (see [`super::model::Model::variances`]).
+//! Which commits' levels were measured on one machine state, and what a step between strata
+//! may rest on. Windows of time connected by the commits measured in them form a stratum:
+//! within one, every window's effect is estimated from those links, so its levels compare on
+//! one machine state. (Runs with no window of their own, imported rows without a round, are
+//! a pool of their machine: each its own moment, their noise holds the machine's moves, and
+//! the pool is one window.) Between strata nothing links the machine's states: a stratum is
+//! one draw of them, whatever the number of runs it holds. A step between strata is then
+//! judged on strata as units, by ranks and within each named machine only
+//! ([`Strata::across`]): one slow night, one session at another speed or one machine's
+//! handover is one unit and can never make a step certain alone.
 
-/// The stratum of a commit no window ties to another build.
-pub(super) const FREE: u32 = u32::MAX;
+use crate::stats::compare::{mann_whitney_u, stratified_rank_test};
+
+/// Commits on each side of a boundary whose strata are the units of [`Strata::across`].
+pub(super) const UNIT_SPAN: usize = 40;
 
 /// The strata of a model's commits.
 pub(super) struct Strata {
-    /// Each kept commit's stratum ([`FREE`]: none).
+    /// Each kept commit's stratum.
     pub(super) of: Vec<u32>,
-    /// Per stratum: Σ (n_w / N)² over its windows, the share of one window's machine state in
-    /// the stratum's mean level (runs counted by their commit's share).
-    exposure: Vec<f64>,
-    /// The variance of a window's machine state and its degrees of freedom from builds
-    /// measured in several windows each holding that build alone (`run COMMIT --again`,
-    /// rounds of a cron that measured one commit twice): the spread of the build's window
-    /// means beyond what its runs' noise within a window gives. `None` without such builds.
-    pub(super) repeated: Option<(f64, f64)>,
+    /// Each stratum's machine, or [`MIXED`] where its windows are on several (a commit
+    /// measured on two machines links them: their effects are estimated like any).
+    pub(super) machine: Vec<u64>,
+    /// Each dense window's stratum.
+    pub(super) of_window: Vec<u32>,
+    /// Windows per stratum.
+    pub(super) windows: Vec<u32>,
     /// Changes of stratum up to each commit: [a, c) lies in one stratum when equal at a and c-1.
     switches: Vec<u32>,
 }
 
+/// The machine of a stratum whose windows lie on several machines.
+pub(super) const MIXED: u64 = u64::MAX;
+
+/// The units of a step between strata: per machine, the levels of the strata that lie wholly
+/// on the old side and wholly on the new side, and the machines each side was measured on.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Units {
+    pub(super) by_machine: Vec<(u64, Vec<f64>, Vec<f64>)>,
+}
+
+/// What the units say of a step: its p-value (ranks, within each machine), the smallest
+/// p-value units this many could give, and the change they show (the difference of the
+/// sides' median units, each machine weighed by its units).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Across {
+    pub(super) p: f64,
+    pub(super) best: f64,
+    pub(super) delta: f64,
+}
+
+impl Units {
+    /// No machine holds units on both sides, and each side holds some: the two sides were
+    /// measured on different machines only.
+    pub(super) fn machines_apart(&self) -> bool {
+        let left = self.by_machine.iter().any(|m| !m.1.is_empty());
+        let right = self.by_machine.iter().any(|m| !m.2.is_empty());
+        left && right
+            && !self
+                .by_machine
+                .iter()
+                .any(|m| !m.1.is_empty() && !m.2.is_empty())
+    }
+
+    /// The rank test of the units, machine by machine (van Elteren's over several); `None`
+    /// where no machine holds units on both sides.
+    pub(super) fn test(&self) -> Option<Across> {
+        let both: Vec<&(u64, Vec<f64>, Vec<f64>)> = self
+            .by_machine
+            .iter()
+            .filter(|m| !m.1.is_empty() && !m.2.is_empty())
+            .collect();
+        if both.is_empty() {
+            return None;
+        }
+        let strata: Vec<(&[f64], &[f64])> = both
+            .iter()
+            .map(|m| (m.1.as_slice(), m.2.as_slice()))
+            .collect();
+        let p = rank_p(&strata)?;
+        // The same sizes completely apart: the most these units can say.
+        let apart: Vec<(Vec<f64>, Vec<f64>)> = both
+            .iter()
+            .map(|m| {
+                let l = (0..m.1.len()).map(|i| i as f64).collect();
+                let r = (0..m.2.len()).map(|i| (m.1.len() + i) as f64).collect();
+                (l, r)
+            })
+            .collect();
+        let apart: Vec<(&[f64], &[f64])> = apart
+            .iter()
+            .map(|(l, r)| (l.as_slice(), r.as_slice()))
+            .collect();
+        let best = rank_p(&apart).unwrap_or(1.0);
+        let (mut num, mut den) = (0.0, 0.0);
+        for m in &both {
+            let med = |v: &[f64]| {
+                let mut v = v.to_vec();
+                crate::stats::summary::median_in_place(&mut v).unwrap_or(0.0)
+            };
+            let (nl, nr) = (m.1.len() as f64, m.2.len() as f64);
+            let wt = nl * nr / (nl + nr);
+            num += wt * (med(&m.2) - med(&m.1));
+            den += wt;
+        }
+        Some(Across {
+            p,
+            best,
+            delta: num / den,
+        })
+    }
+}
+
+/// The two-sided p of a rank test over `strata` (Mann-Whitney's for one, exact when small).
+fn rank_p(strata: &[(&[f64], &[f64])]) -> Option<f64> {
+    match strata {
+        [(a, b)] => mann_whitney_u(a, b).map(|t| t.p_value),
+        _ => stratified_rank_test(strata).map(|t| t.p_value),
+    }
+}
+
 impl Strata {
-    /// The strata of commits whose runs are `runs` (value, dense window or `none`) over the
-    /// dense windows `tied` (whether each holds runs of two builds or more), each commit
-    /// counting `share` of its runs: a commit joins every window it was measured in.
-    pub(super) fn new(runs: &[Vec<(f64, u32)>], tied: &[bool], share: &[f64]) -> Strata {
-        let none = u32::MAX;
-        let windows = tied.len();
+    /// The strata of commits whose runs are `runs` (value and dense window), each window on
+    /// the machine `machine_of[w]`: a commit joins every window it was measured in.
+    pub(super) fn new(runs: &[Vec<(f64, u32)>], machine_of: &[u64]) -> Strata {
+        let windows = machine_of.len();
         let mut parent: Vec<u32> = (0..windows as u32).collect();
         fn root(parent: &mut [u32], mut x: u32) -> u32 {
             while parent[x as usize] != x {
@@ -44,7 +136,7 @@ impl Strata {
             // The root of the commit's first window; a window already under it (most, once
             // the first commits tied them) costs one load.
             let mut first: Option<u32> = None;
-            for &(_, w) in r.iter().filter(|x| x.1 != none) {
+            for &(_, w) in r {
                 match first {
                     None => first = Some(root(&mut parent, w)),
                     Some(f) if parent[w as usize] != f => {
@@ -59,43 +151,46 @@ impl Strata {
                 }
             }
         }
-        // Dense stratum numbers in order of first appearance.
+        // Dense stratum numbers in order of first appearance over the commits.
+        let none = u32::MAX;
         let mut dense = vec![none; windows];
         let mut count = 0u32;
-        let mut stratum_of = |w: u32, parent: &mut [u32]| {
-            let r = root(parent, w) as usize;
-            if dense[r] == none {
-                dense[r] = count;
+        let mut of = Vec::with_capacity(runs.len());
+        for r in runs {
+            let s = match r.first() {
+                None => none,
+                Some(&(_, w)) => {
+                    let x = root(&mut parent, w) as usize;
+                    if dense[x] == none {
+                        dense[x] = count;
+                        count += 1;
+                    }
+                    dense[x]
+                }
+            };
+            of.push(s);
+        }
+        let mut of_window = vec![0u32; windows];
+        let mut machine = vec![None::<u64>; count as usize];
+        let mut per = vec![0u32; count as usize];
+        for w in 0..windows {
+            let x = root(&mut parent, w as u32) as usize;
+            if dense[x] == none {
+                // A window no kept commit holds (never: every window has a run).
+                dense[x] = count;
                 count += 1;
+                machine.push(None);
+                per.push(0);
             }
-            dense[r]
-        };
-        let of: Vec<u32> = runs
-            .iter()
-            .map(|r| match r.iter().find(|x| x.1 != none) {
-                None => FREE,
-                Some(x) => stratum_of(x.1, &mut parent),
-            })
-            .collect();
-        let mut size = vec![0.0; windows];
-        for (r, s) in runs.iter().zip(share) {
-            for &(_, w) in r.iter().filter(|x| x.1 != none) {
-                size[w as usize] += s;
-            }
-        }
-        let window_stratum: Vec<u32> = (0..windows as u32)
-            .map(|w| stratum_of(w, &mut parent))
-            .collect();
-        let mut total = vec![0.0; count as usize];
-        for (w, &n) in size.iter().enumerate() {
-            total[window_stratum[w] as usize] += n;
-        }
-        let mut exposure = vec![0.0; count as usize];
-        for (w, &n) in size.iter().enumerate() {
-            let s = window_stratum[w] as usize;
-            if total[s] > 0.0 {
-                exposure[s] += (n / total[s]).powi(2);
-            }
+            let s = dense[x];
+            of_window[w] = s;
+            per[s as usize] += 1;
+            let m = &mut machine[s as usize];
+            *m = match *m {
+                None => Some(machine_of[w]),
+                Some(x) if x == machine_of[w] => Some(x),
+                Some(_) => Some(MIXED),
+            };
         }
         let mut switches = Vec::with_capacity(of.len());
         let mut k = 0u32;
@@ -105,16 +200,11 @@ impl Strata {
             }
             switches.push(k);
         }
-        // (Only builds alone in windows tell it: none where every window ties builds.)
-        let repeated = if tied.iter().all(|t| *t) {
-            None
-        } else {
-            repeated_windows(runs, tied, share)
-        };
         Strata {
             of,
-            exposure,
-            repeated,
+            machine: machine.into_iter().map(|m| m.unwrap_or(0)).collect(),
+            of_window,
+            windows: per,
             switches,
         }
     }
@@ -129,34 +219,60 @@ impl Strata {
         j > 0 && self.of[j] != self.of[j - 1]
     }
 
+    /// The machine commit `j` was measured on ([`MIXED`] for a stratum on several).
+    pub(super) fn machine_of(&self, j: usize) -> u64 {
+        self.machine[self.of[j] as usize]
+    }
+
+    /// The strata holding commits on both sides of `b` within [a, c), in order.
+    pub(super) fn straddling(&self, a: usize, b: usize, c: usize) -> Vec<u32> {
+        let mut left: Vec<u32> = self.of[a..b].to_vec();
+        left.sort_unstable();
+        left.dedup();
+        let mut both: Vec<u32> = self.of[b..c]
+            .iter()
+            .copied()
+            .filter(|s| left.binary_search(s).is_ok())
+            .collect();
+        both.sort_unstable();
+        both.dedup();
+        both
+    }
+
     /// The difference of the weighted mean levels of [b, c) and [a, b) (levels `y`, weights
     /// `w`, inverse variances) from contrasts within strata only — each stratum holding
-    /// commits on both sides gives its own, free commits one together — combined by inverse
-    /// variance: the difference and its variance. `None` where no stratum holds both sides.
+    /// commits on both sides gives its own — combined by inverse variance: the difference and
+    /// its variance. `None` where no stratum holds both sides.
+    /// (`effects`: the variance the window effects' estimates add to a contrast of one
+    /// stratum's levels, given each commit's coefficient.)
     pub(super) fn within(
         &self,
         y: &[f64],
         w: &[f64],
-        a: usize,
-        b: usize,
-        c: usize,
+        (a, b, c): (usize, usize, usize),
+        effects: &dyn Fn(&[(usize, f64)]) -> f64,
     ) -> Option<(f64, f64)> {
-        // Per stratum: weight and weighted sum on each side.
-        let mut map: std::collections::HashMap<u32, [f64; 4], foldhash::fast::RandomState> =
-            Default::default();
-        for j in a..c {
-            let k = if j < b { 0 } else { 2 };
-            let e = map.entry(self.of[j]).or_default();
-            e[k] += w[j];
-            e[k + 1] += w[j] * y[j];
+        let both = self.straddling(a, b, c);
+        if both.is_empty() {
+            return None;
         }
-        // (Summed in stratum order: the same total whatever the map's order.)
-        let mut acc: Vec<(u32, [f64; 4])> = map.into_iter().collect();
-        acc.sort_unstable_by_key(|x| x.0);
+        // Per stratum holding both sides: weight and weighted sum on each side.
+        let mut acc = vec![[0.0f64; 4]; both.len()];
+        for j in a..c {
+            if let Ok(i) = both.binary_search(&self.of[j]) {
+                let k = if j < b { 0 } else { 2 };
+                acc[i][k] += w[j];
+                acc[i][k + 1] += w[j] * y[j];
+            }
+        }
         let (mut num, mut den) = (0.0, 0.0);
-        for (_, [wl, sl, wr, sr]) in acc {
+        for (i, [wl, sl, wr, sr]) in acc.into_iter().enumerate() {
             if wl > 0.0 && wr > 0.0 {
-                let v = 1.0 / wl + 1.0 / wr;
+                let coef: Vec<(usize, f64)> = (a..c)
+                    .filter(|&j| self.of[j] == both[i] && w[j] > 0.0)
+                    .map(|j| (j, if j < b { -w[j] / wl } else { w[j] / wr }))
+                    .collect();
+                let v = 1.0 / wl + 1.0 / wr + effects(&coef);
                 num += (sr / wr - sl / wl) / v;
                 den += 1.0 / v;
             }
@@ -164,81 +280,48 @@ impl Strata {
         (den > 0.0).then(|| (num / den, 1.0 / den))
     }
 
-    /// How many windows' machine states the difference of the weighted mean levels of [b, c)
-    /// and [a, b) holds: Σ over strata of (its share of the new side's weight less its share
-    /// of the old side's)² times its exposure. Free commits add none.
-    pub(super) fn exposure(&self, w: &[f64], a: usize, b: usize, c: usize) -> f64 {
-        let (wl, wr): (f64, f64) = (w[a..b].iter().sum(), w[b..c].iter().sum());
-        if wl <= 0.0 || wr <= 0.0 {
-            return 0.0;
-        }
-        let mut map: std::collections::HashMap<u32, f64, foldhash::fast::RandomState> =
-            Default::default();
-        for (j, (&s, wj)) in self.of[a..c].iter().zip(&w[a..c]).enumerate() {
-            if s != FREE {
-                *map.entry(s).or_default() += if a + j < b { -wj / wl } else { wj / wr };
-            }
-        }
-        let mut acc: Vec<(u32, f64)> = map.into_iter().collect();
-        acc.sort_unstable_by_key(|x| x.0);
-        acc.iter()
-            .map(|&(s, d)| d * d * self.exposure[s as usize])
-            .sum()
-    }
-
-    /// The exposure of the stratum of commit `j` (0 for a free one).
-    pub(super) fn exposure_of(&self, j: usize) -> f64 {
-        match self.of[j] {
-            FREE => 0.0,
-            s => self.exposure[s as usize],
-        }
-    }
-}
-
-/// [`Strata::repeated`]: per build measured in two or more windows that each hold it alone,
-/// a one-way analysis of variance of its runs by window (each build once: its commits' shares
-/// summed), pooled over the builds.
-fn repeated_windows(runs: &[Vec<(f64, u32)>], tied: &[bool], share: &[f64]) -> Option<(f64, f64)> {
-    let none = u32::MAX;
-    // Pooled: between-window sum of squares and its df, within-window ones, and the
-    // df-weighted size of a window (n0).
-    let (mut ssb, mut dfb, mut ssw, mut dfw, mut n0) = (0.0, 0.0, 0.0, 0.0, 0.0);
-    let mut groups: Vec<(u32, f64, f64, f64)> = Vec::new();
-    for (r, &s) in runs.iter().zip(share) {
-        groups.clear();
-        for &(x, w) in r {
-            if w == none || tied[w as usize] {
+    /// The units of the step at `b` between [a, b) and [b, c): each stratum that holds
+    /// commits of one side only (of the [`UNIT_SPAN`] nearest a side), its weighted mean level
+    /// there, grouped by machine. A stratum holding both sides is compared within itself
+    /// ([`Strata::within`]), not here.
+    pub(super) fn units(&self, y: &[f64], w: &[f64], a: usize, b: usize, c: usize) -> Units {
+        let both = self.straddling(a, b, c);
+        let lo = a.max(b.saturating_sub(UNIT_SPAN));
+        let hi = c.min(b + UNIT_SPAN);
+        // Per stratum (in order of appearance): side, weight, weighted sum.
+        let mut seen: Vec<(u32, bool, f64, f64)> = Vec::new();
+        for j in lo..hi {
+            let s = self.of[j];
+            if both.binary_search(&s).is_ok() || !(w[j] > 0.0) {
                 continue;
             }
-            match groups.iter_mut().find(|g| g.0 == w) {
-                Some(g) => {
-                    g.1 += 1.0;
-                    g.2 += x;
-                    g.3 += x * x;
+            let right = j >= b;
+            match seen.iter_mut().rev().find(|e| e.0 == s) {
+                Some(e) => {
+                    e.2 += w[j];
+                    e.3 += w[j] * y[j];
                 }
-                None => groups.push((w, 1.0, x, x * x)),
+                None => seen.push((s, right, w[j], w[j] * y[j])),
             }
         }
-        if groups.len() < 2 {
-            continue;
+        let mut by_machine: Vec<(u64, Vec<f64>, Vec<f64>)> = Vec::new();
+        for (s, right, wt, sum) in seen {
+            let m = self.machine[s as usize];
+            let i = match by_machine.iter().position(|e| e.0 == m) {
+                Some(i) => i,
+                None => {
+                    by_machine.push((m, Vec::new(), Vec::new()));
+                    by_machine.len() - 1
+                }
+            };
+            let v = sum / wt;
+            if right {
+                by_machine[i].2.push(v);
+            } else {
+                by_machine[i].1.push(v);
+            }
         }
-        let n: f64 = groups.iter().map(|g| g.1).sum();
-        let grand = groups.iter().map(|g| g.2).sum::<f64>() / n;
-        let k = groups.len() as f64;
-        for g in &groups {
-            let mean = g.2 / g.1;
-            ssb += s * g.1 * (mean - grand).powi(2);
-            ssw += s * (g.3 - g.1 * mean * mean).max(0.0);
-            dfw += s * (g.1 - 1.0);
-        }
-        dfb += s * (k - 1.0);
-        n0 += s * (n - groups.iter().map(|g| g.1 * g.1).sum::<f64>() / n);
+        by_machine.sort_by_key(|e| e.0);
+        Units { by_machine }
     }
-    if dfb < 1.0 - 1e-9 {
-        return None;
-    }
-    let msb = ssb / dfb;
-    let msw = if dfw > 0.0 { ssw / dfw } else { 0.0 };
-    let n0 = n0 / dfb;
-    Some((((msb - msw) / n0.max(1.0)).max(0.0), dfb))
 }

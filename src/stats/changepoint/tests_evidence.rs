@@ -16,7 +16,11 @@ fn runs(commits: Vec<Vec<(f64, u64)>>) -> Runs {
             .into_iter()
             .map(|c| {
                 c.into_iter()
-                    .map(|(value, window)| Obs { value, window })
+                    .map(|(value, window)| Obs {
+                        value,
+                        window,
+                        machine: 0,
+                    })
                     .collect()
             })
             .collect(),
@@ -124,6 +128,7 @@ fn a_commit_measured_in_both_windows_bridges_them() {
                 r.commits[i].push(Obs {
                     value: 1000.0 * (1.0 + 0.02 * rng.normal()),
                     window: 11,
+                    machine: 0,
                 });
             }
         }
@@ -214,7 +219,9 @@ fn the_newest_round_alone_is_never_silent() {
 #[test]
 fn one_build_measured_in_windows_of_its_own_is_one_build() {
     // `run COMMIT --again`: build X (shown on 3 commits of one build) 66 runs in 3 windows,
-    // build Y 24 runs in 2 windows, ±1 % noise, +5 %: a clear step, decided.
+    // build Y 24 runs in 2 windows, ±1 % noise, +5 %: one build each (no step between the
+    // commits of one), but no window holds both, so the machine's states may be the move:
+    // undecided, measured apart, with its size.
     let mut rng = SplitMix64::new(4);
     let mut noisy = |v: f64| v * (1.0 + 0.01 * rng.normal());
     let x: Vec<(f64, u64)> = (0..66).map(|k| (noisy(1000.0), 100 + k / 22)).collect();
@@ -223,8 +230,11 @@ fn one_build_measured_in_windows_of_its_own_is_one_build() {
     r.share = vec![1.0 / 3.0, 1.0 / 3.0, 1.0 / 3.0, 0.5, 0.5];
     r.joined = vec![false, true, true, false, true];
     let d = detect_runs(r, &Options::default());
-    assert_eq!(at(&d.points), vec![3], "{d:?}");
-    assert!(d.undecided.is_empty(), "{d:?}");
+    assert!(d.points.is_empty(), "{d:?}");
+    assert_eq!(d.undecided.len(), 1, "{d:?}");
+    let u = &d.undecided[0];
+    assert_eq!((u.index, u.why), (3, Reason::MeasuredApart), "{d:?}");
+    assert!((u.rel_change - 0.05).abs() < 0.01, "{d:?}");
 }
 
 #[test]

@@ -1,0 +1,95 @@
+//! Random nights (issue 56): the change-point model over simulated night-like schedules of
+//! perfbisect's commands (see scripts/nights/sim.rs). Prints, per family, the false certain
+//! steps per history (certain where nothing moved), and the power: real steps decided at
+//! their commit where a link exists, and seen (decided or undecided) where none does.
+//! Run with `cargo bench --bench nights -- [HISTORIES]` (scripts/bench-nights.sh runs it beside
+//! the build before the change).
+
+#[path = "nights/sim.rs"]
+mod sim;
+
+use sim::{family, Kind, Setup};
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    // `show KIND STEP K`: history K of a family, run by run, and what detect says of it.
+    if let Some(i) = args.iter().position(|a| a == "show") {
+        let kind = if args[i + 1] == "imports" {
+            Kind::Imports
+        } else {
+            Kind::Commands
+        };
+        let step: f64 = args[i + 2].parse().unwrap();
+        let k: u64 = args[i + 3].parse().unwrap();
+        let (h, _) = sim::history(kind, (step > 0.0).then_some(step), 1, k, Setup::default());
+        println!(
+            "{}\nsteps {:?}\n{}",
+            h.log.join("\n"),
+            h.steps,
+            sim::dump(&h)
+        );
+        println!("{:#?}", h.detect(0, h.len() - 1));
+        return;
+    }
+    if args.iter().any(|a| a == "single") {
+        // One session over every commit, no step: what the model makes of plain noise.
+        for k in 0..40u64 {
+            let mut h = sim::History::new(40, &[], Setup::default(), k);
+            h.run(0, 39, Some((1, 1)), false, 1.0);
+            let d = h.detect(0, 39);
+            println!(
+                "{k} points {} undecided {}",
+                d.points.len(),
+                d.undecided.len()
+            );
+        }
+        return;
+    }
+    let count: usize = std::env::args()
+        .skip(1)
+        .find_map(|a| a.parse().ok())
+        .unwrap_or(200);
+    let setup = Setup::default();
+    let started = std::time::Instant::now();
+    println!("| schedules | step | histories | false certain (per history) | histories with one | linked: decided at its commit | no link: seen |");
+    println!("|---|---|---|---|---|---|---|");
+    for (kind, name) in [
+        (Kind::Commands, "commands"),
+        (Kind::Imports, "imports + commands"),
+    ] {
+        for step in [
+            None,
+            Some(2.0 * setup.threshold),
+            Some(5.0 * setup.threshold),
+        ] {
+            let t = family(kind, step, count, 1, setup);
+            let pct = |a: usize, b: usize| {
+                if b == 0 {
+                    "-".to_string()
+                } else {
+                    format!("{a} of {b} ({:.0} %)", 100.0 * a as f64 / b as f64)
+                }
+            };
+            println!(
+                "| {name} | {} | {} | {} ({:.3}) | {} | {} | {} |",
+                step.map_or("none".to_string(), |s| format!("+{:.0} %", 100.0 * s)),
+                t.histories,
+                t.false_certain,
+                t.false_certain as f64 / t.histories as f64,
+                t.with_false,
+                pct(t.linked_decided, t.linked),
+                pct(t.unlinked_seen, t.unlinked),
+            );
+            if std::env::var_os("NIGHTS_EXAMPLES").is_some() {
+                eprintln!("{name} {step:?}:");
+                for e in &t.examples {
+                    eprintln!("  {e}");
+                }
+                for e in &t.misses {
+                    eprintln!("  miss {e}");
+                }
+            }
+        }
+    }
+    eprintln!("{:.1} s", started.elapsed().as_secs_f64());
+}
