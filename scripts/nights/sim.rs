@@ -540,7 +540,7 @@ pub fn random_nights(h: &mut History, kind: Kind, rng: &mut Rng) {
                 // Two machines alternating nights.
                 let runs = rng.range(1, 5);
                 let (a, b): (Vec<usize>, Vec<usize>) =
-                    nights.iter().partition(|&&c| (c / every) % 2 == 0);
+                    nights.iter().partition(|&&c| (c / every).is_multiple_of(2));
                 h.import(&a, 1, 1.0, runs);
                 h.import(&b, 2, speed_b, runs);
             }

@@ -49,6 +49,13 @@ struct Span {
     #[serde(skip_serializing_if = "Option::is_none")]
     last_old_commit: Option<String>,
     unmeasured: usize,
+    /// Commits between that were measured, on machine states that place them at neither level.
+    #[serde(skip_serializing_if = "is_zero")]
+    measured: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// How [`Point`]s and [`Open`]s name positions of the series: the index (CSV) or the commit.
@@ -61,19 +68,24 @@ struct Names<'a> {
     /// measured ones (every commit with results): the repository's count. `None`: the
     /// positions (or indices) between.
     between: Option<&'a dyn Fn(usize, usize) -> Option<usize>>,
+    /// The positions between two that hold results (commits measured on machine states that
+    /// place them at neither level); `None`: none (a CSV's series).
+    measured: Option<&'a dyn Fn(usize, usize) -> usize>,
 }
 
 impl Names<'_> {
     fn span(&self, last: usize, first: usize) -> Span {
         let (a, b) = ((self.index)(last), (self.index)(first));
-        let unmeasured = match self.between {
+        let measured = self.measured.map_or(0, |m| m(last, first));
+        let between = match self.between {
             Some(between) => between(last, first).unwrap_or(0),
             None => usize::try_from(b - a - 1).unwrap_or(0),
         };
         Span {
             last_old_index: a,
             last_old_commit: (self.commit)(last).map(|k| k.id.to_string()),
-            unmeasured,
+            unmeasured: between.saturating_sub(measured),
+            measured,
         }
     }
 }
@@ -196,6 +208,7 @@ fn from_csv(path: &std::path::Path, alpha: Option<f64>) -> anyhow::Result<Output
         index: &|i| series.index[i],
         commit: &|_| None,
         between: None,
+        measured: None,
     };
     Ok(Output {
         change_points: d.points.iter().map(|c| Point::new(c, &names)).collect(),
@@ -241,6 +254,7 @@ fn from_store(g: &Global, args: &DetectArgs) -> anyhow::Result<Output> {
     // Without a range the series holds only the commits with results: the repository says
     // how many between two of them were not measured.
     let between = |a: usize, b: usize| ws.commits_between(commits[a].id, commits[b].id);
+    let measured = |a: usize, b: usize| crate::pipeline::rows::measured_between(&rows, a, b);
     let names = Names {
         index: &|i| i as i64 - i64::from(old_end),
         commit: &|i| commits.get(i),
@@ -248,6 +262,7 @@ fn from_store(g: &Global, args: &DetectArgs) -> anyhow::Result<Output> {
             .range
             .is_none()
             .then_some(&between as &dyn Fn(usize, usize) -> Option<usize>),
+        measured: Some(&measured),
     };
     let undecided = d
         .undecided
@@ -436,7 +451,7 @@ fn span_text(s: &Span) -> String {
         Some(c) => c[..10.min(c.len())].to_string(),
         None => format!("index {}", s.last_old_index),
     };
-    crate::report::steps::span(&last, s.unmeasured)
+    crate::report::steps::span(&last, s.unmeasured, s.measured)
         .map(|t| format!("; the step lies {t}"))
         .unwrap_or_default()
 }

@@ -234,19 +234,19 @@ pub fn side_by_side<R: Run>(
             continue;
         }
         let k = cp.index;
-        // The parent as `find` has it: the last commit before with runs (not a broken build),
-        // where the step lies right after it; else the last commit the runs place at the old
-        // level (the commits between are at neither level as far as their runs tell).
+        // The parent as `find` has it: the last commit before with runs (not a broken build).
+        // Where the two differ side by side, the step is between them, whatever span the
+        // levels measured apart left it.
         let parent = rows[..k.min(rows.len())]
             .iter()
-            .rposition(|r| !r.values.is_empty())
-            .map(|q| q.min(cp.last_before));
+            .rposition(|r| !r.values.is_empty());
         let pair = parent
             .filter(|_| k < rows.len())
             .and_then(|q| pair_step(&rows[q], &rows[k], params))
             // A pair that does not differ at α is no statement of this confirmed step.
             .filter(|(c, det)| *det || c.p_value < params.alpha);
-        if let Some((c, det)) = pair {
+        if let (Some((c, det)), Some(q)) = (pair, parent) {
+            cp.last_before = cp.last_before.max(q);
             cp.before = c.before;
             cp.after = c.after;
             cp.rel_change = c.rel_change;
@@ -269,7 +269,12 @@ pub fn side_by_side<R: Run>(
         let hi = (k + SIDE_SPAN)
             .min(starts.get(i + 1).copied().unwrap_or(rows.len()))
             .min(rows.len());
-        let runs = (lo..hi).flat_map(|j| rows[j].own_records().iter().map(move |r| (j >= k, r)));
+        // The commits of the span between the last placed at the old level and `k` are at
+        // neither level as far as the detector tells: on no side.
+        let old_end = cp.last_before.min(k.saturating_sub(1));
+        let runs = (lo..hi)
+            .filter(|&j| j <= old_end || j >= k)
+            .flat_map(|j| rows[j].own_records().iter().map(move |r| (j >= k, r)));
         if let Some(step) = windowed_step(runs) {
             (cp.before, cp.after) = step.levels();
             cp.rel_change = step.rel_change;
@@ -277,6 +282,13 @@ pub fn side_by_side<R: Run>(
             cp.windows = step.windows;
         }
     }
+}
+
+/// The rows strictly between `last` and `first` with results: commits a step's span holds
+/// that were measured, on machine states that placed them at neither level.
+pub fn measured_between<R: Run>(rows: &[CommitRow<R>], last: usize, first: usize) -> usize {
+    rows.get(last + 1..first.min(rows.len()))
+        .map_or(0, |r| r.iter().filter(|r| !r.values.is_empty()).count())
 }
 
 /// Row `b` against its parent's row `a`, as `find` states a culprit against its parent

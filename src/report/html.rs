@@ -500,11 +500,14 @@ fn span_html(p: &Page<'_>, last: usize, first: usize) -> String {
         .get(&first)
         .copied()
         .unwrap_or(first.saturating_sub(last + 1));
+    let measured = crate::pipeline::rows::measured_between(p.rows, last, first).min(n);
     match p.rows.get(last) {
-        Some(r) if n > 0 => format!(
-            "<br><span class=\"none\">after <span class=\"hash\">{}</span>; {n} between not measured</span>",
-            esc(&r.commit.short()),
-        ),
+        Some(r) if n > 0 => {
+            let hash = format!("<span class=\"hash\">{}</span>", esc(&r.commit.short()));
+            let text = crate::report::steps::span_short(&hash, n - measured, measured);
+            let text = text.trim().trim_start_matches('(').trim_end_matches(')');
+            format!("<br><span class=\"none\">{text}</span>")
+        }
         _ => String::new(),
     }
 }

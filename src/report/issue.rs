@@ -470,11 +470,14 @@ fn change_points(o: &mut String, x: &Issue<'_>) {
 /// the old level (`last`) and the first at the new (`first`) were not measured.
 fn span_cell(x: &Issue<'_>, last: usize, first: usize) -> String {
     match x.range_rows.get(last) {
-        Some(r) if first > last + 1 => format!(
-            " (after `{}`; {} between not measured)",
-            r.commit.short(),
-            first - last - 1
-        ),
+        Some(r) if first > last + 1 => {
+            let measured = crate::pipeline::rows::measured_between(x.range_rows, last, first);
+            crate::report::steps::span_short(
+                &format!("`{}`", r.commit.short()),
+                first - last - 1 - measured,
+                measured,
+            )
+        }
         _ => String::new(),
     }
 }
@@ -730,11 +733,16 @@ fn measured(o: &mut String, x: &Issue<'_>) {
 /// Where a step may lie, as `detect --format json` says it: the last commit measured at the
 /// old level and how many between were not measured.
 fn span_json(x: &Issue<'_>, last: usize, first: usize) -> serde_json::Value {
-    serde_json::json!({
+    let measured = crate::pipeline::rows::measured_between(x.range_rows, last, first);
+    let mut span = serde_json::json!({
         "last_old_index": last,
         "last_old_commit": x.range_rows.get(last).map(|r| r.commit.id.to_string()),
-        "unmeasured": first.saturating_sub(last + 1),
-    })
+        "unmeasured": first.saturating_sub(last + 1 + measured),
+    });
+    if measured > 0 {
+        span["measured"] = measured.into();
+    }
+    span
 }
 
 /// `report --format json`: `show --format json`'s object for the searched chain (every

@@ -66,13 +66,40 @@ pub fn undecided_reason(u: &Undecided) -> String {
 
 /// Where a step between measured commits may lie, when commits between were not measured:
 /// "after 1a2b3c4d5e, the last measured at the old level: 3 commits between not measured";
-/// `None` where the step is at its commit.
-pub fn span(last_old: &str, unmeasured: usize) -> Option<String> {
-    (unmeasured > 0).then(|| {
-        format!(
-            "after {last_old}, the last measured at the old level: {unmeasured} commit{} between \
-             not measured",
-            if unmeasured == 1 { "" } else { "s" }
-        )
-    })
+/// where `measured` commits between were measured on machine states that place them at
+/// neither level, it says so; `None` where the step is at its commit.
+pub fn span(last_old: &str, unmeasured: usize, measured: usize) -> Option<String> {
+    let s = |n: usize| if n == 1 { "" } else { "s" };
+    match (unmeasured, measured) {
+        (0, 0) => None,
+        (u, 0) => Some(format!(
+            "after {last_old}, the last measured at the old level: {u} commit{} between not \
+             measured",
+            s(u)
+        )),
+        (u, m) => Some(format!(
+            "after {last_old}, the last its runs place at the old level: {} commit{} between, \
+             {m} measured apart from both levels{}",
+            u + m,
+            s(u + m),
+            if u > 0 {
+                format!(", {u} not measured")
+            } else {
+                String::new()
+            }
+        )),
+    }
+}
+
+/// The short form of [`span`] for a table cell: " (after `1a2b3c4`; 3 between not measured)",
+/// `code` wrapping the commit; empty where the step is at its commit.
+pub fn span_short(last_old: &str, unmeasured: usize, measured: usize) -> String {
+    match (unmeasured, measured) {
+        (0, 0) => String::new(),
+        (u, 0) => format!(" (after {last_old}; {u} between not measured)"),
+        (u, m) => format!(
+            " (after {last_old}; {} between, {m} measured apart from both levels)",
+            u + m
+        ),
+    }
 }

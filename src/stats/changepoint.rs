@@ -120,7 +120,7 @@ pub fn detect_runs(mut runs: Runs, opts: &Options) -> Detection {
     // a probe measured in a window of its own (counted runs go on every core at once) would
     // leave its runs nothing to show the noise by. Its runs are independent measurements.
     // Nor does the machine: every count is one pool.
-    if opts.counted {
+    if opts.counted || machine_free(&runs) {
         for o in runs.commits.iter_mut().flatten() {
             o.window = 0;
             o.machine = 0;
@@ -221,12 +221,6 @@ pub fn detect_runs(mut runs: Runs, opts: &Options) -> Detection {
             .collect();
         (ctx(&w, &moments), bounds)
     };
-    if std::env::var_os("PB_DEBUG").is_some() {
-        eprintln!(
-            "sigma {:?} tau2 {} df {} bounds {bounds:?}\ny {:?}\nw {:?}",
-            ctx.model.sigma, ctx.model.tau2, ctx.model.df, ctx.y, ctx.w
-        );
-    }
     let (points, dropped) = ctx.confirm(bounds);
     let mut undecided = ctx.undecided(&points, &dropped);
     undecided.extend(ctx.machine_moves(&points));
@@ -234,6 +228,26 @@ pub fn detect_runs(mut runs: Runs, opts: &Options) -> Detection {
     undecided.sort_by_key(|u| u.index);
     undecided.dedup_by_key(|u| u.index);
     Detection { undecided, points }
+}
+
+/// Whether the runs themselves show the machine does not move the metric: every commit run
+/// more than once repeated one number, and some commit did so on two machine states (two
+/// windows, or a window and the pool of runs taken alone). A count printed by the program
+/// (allocations, a struct's size) is such a metric: its windows hold no effect to fit, and a
+/// probe measured in a window of its own is as good as one measured beside its neighbours.
+fn machine_free(runs: &Runs) -> bool {
+    let mut across = false;
+    for r in runs.commits.iter().filter(|r| r.len() > 1) {
+        if r.iter()
+            .any(|o| o.value != r[0].value || !o.value.is_finite())
+        {
+            return false;
+        }
+        across |= r
+            .iter()
+            .any(|o| o.window != r[0].window || o.machine != r[0].machine);
+    }
+    across
 }
 
 /// The levels as segmented (a commit measured once clipped to its neighbours) and their

@@ -98,6 +98,14 @@ impl Tested {
     }
 }
 
+/// What the best of `n` positions' tests is worth as one test's p-value would be: the tests of
+/// neighbouring positions share most of their runs, so the maximum over `n` of them exceeds a
+/// level about as often as 1 + 2 ln n independent ones would (a scan statistic's tail grows
+/// with the logarithm of its length, not with the length).
+fn selection(n: usize) -> f64 {
+    1.0 + 2.0 * (n.max(1) as f64).ln()
+}
+
 /// How much worse a boundary may fit than the best (twice the log-likelihood) and still be
 /// where the step lies: χ²₁ at 0.001, as strict as a step's own test (a boundary placed by
 /// less blames a commit the runs do not place).
@@ -130,11 +138,6 @@ impl Ctx<'_> {
         let units = strata.units(self.y, &self.w, a, b, c);
         let across = units.test().filter(|u| u.best < self.alpha);
         let p_w = within.map(|(d, v)| two_sided(d / v.sqrt(), df));
-        if std::env::var_os("PB_DEBUG").is_some() {
-            eprintln!(
-                "across a {a} b {b} c {c} within {within:?} p_w {p_w:?} units {units:?} df {df}"
-            );
-        }
         match (within, p_w, across) {
             (Some((d, v)), Some(pw), Some(u)) => {
                 let contradicts = (u.delta - d).abs() > 2.576 * v.sqrt();
@@ -226,7 +229,7 @@ impl Ctx<'_> {
             apart: judged.apart,
             machines: judged.machines,
             p_runs,
-            positions: (c - a).saturating_sub(1).max(1) as f64,
+            positions: selection((c - a).saturating_sub(1)),
         }
     }
 

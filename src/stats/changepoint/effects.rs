@@ -96,7 +96,7 @@ fn conjugate_gradients(b: &[f64], apply: impl Fn(&[f64], &mut [f64]), max: usize
         }
         apply(&p, &mut ap);
         let pap = dot(&p, &ap);
-        if !(pap > 0.0) {
+        if pap.is_nan() || pap <= 0.0 {
             break;
         }
         let alpha = rr / pap;

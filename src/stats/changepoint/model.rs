@@ -162,7 +162,18 @@ impl Model {
         // its runs are each a moment of their own.
         let tied = seen.iter().zip(&pool).any(|(s, p)| s.1 && !p);
         let strata = Strata::new(&kept, &machine_of);
-        let n = kept.iter().map(Vec::len).collect();
+        // A commit's independent moments that tell its level: its runs in windows it shares
+        // with other builds (a window of its build alone has an effect of its own, which takes
+        // those runs' mean where the build was measured elsewhere too); all of them where it
+        // has no other.
+        let shares = |w: u32| seen[w as usize].1 || pool[w as usize];
+        let n = kept
+            .iter()
+            .map(|r| match r.iter().filter(|x| shares(x.1)).count() {
+                0 => r.len(),
+                k => k,
+            })
+            .collect();
         Model {
             pos,
             scale,
@@ -570,7 +581,9 @@ impl Model {
     fn window_pairs(&self, skip: &[bool], typical: f64) -> Option<(Vec<f64>, usize)> {
         // Per window: the last commit seen in it and its mean run there.
         let mut last: Vec<Option<(usize, f64, f64)>> = vec![None; self.effect.len()];
-        let mut d = Vec::new();
+        // Per pair of commits (once, however many windows hold both: a search measures a
+        // parent and its culprit in window after window): the sum and count of its differences.
+        let mut pairs: std::collections::BTreeMap<(usize, usize), (f64, f64)> = Default::default();
         let mut by: Vec<(u32, f64, f64)> = Vec::new();
         // Where the last boundary or join lies up to each commit (a pair is kept when none
         // lies after its first commit).
@@ -594,12 +607,15 @@ impl Model {
                 if let Some((i, other, m)) = last[w as usize] {
                     // Neighbours only: commits far apart may hold steps between them.
                     if cut_at[j] <= i && j - i <= PAIR_GAP {
-                        d.push((mean - other) * (2.0 * typical / (1.0 / n + 1.0 / m)).sqrt());
+                        let e = pairs.entry((i, j)).or_default();
+                        e.0 += (mean - other) * (2.0 * typical / (1.0 / n + 1.0 / m)).sqrt();
+                        e.1 += 1.0;
                     }
                 }
                 last[w as usize] = Some((j, mean, n));
             }
         }
+        let d: Vec<f64> = pairs.values().map(|(sum, n)| sum / n).collect();
         let k = d.len();
         (k > 0).then_some((d, k))
     }

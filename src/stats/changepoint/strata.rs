@@ -11,6 +11,10 @@
 
 use crate::stats::compare::{mann_whitney_u, stratified_rank_test};
 
+/// The variance the window effects' estimates add to a contrast of one stratum's levels,
+/// given each commit's coefficient.
+pub(super) type ContrastVar<'a> = dyn Fn(&[(usize, f64)]) -> f64 + 'a;
+
 /// Commits on each side of a boundary whose strata are the units of [`Strata::across`].
 pub(super) const UNIT_SPAN: usize = 40;
 
@@ -250,7 +254,7 @@ impl Strata {
         y: &[f64],
         w: &[f64],
         (a, b, c): (usize, usize, usize),
-        effects: &dyn Fn(&[(usize, f64)]) -> f64,
+        effects: &ContrastVar<'_>,
     ) -> Option<(f64, f64)> {
         let both = self.straddling(a, b, c);
         if both.is_empty() {
@@ -292,7 +296,7 @@ impl Strata {
         let mut seen: Vec<(u32, bool, f64, f64)> = Vec::new();
         for j in lo..hi {
             let s = self.of[j];
-            if both.binary_search(&s).is_ok() || !(w[j] > 0.0) {
+            if both.binary_search(&s).is_ok() || w[j].is_nan() || w[j] <= 0.0 {
                 continue;
             }
             let right = j >= b;
