@@ -45,6 +45,10 @@ pub struct SampleRow {
     /// A run of the range's old end (`A` of `A..B`), shown before the range's commits.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub old_end: bool,
+    /// For an imported number, the machine its file names (an asv `MACHINE/ENV`, a
+    /// benchmark-action suite, a cron's machine column).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub machine: Option<String>,
     /// For a number imported from another tool's history: the tool, its series, unit and
     /// benchmark code version.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -112,6 +116,10 @@ pub fn samples(test: &Test, rows: &[CommitRow], old_end: bool) -> Vec<SampleRow>
             let old_end = old_end && i == 0;
             r.own_records().iter().map(move |s| {
                 let (imported_from, spread) = origin_of(s);
+                let machine = s
+                    .import
+                    .as_ref()
+                    .and_then(|i| i.machine.as_deref().map(str::to_string));
                 SampleRow {
                     commit: commit.clone(),
                     test: test.name.clone(),
@@ -129,6 +137,7 @@ pub fn samples(test: &Test, rows: &[CommitRow], old_end: bool) -> Vec<SampleRow>
                     window: (s.window != 0).then(|| format!("{:016x}", s.window)),
                     moment: s.moment,
                     old_end,
+                    machine,
                     imported_from,
                     spread,
                 }

@@ -153,9 +153,9 @@ impl Listing {
         self.series.len()
     }
 
-    /// Whether no series was found.
+    /// Whether nothing was found: no series, and nothing skipped.
     pub fn is_empty(&self) -> bool {
-        self.series.is_empty()
+        self.series.is_empty() && self.skipped.is_empty() && self.no_value == 0
     }
 
     /// The text `--list` prints: the configurations, a table of the series, then a stub per
@@ -209,6 +209,12 @@ impl Listing {
                 ));
             }
             let _ = writeln!(o, "not listed: {}", parts.join(", "));
+            if self.skipped.contains_key(&Why::Uncommitted) {
+                let _ = writeln!(
+                    o,
+                    "(runs saved with uncommitted changes measured something else than the commit they name: --dirty takes them)"
+                );
+            }
         }
         let names = self.names();
         let takers = self.takers(config);
@@ -217,10 +223,16 @@ impl Listing {
             .iter()
             .map(|(id, s)| {
                 let name = &names[id];
-                let test = match takers.get(id.as_str()) {
+                let mut test = match takers.get(id.as_str()) {
                     Some(t) => format!("{name} (taken by tests.{t})"),
                     None => name.clone(),
                 };
+                if s.machines.len() > 1 {
+                    test += &format!(
+                        " [on {} machines: one chosen when imported]",
+                        s.machines.len()
+                    );
+                }
                 [
                     id.clone(),
                     s.points.to_string(),
@@ -257,6 +269,9 @@ impl Listing {
             }
             l.trim_end().to_string() + "\n"
         };
+        if rows.is_empty() {
+            return o;
+        }
         o.push('\n');
         o += &line(head);
         for r in &rows {
@@ -346,7 +361,16 @@ impl Listing {
     /// The `[tests.X]` that takes series `id`.
     fn stub(&self, id: &str, s: &Info, name: &str) -> String {
         let q = |t: &str| toml::Value::String(t.to_string()).to_string();
-        let mut o = format!("[tests.{name}]\n");
+        // A dotted name is one key only quoted (`[tests."bench.time_x"]`).
+        let key = if name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            name.to_string()
+        } else {
+            q(name)
+        };
+        let mut o = format!("[tests.{key}]\n");
         let when = match (s.first, s.last) {
             (Some(a), Some(b)) => format!(
                 ", {}..{}",
@@ -357,10 +381,10 @@ impl Listing {
         };
         let _ = writeln!(
             o,
-            "# {} series {id}: {} points on {} commits{when}",
+            "# {} series {id}: {} on {}{when}",
             self.tool.name(),
-            s.points,
-            s.commits.len()
+            crate::base::text::count(s.points, "point"),
+            crate::base::text::count(s.commits.len(), "commit")
         );
         if names::sanitise(&s.plain) != name {
             let _ = writeln!(o, "import = {}", q(id));
@@ -370,7 +394,10 @@ impl Listing {
                 let _ = writeln!(
                     o,
                     "command = {}  # with [build] cargo = {{ benches = [{}] }}",
-                    q(&format!("./{target} --bench --exact {}", s.bench)),
+                    q(&format!(
+                        "./{target} --bench --exact {}",
+                        shell_quote(&s.bench)
+                    )),
                     q(target)
                 );
                 let _ = writeln!(

@@ -181,10 +181,12 @@ impl Importer<'_, '_, '_> {
             }
             // A key one or two letters off a series of this history is a typo, not a series
             // of another file: nothing is imported until it is fixed.
-            if let Some(near) = ids
+            let near = ids
                 .iter()
-                .find(|id| key.chars().count() > 3 && strsim::levenshtein(key, id) <= 2)
-            {
+                .map(|id| (strsim::levenshtein(key, id), id))
+                .filter(|(d, _)| *d <= 2 && key.chars().count() > 3)
+                .min();
+            if let Some((_, near)) = near {
                 crate::usage!(
                     "{}: key `tests.{}.import`: `{key}` names no series of {file}; did you mean `{near}`? (nothing was imported)",
                     crate::base::paths::display_path(&ws.config.path),
