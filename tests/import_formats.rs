@@ -6,7 +6,6 @@
 
 mod common;
 
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use common::{specs, with_build, Fixture};
