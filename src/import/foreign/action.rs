@@ -22,13 +22,11 @@ use crate::store::origin::{Spread, SpreadKind};
 const PREFIX: &str = "window.BENCHMARK_DATA =";
 
 /// One run of the action.
-#[derive(Deserialize)]
 struct Entry {
     commit: Option<Commit>,
     /// When the action ran, milliseconds since the epoch.
     date: Option<f64>,
     tool: Option<String>,
-    #[serde(default)]
     benches: Vec<Bench>,
 }
 
@@ -397,14 +395,81 @@ impl<'de> Visitor<'de> for Suite<'_, '_, '_> {
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         let mut idx = 0;
-        while let Some(e) = seq.next_element::<Entry>()? {
+        loop {
+            let seed = EntrySeed {
+                suite: self.name,
+                seen: self.state.seen.as_deref(),
+            };
+            let Some(e) = seq.next_element_seed(seed)? else {
+                break;
+            };
             idx += 1;
+            // An entry read from another version already: not parsed past its commit.
+            let Some(e) = e else {
+                continue;
+            };
             if let Err(err) = self.state.entry(self.name, idx, e) {
                 self.state.error = Some(err);
                 return Err(de::Error::custom("stopped"));
             }
         }
         Ok(())
+    }
+}
+
+/// One entry, or `None` when `seen` (the entries of the versions read before) holds it: its
+/// benches are then skipped, not parsed (a branch's log holds every entry hundreds of times).
+struct EntrySeed<'n, 's> {
+    suite: &'n str,
+    seen: Option<&'s HashSet<(String, String, u64)>>,
+}
+
+impl<'de> DeserializeSeed<'de> for EntrySeed<'_, '_> {
+    type Value = Option<Entry>;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Option<Entry>, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for EntrySeed<'_, '_> {
+    type Value = Option<Entry>;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("an entry object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<Entry>, A::Error> {
+        let mut e = Entry {
+            commit: None,
+            date: None,
+            tool: None,
+            benches: Vec::new(),
+        };
+        let mut skipped = false;
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "commit" => e.commit = map.next_value()?,
+                "date" => e.date = map.next_value()?,
+                "tool" => e.tool = map.next_value()?,
+                "benches" => {
+                    let id = e.commit.as_ref().and_then(|c| c.id.clone());
+                    let known = match (self.seen, id, e.date) {
+                        (Some(seen), Some(id), Some(d)) => {
+                            seen.contains(&(self.suite.to_string(), id, d.to_bits()))
+                        }
+                        _ => false,
+                    };
+                    if known {
+                        map.next_value::<IgnoredAny>()?;
+                        skipped = true;
+                    } else {
+                        e.benches = map.next_value()?;
+                    }
+                }
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok((!skipped).then_some(e))
     }
 }
 
