@@ -35,21 +35,30 @@ fn main() {
         );
     }
     let entries = rows.div_ceil(BENCHES);
-    let mut js = String::with_capacity(entries * 2600);
-    let mut csv = String::with_capacity(rows * 90);
-    csv.push_str("commit,test,value,timestamp,round,machine\n");
-    js.push_str("window.BENCHMARK_DATA = {\n  \"lastUpdate\": 1,\n  \"repoUrl\": \"https://example.invalid/r\",\n  \"entries\": {\n    \"ci\": [\n");
+    // Written as they are made: a child's peak memory as the kernel reports it includes this
+    // process's own peak (the memory it was spawned from), which must stay small.
+    let js_path = dir.path().join("data.js");
+    let csv_path = dir.path().join("rows.csv");
+    let mut js = std::io::BufWriter::new(std::fs::File::create(&js_path).expect("data.js"));
+    let mut csv = std::io::BufWriter::new(std::fs::File::create(&csv_path).expect("csv"));
+    use std::io::Write as _;
+    let mut line = String::new();
+    csv.write_all(b"commit,test,value,timestamp,round,machine\n")
+        .expect("csv");
+    js.write_all(b"window.BENCHMARK_DATA = {\n  \"lastUpdate\": 1,\n  \"repoUrl\": \"https://example.invalid/r\",\n  \"entries\": {\n    \"ci\": [\n").expect("js");
     let mut n = 0;
     for e in 0..entries {
         let c = &ids[(e / 20) % ids.len()];
         let date = 1_600_000_000_000u64 + e as u64 * 60_000;
+        line.clear();
         if e > 0 {
-            js.push_str(",\n");
+            line.push_str(",\n");
         }
         let _ = write!(
-            js,
+            line,
             "      {{\n        \"commit\": {{\n          \"author\": {{\"email\": \"dev@example.com\", \"name\": \"Dev One\", \"username\": \"dev\"}},\n          \"committer\": {{\"email\": \"dev@example.com\", \"name\": \"Dev One\", \"username\": \"dev\"}},\n          \"distinct\": true,\n          \"id\": \"{c}\",\n          \"message\": \"A change of the code, with a subject of a usual length (#{e})\",\n          \"timestamp\": \"2020-11-16T16:00:07-08:00\",\n          \"tree_id\": \"69d47e4e3b4989c228904304c3cb8ccbbc865e78\",\n          \"url\": \"https://example.invalid/r/commit/{c}\"\n        }},\n        \"date\": {date},\n        \"tool\": \"cargo\",\n        \"benches\": ["
         );
+        let mut rows_csv = String::new();
         for (b, name) in names.iter().enumerate() {
             if n == rows {
                 break;
@@ -57,24 +66,29 @@ fn main() {
             n += 1;
             let v = 50_000 + (e * 31 + b * 7) % 997;
             if b > 0 {
-                js.push(',');
+                line.push(',');
             }
             let _ = write!(
-                js,
+                line,
                 "\n          {{\"name\": \"{name}\", \"value\": {v}, \"range\": \"± {}\", \"unit\": \"ns/iter\"}}",
                 v / 20
             );
-            let _ = writeln!(csv, "{c},{name},{v},{},ci@{date},ci", date / 1000);
+            let _ = writeln!(rows_csv, "{c},{name},{v},{},ci@{date},ci", date / 1000);
         }
-        js.push_str("\n        ]\n      }");
+        line.push_str("\n        ]\n      }");
+        js.write_all(line.as_bytes()).expect("js");
+        csv.write_all(rows_csv.as_bytes()).expect("csv");
     }
-    js.push_str("\n    ]\n  }\n}\n");
-    let js_path = dir.path().join("data.js");
-    let csv_path = dir.path().join("rows.csv");
-    std::fs::write(&js_path, &js).expect("data.js");
-    std::fs::write(&csv_path, &csv).expect("csv");
-    let (js_mb, csv_mb) = (js.len() as f64 / 1e6, csv.len() as f64 / 1e6);
+    js.write_all(b"\n    ]\n  }\n}\n").expect("js");
+    js.flush().expect("js");
+    csv.flush().expect("csv");
     drop((js, csv));
+    let size = |p: &Path| {
+        std::fs::metadata(p)
+            .map(|m| m.len() as f64 / 1e6)
+            .unwrap_or(0.0)
+    };
+    let (js_mb, csv_mb) = (size(&js_path), size(&csv_path));
     let config_path = dir.path().join("perfbisect.toml");
     std::fs::write(&config_path, &config).expect("config");
     println!(
@@ -82,6 +96,10 @@ fn main() {
         ids.len()
     );
     let per_million = 1e6 / rows as f64;
+    println!(
+        "(time and peak resident memory of the whole perfbisect process, from wait4; this benchmark process itself peaked at {:.0} MB, not counted in them)",
+        own_peak()
+    );
     compare(
         dir.path(),
         &repo,
@@ -112,6 +130,13 @@ fn main() {
     } else {
         println!("\n(../shared/history/django-asv is not here: the real history was not measured)");
     }
+}
+
+/// This process's own peak resident memory, MB.
+fn own_peak() -> f64 {
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    usage.ru_maxrss as f64 / 1024.0
 }
 
 fn env_or(name: &str, default: usize) -> usize {

@@ -804,6 +804,16 @@ fn a_step_between_imported_commits_is_searched_by_building_and_its_culprit_measu
     // The culprit's levels are this machine's.
     let before = r["culprit"]["before"]["median"].as_f64().unwrap();
     assert!((before / 1000.0 - 1.0).abs() < 0.05, "{r}");
+    // triage reads the imported history's change point and confirms the same culprit here.
+    let t = f.json(&["triage", "value", &f.range(), "--format", "json"]);
+    let found: Vec<&serde_json::Value> = t["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|x| x["state"] == "new")
+        .collect();
+    assert_eq!(found.len(), 1, "{t}");
+    assert_eq!(found[0]["commit"], f.ids[9].as_str(), "{t}");
 }
 
 #[test]
