@@ -211,6 +211,20 @@ impl Importer<'_, '_, '_> {
             .map(|s| s.points)
             .sum();
         self.taken.series = series;
+        if self.taken.series.is_empty() && self.taken.untaken == 0 {
+            // Nothing came through the reader: say why its points were skipped.
+            let report = self.sink.report();
+            let why = report
+                .problems
+                .first()
+                .map(|(place, _, why)| format!(": {}: {why}", place.after(file)))
+                .unwrap_or_default();
+            crate::usage!(
+                "nothing of {file} could be read as {} series ({} skipped){why}",
+                self.tool.name(),
+                report.skipped_rows()
+            );
+        }
         if self.taken.series.is_empty() {
             crate::usage!(
                 "no test of {} takes a series of {file} ({} series): a test takes the series whose \
