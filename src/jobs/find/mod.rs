@@ -812,6 +812,17 @@ impl Searcher<'_> {
             ));
             return Ok(None);
         }
+        if matches!(r.outcome, Outcome::Inconclusive { .. }) {
+            // Not "does not show": the runs here could not tell either way.
+            let fmt = crate::base::text::fmt_num;
+            notes.push(format!(
+                "the imported step is not confirmed here: imported {} to {} ({}) between {ends}, and the runs here could not decide (above); a culprit is named only from runs measured here",
+                fmt(g.old.median),
+                fmt(g.new.median),
+                crate::base::text::fmt_rel(crate::stats::rel_change(g.old.median, g.new.median), 2),
+            ));
+            return Ok(Some(r));
+        }
         notes.push(format!(
             "imported numbers: {ends}; {}; only the {} commit{} between them {} searched",
             if g.trusted_ends {
