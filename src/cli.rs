@@ -205,7 +205,8 @@ pub enum Command {
     #[command(after_help = "Guide: `perfbisect guide finding` (src/guide/finding.md).")]
     Log(LogArgs),
     /// Take in results measured elsewhere (a cron job's rounds): CSV or JSON rows of commit,
-    /// test, value and optionally timestamp, round and machine.
+    /// test, value and optionally timestamp, round and machine; or another tool's history with
+    /// --from (benchmark-action, asv, pytest-benchmark, bmf, hyperfine).
     ///
     /// What each optional column means for a row: `timestamp` (seconds since the epoch or
     /// ISO 8601) is when it was measured; `round` names the measuring pass it belongs to
@@ -220,7 +221,18 @@ pub enum Command {
     /// counts at the end. Exit 0 when a row was imported or was there already, 1 when every row was
     /// skipped, 2 when the file cannot be read (missing, not text, no `commit`/`test`/`value`
     /// column, not JSON).
-    #[command(after_help = "Guide: `perfbisect guide cron` (src/guide/cron.md).")]
+    ///
+    /// With --from, PATH is another tool's history: a benchmark-action `data.js` (with
+    /// --git-history, every version of it in a branch's log), an asv results directory, a
+    /// pytest-benchmark `.benchmarks` directory, or BMF and hyperfine outputs (one file with
+    /// --commit, or a folder of files named by commit). Each of its series goes into the test
+    /// that takes it (its `import` key, or its name); --list prints every series with a
+    /// [tests.X] stub. One series is one configuration: a history of several machines,
+    /// environments or suites holding the same benchmarks needs --machine, --env or --suite
+    /// (exit 2 lists them).
+    #[command(
+        after_help = "Guide: `perfbisect guide history` (src/guide/history.md), `perfbisect guide cron` (src/guide/cron.md)."
+    )]
     Import(ImportArgs),
     /// Merge the result stores of other caches (shards of a CI matrix) into this cache.
     ///
@@ -633,14 +645,72 @@ pub enum ImportFormat {
     Json,
 }
 
+/// Other tools whose histories `import --from` reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ImportFrom {
+    /// github-action-benchmark's `data.js` (or its JSON)
+    BenchmarkAction,
+    /// an asv results directory
+    Asv,
+    /// a pytest-benchmark `.benchmarks` directory (or one machine's folder of it)
+    PytestBenchmark,
+    /// Bencher Metric Format files (no commit in them)
+    Bmf,
+    /// hyperfine `--export-json` files (no commit in them)
+    Hyperfine,
+}
+
 #[derive(Debug, Args)]
 pub struct ImportArgs {
     /// The file: CSV with header `commit,test,value[,timestamp,round,machine]`, a JSON array
-    /// of such objects, or the output of `show --format json`.
+    /// of such objects, or the output of `show --format json`. With --from, the other tool's
+    /// history (a file or a directory; with --git-history, the file's path in the branch).
+    #[arg(value_name = "PATH")]
     pub file: PathBuf,
     /// Format of FILE (default: by its extension, `.json` or else CSV).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "from")]
     pub format: Option<ImportFormat>,
+    /// Read PATH as this tool's history.
+    #[arg(long, value_name = "TOOL")]
+    pub from: Option<ImportFrom>,
+    /// Print every series of the history (points, commits, unit, the test that takes it) and a
+    /// [tests.X] stub per series no test takes; import nothing.
+    #[arg(long, requires = "from")]
+    pub list: bool,
+    /// asv, pytest-benchmark: the machine folder to read (a glob). benchmark-action, bmf,
+    /// hyperfine: the machine its rows are recorded on (default: the suite's name; none).
+    #[arg(long, value_name = "NAME", requires = "from")]
+    pub machine: Option<String>,
+    /// asv: the environment to read (a glob, `conda-py3.12`).
+    #[arg(long, value_name = "NAME", requires = "from")]
+    pub env: Option<String>,
+    /// benchmark-action: the suite to read (a glob), when suites hold the same benches.
+    #[arg(long, value_name = "NAME", requires = "from")]
+    pub suite: Option<String>,
+    /// Import the raw samples where the history keeps them (asv `samples`, pytest-benchmark
+    /// `data`: one measurement, their median; hyperfine `times`: one measurement each).
+    #[arg(long, requires = "from")]
+    pub samples: bool,
+    /// pytest-benchmark: the statistic taken (default median; `ops` is higher-is-better);
+    /// hyperfine: likewise (default mean).
+    #[arg(long, value_name = "STAT", requires = "from")]
+    pub field: Option<String>,
+    /// pytest-benchmark: take runs saved with uncommitted changes too.
+    #[arg(long, requires = "from")]
+    pub dirty: bool,
+    /// bmf, hyperfine: the commit the numbers of the file PATH are of.
+    #[arg(long, value_name = "REV", requires = "from")]
+    pub commit: Option<String>,
+    /// hyperfine: take each result's commit from this parameter (`hyperfine -L rev a,b`).
+    #[arg(long, value_name = "NAME", requires = "from")]
+    pub commit_param: Option<String>,
+    /// bmf, hyperfine: when the file was measured (seconds since 1970 or ISO 8601).
+    #[arg(long, value_name = "TIME", requires = "from")]
+    pub timestamp: Option<String>,
+    /// benchmark-action: read every version of PATH in the log of BRANCH (default gh-pages) of
+    /// the repository, entries that a `max-items-in-chart` or an edit removed included.
+    #[arg(long, value_name = "BRANCH", num_args = 0..=1, default_missing_value = "gh-pages", requires = "from")]
+    pub git_history: Option<String>,
 }
 
 #[derive(Debug, Args)]

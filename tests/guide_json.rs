@@ -240,6 +240,43 @@ fn every_command_prints_the_json_the_reference_describes() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // Another tool's history of `value` (a benchmark-action data.js): its numbers carry
+    // where they came from and the spread the tool reported.
+    let entries: Vec<String> = [3usize, 7, 11]
+        .iter()
+        .map(|n| {
+            format!(
+                r#"{{"commit": {{"id": "{}"}}, "date": {}, "tool": "customSmallerIsBetter", "benches": [{{"name": "value", "value": 1000, "unit": "units", "range": "± 12"}}]}}"#,
+                ids[n - 1],
+                1_700_000_000_000u64 + *n as u64 * 1000
+            )
+        })
+        .collect();
+    std::fs::write(
+        cron.join("data.js"),
+        format!(
+            "window.BENCHMARK_DATA = {{\"entries\": {{\"ci\": [{}]}}}}",
+            entries.join(",")
+        ),
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_perfbisect"))
+        .args([
+            "--repo",
+            "repo",
+            "import",
+            "--from",
+            "benchmark-action",
+            "data.js",
+        ])
+        .current_dir(&cron)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let r = ["--repo", "repo"];
     let runs: Vec<(&str, Vec<&str>)> = vec![
         (
@@ -332,6 +369,28 @@ fn every_command_prints_the_json_the_reference_describes() {
         "the rounds narrowed the search: {v}"
     );
     errors.extend(checker.check(&v, &defs["find"], "find (imported rounds)"));
+    let (v, _) = json_of(
+        &cron,
+        &[
+            "--repo",
+            "repo",
+            "show",
+            "value",
+            "main~23..main",
+            "--format",
+            "json",
+        ],
+    );
+    assert!(
+        v["samples"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["imported_from"]["source"] == "benchmark-action"
+                && s["spread"][0]["kind"] == "plus-minus"),
+        "{v:#}"
+    );
+    errors.extend(checker.check(&v, &defs["show"], "show (another tool's history)"));
     // The machine changes (a `[fingerprint]` command's output): `triage` says it, with the
     // newest commit measured before and after, and `show` lists the samples before apart.
     let config = std::fs::read_to_string(demo.join("perfbisect.toml")).unwrap();

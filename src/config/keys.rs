@@ -172,6 +172,11 @@ pub const KEYS: &[Key] = &[
         "`false` turns address-space randomisation off for the runs",
         "`measure.aslr`",
     ),
+    value(
+        "tests.NAME.import",
+        "the series of another tool's history (benchmark-action, asv, pytest-benchmark, BMF, hyperfine) that `import --from` takes into this test, by its id (`\"end_to_end/http2_get\"`); without it a test takes the series whose sanitised name is its name, or whose benchmark its harness metric's `name` names ([history](history.md))",
+        "none",
+    ),
     table("measure", "how every test is measured"),
     value("measure.cpus", "as `tests.NAME.cpus`, for every test", "none"),
     value("measure.aslr", "as `tests.NAME.aslr`, for every test", "`true`"),

@@ -12,6 +12,7 @@ use crate::error::UsageError;
 use crate::stats::Threshold;
 
 pub mod harness;
+mod imports;
 pub mod keys;
 mod model;
 
@@ -94,6 +95,7 @@ struct RawTest {
     timeout: Option<Spanned<toml::Value>>,
     cpus: Option<Spanned<toml::Value>>,
     aslr: Option<bool>,
+    import: Option<Spanned<String>>,
 }
 
 /// Where to look for the config when `--config` is not given.
@@ -203,6 +205,7 @@ pub fn parse(text: &str, path: &Path) -> anyhow::Result<Config> {
         let test = test(name, t, &shared, &mut lines)?;
         tests.insert(test.name.clone(), test);
     }
+    imports::apart(&tests, &lines, &file)?;
     let dir = config_dir(path);
     let mut fingerprint_commands = Vec::new();
     for c in raw.fingerprint.map(|f| f.commands).unwrap_or_default() {
@@ -405,6 +408,13 @@ fn test(
         Some(v) => Some(cpus(v, &key("cpus"), &at(v.span()))?),
         None => cx.measure_cpus.clone(),
     };
+    let import = match t.import {
+        Some(i) => {
+            lines.insert(key("import"), line_of(text, i.span().start));
+            Some(imports::key(&at(i.span()), &key("import"), i.into_inner())?)
+        }
+        None => None,
+    };
     let unit_default = match &metric {
         Metric::Wall | Metric::User | Metric::Sys => "s",
         Metric::MaxRss => "bytes",
@@ -440,6 +450,7 @@ fn test(
         timeout,
         cpus: test_cpus,
         aslr: t.aslr.or(cx.measure.aslr).unwrap_or(true),
+        import,
         interleave: cx.measure.interleave.unwrap_or(true),
         counter: cx.counter,
     })

@@ -207,6 +207,8 @@ pub struct Test {
     pub interleave: bool,
     /// How instructions are counted (`[measure] counter`).
     pub counter: crate::config::harness::Choice,
+    /// The series of another tool's history this test takes (`import = "<foreign id>"`).
+    pub import: Option<String>,
 }
 
 /// The unit a harness reported for a test's values, learned from its first run (or from

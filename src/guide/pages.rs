@@ -61,6 +61,10 @@ pub const PAGES: &[Page] = &[
         "cron rounds, gaps, shards, the cache and the nightly triage"
     ),
     page!(
+        "history",
+        "another tool's history (benchmark-action, asv, pytest-benchmark, BMF, hyperfine) imported and searched"
+    ),
+    page!(
         "rust",
         "Rust projects ([build] cargo) and benchmark harnesses' numbers"
     ),

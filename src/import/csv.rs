@@ -181,6 +181,7 @@ fn record(cells: &Cells<'_>, line: usize, export: bool, sink: &mut dyn Rows) -> 
             user,
             sys,
             max_rss: max_rss.filter(|m| *m >= 0.0).map(|m| m as u64),
+            ..Row::default()
         },
         export,
     )

@@ -167,6 +167,7 @@ pub(crate) fn read(text: &str, file: &str, sink: &mut dyn Rows) -> anyhow::Resul
                     user: r.user,
                     sys: r.sys,
                     max_rss: r.max_rss,
+                    ..Row::default()
                 },
                 run.is_some(),
             )?;

@@ -2,6 +2,10 @@
 //! columns a CSV may have; and where a reader puts what it reads.
 
 use std::borrow::Cow;
+use std::sync::Arc;
+
+use super::report::Place;
+use crate::store::origin::{Origin, Spread};
 
 /// One row as read, before it is checked.
 #[derive(Debug, Default)]
@@ -22,6 +26,21 @@ pub(crate) struct Row<'a> {
     pub(crate) user: Option<f64>,
     pub(crate) sys: Option<f64>,
     pub(crate) max_rss: Option<u64>,
+    /// Where the row is in another tool's history (for messages; `line` otherwise).
+    pub(crate) at: Option<Arc<str>>,
+    /// The tool and series it came from, and the spread the tool reported around it.
+    pub(crate) origin: Option<Arc<Origin>>,
+    pub(crate) spread: Vec<Spread>,
+}
+
+impl Row<'_> {
+    /// Where the row is, for messages.
+    pub(crate) fn place(&self) -> Place {
+        match &self.at {
+            Some(at) => Place::At(at.clone()),
+            None => Place::Line(self.line),
+        }
+    }
 }
 
 /// What an export says about one run besides its value: the window it was measured in (`None`

@@ -45,6 +45,58 @@ pub struct SampleRow {
     /// A run of the range's old end (`A` of `A..B`), shown before the range's commits.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub old_end: bool,
+    /// For an imported number, the machine its file names (an asv `MACHINE/ENV`, a
+    /// benchmark-action suite, a cron's machine column).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub machine: Option<String>,
+    /// For a number imported from another tool's history: the tool, its series, unit and
+    /// benchmark code version.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub imported_from: Option<ImportedFrom>,
+    /// The spreads that tool reported around the number (never samples).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub spread: Vec<SpreadRow>,
+}
+
+/// Where a number imported from another tool's history came from.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ImportedFrom {
+    pub source: String,
+    pub series: String,
+    pub unit: Option<String>,
+    pub version: Option<String>,
+}
+
+/// One spread another tool reported: its kind (`plus-minus`, `plus-minus-percent`, `stddev`,
+/// `ci99`, `quartiles`, `bounds`, `iqr`), `lo`, and `hi` for an interval.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SpreadRow {
+    pub kind: &'static str,
+    pub lo: f64,
+    pub hi: Option<f64>,
+}
+
+/// The origin and spreads of an imported sample, as exports write them.
+fn origin_of(s: &Sample) -> (Option<ImportedFrom>, Vec<SpreadRow>) {
+    let Some(i) = &s.import else {
+        return (None, Vec::new());
+    };
+    let from = i.origin.as_ref().map(|o| ImportedFrom {
+        source: o.source.to_string(),
+        series: o.series.to_string(),
+        unit: o.unit.as_deref().map(str::to_string),
+        version: o.version.as_deref().map(str::to_string),
+    });
+    let spread = i
+        .spread
+        .iter()
+        .map(|sp| SpreadRow {
+            kind: sp.kind.name(),
+            lo: sp.lo,
+            hi: sp.kind.interval().then_some(sp.hi),
+        })
+        .collect();
+    (from, spread)
 }
 
 /// The fingerprint a sample was measured under, as exports write it: the 16 hex digits of its
@@ -62,23 +114,33 @@ pub fn samples(test: &Test, rows: &[CommitRow], old_end: bool) -> Vec<SampleRow>
         .flat_map(|(i, r)| {
             let commit = r.commit.id.to_string();
             let old_end = old_end && i == 0;
-            r.own_records().iter().map(move |s| SampleRow {
-                commit: commit.clone(),
-                test: test.name.clone(),
-                unit: test.unit(),
-                round: s.round,
-                time: s.time,
-                timestamp: iso8601(i64::try_from(s.time).unwrap_or(i64::MAX)),
-                value: s.value,
-                wall: s.wall,
-                user: s.user,
-                sys: s.sys,
-                max_rss: (s.max_rss > 0).then_some(s.max_rss),
-                error: s.error.clone(),
-                fingerprint: fingerprint_of(s),
-                window: (s.window != 0).then(|| format!("{:016x}", s.window)),
-                moment: s.moment,
-                old_end,
+            r.own_records().iter().map(move |s| {
+                let (imported_from, spread) = origin_of(s);
+                let machine = s
+                    .import
+                    .as_ref()
+                    .and_then(|i| i.machine.as_deref().map(str::to_string));
+                SampleRow {
+                    commit: commit.clone(),
+                    test: test.name.clone(),
+                    unit: test.unit(),
+                    round: s.round,
+                    time: s.time,
+                    timestamp: iso8601(i64::try_from(s.time).unwrap_or(i64::MAX)),
+                    value: s.value,
+                    wall: s.wall,
+                    user: s.user,
+                    sys: s.sys,
+                    max_rss: (s.max_rss > 0).then_some(s.max_rss),
+                    error: s.error.clone(),
+                    fingerprint: fingerprint_of(s),
+                    window: (s.window != 0).then(|| format!("{:016x}", s.window)),
+                    moment: s.moment,
+                    old_end,
+                    machine,
+                    imported_from,
+                    spread,
+                }
             })
         })
         .collect()

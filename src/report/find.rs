@@ -193,6 +193,18 @@ pub struct ImportedGap {
     pub trusted_ends: bool,
     /// The search of the gap did not confirm the step here, so the whole range was searched.
     pub fell_back: bool,
+    /// What the gap's ends measured here when they did not differ (`fell_back`): the
+    /// imported step does not show here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub here: Option<GapHere>,
+}
+
+/// The medians of an imported gap's ends measured here, and the p-value of their comparison.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct GapHere {
+    pub old_median: f64,
+    pub new_median: f64,
+    pub p_value: f64,
 }
 
 /// One end of an [`ImportedGap`].

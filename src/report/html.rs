@@ -294,6 +294,9 @@ pub fn page(p: &Page<'_>, site: &Site<'_>) -> anyhow::Result<Vec<File>> {
         esc(&t.metric.describe()),
         esc(&p.scope)
     );
+    if let Some(p) = super::provenance::Provenance::of(p.rows).sentence() {
+        let _ = writeln!(o, "<p class=\"meta\">{}</p>", esc(&p));
+    }
     o.push_str("<div class=\"cards\">\n");
     summary_cards(&mut o, t, summary.as_ref());
     o.push_str("</div>\n");

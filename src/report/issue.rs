@@ -722,6 +722,13 @@ fn measured(o: &mut String, x: &Issue<'_>) {
         }
     }
     let _ = writeln!(o, "- runs: {}", md_escape(&m.runs));
+    if let Some(p) = super::provenance::Provenance::of(x.range_rows).sentence() {
+        let _ = writeln!(
+            o,
+            "- numbers: {} (a culprit is named only from runs measured here)",
+            md_escape(&p)
+        );
+    }
     let _ = writeln!(o, "- search: {}", x.find.spent());
     if let Some(d) = x.find.facts.drift_line(x.find.commits) {
         let _ = writeln!(o, "- drift: {}", md_escape(&d));

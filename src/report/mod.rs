@@ -13,6 +13,7 @@ pub mod json;
 pub mod known;
 pub mod md;
 pub mod plot;
+pub mod provenance;
 pub mod show;
 pub mod spark;
 pub mod steps;

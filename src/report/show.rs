@@ -182,6 +182,8 @@ pub fn text(test: &Test, scope: &str, rows: &[CommitRow], old_end: bool) -> Stri
         "{:<10}  {:>4}  {:>12}  {:>12}  {:>12}  subject",
         "commit", "n", "min", "median", "max"
     );
+    // The benchmark code's version of the numbers last shown (another tool's, asv's).
+    let mut version: Option<&str> = None;
     for (i, r) in rows.iter().enumerate() {
         let (n, min, med, max) = match stats::summarize(&r.values) {
             Some(s) => (
@@ -203,9 +205,15 @@ pub fn text(test: &Test, scope: &str, rows: &[CommitRow], old_end: bool) -> Stri
         if old_end && i == 0 {
             marks.push("old end".to_string());
         }
-        let imported = r.imported();
-        if imported > 0 {
-            marks.push(format!("{imported} imported"));
+        marks.extend(super::provenance::mark(r.own_records()));
+        if let Some(v) = super::provenance::version(r.own_records()) {
+            if version.is_some_and(|old| old != v) {
+                marks.push(format!(
+                    "benchmark code changed here ({} to {v}): a step here is the benchmark's",
+                    version.unwrap_or_default()
+                ));
+            }
+            version = Some(v);
         }
         if let Some(t) = &r.same_build_as {
             marks.push(format!("same build as {}", crate::git::short(t)));
@@ -249,6 +257,9 @@ pub fn text(test: &Test, scope: &str, rows: &[CommitRow], old_end: bool) -> Stri
                     n => format!(" ({n} show the runs of identical builds, counted once)"),
                 }
             );
+            if let Some(p) = super::provenance::Provenance::of(rows).sentence() {
+                let _ = writeln!(o, "{p}");
+            }
             let _ = writeln!(
                 o,
                 "P0 {}  P25 {}  P50 {}  P75 {}  P100 {}",

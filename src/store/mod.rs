@@ -11,6 +11,7 @@ pub mod findings;
 mod fs;
 mod index;
 mod observation;
+pub mod origin;
 mod read;
 mod record;
 mod rewrite;
@@ -55,7 +56,7 @@ mod tests {
             fingerprint: 7,
             import: i.is_multiple_of(3).then(|| Import {
                 round: Some(format!("R{i}").into()),
-                machine: None,
+                ..Import::default()
             }),
             window: if i.is_multiple_of(3) { 0 } else { 1 + i / 2 },
             moment: (i % 2) as u32,
@@ -170,8 +171,8 @@ mod tests {
         let store = Store::new(d.path());
         let mut big = sample(3);
         big.import = Some(Import {
-            round: None,
             machine: Some("m".repeat(MAX_RECORD + 100).into()),
+            ..Import::default()
         });
         let e = encode_frame(&big).unwrap_err();
         assert!(format!("{e:#}").contains("`machine`"), "{e:#}");

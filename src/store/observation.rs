@@ -190,6 +190,7 @@ mod tests {
                         import: import.map(|(r, m)| Import {
                             round: r.map(Into::into),
                             machine: m.map(Into::into),
+                            ..Import::default()
                         }),
                         window,
                         moment,

@@ -181,9 +181,18 @@ pub fn decode_record(version: u8, payload: &[u8]) -> Result<Sample, String> {
         2 => bincode::serde::borrow_decode_from_slice::<SampleV2, _>(payload, config)
             .map(|(s, _)| s.into())
             .map_err(|e| e.to_string()),
-        3 => bincode::serde::borrow_decode_from_slice::<Sample, _>(payload, config)
-            .map(|(s, _)| s)
-            .map_err(|e| e.to_string()),
+        3 => {
+            let (mut s, n) = bincode::serde::borrow_decode_from_slice::<Sample, _>(payload, config)
+                .map_err(|e| e.to_string())?;
+            // An imported sample's origin, after it (see `super::origin`).
+            if let (Some(import), Some((origin, spread))) =
+                (s.import.as_mut(), super::origin::decode(&payload[n..])?)
+            {
+                import.origin = Some(origin);
+                import.spread = spread;
+            }
+            Ok(s)
+        }
         v => Err(format!("record version {v} is not known")),
     }
 }
@@ -203,8 +212,18 @@ pub fn encode_frame_into(sample: &Sample, buf: &mut Vec<u8>) -> anyhow::Result<(
     let start = buf.len();
     buf.extend_from_slice(&[0; FRAME_HEAD]);
     buf.push(RECORD_VERSION);
-    if let Err(e) = bincode::serde::encode_into_std_write(sample, buf, bincode::config::standard())
-    {
+    let mut encoded =
+        bincode::serde::encode_into_std_write(sample, buf, bincode::config::standard()).map(|_| ());
+    if let (Ok(()), Some(origin)) = (
+        &encoded,
+        sample
+            .import
+            .as_ref()
+            .and_then(|i| Some((i.origin.as_deref()?, &i.spread))),
+    ) {
+        encoded = super::origin::encode(origin.0, origin.1, buf);
+    }
+    if let Err(e) = encoded {
         buf.truncate(start);
         return Err(anyhow::Error::new(e).context("cannot encode sample"));
     }

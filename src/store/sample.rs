@@ -13,7 +13,9 @@ pub(crate) const MAGIC: &[u8; 8] = b"PBSTORE\0";
 pub const FORMAT_VERSION: u32 = 1;
 /// The record layout this build writes; newer records are skipped with a warning. Versions 1
 /// (before fingerprints and imports) and 2 (before windows and moments) are still read: see
-/// [`SampleV1`] and [`SampleV2`].
+/// [`SampleV1`] and [`SampleV2`]. A version-3 record of a sample another tool measured ends
+/// with a trailer holding its origin and spread ([`super::origin`]): readers before it read
+/// past it, so it needed no new layout.
 pub const RECORD_VERSION: u8 = 3;
 /// Windows of records written before windows were recorded (version 1 and 2) have this bit
 /// set: such a record's window is made up when it is read, one per run of consecutive records
@@ -71,6 +73,13 @@ pub struct Import {
     /// The machine that measured it, if the file says.
     #[serde(deserialize_with = "interned_text")]
     pub machine: Option<Arc<str>>,
+    /// The tool and series it was read from, when another tool measured it (stored in the
+    /// record's trailer: see [`super::origin`]).
+    #[serde(skip)]
+    pub origin: Option<Arc<super::origin::Origin>>,
+    /// The spread that tool reported around the number (never samples).
+    #[serde(skip)]
+    pub spread: Vec<super::origin::Spread>,
 }
 
 impl Sample {
@@ -398,7 +407,7 @@ mod tests {
             fingerprint: 0,
             import: round.map(|r| Import {
                 round: Some(format!("R{r}").into()),
-                machine: None,
+                ..Import::default()
             }),
             window,
             moment,

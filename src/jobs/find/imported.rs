@@ -116,6 +116,7 @@ pub(super) fn gap(
             inside: hi - lo - 1,
             trusted_ends: params.deterministic,
             fell_back: false,
+            here: None,
         },
     ))
 }

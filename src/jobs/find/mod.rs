@@ -12,7 +12,7 @@ use crate::git::CommitInfo;
 use crate::pipeline::{samples::Samples, workspace::Workspace};
 use crate::report::charts;
 use crate::report::find::{
-    self as view, DriftFact, FindReport, GapEnd, ImportedGap, SearchFacts, Skip,
+    self as view, DriftFact, FindReport, GapEnd, GapHere, ImportedGap, SearchFacts, Skip,
 };
 use crate::report::plot::{Marker, MarkerKind};
 use crate::store::Appender;
@@ -779,14 +779,49 @@ impl Searcher<'_> {
             gap_end(&g.old, &sub[0]),
             gap_end(&g.new, &sub[sub.len() - 1])
         );
-        if matches!(r.outcome, Outcome::NoChange { .. }) {
-            // The step of the imported numbers does not show here: search the whole range
-            // on this machine's numbers instead.
+        if let Outcome::NoChange {
+            before,
+            after,
+            p_value,
+            ..
+        } = r.outcome
+        {
+            // The step of the imported numbers does not show here (another machine, a runner
+            // change, dependencies resolved anew, the benchmark edited): no commit is blamed
+            // on the imported numbers alone; the whole range is searched on this machine's.
             g.fell_back = true;
+            g.here = Some(GapHere {
+                old_median: before,
+                new_median: after,
+                p_value,
+            });
+            let fmt = crate::base::text::fmt_num;
+            let rel =
+                |a: f64, b: f64| crate::base::text::fmt_rel(crate::stats::rel_change(a, b), 2);
             notes.push(format!(
-                "imported rounds put a step between {ends}, but measured here the two do not differ; searched the whole range instead"
+                "the imported step does not show here: imported {} to {} ({}) between {ends}; measured here {} {} and {} {} ({}, {}), no change; searched the whole range instead",
+                fmt(g.old.median),
+                fmt(g.new.median),
+                rel(g.old.median, g.new.median),
+                sub[0].short(),
+                fmt(before),
+                sub[sub.len() - 1].short(),
+                fmt(after),
+                rel(before, after),
+                crate::base::text::fmt_p(p_value)
             ));
             return Ok(None);
+        }
+        if matches!(r.outcome, Outcome::Inconclusive { .. }) {
+            // Not "does not show": the runs here could not tell either way.
+            let fmt = crate::base::text::fmt_num;
+            notes.push(format!(
+                "the imported step is not confirmed here: imported {} to {} ({}) between {ends}, and the runs here could not decide (above); a culprit is named only from runs measured here",
+                fmt(g.old.median),
+                fmt(g.new.median),
+                crate::base::text::fmt_rel(crate::stats::rel_change(g.old.median, g.new.median), 2),
+            ));
+            return Ok(Some(r));
         }
         notes.push(format!(
             "imported numbers: {ends}; {}; only the {} commit{} between them {} searched",
