@@ -85,7 +85,10 @@ pub fn run_pass(
     // Only when this pass built something: builds made before were checked by the run that
     // made them, and reading every test's store again is not free on a run of 500 repeats.
     if check_steps && incremental && summary.builds > 0 {
-        let checked = ws.check_builds(&step_evidence(ws, &pass.tests, &pass.range.commits)?)?;
+        let checked = ws.check_builds(
+            &step_evidence(ws, &pass.tests, &pass.range.commits)?,
+            &pass.tests,
+        )?;
         summary.checked(&checked);
         if checked.stale {
             ws.note("perfbisect: measuring again, with pristine builds");
@@ -231,7 +234,13 @@ impl<'a> Pass<'a> {
             if !check_steps {
                 break;
             }
-            let checked = ws.check_builds(&newest_per_slot(&outcomes, &to_build, args.jobs))?;
+            // A runner that only builds measures nothing: other bytes there are stale.
+            let measure_with: &[&crate::config::Test] =
+                if args.build_only { &[] } else { &self.tests };
+            let checked = ws.check_builds(
+                &newest_per_slot(&outcomes, &to_build, args.jobs),
+                measure_with,
+            )?;
             summary.checked(&checked);
             if !checked.stale {
                 break;
