@@ -64,6 +64,16 @@ fn bytes(a: &[u8], b: &[u8]) -> String {
             format!(": {} bytes, then {} bytes", a.len(), b.len())
         };
     };
+    // An ELF file's sections by name: which of them moved says more than one offset (a
+    // section that grew shifts every byte after it).
+    if let Some(sections) = elf_sections_differing(a, b) {
+        let sizes = if a.len() == b.len() {
+            String::new()
+        } else {
+            format!(" (sizes {} and {} bytes)", a.len(), b.len())
+        };
+        return format!(": first at offset {first:#x}, {sections}{sizes}");
+    }
     let differing = a.iter().zip(b).filter(|(x, y)| x != y).count();
     let section = elf_section(b, first as u64)
         .map(|s| format!(" (in section {s})"))
@@ -80,21 +90,30 @@ fn bytes(a: &[u8], b: &[u8]) -> String {
     )
 }
 
-/// The name of the section of the ELF file `f` (64- or 32-bit, little-endian) that holds
-/// file offset `at`; `None` for other files or an offset outside every section.
-pub fn elf_section(f: &[u8], at: u64) -> Option<String> {
+/// One section of an ELF file: its name, where its bytes lie in the file, and whether it
+/// holds any (`.bss` holds none).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Section {
+    name: String,
+    offset: u64,
+    size: u64,
+    bits: bool,
+}
+
+/// The sections of the ELF file `f` (64- or 32-bit, little-endian); `None` for other files.
+fn sections(f: &[u8]) -> Option<Vec<Section>> {
     if f.len() < 52 || &f[..4] != b"\x7fELF" || f[5] != 1 {
         return None;
     }
     let wide = f[4] == 2;
     let u16_at = |o: usize| -> Option<u64> {
-        Some(u16::from_le_bytes(f.get(o..o + 2)?.try_into().ok()?) as u64)
+        Some(u16::from_le_bytes(f.get(o..o + 2)?.try_into().ok()?).into())
     };
     let u32_at = |o: usize| -> Option<u64> {
-        Some(u32::from_le_bytes(f.get(o..o + 4)?.try_into().ok()?) as u64)
+        Some(u32::from_le_bytes(f.get(o..o + 4)?.try_into().ok()?).into())
     };
     let u64_at =
-        |o: usize| -> Option<u64> { u64::from_le_bytes(f.get(o..o + 8)?.try_into().ok()?).into() };
+        |o: usize| -> Option<u64> { Some(u64::from_le_bytes(f.get(o..o + 8)?.try_into().ok()?)) };
     let word = |o: usize| if wide { u64_at(o) } else { u32_at(o) };
     let (shoff, shentsize, shnum, shstrndx) = if wide {
         (u64_at(0x28)?, u16_at(0x3a)?, u16_at(0x3c)?, u16_at(0x3e)?)
@@ -102,29 +121,101 @@ pub fn elf_section(f: &[u8], at: u64) -> Option<String> {
         (u32_at(0x20)?, u16_at(0x2e)?, u16_at(0x30)?, u16_at(0x32)?)
     };
     let header = |i: u64| -> Option<(u64, u64, u64, u64)> {
-        let h = usize::try_from(shoff + i * shentsize).ok()?;
-        let name = u32_at(h)?;
-        let kind = u32_at(h + 4)?;
+        let h = usize::try_from(shoff.checked_add(i.checked_mul(shentsize)?)?).ok()?;
         let (offset, size) = if wide {
             (word(h + 0x18)?, word(h + 0x20)?)
         } else {
             (word(h + 0x10)?, word(h + 0x14)?)
         };
-        Some((name, kind, offset, size))
+        Some((u32_at(h)?, u32_at(h + 4)?, offset, size))
     };
     let (_, _, strtab, _) = header(shstrndx)?;
-    for i in 0..shnum {
+    let mut out = Vec::new();
+    for i in 1..shnum.min(4096) {
         let (name, kind, offset, size) = header(i)?;
-        // SHT_NOBITS (.bss) holds no bytes of the file.
-        if kind == 8 || !(offset..offset + size).contains(&at) {
-            continue;
-        }
-        let start = usize::try_from(strtab + name).ok()?;
+        let start = usize::try_from(strtab.checked_add(name)?).ok()?;
         let rest = f.get(start..)?;
         let end = rest.iter().position(|&c| c == 0)?;
-        return Some(String::from_utf8_lossy(&rest[..end]).into_owned());
+        out.push(Section {
+            name: String::from_utf8_lossy(&rest[..end]).into_owned(),
+            offset,
+            size,
+            // SHT_NOBITS (.bss) holds no bytes of the file.
+            bits: kind != 8,
+        });
     }
-    None
+    Some(out)
+}
+
+/// The name of the section of the ELF file `f` that holds file offset `at`; `None` for other
+/// files or an offset outside every section (the headers).
+pub fn elf_section(f: &[u8], at: u64) -> Option<String> {
+    sections(f)?
+        .into_iter()
+        .find(|s| s.bits && (s.offset..s.offset + s.size).contains(&at))
+        .map(|s| s.name)
+}
+
+/// The sections of two ELF files whose bytes differ, by name: "`.rodata` (12 bytes differ),
+/// `.debug_str` (8 bytes longer)"; `None` unless both are ELF files.
+fn elf_sections_differing(a: &[u8], b: &[u8]) -> Option<String> {
+    let (sa, sb) = (sections(a)?, sections(b)?);
+    let bytes_of = |f: &[u8], s: &Section| -> Option<Vec<u8>> {
+        let start = usize::try_from(s.offset).ok()?;
+        let end = start.checked_add(usize::try_from(s.size).ok()?)?;
+        s.bits
+            .then(|| f.get(start..end).map(<[u8]>::to_vec))
+            .flatten()
+    };
+    let mut said = Vec::new();
+    for y in &sb {
+        let Some(x) = sa.iter().find(|x| x.name == y.name) else {
+            said.push(format!("`{}` only in the pristine build", y.name));
+            continue;
+        };
+        let (bx, by) = (bytes_of(a, x), bytes_of(b, y));
+        if x.size != y.size {
+            let d = y.size as i64 - x.size as i64;
+            said.push(format!(
+                "`{}` ({} byte{} {})",
+                y.name,
+                d.unsigned_abs(),
+                if d.abs() == 1 { "" } else { "s" },
+                if d > 0 { "longer" } else { "shorter" }
+            ));
+        } else if bx != by {
+            let n = match (&bx, &by) {
+                (Some(p), Some(q)) => p.iter().zip(q).filter(|(u, v)| u != v).count(),
+                _ => 0,
+            };
+            said.push(format!(
+                "`{}` ({n} byte{} differ{})",
+                y.name,
+                if n == 1 { "" } else { "s" },
+                if n == 1 { "s" } else { "" }
+            ));
+        }
+    }
+    for x in &sa {
+        if !sb.iter().any(|y| y.name == x.name) {
+            said.push(format!("`{}` only in the incremental build", x.name));
+        }
+    }
+    if said.is_empty() {
+        return Some("the same sections, other headers".to_string());
+    }
+    let more = said.len().saturating_sub(6);
+    said.truncate(6);
+    Some(format!(
+        "in section{} {}{}",
+        if said.len() == 1 { "" } else { "s" },
+        said.join(", "),
+        if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        }
+    ))
 }
 
 #[cfg(test)]
@@ -142,8 +233,12 @@ mod tests {
         let off = u64::from_le_bytes(me[h + 0x18..h + 0x20].try_into().unwrap());
         other[off as usize] ^= 0xff;
         let said = bytes(&me, &other);
-        assert!(said.starts_with(": 1 byte differs from offset"), "{said}");
-        assert!(said.contains("(in section ."), "{said}");
+        let name = elf_section(&other, off).unwrap();
+        assert!(said.starts_with(": first at offset"), "{said}");
+        assert!(
+            said.contains(&format!("in section `{name}` (1 byte differs)")),
+            "{said}"
+        );
         assert_eq!(bytes(b"abc", b"abc"), "");
         assert_eq!(bytes(b"abcd", b"abXd"), ": 1 byte differs from offset 0x2");
         assert_eq!(
