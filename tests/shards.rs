@@ -292,9 +292,12 @@ fn sharded_equals_one_machine(file: &str, shard_job: &str, measure_job: &str, gi
         assert!(!stderr.contains("fingerprints"), "{stderr}");
         merged += &stdout;
     }
-    // 8 commits, one of which does not build: 7 builds and a failed-build record come over.
-    assert!(merged.contains("brought 7 builds"), "{merged}");
-    assert!(merged.contains("size: added 7 samples"), "{merged}");
+    // 8 commits, one of which does not build, and the range's old end, which every shard
+    // holds (as the newest commit): 8 builds and a failed-build record come over, and the
+    // samples of `size` of the 7 commits that build and the old end, the ends measured on
+    // both runners (10 samples).
+    assert!(merged.contains("brought 8 builds"), "{merged}");
+    assert!(merged.contains("size: added 10 samples"), "{merged}");
     let mut measured = String::new();
     for line in &measure_lines {
         measured += &measurer.sh(line, &common_env(&[])).0;
@@ -308,17 +311,40 @@ fn sharded_equals_one_machine(file: &str, shard_job: &str, measure_job: &str, gi
     assert_eq!(summary["runs"], 21, "{summary}");
     assert_eq!(summary["failed_builds"].as_array().unwrap().len(), 1);
 
-    // One machine, everything.
+    // One machine, everything: the range, and the old end the shards measured `size` on.
     let solo = Runner::new(&f, flow, "solo");
     solo.pb(&["run", "value,size", &range]);
+    solo.pb(&["run", "size", &f.ids[0]]);
+    solo.pb(&["run", "size", &f.ids[f.ids.len() - 1]]);
     assert_eq!(builds(&measurer.cache()), builds(&solo.cache()));
-    for test in ["value", "size"] {
-        assert_eq!(
-            shown(&measurer, test, &range),
-            shown(&solo, test, &range),
-            "{test}"
-        );
-    }
+    assert_eq!(
+        shown(&measurer, "value", &range),
+        shown(&solo, "value", &range)
+    );
+    // The ends were measured on both runners: one sample more at each of them, the same
+    // values (a machine-independent count).
+    let (here, solo_size) = (
+        shown(&measurer, "size", &range),
+        shown(&solo, "size", &range),
+    );
+    let values = |v: &serde_json::Value| -> Vec<(String, Vec<f64>)> {
+        v["commits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                let mut xs: Vec<f64> = c["values"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|x| x.as_f64())
+                    .collect();
+                xs.dedup();
+                (c["commit"].as_str().unwrap_or("").to_string(), xs)
+            })
+            .collect()
+    };
+    assert_eq!(values(&here), values(&solo_size));
     for test in ["value", "size"] {
         let here = find(&measurer, test, &range);
         assert_eq!(here, find(&solo, test, &range), "{test}");
@@ -328,8 +354,7 @@ fn sharded_equals_one_machine(file: &str, shard_job: &str, measure_job: &str, gi
             "{test}: {here}"
         );
     }
-    // find measured the range's base too (it is outside the range `run` measures): each
-    // machine built that one alone, and nothing else.
+    // find measured the range's base too, which both machines had built already.
     assert_eq!(builds(&measurer.cache()).0.len(), 8);
     assert_eq!(builds(&measurer.cache()), builds(&solo.cache()));
 }
@@ -377,7 +402,8 @@ fn merge_warns_when_a_machine_dependent_tests_samples_come_from_several_machines
         .iter()
         .filter(|c| c["n"].as_u64().unwrap_or(0) > 0)
         .count();
-    assert_eq!(with_samples, 4, "{show}");
+    // The 4 commits of the range and its old end, which both shards hold.
+    assert_eq!(with_samples, 5, "{show}");
     let show: serde_json::Value =
         serde_json::from_str(&b.pb(&["show", "value", &range, "--format", "json"])).unwrap();
     let with_samples = show["commits"]
@@ -386,5 +412,6 @@ fn merge_warns_when_a_machine_dependent_tests_samples_come_from_several_machines
         .iter()
         .filter(|c| c["n"].as_u64().unwrap_or(0) > 0)
         .count();
-    assert_eq!(with_samples, 2, "only this machine's: {show}");
+    // Shard 2/2: the 2nd and 4th commits (the 4th the newest) and the old end.
+    assert_eq!(with_samples, 3, "only this machine's: {show}");
 }

@@ -231,7 +231,15 @@ fn worktrees_hold_the_pinned_submodule_commits_and_switch_only_what_differs() {
     let s = wt.switch(&repo, id(4)).unwrap();
     assert_eq!(s.written, 2, "README and lib.h: {s:?}");
     assert!(header().contains("lib 3"));
-    assert!(!wt.dir.join("lib/.git").exists() && !wt.dir.join(".git").exists());
+    // The worktree is a repository of its own at the commit (HEAD, an index that matches its
+    // files: `git status` finds nothing changed, the submodule's files included); the
+    // submodule has no `.git`, as in a tarball, so git sees its gitlink as not checked out.
+    assert!(!wt.dir.join("lib/.git").exists() && wt.dir.join(".git").is_dir());
+    assert_eq!(sgit(&wt.dir, &["rev-parse", "HEAD"]).trim(), r.ids[4]);
+    assert_eq!(
+        sgit(&wt.dir, &["status", "--porcelain", "--untracked-files=no"]),
+        ""
+    );
     assert_eq!(r.user_state(), before, "the user's clone was changed");
 }
 

@@ -160,6 +160,27 @@ impl Search {
         self.stalls += 1;
         // Exact comparisons are only right while no commit's runs differ: once one does (a
         // verification's second run, say), start over as a noisy search on what is known.
+        if self.det && self.params.tolerance == 0.0 && self.params.counted {
+            // A count's jitter (33 instructions in 2.17 billion) is no sign of noise: where
+            // every commit's runs spread within a tenth of the threshold (the rule that calls
+            // a count's runs exact, see `settle_exact`), values compare within that from now on.
+            let limit =
+                |xs: &[f64]| self.relative_threshold(stats::median(xs).unwrap_or(0.0)) / 10.0;
+            let jitter = self.points.iter().any(|p| has_spread(&p.samples));
+            let within = self
+                .points
+                .iter()
+                .all(|p| !has_spread(&p.samples) || rel_spread(&p.samples) <= limit(&p.samples));
+            if jitter && within {
+                let level = self
+                    .points
+                    .iter()
+                    .find(|p| has_spread(&p.samples))
+                    .and_then(|p| stats::median(&p.samples))
+                    .unwrap_or(0.0);
+                self.params.tolerance = self.relative_threshold(level) / 10.0;
+            }
+        }
         if self.det {
             let limit = self.params.tolerance;
             let spreads = |xs: &[f64]| {

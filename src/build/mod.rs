@@ -7,6 +7,7 @@
 pub mod cargo;
 pub mod carry;
 pub mod cas;
+pub mod diff;
 pub mod guard;
 pub mod stale;
 
@@ -507,7 +508,7 @@ pub fn fmt_secs(s: f64) -> String {
 }
 
 /// What comparing a cached incremental build with a pristine build of the same commit showed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub enum Check {
     /// Built pristine in the first place (or compared before): nothing to do.
     Pristine,
@@ -519,40 +520,71 @@ pub enum Check {
     Unconfirmed(String),
     /// The same bytes: the incremental build was right (now recorded as pristine).
     Same,
-    /// Other bytes: the incremental build was stale. The pristine build replaced it and the
-    /// samples of the stale one are set aside for good.
-    Stale { old: String, new: String },
-    /// Other bytes, found by a check beside a measurement ([`check_pristine_then`]): nothing
-    /// was replaced (the build may be running); the check after the search does it.
-    Differs,
+    /// Other bytes: the pristine build, kept aside (nothing in the cache replaced yet) with
+    /// what differs, for the caller to measure beside the incremental one and then settle
+    /// ([`Rebuilt::keep_incremental`] or [`Rebuilt::replace`]). Dropped unsettled (a check
+    /// beside a measurement that may be running the build), it changes nothing: the check
+    /// after the search makes it again.
+    Differs(Box<Rebuilt>),
+}
+
+/// A pristine build of a commit whose bytes differ from its cached incremental build's.
+#[derive(Debug)]
+pub struct Rebuilt {
+    pub commit: ObjectId,
+    /// The cached incremental build's manifest, and the pristine build's.
+    pub old: cas::Manifest,
+    pub new: cas::Manifest,
+    /// What differs: files, the first differing offset and its section ([`diff::describe`]).
+    pub what: String,
+    /// The cached incremental build's folder.
+    pub cached: PathBuf,
+    /// Holds the pristine build's folder (`entry`) until it is settled.
+    scratch: tempfile::TempDir,
+}
+
+impl Rebuilt {
+    /// The pristine build's files.
+    pub fn entry(&self) -> PathBuf {
+        self.scratch.path().join("entry")
+    }
+
+    /// The two builds measured the same: the bytes that differ do not change what the tests
+    /// see, so the incremental build stands, recorded as checked (as a pristine one is, and
+    /// never rebuilt to be checked again); the pristine build goes.
+    pub fn keep_incremental(self, cache: &Cache, build: &Build) -> anyhow::Result<()> {
+        let mut m = self.old;
+        m.pristine = true;
+        cas::write_manifest(cache, &self.commit, build.recipe_hash(), &m)
+    }
+
+    /// The two builds measured otherwise (or nothing measured them): the incremental build
+    /// was stale. The pristine build takes the entry's place; the stale one's samples never
+    /// count again.
+    pub fn replace(self, cache: &Cache, build: &Build) -> anyhow::Result<()> {
+        let recipe = build.recipe_hash();
+        let entry = cache.artifacts(&self.commit, recipe);
+        stale::mark_stale(cache, &self.commit, recipe, &self.old.digest)?;
+        cas::write_manifest(cache, &self.commit, recipe, &self.new)?;
+        stale::drop_entry(cache, &entry);
+        fs::rename(self.scratch.path().join("entry"), &entry)
+            .with_context(|| format!("cannot move artifacts to {}", entry.display()))?;
+        Ok(())
+    }
 }
 
 /// Rebuild `commit` in a clean worktree at the path of the slot it was built in and compare
 /// its artifacts with the cached incremental build's (see [`stale`]). The same path, not any
 /// free slot: a build that records where it was built (a debug build's `__FILE__` and DWARF
 /// paths) is the same bytes only there. `rebuilding` is called when that rebuild starts (not
-/// when there is nothing to compare).
+/// when there is nothing to compare). Other bytes replace nothing: [`Check::Differs`] holds
+/// the pristine build for the caller to settle.
 pub fn check_pristine(
     git_dir: &Path,
     cache: &Cache,
     build: &Build,
     commit: ObjectId,
     rebuilding: &dyn Fn(),
-) -> anyhow::Result<Check> {
-    check_pristine_then(git_dir, cache, build, commit, rebuilding, true)
-}
-
-/// [`check_pristine`], or with `replace` off (the build may be running beside): the same
-/// bytes are recorded as pristine, other bytes replace nothing ([`Check::Differs`]: the
-/// artifacts stay as the run beside found them, and the check after the search rebuilds and
-/// replaces them).
-pub fn check_pristine_then(
-    git_dir: &Path,
-    cache: &Cache,
-    build: &Build,
-    commit: ObjectId,
-    rebuilding: &dyn Fn(),
-    replace: bool,
 ) -> anyhow::Result<Check> {
     let recipe = build.recipe_hash();
     if build.cargo.is_some() {
@@ -586,19 +618,15 @@ pub fn check_pristine_then(
         cas::write_manifest(cache, &commit, recipe, &m)?;
         return Ok(Check::Same);
     }
-    if !replace {
-        return Ok(Check::Differs);
-    }
-    // The pristine build takes the entry's place; the stale one's samples never count again.
-    stale::mark_stale(cache, &commit, recipe, &old.digest)?;
-    cas::write_manifest(cache, &commit, recipe, &new)?;
-    stale::drop_entry(cache, &entry);
-    fs::rename(&dest, &entry)
-        .with_context(|| format!("cannot move artifacts to {}", entry.display()))?;
-    Ok(Check::Stale {
-        old: old.digest,
-        new: new.digest,
-    })
+    let what = diff::describe(&old, &entry, &new, &dest);
+    Ok(Check::Differs(Box::new(Rebuilt {
+        commit,
+        old,
+        new,
+        what,
+        cached: entry,
+        scratch,
+    })))
 }
 
 #[cfg(test)]

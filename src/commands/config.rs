@@ -161,6 +161,9 @@ fn init(g: &Global, args: InitArgs) -> anyhow::Result<()> {
     if let Some(n) = crate::scaffold::bench_note(&found) {
         eprintln!("perfbisect: {n}");
     }
+    if let Some(n) = crate::scaffold::tools_note(&found) {
+        eprintln!("{} {n}", crate::base::style::warning_prefix());
+    }
     let what = match found.first() {
         Some(f) => format!("{} ({})", f.system.name(), f.evidence),
         None => "no build system I know".to_string(),

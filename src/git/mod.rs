@@ -1,6 +1,7 @@
 //! Read-only access to the user's repository through gix: revisions, ranges, commit metadata.
 //! Nothing here writes to the user's repository.
 
+pub mod metadata;
 pub mod submodule;
 pub mod tree;
 pub mod worktree;

@@ -1,4 +1,5 @@
-//! perfbisect's own worktrees: plain checkouts of a commit's tree in the cache. Switching to
+//! perfbisect's own worktrees: checkouts of a commit's tree in the cache, each with a `.git` of
+//! its own ([`super::metadata`]: HEAD at the commit, the user's tags). Switching to
 //! another commit writes only the files that differ and deletes the ones that are gone, so
 //! unchanged files keep their mtimes and incremental builds stay incremental. Submodules are
 //! checked out too, each at the commit its superproject commit pins, read from the user's
@@ -252,6 +253,10 @@ impl Worktree {
                 .with_context(|| format!("cannot write {} in worktree", p.display()))?;
             stats.written += 1;
         }
+        // The folder's own `.git` (see [`super::metadata`]): before the state file, so a
+        // slot that claims a commit always has the metadata of it.
+        super::metadata::write(repo, &self.dir, to)
+            .with_context(|| format!("cannot write the git metadata of {}", self.dir.display()))?;
         self.write_state(to, &new_entries)?;
         Ok(stats)
     }

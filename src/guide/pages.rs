@@ -73,6 +73,10 @@ pub const PAGES: &[Page] = &[
         "curl's suite (scripts/curl) and its worked examples on curl's history"
     ),
     page!(
+        "autotools",
+        "autotools projects with submodules: config init, version stamps, pristine checks, a night of shards (jq)"
+    ),
+    page!(
         "troubleshooting",
         "the messages perfbisect prints: what each means and what to do"
     ),

@@ -251,6 +251,11 @@ pub fn side_by_side<R: Run>(
             cp.after = c.after;
             cp.rel_change = c.rel_change;
             cp.interval = c.interval;
+            // Exact values compare exactly between measured neighbours only: across commits
+            // not measured, the change is the span's, and this commit's own share any part.
+            if det && parent.is_some_and(|q| k > q + 1) {
+                cp.interval = Some(stats::changepoint::across_unmeasured(c.rel_change));
+            }
             cp.windows = c.windows;
             cp.deterministic = det;
             (cp.p_value, cp.test) = if det {

@@ -37,6 +37,9 @@ pub struct Workspace {
     /// Use the samples of every fingerprint, not only this machine's (`--any-fingerprint`).
     pub any_fingerprint: bool,
     fingerprint: OnceLock<Fingerprint>,
+    /// Pristine builds made beside a measurement that showed other bytes, kept for the check
+    /// after the search to settle without building them again.
+    pub(crate) rebuilt: std::sync::Mutex<Vec<crate::build::Rebuilt>>,
     _lock: Option<CacheLock>,
 }
 
@@ -81,6 +84,7 @@ impl Workspace {
             verbosity,
             any_fingerprint: false,
             fingerprint: OnceLock::new(),
+            rebuilt: Default::default(),
             _lock: lock,
         };
         if ws._lock.is_some() {

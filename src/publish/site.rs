@@ -43,22 +43,28 @@ type Loaded<'a> = (
     Option<crate::pipeline::eras::Eras>,
 );
 
-/// Every test's [`Loaded`] rows over `range` (or every commit with results).
+/// Every test's [`Loaded`] rows over `range` (or every commit with results). A range's rows
+/// start at its old end, as `report`'s do: the level before its first commit, without which
+/// a step at that first commit would not show.
 fn load<'a>(ws: &'a Workspace, range: Option<&str>) -> anyhow::Result<Vec<Loaded<'a>>> {
     let range_commits = match &range {
-        Some(r) => Some(ws.repo.range(r)?.commits),
+        Some(r) => Some(ws.chain_commits(r)?),
         None => None,
     };
     let mut loaded = Vec::new();
     for t in ws.config.tests.values() {
         let samples = ws.samples(t)?;
         let commits = match &range_commits {
-            Some(c) => c.clone(),
+            Some((c, _)) => c.clone(),
             None => ws.commits(None, &samples)?,
         };
-        let scope = match &range {
-            Some(r) => format!("{} commits of {r}, oldest first", commits.len()),
-            None => format!("all {} commits with results, oldest first", commits.len()),
+        let scope = match (&range, &range_commits) {
+            (Some(r), Some((_, true))) => format!(
+                "{} commits of {r} and its old end, oldest first",
+                commits.len() - 1
+            ),
+            (Some(r), _) => format!("{} commits of {r}, oldest first", commits.len()),
+            (None, _) => format!("all {} commits with results, oldest first", commits.len()),
         };
         // Samples of another fingerprint: an earlier era of the machine, shown apart.
         let eras = if samples.other_fingerprints.is_empty() || ws.any_fingerprint {

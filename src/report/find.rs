@@ -881,16 +881,16 @@ fn md_footer(o: &mut String, r: &FindReport<'_>) {
         );
     }
     for n in r.notes {
-        let _ = writeln!(o, "- note: {}", md_escape(n));
+        let _ = writeln!(o, "- note: {}", super::md::prose(n));
     }
     if let Some(d) = r.facts.drift_line(r.commits) {
-        let _ = writeln!(o, "- note: {}", md_escape(&d));
+        let _ = writeln!(o, "- note: {}", super::md::prose(&d));
     }
     if let Some(c) = &r.facts.counter {
         let _ = writeln!(o, "- note: instructions counted by {}", md_escape(c));
     }
     if let Some(p) = r.facts.parallel_line() {
-        let _ = writeln!(o, "- note: {}", md_escape(&p));
+        let _ = writeln!(o, "- note: {}", super::md::prose(&p));
     }
     let _ = writeln!(
         o,

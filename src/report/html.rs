@@ -480,7 +480,7 @@ fn change_point_table(o: &mut String, p: &Page<'_>) {
                 },
                 crate::base::text::fmt_rel(cp.rel_change, 2),
                 if cp.deterministic {
-                    "exact".to_string()
+                    super::steps::exact_evidence(cp, cp.last_before + 1 < cp.index)
                 } else {
                     esc(&format!("{} ({})", crate::base::text::fmt_p(cp.p_value), cp.test.name()))
                 },

@@ -308,7 +308,7 @@ fn why_it_moved(o: &mut String, r: &FindReport<'_>) {
 fn notes(o: &mut String, r: &FindReport<'_>) {
     if !r.notes.is_empty() || !r.skipped.is_empty() {
         for n in r.notes {
-            let _ = writeln!(o, "- note: {}", md_escape(n));
+            let _ = writeln!(o, "- note: {}", super::md::prose(n));
         }
         for s in r.skipped {
             let c = &r.commits[s.pos];
@@ -562,7 +562,7 @@ fn change_point_table(o: &mut String, x: &Issue<'_>) -> Vec<String> {
             md_escape(&cp_levels.1),
             crate::base::text::fmt_rel(cp.rel_change, 2),
             if cp.deterministic {
-                "exact".to_string()
+                crate::report::steps::exact_evidence(cp, cp.last_before + 1 < cp.index)
             } else {
                 format!(
                     "{} ({}){}",

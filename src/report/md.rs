@@ -84,6 +84,22 @@ pub fn text(s: &str) -> String {
     o
 }
 
+/// perfbisect's own words (a note, a reason) as inline Markdown: what they put in backticks
+/// (a command, a file, a name) as code spans, the rest as [`text`]. Escaping the backticks
+/// would show them, backslashes and all, where a command should be.
+pub fn prose(s: &str) -> String {
+    let parts: Vec<&str> = s.split('`').collect();
+    // An odd number of backticks opens a span it never closes: all of it is text then.
+    if parts.len().is_multiple_of(2) {
+        return text(s);
+    }
+    parts
+        .iter()
+        .enumerate()
+        .map(|(i, p)| if i % 2 == 1 { code(p) } else { text(p) })
+        .collect()
+}
+
 /// `s` as a Markdown code span: the fence one backtick longer than the longest run of them in
 /// `s`, padded with a space where `s` starts or ends with one (or with a space, which the
 /// span would otherwise eat); line breaks as spaces. Inside a span nothing is markup.
@@ -164,6 +180,21 @@ fn longest_run(s: &str, c: char) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 60: a note's commands were shown with their backticks escaped (`\``): they are
+    /// code spans, the words around them text, and an unpaired backtick stays text.
+    #[test]
+    fn a_notes_commands_are_code_spans_not_escaped_backticks() {
+        let note = "the step is among those commits (`git -C lib log --oneline a1..b2` lists them)";
+        assert_eq!(
+            prose(note),
+            "the step is among those commits (`git -C lib log --oneline a1..b2` lists them)"
+        );
+        assert!(!prose(note).contains("\\`"));
+        assert_eq!(prose("a `b` *c*"), "a `b` \\*c\\*");
+        assert_eq!(prose("one ` alone"), "one \\` alone");
+        assert_eq!(prose("`<b>@x`"), "`<b>@x`");
+    }
 
     #[test]
     fn a_multi_line_command_is_a_block_that_pastes_as_written() {

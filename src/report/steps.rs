@@ -4,6 +4,21 @@
 use crate::stats::changepoint::Reason;
 use crate::stats::Undecided;
 
+/// What a view says of the evidence of an exact change point `cp`: "exact", or where
+/// commits between it and the last measured commit were not measured (`across`), that it is
+/// exact only between the measured commits, with this commit's own share of the change.
+pub fn exact_evidence(cp: &crate::stats::ChangePoint, across: bool) -> String {
+    match cp.interval.filter(|_| across) {
+        Some((lo, hi)) => format!(
+            "exact between the measured commits around it; this commit's own share {:+.2} % to \
+             {:+.2} % (commits between were not measured)",
+            lo * 100.0,
+            hi * 100.0
+        ),
+        None => "exact".to_string(),
+    }
+}
+
 /// Why `u` is undecided, and what decides it: "from 3 vs 3 runs: too few to decide; about 7
 /// runs a side would", "measured apart: …", "… stands on 1 run …".
 pub fn undecided_reason(u: &Undecided) -> String {

@@ -56,6 +56,8 @@ pub struct Found {
     pub bench_package: Option<String>,
     /// autotools: `configure` is tracked in git (so the recipe runs it without autoreconf).
     pub configure_tracked: bool,
+    /// autotools: the options a release build is configured with and the tools it runs.
+    pub autotools: Option<super::autotools::Autotools>,
     /// Targets of the build named like benchmarks (`speedtest1`), from its rule database.
     pub bench_targets: Vec<String>,
     /// Tracked scripts and sources named like benchmarks (`tool/speed-check.sh`).
@@ -90,6 +92,7 @@ impl Found {
             criterion: false,
             bench_package: None,
             configure_tracked: false,
+            autotools: None,
             bench_targets: Vec::new(),
             bench_files: Vec::new(),
             cmake_benches: Vec::new(),

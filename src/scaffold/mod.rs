@@ -15,6 +15,7 @@
 
 use std::path::Path;
 
+pub mod autotools;
 mod benches;
 mod cmake;
 pub mod demo;
@@ -99,6 +100,7 @@ pub fn detect(dir: &Path, source: &Source<'_>) -> Vec<Found> {
             System::Meson => Found::new(system, f, program_in(dir, f, meson_program, "build")),
             System::Autotools => Found {
                 configure_tracked,
+                autotools: Some(autotools::read(dir, &tracked, configure_tracked)),
                 ..Found::new(
                     system,
                     f,
@@ -130,17 +132,35 @@ pub fn detect(dir: &Path, source: &Source<'_>) -> Vec<Found> {
 /// could not be, for the note on stderr.
 pub fn probe(repo: &Path, source: &Source<'_>, found: &mut [Found]) -> Option<String> {
     let f = found.first_mut()?;
+    let options = f.autotools.as_ref().map_or("", |a| a.options());
     let configure = match f.system {
-        System::Make => false,
-        System::Autotools if f.configure_tracked => true,
-        System::Autotools => return Some(
-            "`configure` is not tracked, so the build was not dry-run (it needs autoreconf first)"
-                .into(),
-        ),
+        System::Make => probe::Configure::default(),
+        System::Autotools => {
+            let missing: Vec<&str> = f
+                .autotools
+                .iter()
+                .flat_map(|a| a.missing())
+                .filter(|t| matches!(t.program, "autoreconf" | "automake" | "libtoolize"))
+                .map(|t| t.program)
+                .collect();
+            if !missing.is_empty() {
+                let names: Vec<String> = missing.iter().map(|m| format!("`{m}`")).collect();
+                return Some(format!(
+                    "`configure` is not tracked and {} {} not on PATH, so the build was not \
+                     dry-run (autoreconf makes configure first)",
+                    names.join(" and "),
+                    if names.len() == 1 { "is" } else { "are" }
+                ));
+            }
+            probe::Configure {
+                bootstrap: !f.configure_tracked,
+                options: Some(options),
+            }
+        }
         _ => return None,
     };
     let what = source.what();
-    match probe::dry_run(repo, source, configure) {
+    match probe::dry_run(repo, source, &configure) {
         Err(why) => Some(format!(
             "{why}; the program is guessed from the build files"
         )),
@@ -190,6 +210,12 @@ pub fn bench_note(found: &[Found]) -> Option<String> {
     )
 }
 
+/// What `config init` says on stderr about the tools an autotools build runs that are not on
+/// PATH here, if any.
+pub fn tools_note(found: &[Found]) -> Option<String> {
+    autotools::note(found.first()?.autotools.as_ref()?)
+}
+
 /// What `config init` says on stderr about the program its tests run: which one, and why
 /// that one when it was a guess.
 pub fn program_note(found: &[Found]) -> Option<String> {
@@ -206,9 +232,14 @@ pub fn program_note(found: &[Found]) -> Option<String> {
         ));
     }
     let p = f.programs.first()?;
+    let bare = if f.system == System::Cargo {
+        ""
+    } else {
+        "; with no arguments, a placeholder (marked in the config) until you give them a typical workload"
+    };
     Some(match (&f.guess, &f.chosen) {
-        (Some(why), _) => format!("the tests run ./{p}: {why}"),
-        (None, Some(why)) => format!("the tests run {p}: {why}"),
-        (None, None) => format!("the tests run {p}"),
+        (Some(why), _) => format!("the tests run ./{p}: {why}{bare}"),
+        (None, Some(why)) => format!("the tests run {p}: {why}{bare}"),
+        (None, None) => format!("the tests run {p}{bare}"),
     })
 }

@@ -24,7 +24,17 @@ pub struct DryRun {
     pub ran: String,
 }
 
-/// How long `./configure` may take in the copy.
+/// What runs before `make -n` in the copy.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Configure {
+    /// `autoreconf -fi` first (configure.ac, no tracked `configure`).
+    pub bootstrap: bool,
+    /// `./configure` with these options (`""`, ` --disable-maintainer-mode`); `None`: no
+    /// configure script.
+    pub options: Option<&'static str>,
+}
+
+/// How long `autoreconf` or `./configure` may take in the copy.
 const CONFIGURE_TIMEOUT: Duration = Duration::from_secs(180);
 /// How long `make -n` and `make -qp` may take.
 const MAKE_TIMEOUT: Duration = Duration::from_secs(60);
@@ -32,7 +42,7 @@ const MAKE_TIMEOUT: Duration = Duration::from_secs(60);
 /// Dry-run the build of `source` (`repo`'s HEAD, or a commit's tree): `./configure` first
 /// when `configure` is set. An error says what failed, for the note; the caller then falls
 /// back on reading the build files.
-pub fn dry_run(repo: &Path, source: &Source<'_>, configure: bool) -> Result<DryRun, String> {
+pub fn dry_run(repo: &Path, source: &Source<'_>, configure: &Configure) -> Result<DryRun, String> {
     which("make").ok_or("make is not on PATH")?;
     let tmp = tempfile::Builder::new()
         .prefix("perfbisect-init-")
@@ -40,17 +50,28 @@ pub fn dry_run(repo: &Path, source: &Source<'_>, configure: bool) -> Result<DryR
         .map_err(|e| format!("no temporary directory: {e}"))?;
     let top = source.export(repo, tmp.path())?;
     let mut ran = Vec::new();
-    if configure {
+    let mut step = |what: &str, program: &str, args: &[&str]| -> Result<(), String> {
         let t0 = Instant::now();
-        let out = run(&top, "sh", &["./configure"], CONFIGURE_TIMEOUT)?;
+        let out = run(&top, program, args, CONFIGURE_TIMEOUT)?;
         if !out.0 {
             let last = out.1.lines().rev().find(|l| !l.trim().is_empty());
             return Err(format!(
-                "./configure failed in a temporary copy{}",
+                "`{what}` failed in a temporary copy of {}{}",
+                source.what(),
                 last.map(|l| format!(": {}", l.trim())).unwrap_or_default()
             ));
         }
-        ran.push(format!("./configure ({:.1} s)", t0.elapsed().as_secs_f64()));
+        ran.push(format!("{what} ({:.1} s)", t0.elapsed().as_secs_f64()));
+        Ok(())
+    };
+    if configure.bootstrap {
+        step("autoreconf -fi", "autoreconf", &["-fi"])?;
+    }
+    if let Some(options) = configure.options {
+        let what = format!("./configure{options}");
+        let mut args = vec!["./configure"];
+        args.extend(options.split_whitespace());
+        step(&what, "sh", &args)?;
     }
     let (_, dry) = run(&top, "make", &["-n", "-w"], MAKE_TIMEOUT)?;
     ran.push("make -n".to_string());

@@ -49,14 +49,22 @@ pub fn render(dir: &Path, found: &[Found], at: Option<&str>) -> String {
     o += &build_section(first, program.as_deref(), guessed, &artifact);
     let stem = test_stem(&run);
     o += &format!(
-        "# Wall time of one run of {run}, in seconds. Add the arguments of a typical workload to\n\
-         # `command` (sh -c in the commit's artifact directory); it must exit 0.\n\
+        "# Wall time of one run of {run}, in seconds.\n\
+         {}\
          [tests.{stem}-wall]\n\
          command = {}\n\
          metric = \"wall\"\n\
          direction = \"lower\"        # lower is better\n\
          repeats = {}                # {}\n\
          threshold = \"2%\"           # the smallest change that matters\n\n",
+        wrap_comment(&format!(
+            "PLACEHOLDER: {run} with no arguments is no workload: it measures the program's \
+             start-up, and a program that wants input or arguments prints its usage and exits \
+             non-zero, which fails every run. Put the arguments of a typical workload in \
+             `command` (sh -c in the commit's artifact directory: files it reads go in \
+             `artifacts`, or are named by $PERFBISECT_CONFIG_DIR); it must exit 0. For a \
+             count that does not move run to run, `metric = \"instructions\"`."
+        )),
         q(&run),
         benches::noisy_repeats(),
         benches::repeats_comment()
@@ -156,15 +164,29 @@ fn build_section(
                   # and its build/ directory are kept, so builds are incremental.\n\
                   command = \"{ [ -d build ] || meson setup build --buildtype=release; } && meson compile -C build\"\n";
         }
-        Some(System::Autotools) if first.is_some_and(|f| f.configure_tracked) => {
-            o += "# sh -c in perfbisect's own worktree of each commit (never your checkout). The\n\
-                  # repository tracks its configure script, so it runs as committed (no autoreconf).\n\
-                  command = \"./configure && make -j2\"\n";
-        }
         Some(System::Autotools) => {
-            o += "# sh -c in perfbisect's own worktree of each commit (never your checkout). The\n\
-                  # configure script is not tracked: autoreconf makes it from configure.ac.\n\
-                  command = \"autoreconf -fi && ./configure && make -j2\"\n";
+            let f = first.expect("a system");
+            let a = f.autotools.clone().unwrap_or_default();
+            if f.configure_tracked {
+                o += "# sh -c in perfbisect's own worktree of each commit (never your checkout). The\n\
+                      # repository tracks its configure script, so it runs as committed (no autoreconf).\n";
+            } else {
+                o += "# sh -c in perfbisect's own worktree of each commit (never your checkout). The\n\
+                      # configure script is not tracked: autoreconf makes it from configure.ac.\n";
+            }
+            o += &super::autotools::comment(&a);
+            let bootstrap = if f.configure_tracked {
+                ""
+            } else {
+                "autoreconf -fi && "
+            };
+            o += &format!(
+                "command = {}\n",
+                q(&format!(
+                    "{bootstrap}./configure{} && make -j2",
+                    a.options()
+                ))
+            );
         }
         Some(System::Make) | None => {
             o += "# sh -c in perfbisect's own worktree of each commit (never your checkout).\n\

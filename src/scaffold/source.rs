@@ -50,6 +50,14 @@ impl Source<'_> {
     pub fn export(&self, repo_dir: &Path, tmp: &Path) -> Result<PathBuf, String> {
         match self {
             Source::Checkout => {
+                // HEAD as a build folder holds it (submodules at their pins, a `.git` that
+                // `git describe` reads), where the repository opens; else `git archive`.
+                if let Some(top) = gix::discover(repo_dir).ok().and_then(|r| {
+                    let id = r.head_id().ok()?.detach();
+                    checkout(&r, id, tmp).ok()
+                }) {
+                    return Ok(top);
+                }
                 let dest = tmp.join("src");
                 archive_head(repo_dir, &dest)?;
                 Ok(dest)

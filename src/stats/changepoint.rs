@@ -50,7 +50,7 @@ mod prefix;
 mod segment;
 mod strata;
 
-pub use point::{ChangePoint, Detection, Obs, Reason, Runs, Undecided};
+pub use point::{across_unmeasured, ChangePoint, Detection, Obs, Reason, Runs, Undecided};
 
 use confirm::Ctx;
 use model::Model;

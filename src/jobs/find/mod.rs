@@ -464,7 +464,7 @@ pub fn find(
         Outcome::NoChange { .. } if ws.config.build.cargo.is_some() => Vec::new(),
         _ => run.evidence(),
     };
-    let checked = ws.check_builds_jobs(&evidence, ask.jobs)?;
+    let checked = ws.check_builds_jobs(&evidence, ask.jobs, &[&run.test])?;
     run.tally.checks += checked.builds;
     run.tally.checking += std::time::Duration::from_secs_f64(checked.seconds);
     if checked.stale {

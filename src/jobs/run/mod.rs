@@ -85,7 +85,10 @@ pub fn run_pass(
     // Only when this pass built something: builds made before were checked by the run that
     // made them, and reading every test's store again is not free on a run of 500 repeats.
     if check_steps && incremental && summary.builds > 0 {
-        let checked = ws.check_builds(&step_evidence(ws, &pass.tests, &pass.range.commits)?)?;
+        let checked = ws.check_builds(
+            &step_evidence(ws, &pass.tests, &pass.range.commits)?,
+            &pass.tests,
+        )?;
         summary.checked(&checked);
         if checked.stale {
             ws.note("perfbisect: measuring again, with pristine builds");
@@ -132,7 +135,7 @@ impl<'a> Pass<'a> {
         {
             ws.note(&format!("perfbisect: {note}"));
         }
-        let commits: Vec<_> = range
+        let mut commits: Vec<_> = range
             .commits
             .iter()
             .enumerate()
@@ -140,11 +143,33 @@ impl<'a> Pass<'a> {
             .map(|(_, c)| c.clone())
             .collect();
         if let Some((i, n)) = shard {
+            // Every shard holds both ends of the range: the old end (the level before the
+            // range's first commit) and the newest commit, so a step among the first or
+            // the last commits shows in any one shard's numbers (a night's `triage`).
+            let ends = shard_ends(&range, &commits);
+            let own = commits.len();
+            if let Some(base) = ends.0.clone() {
+                commits.insert(0, base);
+            }
+            commits.extend(ends.1.clone());
+            let said = |c: &Option<crate::git::CommitInfo>, what: &str| {
+                c.as_ref().map(|c| format!("{what} {}", c.short()))
+            };
+            let ends_said: Vec<String> =
+                [said(&ends.0, "the old end"), said(&ends.1, "the newest")]
+                    .into_iter()
+                    .flatten()
+                    .collect();
             ws.note(&format!(
-                "perfbisect: shard {i}/{n}: {} of the {} commits of {} (every {n}th, from the {i}th)",
-                commits.len(),
+                "perfbisect: shard {i}/{n}: {own} of the {} commits of {} (every {n}th, from the \
+                 {i}th){}",
                 range.commits.len(),
-                range.spec
+                range.spec,
+                if ends_said.is_empty() {
+                    String::new()
+                } else {
+                    format!(", and both ends of the range: {}", ends_said.join(" and "))
+                }
             ));
         }
         let ids = commits.iter().map(|c| c.id).collect();
@@ -231,7 +256,13 @@ impl<'a> Pass<'a> {
             if !check_steps {
                 break;
             }
-            let checked = ws.check_builds(&newest_per_slot(&outcomes, &to_build, args.jobs))?;
+            // A runner that only builds measures nothing: other bytes there are stale.
+            let measure_with: &[&crate::config::Test] =
+                if args.build_only { &[] } else { &self.tests };
+            let checked = ws.check_builds(
+                &newest_per_slot(&outcomes, &to_build, args.jobs),
+                measure_with,
+            )?;
             summary.checked(&checked);
             if !checked.stale {
                 break;
@@ -861,4 +892,20 @@ fn step_evidence(
         }
     }
     Ok(out)
+}
+
+/// The ends a shard of `range` adds to its own `commits`: the old end (the commit before the
+/// range, when it has one) and the newest commit, each unless the shard holds it already.
+fn shard_ends(
+    range: &git::Range,
+    commits: &[crate::git::CommitInfo],
+) -> (
+    Option<crate::git::CommitInfo>,
+    Option<crate::git::CommitInfo>,
+) {
+    let held = |c: &crate::git::CommitInfo| commits.iter().any(|x| x.id == c.id);
+    (
+        range.base.clone().filter(|b| !held(b)),
+        range.commits.last().cloned().filter(|l| !held(l)),
+    )
 }

@@ -65,6 +65,8 @@ pub fn triage(ws: &Workspace, opts: &Options<'_>) -> anyhow::Result<Outcome> {
 
     // 1. The round: the newest commit measured for every test that has no number there.
     job.measure_newest(&mut out)?;
+    // With a RANGE, its old end too: a step among its first commits shows against it.
+    job.measure_old_end(&mut out)?;
     // A change of the machine since the round before: said once, bridged by the newest
     // commit of the era before measured again here, so the history goes on from it.
     eras::machine_changes(ws, &tests, opts, &mut f, &|o| job.over_budget(o), &mut out)?;
@@ -198,6 +200,76 @@ impl<'a> Triage<'a> {
         let (b, r) = eras::measure_at(ws, opts, &names.join(","), id)?;
         out.builds += b;
         out.runs += r;
+        Ok(())
+    }
+
+    /// With a RANGE: its old end (the commit before its first; its first for a root's
+    /// history) measured, as `run` would, for the tests with no number there, within the
+    /// budget. Nights of `run --shard` measure every Nth commit: without the old end, a step
+    /// among the first commits would lie before the first number and never be seen. Whatever
+    /// stays without numbers at the start (over the budget, a build that fails) is said: the
+    /// commits no round covers, per test.
+    fn measure_old_end(&self, out: &mut Outcome) -> anyhow::Result<()> {
+        let (ws, opts) = (self.ws, self.opts);
+        let Some(r) = opts.range else {
+            return Ok(());
+        };
+        let chain = ws.chain_commits(r)?.0;
+        let Some(first) = chain.first().map(|c| c.id) else {
+            return Ok(());
+        };
+        let ids: Vec<gix::ObjectId> = chain.iter().map(|c| c.id).collect();
+        let key = |id: &gix::ObjectId| -> [u8; 20] { id.as_bytes().try_into().unwrap_or([0; 20]) };
+        // Per test, how many commits from the start have no number.
+        let uncovered = |t: &Test| -> anyhow::Result<usize> {
+            let s = ws.samples_for(t, Some(&ids))?;
+            Ok(ids
+                .iter()
+                .position(|id| s.by_commit.contains_key(&key(id)))
+                .unwrap_or(ids.len()))
+        };
+        let mut unmeasured: Vec<&Test> = Vec::new();
+        for t in self.tests {
+            if uncovered(t)? > 0 {
+                unmeasured.push(t);
+            }
+        }
+        if !unmeasured.is_empty() && !self.over_budget(out) {
+            let names: Vec<&str> = unmeasured.iter().map(|t| t.name.as_str()).collect();
+            ws.note(&format!(
+                "perfbisect: triage: measuring the range's old end, {}, for {} (no numbers there: \
+                 a step among the range's first commits is seen only against it)",
+                crate::git::short(&first),
+                names.join(", ")
+            ));
+            let (b, r) = eras::measure_at(ws, opts, &names.join(","), first)?;
+            out.builds += b;
+            out.runs += r;
+        }
+        for t in self.tests {
+            let n = uncovered(t)?;
+            if n == 0 || n >= ids.len() {
+                continue;
+            }
+            ws.warn(&format!(
+                "`{}`: the first {n} commit{} of {} ({}{}) {} no numbers, so a step among them \
+                 is not seen: `perfbisect run {} {}^..{}` measures {}",
+                t.name,
+                if n == 1 { "" } else { "s" },
+                r,
+                crate::git::short(&ids[0]),
+                if n > 1 {
+                    format!("..{}", crate::git::short(&ids[n - 1]))
+                } else {
+                    String::new()
+                },
+                if n == 1 { "has" } else { "have" },
+                t.name,
+                ids[0].to_hex_with_len(10),
+                ids[n - 1].to_hex_with_len(10),
+                if n == 1 { "it" } else { "them" },
+            ));
+        }
         Ok(())
     }
 

@@ -3,7 +3,9 @@
 //! value that reaches the threshold is a change point at its exact commit, judged against the
 //! previous measured commit's value: decided where both plateaus beside it stand on two
 //! independent runs at least, undecided where one stands on a single run (one run cannot
-//! tell a level from an outlier; a second run of it decides).
+//! tell a level from an outlier; a second run of it decides). Exact between two measured
+//! commits only: across commits not measured, the change is exact but the commit's own share
+//! of it is not, and its interval says so.
 
 use super::super::threshold::rel_change;
 use super::super::threshold::Threshold;
@@ -75,7 +77,10 @@ pub(super) fn exact(
                 p_value: 0.0,
                 test: StepTest::Exact,
                 deterministic: true,
-                interval: None,
+                // Exact between measured neighbours; across unmeasured commits, the commit's
+                // own share may be any part of it.
+                interval: (model.pos[j] > model.pos[j - 1] + 1)
+                    .then(|| super::point::across_unmeasured(rel_change(before, after))),
                 windows: 0,
             });
         } else {

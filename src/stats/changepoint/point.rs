@@ -23,13 +23,22 @@ pub struct ChangePoint {
     /// is an exact change of value and `p_value` is no test's result.
     pub deterministic: bool,
     /// 95 % interval of `rel_change`, when runs taken side by side across the boundary gave
-    /// the levels and the change (see [`crate::stats::step`]).
+    /// the levels and the change (see [`crate::stats::step`]); for an exact change across
+    /// commits not measured, the commit's own share ([`across_unmeasured`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub interval: Option<(f64, f64)>,
     /// Windows of time holding runs of both sides that gave `before`, `after` and
     /// `rel_change`, estimated as a culprit's are (0: the levels of the stored runs next to
     /// the boundary, as detected).
     pub windows: usize,
+}
+
+/// The interval of one commit's own share of an exact change measured across commits that
+/// were not measured (`rel` the change between the measured neighbours): anything from none
+/// of it (the unmeasured commits before made it all) to all of it. An exact count is exact
+/// between two measured commits, never across an unmeasured one.
+pub fn across_unmeasured(rel: f64) -> (f64, f64) {
+    (rel.min(0.0), rel.max(0.0))
 }
 
 /// A step the runs show but are too few to decide at α: more runs of the builds on either
