@@ -92,6 +92,10 @@ pub struct DefaultFind {
     /// Do not profile the culprit.
     #[arg(long)]
     pub no_why: bool,
+    /// Most runs of one commit while the evidence still straddles the threshold (default:
+    /// as many as take the time of one build of it).
+    #[arg(long, value_name = "N")]
+    pub max_runs: Option<usize>,
 }
 
 impl DefaultFind {
@@ -105,6 +109,8 @@ impl DefaultFind {
             Some("--format")
         } else if self.any_fingerprint {
             Some("--any-fingerprint")
+        } else if self.max_runs.is_some() {
+            Some("--max-runs")
         } else if self.plot.is_some() {
             Some("--plot")
         } else if self.attach.is_some() {
@@ -456,6 +462,12 @@ pub struct FindArgs {
     /// Do not profile the culprit (a run under Valgrind is 10-50 times slower).
     #[arg(long)]
     pub no_why: bool,
+    /// Most runs of one commit a decision may take while its evidence still straddles the
+    /// threshold, once `max_repeats` is spent (the budget; the test's `max_runs`). Default:
+    /// as many as take the time of one build of the commit (at least `max_repeats`, at most
+    /// 1000). More decides more ranges, at the runs' cost; fewer gives up sooner.
+    #[arg(long, value_name = "N")]
+    pub max_runs: Option<usize>,
 }
 
 #[derive(Debug, Args)]
@@ -583,6 +595,11 @@ pub struct CompareArgs {
     /// Do not profile.
     #[arg(long)]
     pub no_why: bool,
+    /// Without --runs: most runs a side while the sides are not told apart and the runs
+    /// could not yet show the change short of the threshold or past it (default: as many as
+    /// take the time of one build of B, at least max_repeats).
+    #[arg(long, value_name = "N", conflicts_with = "runs")]
+    pub max_runs: Option<usize>,
 }
 
 #[derive(Debug, Args)]
@@ -615,6 +632,11 @@ pub struct StepArgs {
     /// print the functions whose cost changed (on stderr, as every line of `step`).
     #[arg(long)]
     pub why: bool,
+    /// Most runs of each commit before `step` answers by the nearer level (default: as many
+    /// as take the time of one build of HEAD, at least max_repeats). Fewer answers sooner,
+    /// and a commit its runs leave in doubt is then placed on a closer call.
+    #[arg(long, value_name = "N")]
+    pub max_runs: Option<usize>,
 }
 
 #[derive(Debug, Args)]

@@ -43,6 +43,10 @@ pub struct StepSearch {
     built: [bool; 3],
     /// The runs of each position that take as long as its build, once known.
     budgets: [Option<usize>; 3],
+    /// The new side may be dropped ([`StepSearch::new_side_optional`]).
+    new_optional: bool,
+    /// Placed by the nearer level, every run of the budget spent: how, for the message.
+    by_level: Option<String>,
     verdict: Option<StepVerdict>,
 }
 
@@ -58,8 +62,22 @@ impl StepSearch {
             unbuildable: [false; 3],
             built: [false; 3],
             budgets: [None; 3],
+            new_optional: false,
+            by_level: None,
             verdict: None,
         }
+    }
+
+    /// The new side came from `git bisect` (its bad commit), not from `--new`: when it cannot
+    /// be built or measured, the step goes on against the old side alone instead of failing.
+    pub fn new_side_optional(&mut self) {
+        self.new_optional = true;
+    }
+
+    /// When the runs of the whole budget could not tell and the answer is the nearer level:
+    /// what it was placed by, for the message.
+    pub fn placed_by_level(&self) -> Option<String> {
+        self.by_level.clone()
     }
 
     /// Number of positions the driver works on.
@@ -122,6 +140,7 @@ impl StepSearch {
         if self.unbuildable[PROBE] {
             return self.done(StepVerdict::Skip("does not build".into()));
         }
+        self.drop_new_if_unusable();
         for e in self.ends() {
             if self.unbuildable[e] {
                 let which = if e == OLD { "--old" } else { "--new" };
@@ -150,18 +169,15 @@ impl StepSearch {
         let want = if have == 0 {
             r
         } else {
-            let old = &self.win[OLD];
-            let new = self.with_new.then(|| self.win[NEW].as_slice());
-            let probe = &self.win[PROBE];
-            let class = classify(old, new, probe, &self.params);
+            let (old, new, probe) = self.sides(true);
+            let class = classify(&old, new.as_deref(), &probe, &self.params);
             if class != Class::Unknown {
                 return self.done(StepVerdict::Class(class));
             }
             // Unknown: doubling up to `max_repeats`, then on up to the budget (runs are cheap
             // next to a build); with every run spent, the nearer level.
-            if finite(probe).len() >= budget || have >= budget {
-                let class = decide(old, new, probe, &self.params);
-                return self.done(StepVerdict::Class(class));
+            if finite(&probe).len() >= budget || have >= budget {
+                return self.placed(true);
             }
             if have < max {
                 (2 * have).clamp(r, max)
@@ -170,10 +186,7 @@ impl StepSearch {
             }
         };
         if have >= want {
-            let old = &self.win[OLD];
-            let new = self.with_new.then(|| self.win[NEW].as_slice());
-            let class = decide(old, new, &self.win[PROBE], &self.params);
-            return self.done(StepVerdict::Class(class));
+            return self.placed(true);
         }
         Action::Window {
             positions: ps,
@@ -194,6 +207,44 @@ impl StepSearch {
         known(PROBE)
             .or_else(|| self.ends().into_iter().filter_map(known).min())
             .map_or(max, |b| b.clamp(max, MAX_BUDGET.max(max)))
+    }
+
+    /// The runs compared: of this step's window (`windowed`), else every run; the old
+    /// side's, the new side's when there is one, the probe's.
+    fn sides(&self, windowed: bool) -> (Vec<f64>, Option<Vec<f64>>, Vec<f64>) {
+        let runs = if windowed { &self.win } else { &self.samples };
+        (
+            runs[OLD].clone(),
+            self.with_new.then(|| runs[NEW].clone()),
+            runs[PROBE].clone(),
+        )
+    }
+
+    /// Every run of the budget spent and the runs still cannot tell: the nearer level
+    /// ([`decide`]), said as such.
+    fn placed(&mut self, windowed: bool) -> Action {
+        let (old, new, probe) = self.sides(windowed);
+        let class = decide(&old, new.as_deref(), &probe, &self.params);
+        if classify(&old, new.as_deref(), &probe, &self.params) == Class::Unknown {
+            let against = if self.with_new {
+                "the nearer of the old and new levels"
+            } else {
+                "nearer no change than a change of the threshold, or not"
+            };
+            self.by_level = Some(format!(
+                "placed by its median after {} runs (the budget) could not tell: {against}",
+                probe.len()
+            ));
+        }
+        self.done(StepVerdict::Class(class))
+    }
+
+    /// A new side taken from `git bisect` that does not build or keeps failing is left out:
+    /// the step goes on against the old side alone.
+    fn drop_new_if_unusable(&mut self) {
+        if self.with_new && self.new_optional && (self.unbuildable[NEW] || self.failing(NEW)) {
+            self.with_new = false;
+        }
     }
 
     fn ends(&self) -> Vec<usize> {
@@ -239,6 +290,7 @@ impl Policy for StepSearch {
                 self.params.repeats.max(2)
             )));
         }
+        self.drop_new_if_unusable();
         for e in self.ends() {
             let which = if e == OLD { "--old" } else { "--new" };
             if self.unbuildable[e] {
@@ -255,10 +307,8 @@ impl Policy for StepSearch {
                 )));
             }
         }
-        let old = &self.samples[OLD];
-        let new = self.with_new.then(|| self.samples[NEW].as_slice());
-        let probe = &self.samples[PROBE];
-        let class = classify(old, new, probe, &self.params);
+        let (old, new, probe) = self.sides(false);
+        let class = classify(&old, new.as_deref(), &probe, &self.params);
         // A deterministic test's runs say all they can at once; a noisy one goes on up to
         // the budget.
         let cap = if self.params.deterministic {
@@ -266,9 +316,11 @@ impl Policy for StepSearch {
         } else {
             self.budget()
         };
-        if class != Class::Unknown || probe.len() >= cap {
-            let class = decide(old, new, probe, &self.params);
+        if class != Class::Unknown {
             return self.done(StepVerdict::Class(class));
+        }
+        if probe.len() >= cap {
+            return self.placed(false);
         }
         // Unknown: double the probe's runs (up to the cap), and keep the ends as large: first
         // finish a round begun, then start the next.
@@ -291,10 +343,7 @@ impl Policy for StepSearch {
                 return a;
             }
         }
-        let old = &self.samples[OLD];
-        let new = self.with_new.then(|| self.samples[NEW].as_slice());
-        let class = decide(old, new, &self.samples[PROBE], &self.params);
-        self.done(StepVerdict::Class(class))
+        self.placed(false)
     }
 
     fn add_samples(&mut self, pos: usize, samples: &[f64]) {

@@ -129,6 +129,7 @@ pub fn demo(g: &Global, args: crate::cli::DemoArgs) -> anyhow::Result<()> {
             attach: None,
             why: false,
             no_why: false,
+            max_runs: None,
         },
     )?;
     println!("\n$ perfbisect run value,rss {range} --jobs 2");

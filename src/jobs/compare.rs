@@ -178,6 +178,8 @@ struct Measured {
     asked: usize,
     /// Without `--runs`: doubled while the sides were not told apart.
     adaptive: bool,
+    /// Without `--runs`: the most runs a side could get (the budget, as far as it was asked).
+    budget: Option<usize>,
 }
 
 /// Measure `test` on `a` and `b` (built at `arts`) side by side in one window, `runs` each
@@ -241,6 +243,8 @@ fn measure_sides(
     let doing = |n: usize, of: usize| format!("measuring A and B (run {n} of {of})");
     let beat = ws.progress.heartbeat(doing(1, 2 * runs));
     let mut measured = 0usize;
+    let started = std::time::Instant::now();
+    let mut budget = most;
     loop {
         let more = asked - done_runs;
         let units = [
@@ -285,13 +289,23 @@ fn measure_sides(
         )?;
         moment += r.rounds as u32;
         done_runs = asked;
-        if crate::base::interrupt::requested() || !adaptive || asked >= most {
+        if crate::base::interrupt::requested() || !adaptive {
             break;
         }
-        if !worth_more(test, &got, &stopped) {
-            break;
+        if asked >= most {
+            // `max_repeats` spent and the sides still straddle the threshold: on up to the
+            // budget (the runs that take one build's time, or --max-runs).
+            budget = budget_of(ws, test, b, started.elapsed(), measured, most);
+            if asked >= budget || !straddles(test, &got, &stopped) {
+                break;
+            }
+            asked = (2 * asked).min(budget);
+        } else {
+            if !worth_more(test, &got, &stopped) {
+                break;
+            }
+            asked = (2 * asked).min(most);
         }
-        asked = (2 * asked).min(most);
         bar.inc_length(2 * (asked - done_runs) as u64);
     }
     drop(beat);
@@ -301,6 +315,7 @@ fn measure_sides(
         stopped,
         asked,
         adaptive,
+        budget: adaptive.then_some(budget),
     })
 }
 
@@ -330,6 +345,55 @@ fn worth_more(
     true
 }
 
+/// The most runs a side may get while the sides straddle the threshold: `max_runs` (the
+/// test's, or `--max-runs`), else the runs that take as long as one build of B (from its
+/// manifest) at the pace of the `runs` so far (`took`), never fewer than `most`.
+fn budget_of(
+    ws: &Workspace,
+    test: &crate::config::Test,
+    b: &crate::git::CommitInfo,
+    took: std::time::Duration,
+    runs: usize,
+    most: usize,
+) -> usize {
+    if let Some(n) = test.max_runs {
+        return n.max(most);
+    }
+    let recipe = ws.config.build.recipe_hash();
+    let build = crate::build::cas::read_manifest(&ws.cache, &b.id, recipe).and_then(|m| m.build_ms);
+    match build {
+        Some(ms) if runs > 0 && !test.deterministic => {
+            let per_run = took.as_secs_f64() / runs as f64;
+            let n = (ms as f64 / 1000.0 / per_run.max(1e-9)).floor();
+            (n.min(crate::bisect::MAX_BUDGET as f64) as usize).max(most)
+        }
+        _ => most,
+    }
+}
+
+/// Whether the sides, not told apart, still straddle the threshold: the runs could not have
+/// seen a change of it, or the 95 % interval of B/A reaches past it.
+fn straddles(
+    test: &crate::config::Test,
+    got: &[Vec<Sample>; 2],
+    stopped: &[Option<usize>; 2],
+) -> bool {
+    let va: Vec<f64> = got[0].iter().filter_map(|s| s.value).collect();
+    let vb: Vec<f64> = got[1].iter().filter_map(|s| s.value).collect();
+    let Some(d) = stats::differ_declared(&va, &vb, test.alpha, test.threshold, test.deterministic)
+    else {
+        return false;
+    };
+    if d.differs || d.deterministic || stopped.iter().any(Option::is_some) {
+        return false;
+    }
+    let thr = relative_threshold(test, d.before);
+    let mdc = stats::min_detectable_change(noise_of(&va, &vb), va.len(), vb.len(), test.alpha);
+    let reaches = stats::bootstrap_median_ratio(&va, &vb, 0.95, 2000, 1)
+        .is_none_or(|(lo, hi)| lo - 1.0 <= -thr || hi - 1.0 >= thr);
+    mdc > thr || reaches
+}
+
 /// The verdict on the runs `m` of `a` and `b`, by the test's alpha and threshold (without the
 /// profile).
 fn comparison(
@@ -343,6 +407,7 @@ fn comparison(
         stopped,
         asked,
         adaptive,
+        budget,
     } = m;
     let [sa, sb] = got;
     let va: Vec<f64> = sa.iter().filter_map(|s| s.value).collect();
@@ -375,6 +440,14 @@ fn comparison(
             _ => None,
         },
         adaptive,
+        budget,
+        deciding_runs: (!diff.is_some_and(|d| d.differs || d.deterministic))
+            .then(|| {
+                let cv = noise_of(&va, &vb);
+                threshold.map(|t| stats::repeats_needed(cv, t, test.alpha, 0.8))
+            })
+            .flatten()
+            .filter(|&n| n != usize::MAX && n > asked),
         why: None,
     }
 }

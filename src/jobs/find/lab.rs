@@ -58,6 +58,8 @@ pub struct WorkspaceLab<'a> {
     to_check: Vec<usize>,
     check_asked: std::collections::HashSet<usize>,
     checks: (usize, std::time::Duration),
+    /// Time spent measuring and the runs it made (what one run costs, beside a build).
+    timed: (std::time::Duration, usize),
 }
 
 impl<'a> WorkspaceLab<'a> {
@@ -106,6 +108,7 @@ impl<'a> WorkspaceLab<'a> {
             to_check: Vec::new(),
             check_asked: Default::default(),
             checks: Default::default(),
+            timed: Default::default(),
         }
     }
 
@@ -294,7 +297,11 @@ impl Lab for WorkspaceLab<'_> {
     }
 
     fn measure(&mut self, pos: usize, runs: usize) -> anyhow::Result<Vec<f64>> {
-        self.with_beside(|lab| lab.measure_now(pos, runs))
+        let t = std::time::Instant::now();
+        let got = self.with_beside(|lab| lab.measure_now(pos, runs))?;
+        self.timed.0 += t.elapsed();
+        self.timed.1 += got.len();
+        Ok(got)
     }
 
     fn measure_window(
@@ -303,7 +310,23 @@ impl Lab for WorkspaceLab<'_> {
         runs: usize,
         window: Option<(u64, u32)>,
     ) -> anyhow::Result<Measured> {
-        self.with_beside(|lab| lab.measure_window_now(positions, runs, window))
+        let t = std::time::Instant::now();
+        let got = self.with_beside(|lab| lab.measure_window_now(positions, runs, window))?;
+        self.timed.0 += t.elapsed();
+        self.timed.1 += got.values.iter().map(Vec::len).sum::<usize>();
+        Ok(got)
+    }
+
+    fn build_secs(&self, pos: usize) -> Option<f64> {
+        let recipe = self.ws.config.build.recipe_hash();
+        crate::build::cas::read_manifest(&self.ws.cache, &self.commits[pos].id, recipe)
+            .and_then(|m| m.build_ms)
+            .map(|ms| ms as f64 / 1000.0)
+    }
+
+    fn run_secs(&self) -> Option<f64> {
+        let (time, runs) = self.timed;
+        (runs > 0).then(|| time.as_secs_f64() / runs as f64)
     }
 
     fn builds_beside(&self) -> bool {
