@@ -729,9 +729,19 @@ pub struct DemoArgs {
     /// With --create-only: Gaussian noise of the value, % (0: deterministic).
     #[arg(long, default_value_t = 1.0, requires = "create_only")]
     pub noise_pct: f64,
-    /// With --create-only: share of runs whose value is 1.3 times too high.
+    /// With --create-only: share of runs whose value is too high (1.3 times, or by
+    /// --outlier-pct).
     #[arg(long, default_value_t = 0.0, requires = "create_only")]
     pub outlier_rate: f64,
+    /// With --create-only: how much too high an outlier is, % (`30`, or a range `5-10` each
+    /// outlier draws from).
+    #[arg(
+        long,
+        default_value = "30",
+        requires = "create_only",
+        value_name = "P[-Q]"
+    )]
+    pub outlier_pct: String,
     /// With --create-only: seed of reproducible noise (0: fresh noise from /dev/urandom).
     #[arg(long, default_value_t = 0, requires = "create_only")]
     pub noise_seed: u64,

@@ -74,7 +74,9 @@ int main(void) {
         double t = (double)(ts.tv_sec % 86400) + ts.tv_nsec / 1e9;
         v *= 1.0 + DRIFT_PCT / 100.0 * sin(6.283185307179586 * t / DRIFT_PERIOD);
     }
-    if (uniform() < OUTLIER_RATE) v *= 1.3;
+    /* An outlier lies OUTLIER_LO..OUTLIER_HI (shares) too high; one more draw only for a range. */
+    if (uniform() < OUTLIER_RATE)
+        v *= 1.0 + OUTLIER_LO + (OUTLIER_HI > OUTLIER_LO ? (OUTLIER_HI - OUTLIER_LO) * uniform() : 0.0);
     printf("value: %.6f\n", v);
     printf("checksum: %d\n", (int)(x & 1) + p[bytes ? bytes - 1 : 0]);
     free(p);
@@ -94,8 +96,11 @@ pub struct CommitSpec {
     pub metric: f64,
     /// Gaussian noise, % of the metric (0: a deterministic metric).
     pub noise_pct: f64,
-    /// Share of runs whose value is 1.3 times too high.
+    /// Share of runs whose value is too high (by `outlier_size`).
     pub outlier_rate: f64,
+    /// How much too high an outlier is: a share drawn between the two (0.3, 0.3 by default:
+    /// 1.3 times).
+    pub outlier_size: (f64, f64),
     /// Memory allocated and touched.
     pub megabytes: u32,
     /// Iterations of a busy loop.
@@ -119,6 +124,7 @@ impl Default for CommitSpec {
             metric: 1000.0,
             noise_pct: 1.0,
             outlier_rate: 0.0,
+            outlier_size: (0.3, 0.3),
             megabytes: 1,
             work: 1000,
             broken: false,
@@ -173,8 +179,8 @@ description = "Size of the program (deterministic: one run per commit)"
 
 fn params_h(c: &CommitSpec, n: usize) -> String {
     let mut s = format!(
-        "/* commit {n} */\n#define COMMIT_NO {n}\n#define METRIC {:.6}\n#define NOISE_PCT {:.6}\n#define OUTLIER_RATE {:.6}\n#define MEGABYTES {}\n#define WORK {}LL\n#define NOISE_SEED {}ULL\n#define DRIFT_PCT {:.6}\n#define DRIFT_PERIOD {:.6}\n",
-        c.metric, c.noise_pct, c.outlier_rate, c.megabytes, c.work, c.noise_seed, c.drift_pct, c.drift_period
+        "/* commit {n} */\n#define COMMIT_NO {n}\n#define METRIC {:.6}\n#define NOISE_PCT {:.6}\n#define OUTLIER_RATE {:.6}\n#define OUTLIER_LO {:.6}\n#define OUTLIER_HI {:.6}\n#define MEGABYTES {}\n#define WORK {}LL\n#define NOISE_SEED {}ULL\n#define DRIFT_PCT {:.6}\n#define DRIFT_PERIOD {:.6}\n",
+        c.metric, c.noise_pct, c.outlier_rate, c.outlier_size.0, c.outlier_size.1, c.megabytes, c.work, c.noise_seed, c.drift_pct, c.drift_period
     );
     if c.broken {
         s.push_str("#error this commit does not build\n");
