@@ -61,11 +61,9 @@ pub struct Comparison {
     pub adaptive: bool,
     /// Without `--runs`: the most runs a side could get while the sides straddled the
     /// threshold (`max_repeats`, then the budget: one build's time, or `--max-runs`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<usize>,
     /// Not told apart: the runs a side that would show a change of the threshold (80 % of
     /// the time) at this noise; `--max-runs` that many decides.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deciding_runs: Option<usize>,
     /// When the sides differ: the functions whose cost changed from A to B (or
     /// `{"unavailable": why}`), when profiled.
