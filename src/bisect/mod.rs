@@ -97,4 +97,4 @@ pub use driver::{drive, Decision, Doing, Driven, Lab, Measured, Placed, Policy};
 pub use state::Search;
 pub use step::{StepSearch, StepVerdict};
 pub use types::{Action, Class, Culprit, Outcome, Params, Stored, MAX_BUDGET};
-pub use window::Drift;
+pub use window::{budget_of, Drift};

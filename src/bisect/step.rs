@@ -196,17 +196,16 @@ impl StepSearch {
     }
 
     /// The most runs a commit of this step gets while it cannot tell: `--max-runs` when
-    /// given, else as many as fit in the time of one build of the commit under test (or of an
-    /// end, when its build time is the one known), never fewer than `max_repeats`.
+    /// given, else as many as take the time of one build of the commit under test (or of an
+    /// end, when its build time is the one known), twice `max_repeats` at least.
     pub fn budget(&self) -> usize {
         let max = self.params.max_repeats;
         if let Some(n) = self.params.max_runs {
             return n.max(max);
         }
         let known = |p: usize| self.budgets[p].filter(|&b| b > 0);
-        known(PROBE)
-            .or_else(|| self.ends().into_iter().filter_map(known).min())
-            .map_or(max, |b| b.clamp(max, MAX_BUDGET.max(max)))
+        let timed = known(PROBE).or_else(|| self.ends().into_iter().filter_map(known).min());
+        super::window::budget_of(max, timed)
     }
 
     /// The runs compared: of this step's window (`windowed`), else every run; the old

@@ -214,12 +214,12 @@ fn the_budget_is_the_runs_of_one_build_or_max_runs() {
     assert!(matches!(o, Outcome::NoChange { .. }), "{o:?}");
     assert!(d.runs <= 2 * 100, "{d:?}");
     assert_eq!(search.budget(&[0, 16]), 100);
-    // Runs as slow as builds: `max_repeats`.
+    // Runs as slow as builds: one more doubling past `max_repeats`.
     let mut w = world(levels(16, None), 1);
     w.run_secs = 0.2;
     let mut search = Search::new(17, params());
     super::drive(&mut search, &mut w, 17, 1).unwrap();
-    assert_eq!(search.budget(&[0, 16]), 30);
+    assert_eq!(search.budget(&[0, 16]), 60);
     // `--max-runs 12`: twelve at most, whatever the noise leaves undecided.
     let p = Params {
         max_runs: Some(12),

@@ -210,10 +210,9 @@ impl Search {
     }
 
     /// The most runs each of `ps` may get while the evidence of a decision over them still
-    /// straddles the threshold: `--max-runs` when given, else as many as fit in the time of
-    /// one build of them (the smallest such budget known; [`MAX_BUDGET`] at most), never fewer
-    /// than `max_repeats`. Runs are cheap next to a build: a decision spends up to a build's
-    /// time before it gives up.
+    /// straddles the threshold: `--max-runs` when given, else [`budget_of`] the runs whose
+    /// own time adds up to one build of them (the smallest such budget known). Runs are cheap
+    /// next to a build: a decision spends up to a build's time before it gives up.
     pub fn budget(&self, ps: &[usize]) -> usize {
         let max = self.params.max_repeats;
         if let Some(n) = self.params.max_runs {
@@ -222,11 +221,12 @@ impl Search {
         if self.det {
             return max;
         }
-        ps.iter()
+        let timed = ps
+            .iter()
             .filter_map(|&p| self.points.get(p).map(|pt| pt.budget))
             .filter(|&b| b > 0)
-            .min()
-            .map_or(max, |b| b.clamp(max, MAX_BUDGET.max(max)))
+            .min();
+        budget_of(max, timed)
     }
 
     /// What a decision over `ps` that gave up had spent: `the 100 runs of each that take as
@@ -235,10 +235,10 @@ impl Search {
         let n = self.budget(ps);
         let why = if self.params.max_runs.is_some() {
             "`--max-runs` (or the test's `max_runs`) allows"
-        } else if n > self.params.max_repeats {
+        } else if n > 2 * self.params.max_repeats {
             "that take as long as one build"
         } else {
-            "`max_repeats` allows (a run takes longer than a build, or no build was timed)"
+            "of the budget (twice `max_repeats`; one build's time buys no more)"
         };
         format!("the {n} runs of each {why}")
     }
@@ -473,6 +473,14 @@ impl Search {
             Threshold::Absolute(_) => 0.0,
         }
     }
+}
+
+/// The budget of a commit whose test runs `max_repeats` at most before the budget, when
+/// `timed` runs take as long as its build (if known): one more doubling at least (twice
+/// `max_repeats`), as many as one build's time buys beyond that, [`MAX_BUDGET`] at most.
+pub fn budget_of(max_repeats: usize, timed: Option<usize>) -> usize {
+    let floor = 2 * max_repeats;
+    timed.map_or(floor, |b| b.clamp(floor, MAX_BUDGET.max(floor)))
 }
 
 /// How much the same build's level moved between windows of time.

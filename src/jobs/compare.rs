@@ -243,7 +243,6 @@ fn measure_sides(
     let doing = |n: usize, of: usize| format!("measuring A and B (run {n} of {of})");
     let beat = ws.progress.heartbeat(doing(1, 2 * runs));
     let mut measured = 0usize;
-    let started = std::time::Instant::now();
     let mut budget = most;
     loop {
         let more = asked - done_runs;
@@ -295,7 +294,7 @@ fn measure_sides(
         if asked >= most {
             // `max_repeats` spent and the sides still straddle the threshold: on up to the
             // budget (the runs that take one build's time, or --max-runs).
-            budget = budget_of(ws, test, b, started.elapsed(), measured, most);
+            budget = budget_of(ws, test, b, &got, most);
             if asked >= budget || !straddles(test, &got, &stopped) {
                 break;
             }
@@ -346,29 +345,38 @@ fn worth_more(
 }
 
 /// The most runs a side may get while the sides straddle the threshold: `max_runs` (the
-/// test's, or `--max-runs`), else the runs that take as long as one build of B (from its
-/// manifest) at the pace of the `runs` so far (`took`), never fewer than `most`.
+/// test's, or `--max-runs`), else the runs whose own wall time adds up to one build of B
+/// (from its manifest) at the pace of the runs `got` so far, twice `most` at least
+/// ([`crate::bisect::budget_of`]).
 fn budget_of(
     ws: &Workspace,
     test: &crate::config::Test,
     b: &crate::git::CommitInfo,
-    took: std::time::Duration,
-    runs: usize,
+    got: &[Vec<Sample>; 2],
     most: usize,
 ) -> usize {
+    let walls: Vec<f64> = got
+        .iter()
+        .flatten()
+        .map(|s| s.wall)
+        .filter(|w| *w > 0.0 && w.is_finite())
+        .collect();
+    let runs = walls.len();
+    let took = walls.iter().sum::<f64>();
     if let Some(n) = test.max_runs {
         return n.max(most);
     }
+    if test.deterministic {
+        return most;
+    }
     let recipe = ws.config.build.recipe_hash();
     let build = crate::build::cas::read_manifest(&ws.cache, &b.id, recipe).and_then(|m| m.build_ms);
-    match build {
-        Some(ms) if runs > 0 && !test.deterministic => {
-            let per_run = took.as_secs_f64() / runs as f64;
-            let n = (ms as f64 / 1000.0 / per_run.max(1e-9)).floor();
-            (n.min(crate::bisect::MAX_BUDGET as f64) as usize).max(most)
-        }
-        _ => most,
-    }
+    let timed = build.filter(|_| runs > 0).map(|ms| {
+        let per_run = took / runs as f64;
+        let n = (ms as f64 / 1000.0 / per_run.max(1e-9)).floor();
+        n.min(crate::bisect::MAX_BUDGET as f64) as usize
+    });
+    crate::bisect::budget_of(most, timed)
 }
 
 /// Whether the sides, not told apart, still straddle the threshold: the runs could not have
@@ -511,6 +519,48 @@ mod tests {
                 moment: i as u32,
             })
             .collect()
+    }
+
+    /// Issue 58: past `max_repeats`, `compare` goes on only while the sides straddle the
+    /// threshold: not told apart, and their interval (or the runs' reach) not yet within it.
+    #[test]
+    fn more_runs_only_while_the_sides_straddle_the_threshold() {
+        let cfg = crate::config::parse(
+            "[build]\ncommand = \"true\"\n[tests.t]\ncommand = \"./app\"\nthreshold = \"1%\"\n",
+            std::path::Path::new("/tmp/perfbisect.toml"),
+        )
+        .unwrap();
+        let test = cfg.test("t").unwrap();
+        let wave = |n: usize, level: f64, cv: f64| -> Vec<f64> {
+            (0..n)
+                .map(|i| level * (1.0 + cv * (((i * 7919) % 101) as f64 / 50.0 - 1.0)))
+                .collect()
+        };
+        let none = [None, None];
+        // Ten runs a side of 1.5 % noise, 0.5 % apart: in doubt.
+        let got = [
+            runs(&wave(10, 1000.0, 0.015)),
+            runs(&wave(10, 1005.0, 0.015)),
+        ];
+        assert!(straddles(test, &got, &none));
+        // Four hundred runs a side of 0.2 % noise at one level: no change, shown.
+        let got = [
+            runs(&wave(400, 1000.0, 0.002)),
+            runs(&wave(400, 1000.0, 0.002)),
+        ];
+        assert!(!straddles(test, &got, &none));
+        // Told apart: nothing more to ask.
+        let got = [
+            runs(&wave(10, 1000.0, 0.002)),
+            runs(&wave(10, 1100.0, 0.002)),
+        ];
+        assert!(!straddles(test, &got, &none));
+        // A side that stopped (its test kept failing) gets no more.
+        let got = [
+            runs(&wave(10, 1000.0, 0.015)),
+            runs(&wave(10, 1005.0, 0.015)),
+        ];
+        assert!(!straddles(test, &got, &[Some(3), None]));
     }
 
     #[test]

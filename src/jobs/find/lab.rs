@@ -58,8 +58,8 @@ pub struct WorkspaceLab<'a> {
     to_check: Vec<usize>,
     check_asked: std::collections::HashSet<usize>,
     checks: (usize, std::time::Duration),
-    /// Time spent measuring and the runs it made (what one run costs, beside a build).
-    timed: (std::time::Duration, usize),
+    /// The wall time of the runs made and their number (what one run costs, beside a build).
+    walls: (f64, usize),
 }
 
 impl<'a> WorkspaceLab<'a> {
@@ -108,7 +108,7 @@ impl<'a> WorkspaceLab<'a> {
             to_check: Vec::new(),
             check_asked: Default::default(),
             checks: Default::default(),
-            timed: Default::default(),
+            walls: Default::default(),
         }
     }
 
@@ -297,11 +297,7 @@ impl Lab for WorkspaceLab<'_> {
     }
 
     fn measure(&mut self, pos: usize, runs: usize) -> anyhow::Result<Vec<f64>> {
-        let t = std::time::Instant::now();
-        let got = self.with_beside(|lab| lab.measure_now(pos, runs))?;
-        self.timed.0 += t.elapsed();
-        self.timed.1 += got.len();
-        Ok(got)
+        self.with_beside(|lab| lab.measure_now(pos, runs))
     }
 
     fn measure_window(
@@ -310,11 +306,7 @@ impl Lab for WorkspaceLab<'_> {
         runs: usize,
         window: Option<(u64, u32)>,
     ) -> anyhow::Result<Measured> {
-        let t = std::time::Instant::now();
-        let got = self.with_beside(|lab| lab.measure_window_now(positions, runs, window))?;
-        self.timed.0 += t.elapsed();
-        self.timed.1 += got.values.iter().map(Vec::len).sum::<usize>();
-        Ok(got)
+        self.with_beside(|lab| lab.measure_window_now(positions, runs, window))
     }
 
     fn build_secs(&self, pos: usize) -> Option<f64> {
@@ -324,9 +316,11 @@ impl Lab for WorkspaceLab<'_> {
             .map(|ms| ms as f64 / 1000.0)
     }
 
+    /// A run's own wall time (its process tree's, as the store keeps it), on average: what
+    /// the test costs, against what a build costs.
     fn run_secs(&self) -> Option<f64> {
-        let (time, runs) = self.timed;
-        (runs > 0).then(|| time.as_secs_f64() / runs as f64)
+        let (wall, runs) = self.walls;
+        (runs > 0).then(|| wall / runs as f64)
     }
 
     fn builds_beside(&self) -> bool {
@@ -581,6 +575,14 @@ impl WorkspaceLab<'_> {
         res
     }
 
+    /// Add the wall time of `runs` (each run's own process) to what a run costs.
+    fn count_walls(&mut self, runs: &[crate::store::Sample]) {
+        for r in runs.iter().filter(|r| r.wall > 0.0 && r.wall.is_finite()) {
+            self.walls.0 += r.wall;
+            self.walls.1 += 1;
+        }
+    }
+
     fn measure_now(&mut self, pos: usize, runs: usize) -> anyhow::Result<Vec<f64>> {
         let art = self
             .artifacts(pos)
@@ -626,6 +628,7 @@ impl WorkspaceLab<'_> {
             beat.set(doing(k));
         })?;
         drop(beat);
+        self.count_walls(&got);
         if let Some(e) = got.iter().rev().find_map(|s| s.error.clone()) {
             self.last_error.insert(pos, e);
         }
@@ -711,6 +714,9 @@ impl WorkspaceLab<'_> {
             },
         )?;
         drop(beat);
+        for g in &got {
+            self.count_walls(g);
+        }
         let mut values_out = Vec::with_capacity(positions.len());
         for (i, &p) in positions.iter().enumerate() {
             if let Some(e) = got[i].iter().rev().find_map(|s| s.error.clone()) {
