@@ -92,6 +92,10 @@ pub struct DefaultFind {
     /// Do not profile the culprit.
     #[arg(long)]
     pub no_why: bool,
+    /// Most runs of one commit while the evidence still straddles the threshold (default:
+    /// as many as take the time of one build of it).
+    #[arg(long, value_name = "N")]
+    pub max_runs: Option<usize>,
 }
 
 impl DefaultFind {
@@ -105,6 +109,8 @@ impl DefaultFind {
             Some("--format")
         } else if self.any_fingerprint {
             Some("--any-fingerprint")
+        } else if self.max_runs.is_some() {
+            Some("--max-runs")
         } else if self.plot.is_some() {
             Some("--plot")
         } else if self.attach.is_some() {
@@ -468,6 +474,12 @@ pub struct FindArgs {
     /// Do not profile the culprit (a run under Valgrind is 10-50 times slower).
     #[arg(long)]
     pub no_why: bool,
+    /// Most runs of one commit a decision may take while its evidence still straddles the
+    /// threshold, once `max_repeats` is spent (the budget; the test's `max_runs`). Default:
+    /// as many as take the time of one build of the commit (at least `max_repeats`, at most
+    /// 1000). More decides more ranges, at the runs' cost; fewer gives up sooner.
+    #[arg(long, value_name = "N")]
+    pub max_runs: Option<usize>,
 }
 
 #[derive(Debug, Args)]
@@ -595,6 +607,11 @@ pub struct CompareArgs {
     /// Do not profile.
     #[arg(long)]
     pub no_why: bool,
+    /// Without --runs: most runs a side while the sides are not told apart and the runs
+    /// could not yet show the change short of the threshold or past it (default: as many as
+    /// take the time of one build of B, at least max_repeats).
+    #[arg(long, value_name = "N", conflicts_with = "runs")]
+    pub max_runs: Option<usize>,
 }
 
 #[derive(Debug, Args)]
@@ -627,6 +644,11 @@ pub struct StepArgs {
     /// print the functions whose cost changed (on stderr, as every line of `step`).
     #[arg(long)]
     pub why: bool,
+    /// Most runs of each commit before `step` answers by the nearer level (default: as many
+    /// as take the time of one build of HEAD, at least max_repeats). Fewer answers sooner,
+    /// and a commit its runs leave in doubt is then placed on a closer call.
+    #[arg(long, value_name = "N")]
+    pub max_runs: Option<usize>,
 }
 
 #[derive(Debug, Args)]
@@ -777,9 +799,19 @@ pub struct DemoArgs {
     /// With --create-only: Gaussian noise of the value, % (0: deterministic).
     #[arg(long, default_value_t = 1.0, requires = "create_only")]
     pub noise_pct: f64,
-    /// With --create-only: share of runs whose value is 1.3 times too high.
+    /// With --create-only: share of runs whose value is too high (1.3 times, or by
+    /// --outlier-pct).
     #[arg(long, default_value_t = 0.0, requires = "create_only")]
     pub outlier_rate: f64,
+    /// With --create-only: how much too high an outlier is, % (`30`, or a range `5-10` each
+    /// outlier draws from).
+    #[arg(
+        long,
+        default_value = "30",
+        requires = "create_only",
+        value_name = "P[-Q]"
+    )]
+    pub outlier_pct: String,
     /// With --create-only: seed of reproducible noise (0: fresh noise from /dev/urandom).
     #[arg(long, default_value_t = 0, requires = "create_only")]
     pub noise_seed: u64,

@@ -687,3 +687,209 @@ fn an_ambiguous_culprit_is_posted_as_ambiguous() {
         "{body}"
     );
 }
+
+/// A repository of a C program printing 1000 units (±1 %, from /dev/urandom) whose build is
+/// byte-identical from commit to commit except where `level` changes it: commit `n` prints
+/// `level(n)`, the other commits only touch NEWS.
+fn levels_repo(commits: usize, level: impl Fn(usize) -> u32, config: &str) -> Fixture {
+    let app = |level: u32| {
+        format!(
+            "#include <stdio.h>\n#include <stdlib.h>\n#include <time.h>\n\
+             int main(void) {{ FILE *u = fopen(\"/dev/urandom\", \"rb\"); unsigned r = 0;\n\
+             if (u) {{ fread(&r, sizeof r, 1, u); fclose(u); }}\n\
+             double e = ((r % 2001) / 1000.0 - 1.0) * 0.01;\n\
+             printf(\"value: %.2f\\n\", {level}.0 * (1.0 + e)); return 0; }}\n"
+        )
+    };
+    let mut owned: Vec<(String, Vec<(&str, String)>)> = Vec::new();
+    for n in 1..=commits {
+        let mut files = vec![("NEWS", format!("commit {n}\n"))];
+        if n == 1 || level(n) != level(n - 1) {
+            files.push(("app.c", app(level(n))));
+        }
+        owned.push((format!("Commit {n}"), files));
+    }
+    let commits: Vec<common::FilesCommit<'_>> =
+        owned.iter().map(|(s, f)| (s.as_str(), f.clone())).collect();
+    Fixture::with_files(&commits, &with_build(config))
+}
+
+/// Issue 58, item 3: byte-identical builds before a regression at commit 13 and after its
+/// revert at 21, cron rounds on every 2nd commit, one night: both culprits are searched, the
+/// revert is recorded as the regression's fix (no issue of its own), and `detect` then places
+/// both steps at their commits (13, not 14; 21, not 22).
+#[test]
+fn a_regression_and_its_revert_in_one_night_are_a_fix_with_both_steps_placed() {
+    let f = levels_repo(
+        30,
+        |n| if (13..21).contains(&n) { 1080 } else { 1000 },
+        r#"
+[tests.value]
+command = "./app"
+metric = { regex = "^value: ([0-9.]+)" }
+threshold = "2%"
+repeats = 3
+"#,
+    );
+    let gh = Gh::new(&f);
+    let rounds: Vec<usize> = std::iter::once(1).chain((2..=30).step_by(2)).collect();
+    for &n in &rounds {
+        f.run_json("value", &f.ids[n - 1], &[]);
+    }
+    let (code, j, err) = triage(&f, &gh, 30, &[]);
+    assert_eq!(code, 0, "{err}");
+    let (x13, x21) = (&f.ids[12], &f.ids[20]);
+    assert_eq!(finding(&j, x13)["state"], "fixed", "{j:#}\n{err}");
+    assert_eq!(finding(&j, x13)["fixed_by"], x21.as_str(), "{j:#}");
+    // The revert is no issue of its own (and a regression fixed the night it is found is
+    // never posted: nothing is left to fix).
+    let issues = gh.issues();
+    assert!(
+        issues
+            .iter()
+            .all(|i| !i["title"].as_str().unwrap().contains(&x21[..10])),
+        "the revert is no new issue: {issues:#?}"
+    );
+    let revert = j["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|x| x["commit"] == x21.as_str())
+        .count();
+    assert_eq!(revert, 0, "{j:#}");
+    // Both steps at their commits, now that the searches measured the commits around them.
+    let range = format!("{}..{}", f.ids[0], f.ids[29]);
+    let d = f.json(&["detect", "value", &range, "--format", "json"]);
+    let at: Vec<&str> = d["change_points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["commit"].as_str().unwrap())
+        .collect();
+    assert_eq!(at, [x13.as_str(), x21.as_str()], "{d:#}");
+}
+
+/// Issue 58, item 4: over 15 nights, commit 8 regresses `value` by 10 % (issue #1) and commit
+/// 13 reverts it; `value2` joins the nightly job on night 11, so its series starts at the
+/// regressed level and the revert shows as a step of its own. The revert is the fix of #1
+/// for both tests: no second issue, and the "fixed by" comment on #1 names `value2` too.
+#[test]
+fn a_test_that_joined_later_moves_back_at_a_revert_and_the_fix_is_said_on_the_first_issue() {
+    let one = r#"
+[tests.value]
+command = "./app"
+metric = { regex = "^value: ([0-9.]+)" }
+threshold = "2%"
+repeats = 3
+"#;
+    let f = Fixture::new(
+        &specs(15, |i, c| {
+            c.metric = if (8..13).contains(&i) { 1100.0 } else { 1000.0 };
+            c.work = 0;
+        }),
+        &with_build(one),
+    );
+    let gh = Gh::new(&f);
+    let two = format!(
+        "{one}\n[tests.value2]\ncommand = \"./app\"\nmetric = {{ regex = \"^value: ([0-9.]+)\" }}\nthreshold = \"3%\"\nrepeats = 3\n"
+    );
+    let mut all = Vec::new();
+    for night in 1..=15 {
+        let tests = if night >= 11 { "value,value2" } else { "value" };
+        if night == 11 {
+            f.set_config(&with_build(&two));
+        }
+        f.run_json(tests, &f.ids[night - 1], &[]);
+        if night < 2 {
+            continue;
+        }
+        let (code, j, err) = triage_env(&f, &gh, "all", night, &[], &[]);
+        assert_eq!(code, 0, "night {night}: {err}");
+        all.push((night, j, err));
+    }
+    let (x8, x13) = (&f.ids[7], &f.ids[12]);
+    let issues = gh.issues();
+    assert_eq!(
+        issues.len(),
+        1,
+        "one issue, the regression's: {:#?}",
+        issues
+            .iter()
+            .map(|i| i["title"].clone())
+            .collect::<Vec<_>>()
+    );
+    let first = &issues[0];
+    assert!(
+        first["title"].as_str().unwrap().contains(&x8[..10]),
+        "{first}"
+    );
+    let body = first["body"].as_str().unwrap();
+    assert!(!body.contains("searched by an earlier run"), "{body}");
+    let (_, last, _) = all.last().unwrap();
+    let x = finding(last, x8);
+    assert_eq!(x["state"], "fixed", "{last:#}");
+    assert_eq!(x["fixed_by"], x13.as_str(), "{last:#}");
+    // The fix is said on the first issue, once, for both tests.
+    let comments = first["comments"].as_array().unwrap();
+    let fixed: Vec<&str> = comments
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .filter(|c| c.contains("fixed by"))
+        .collect();
+    assert_eq!(fixed.len(), 1, "{comments:#?}");
+    assert!(
+        fixed[0].contains("`value2`") && fixed[0].contains("`value`"),
+        "{}",
+        fixed[0]
+    );
+    // No finding of the revert's own is left to post.
+    let x13s = last["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|x| x["commit"] == x13.as_str())
+        .count();
+    assert_eq!(x13s, 0, "{last:#}");
+}
+
+/// Issue 58, item 3, in the detector: the cron rounds alone (every 2nd commit) of a
+/// regression at 13 and its revert at 21 to byte-identical bytes show two undecided steps,
+/// at 14 and 22 (13 and 21 unmeasured). Today only the revert's shows: `confirm` merges the
+/// revert's boundary away first (both fail, measured apart, p 1; the later wins the tie),
+/// then tests the regression's boundary between commits 1–12 and the merged segment 14–30,
+/// whose commits 22–30 show the same build's runs as 1–12 (the same windows): the strata
+/// test finds a stratum "holding both sides" (the one build's runs against themselves), so
+/// the test is not `apart`, its p is 1, and `undecided` reads `p` (1) instead of `p_runs`
+/// (0.001) and drops it. `triage` finds the regression all the same, by looking again after
+/// the revert's search (see the test above); `detect` on the rounds alone does not.
+#[test]
+#[ignore = "detector (src/stats/changepoint/confirm.rs, being rewritten): a boundary merged \
+            next to a revert to identical bytes is tested against the build's own runs"]
+fn the_rounds_of_a_regression_and_its_revert_show_both_undecided_steps() {
+    let f = levels_repo(
+        30,
+        |n| if (13..21).contains(&n) { 1080 } else { 1000 },
+        r#"
+[tests.value]
+command = "./app"
+metric = { regex = "^value: ([0-9.]+)" }
+threshold = "2%"
+repeats = 3
+"#,
+    );
+    for n in std::iter::once(1).chain((2..=30).step_by(2)) {
+        f.run_json("value", &f.ids[n - 1], &[]);
+    }
+    let range = format!("{}..{}", f.ids[0], f.ids[29]);
+    let d = f.json(&["detect", "value", &range, "--format", "json"]);
+    let at: Vec<&str> = d["change_points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(d["undecided"].as_array().unwrap())
+        .map(|p| p["commit"].as_str().unwrap())
+        .collect();
+    assert_eq!(at.len(), 2, "{d:#}");
+    assert!(at.contains(&f.ids[13].as_str()), "{d:#}");
+    assert!(at.contains(&f.ids[21].as_str()), "{d:#}");
+}

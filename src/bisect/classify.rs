@@ -88,6 +88,20 @@ pub fn classify(old: &[f64], new: Option<&[f64]>, probe: &[f64], params: &Params
                     Some(v) if probe.len() >= params.max_repeats => v,
                     _ => c.verdict,
                 };
+                // A level "between" both sides that lies beyond the old one, away from the
+                // new: not the step `git bisect` looks for, most often an old-level commit's
+                // unlucky runs (a false difference at α/10 on ten runs a side); more runs.
+                let beyond_old = match (stats::median(&old), stats::median(&new)) {
+                    (Some(mo), Some(mn)) => {
+                        stats::median(&probe).is_some_and(|mx| (mx - mo) * (mn - mo) < 0.0)
+                    }
+                    _ => false,
+                };
+                let verdict = if verdict == Verdict::Between && beyond_old && !det {
+                    Verdict::MaybeBetween
+                } else {
+                    verdict
+                };
                 match verdict {
                     Verdict::New | Verdict::Between => Class::NewLike,
                     Verdict::Old => Class::OldLike,
@@ -97,22 +111,68 @@ pub fn classify(old: &[f64], new: Option<&[f64]>, probe: &[f64], params: &Params
             None => Class::Unknown,
         },
         None => {
-            let Some(c) = compare(&old, &probe, &params, det) else {
+            // `git bisect` makes about log2 N such calls and trusts each for good: a commit
+            // at the old level called new-like once sends it astray. Against the old side
+            // alone (no new level to be nearer to), a move is new-like at α/10 only.
+            let strict = Params {
+                alpha: if det {
+                    params.alpha
+                } else {
+                    params.alpha / STEP_STRICTNESS
+                },
+                ..params
+            };
+            let Some(c) = compare(&old, &probe, &strict, det) else {
                 return Class::Unknown;
             };
+            // And the move shown past the threshold: its (1−2α) interval beyond it (ten
+            // runs a side of an old-level commit can differ by 1.5 % at α/10 now and then).
+            let shown = det || moved_past(&old, &probe, &params);
             // At max_repeats, no hint of a change and medians within the threshold count as old:
             // otherwise a threshold below the noise would turn every old commit into a skip.
             let exhausted_same = probe.len() >= params.max_repeats
                 && c.p >= PROMISING_P
                 && !params.threshold.reached(c.before, c.after);
-            if c.differs {
+            if c.differs && shown {
                 Class::NewLike
+            } else if c.differs {
+                Class::Unknown
             } else if det || exhausted_same || equivalent(&old, &probe, &params) {
                 Class::OldLike
             } else {
                 Class::Unknown
             }
         }
+    }
+}
+
+/// [`classify`] once every run of the budget is spent: old-like or new-like, never unknown
+/// (`git bisect run` skips only what cannot be tested). Where the runs still cannot tell,
+/// the probe goes to the level its median lies nearer: with `new`, the old side's or the
+/// new side's; without it, no change or a change of the threshold (new-like from half the
+/// threshold on, either way). `Unknown` only when a side has no number.
+pub fn decide(old: &[f64], new: Option<&[f64]>, probe: &[f64], params: &Params) -> Class {
+    let class = classify(old, new, probe, params);
+    if class != Class::Unknown {
+        return class;
+    }
+    let (Some(mo), Some(mx)) = (stats::median(&finite(old)), stats::median(&finite(probe))) else {
+        return Class::Unknown;
+    };
+    let nearer_new = match new.map(finite).and_then(|n| stats::median(&n)) {
+        Some(mn) => (mx - mn).abs() < (mx - mo).abs(),
+        None => {
+            let half = match params.threshold {
+                Threshold::Relative(r) => Threshold::Relative(r / 2.0),
+                Threshold::Absolute(a) => Threshold::Absolute(a / 2.0),
+            };
+            mx != mo && half.reached(mo, mx)
+        }
+    };
+    if nearer_new {
+        Class::NewLike
+    } else {
+        Class::OldLike
     }
 }
 
@@ -312,6 +372,22 @@ fn placed_within(co: Cmp, cn: Cmp, leans_new: bool, params: &Params) -> Verdict 
         (false, true) if !leans_new => Verdict::Old,
         (true, false) if leans_new => Verdict::New,
         _ => Verdict::Unknown,
+    }
+}
+
+/// The mirror of [`equivalent`]: the whole (1−2α) interval of the median ratio lies past
+/// the threshold, on one side.
+pub(super) fn moved_past(old: &[f64], probe: &[f64], params: &Params) -> bool {
+    let Some(m) = stats::median(old) else {
+        return false;
+    };
+    let level = 1.0 - 2.0 * params.alpha;
+    match stats::bootstrap_median_ratio(old, probe, level, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED) {
+        Some((lo, hi)) if lo.is_finite() && hi.is_finite() => {
+            let past = |r: f64| params.threshold.reached(m, m * r);
+            past(lo) && past(hi) && (lo - 1.0) * (hi - 1.0) > 0.0
+        }
+        _ => false,
     }
 }
 

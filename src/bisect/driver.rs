@@ -64,6 +64,15 @@ pub trait Lab {
     fn take_checks(&mut self) -> (usize, Duration) {
         (0, Duration::ZERO)
     }
+    /// Seconds one build of `pos` took (this search's build, or the one the cache keeps),
+    /// when known: the time budget of a decision still in doubt ([`Policy::set_run_budget`]).
+    fn build_secs(&self, _pos: usize) -> Option<f64> {
+        None
+    }
+    /// Seconds one run has taken so far, on average (what a run costs against a build).
+    fn run_secs(&self) -> Option<f64> {
+        None
+    }
     /// Ctrl-C was pressed: the driver stops before the next step.
     fn interrupted(&self) -> bool;
     /// Progress: what the driver is about to do (for a progress bar or `-v`).
@@ -162,6 +171,24 @@ pub trait Policy {
     /// The probes placed (or found still unknown) since the last call, in order.
     fn take_decisions(&mut self) -> Vec<Decision> {
         Vec::new()
+    }
+    /// The runs of `pos` that take as long as one build of it: how far a decision whose
+    /// evidence still straddles the threshold may go (the time budget). Ignored where the
+    /// budget is fixed (`Params::max_runs`).
+    fn set_run_budget(&mut self, _pos: usize, _runs: usize) {}
+}
+
+/// Tell `policy` the time budget of each of `positions` (the runs that take as long as its
+/// build), once the lab knows what a run and the build cost.
+fn budgets(policy: &mut dyn Policy, lab: &dyn Lab, positions: &[usize]) {
+    let Some(run) = lab.run_secs().filter(|s| *s > 0.0 && s.is_finite()) else {
+        return;
+    };
+    for &p in positions {
+        if let Some(build) = lab.build_secs(p).filter(|s| *s > 0.0 && s.is_finite()) {
+            let runs = (build / run).floor().min(super::types::MAX_BUDGET as f64);
+            policy.set_run_budget(p, runs as usize);
+        }
     }
 }
 
@@ -269,6 +296,7 @@ pub fn drive(
                 beside(policy, lab, &mut ready, &mut d, took);
                 d.runs += got.len();
                 policy.add_samples(pos, &got);
+                budgets(policy, lab, &[pos]);
             }
             Action::Window {
                 positions,
@@ -308,6 +336,7 @@ pub fn drive(
                 let values: Vec<(usize, Vec<f64>)> =
                     positions.iter().copied().zip(got.values).collect();
                 policy.add_window(got.window, got.first_moment, got.rounds, &values);
+                budgets(policy, lab, &positions);
             }
             Action::Verify {
                 parent,
@@ -345,6 +374,7 @@ pub fn drive(
                 let mut v = got.values.into_iter();
                 let (a, b) = (v.next().unwrap_or_default(), v.next().unwrap_or_default());
                 policy.record_verify(got.window, &a, &b);
+                budgets(policy, lab, &[parent, culprit]);
             }
         }
     }

@@ -63,6 +63,15 @@ impl Search {
             });
         };
         if c.differs {
+            // While the step's interval still reaches back over the threshold, more runs up
+            // to the budget: a range without a change shows one on a few runs a side now and
+            // then, and a hunt started on it can only end inconclusive (its pairs never
+            // differ). The hunt starts on a step its runs show.
+            if !self.det && !self.past_threshold(&self.strata_of(&ev, 0, 1)) {
+                if let Some(a) = self.beyond(&[0, hi], ev.fewest(), 0) {
+                    return Flow::Act(a);
+                }
+            }
             return self.start_hunt(hi, c.after > c.before);
         }
         self.ends_alike(hi, &ev, &c)
@@ -156,6 +165,14 @@ impl Search {
                 }
             }
         }
+        // `max_repeats` spent and the evidence still straddles the threshold (its interval
+        // reaches it, or the runs are too few to have seen it): runs are cheap next to a
+        // build, so more of them, up to the budget, before anything is given up.
+        if !self.det && (mdc > thr || !within) {
+            if let Some(a) = self.beyond(&[0, hi], ev.fewest(), 0) {
+                return Flow::Act(a);
+            }
+        }
         // Every run spent: a real move (p < α) whose medians miss the threshold while its
         // interval reaches it is not "no change" (the runs cannot tell it from a step of the
         // threshold); it is searched as a step, its size said with the culprit.
@@ -189,7 +206,6 @@ impl Search {
         (n0, nhi): (usize, usize),
     ) -> Flow {
         let len = self.points.len();
-        let max = self.params.max_repeats;
         let thr = self.relative_threshold(c.before);
         self.min_detectable = Some(mdc);
         if hi + 1 < len {
@@ -212,7 +228,7 @@ impl Search {
                     "the runs of the ends do not show a change ({} {} to {} {}, {:+.2} %, {}, \
                      not below α = {}), and {} and {} run{} of them show one reliably (80 % of \
                      the time) only from {} %, while the threshold is {}; the noise here ({} %{}) \
-                     is too large for {}",
+                     is too large for {}{}",
                     self.name(0),
                     fmt_num(c.before),
                     self.name(hi),
@@ -231,7 +247,8 @@ impl Search {
                     } else {
                         ""
                     },
-                    crate::base::text::count(max, "run")
+                    self.spent(&[0, hi]),
+                    self.deciding_runs(self.noise_of(ev), thr)
                 ),
                 best_guess: None,
             });

@@ -58,6 +58,17 @@
 //!   sub-range's own, each probe placed again on fresh runs, at least twice the first; after
 //!   three back-offs, or one that cannot be re-run because it or its parent is
 //!   unbuildable, the culprit is only a best guess of an inconclusive outcome.
+//! - Runs before surrender (issue 58): where `max_repeats` is spent and a decision's evidence
+//!   still straddles the threshold (the ends' interval reaches it, or their runs are too few
+//!   to have seen it; a parent/culprit pair or its re-runs whose interval reaches it), the
+//!   runs go on doubling up to the budget ([`Search::budget`]): as many runs of each commit
+//!   as take the time of one build of it (runs are cheap next to a build), or `--max-runs`.
+//!   Ends that differ start the hunt only once their step's interval lies past the threshold
+//!   (or the budget is spent), and the first probe's window, which measures the ends again,
+//!   sends the search back to them once when over all their runs they no longer do: a range
+//!   without a change shows one on a few runs a side now and then, and a hunt started on it
+//!   could only end inconclusive. "Inconclusive" then says the runs spent and the runs that
+//!   would decide.
 //! - Deterministic metrics (flag, or zero spread on both ends over at least two runs each) get one
 //!   run per commit and plain threshold comparisons.
 //!
@@ -75,13 +86,15 @@ mod state;
 pub mod step;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_decided;
 mod types;
 mod verify;
 mod window;
 
-pub use classify::classify;
+pub use classify::{classify, decide};
 pub use driver::{drive, Decision, Doing, Driven, Lab, Measured, Placed, Policy};
 pub use state::Search;
 pub use step::{StepSearch, StepVerdict};
-pub use types::{Action, Class, Culprit, Outcome, Params, Stored};
-pub use window::Drift;
+pub use types::{Action, Class, Culprit, Outcome, Params, Stored, MAX_BUDGET};
+pub use window::{budget_of, Drift};

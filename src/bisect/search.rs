@@ -26,6 +26,8 @@ impl Search {
             min_detectable: None,
             decisions: Vec::new(),
             answers: 0,
+            ends_rechecked: false,
+            redo_ends: false,
         }
     }
 
@@ -273,6 +275,11 @@ impl Search {
             Stage::Check => self.check_step(&mut seg),
             Stage::Verify(_) => self.verify_step(&mut seg),
         };
+        if std::mem::take(&mut self.redo_ends) {
+            self.hunt = Hunt::default();
+            self.phase = Phase::Ends;
+            return Flow::Again;
+        }
         match flow {
             SegFlow::Act(a) => {
                 self.hunt.active = Some(seg);
@@ -390,6 +397,9 @@ impl Search {
         }
         if let Some(act) = self.ensure_in(&ps, first, seg.since) {
             return SegFlow::Act(act);
+        }
+        if self.ends_again(seg, &ps) {
+            return SegFlow::Again;
         }
         let ev = self.evidence_in(&ps, seg.since);
         if ev.pooled(1).is_empty() {
@@ -548,6 +558,32 @@ impl Search {
             ));
         }
         Some(Minor::Place(verdict))
+    }
+
+    /// The first probe's window measures the ends again beside it: when the ends, over
+    /// every window holding both, no longer differ, their first runs showed a change that
+    /// is not there (a range without one shows it on a few runs a side now and then, and a
+    /// hunt started on it can only end inconclusive). The search goes back to the ends, once,
+    /// with every run of them; `true` when it does.
+    fn ends_again(&mut self, seg: &Segment, ps: &[usize; 3]) -> bool {
+        let top = seg.lo == 0
+            && seg.retries == 0
+            && seg.olds == [0]
+            && seg.news == [seg.hi]
+            && ps[0] == 0
+            && ps[2] == seg.hi;
+        if self.det || self.ends_rechecked || !top || !self.hunt.found.is_empty() {
+            return false;
+        }
+        if !self.hunt.failed.is_empty() || !self.hunt.pending.is_empty() {
+            return false;
+        }
+        self.ends_rechecked = true;
+        let ev = self.evidence(&[0, seg.hi]);
+        let shown = self.compare_ev(&ev, 0, 1).is_some_and(|c| c.differs)
+            && self.past_threshold(&self.strata_of(&ev, 0, 1));
+        self.redo_ends = !shown;
+        self.redo_ends
     }
 
     /// Keep what was concluded about probe `x` from `ev` (old side, probe, new side) for the
@@ -833,5 +869,10 @@ impl Policy for Search {
     }
     fn take_decisions(&mut self) -> Vec<Decision> {
         std::mem::take(&mut self.decisions)
+    }
+    fn set_run_budget(&mut self, pos: usize, runs: usize) {
+        if let Some(p) = self.points.get_mut(pos) {
+            p.budget = runs;
+        }
     }
 }

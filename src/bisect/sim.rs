@@ -35,6 +35,8 @@ pub(super) struct World {
     pub(super) levels: Vec<f64>,
     pub(super) cv: f64,
     pub(super) outliers: f64,
+    /// How far an outlier lies: ×(1 + a random share between the two), ×1.3 by default.
+    pub(super) outlier_size: (f64, f64),
     pub(super) unbuildable: Vec<bool>,
     pub(super) rng: Rng,
     /// Attempted builds (built or found unbuildable).
@@ -65,6 +67,7 @@ impl World {
             levels,
             cv,
             outliers: if cv > 0.0 { 0.02 } else { 0.0 },
+            outlier_size: (0.3, 0.3),
             unbuildable: vec![false; n],
             built: vec![false; n],
             failing: vec![false; n],
@@ -106,7 +109,14 @@ impl World {
         let speed = 1.0 + self.drift * (std::f64::consts::TAU * self.clock / self.period).sin();
         let mut v = self.levels[pos] * speed * (1.0 + self.cv * self.rng.gauss());
         if self.outliers > 0.0 && self.rng.unit() < self.outliers {
-            v *= 1.3;
+            let (lo, hi) = self.outlier_size;
+            // One more draw only for a range, so a fixed size keeps every seed's stream.
+            let size = if hi > lo {
+                lo + (hi - lo) * self.rng.unit()
+            } else {
+                lo
+            };
+            v *= 1.0 + size;
         }
         v
     }
@@ -174,6 +184,12 @@ impl Lab for World {
     }
     fn check_beside(&mut self, set: &[usize]) {
         self.checked.push(set.to_vec());
+    }
+    fn build_secs(&self, pos: usize) -> Option<f64> {
+        self.built[pos].then_some(self.build_secs)
+    }
+    fn run_secs(&self) -> Option<f64> {
+        Some(self.run_secs)
     }
     fn interrupted(&self) -> bool {
         false

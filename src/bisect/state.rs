@@ -32,6 +32,10 @@ pub struct Search {
     pub(super) decisions: Vec<super::driver::Decision>,
     /// Windows answered so far ([`Win::touched`]).
     pub(super) answers: usize,
+    /// The ends were looked at again beside the first probe (once a search).
+    pub(super) ends_rechecked: bool,
+    /// Set by the hunt when the ends must be decided again ([`Phase::Ends`]).
+    pub(super) redo_ends: bool,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -47,6 +51,9 @@ pub(super) struct Point {
     pub(super) built: bool,
     /// Stepped around: unbuildable, or gave no number, or cannot be topped up to a verdict.
     pub(super) skipped: bool,
+    /// The runs of it that take as long as its build (0: not known yet): how far a
+    /// decision still in doubt may go ([`Search::budget`]).
+    pub(super) budget: usize,
 }
 
 impl Point {

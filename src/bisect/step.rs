@@ -1,11 +1,13 @@
 //! The policy behind `perfbisect step` (for `git bisect run`): measure the commit under test
 //! (position 1) and the old end (0), and the new end (2) when given, until [`classify`] can
-//! tell, doubling the runs up to `max_repeats`. A noisy test measures them side by side, in
+//! tell, doubling the runs up to `max_repeats` and on up to the budget (the runs that take as
+//! long as one build, or `--max-runs`); then [`decide`] places it on the nearer level, so a
+//! commit that was measured is always 0 or 1 and only one that cannot be built or run is a
+//! skip (125). A noisy test measures them side by side, in
 //! one window of interleaved rounds of this step's own (what earlier steps measured was taken
 //! at other times); a deterministic one uses stored runs as they are. It runs through the
 //! same driver as `find`.
 
-use super::classify::finite;
 use super::classify::*;
 use super::driver::*;
 use super::types::*;
@@ -20,7 +22,7 @@ pub const NEW: usize = 2;
 /// What `step` answers.
 #[derive(Debug, Clone, PartialEq)]
 pub enum StepVerdict {
-    /// Old-like, new-like, or cannot tell after `max_repeats` runs.
+    /// Old-like or new-like (unknown only when a side gave no number to compare).
     Class(Class),
     /// The commit under test cannot be built or measured: `git bisect` should skip it.
     Skip(String),
@@ -39,6 +41,12 @@ pub struct StepSearch {
     window: Option<(u64, u32)>,
     unbuildable: [bool; 3],
     built: [bool; 3],
+    /// The runs of each position that take as long as its build, once known.
+    budgets: [Option<usize>; 3],
+    /// The new side may be dropped ([`StepSearch::new_side_optional`]).
+    new_optional: bool,
+    /// Placed by the nearer level, every run of the budget spent: how, for the message.
+    by_level: Option<String>,
     verdict: Option<StepVerdict>,
 }
 
@@ -53,8 +61,23 @@ impl StepSearch {
             window: None,
             unbuildable: [false; 3],
             built: [false; 3],
+            budgets: [None; 3],
+            new_optional: false,
+            by_level: None,
             verdict: None,
         }
+    }
+
+    /// The new side came from `git bisect` (its bad commit), not from `--new`: when it cannot
+    /// be built or measured, the step goes on against the old side alone instead of failing.
+    pub fn new_side_optional(&mut self) {
+        self.new_optional = true;
+    }
+
+    /// When the runs of the whole budget could not tell and the answer is the nearer level:
+    /// what it was placed by, for the message.
+    pub fn placed_by_level(&self) -> Option<String> {
+        self.by_level.clone()
     }
 
     /// Number of positions the driver works on.
@@ -117,6 +140,7 @@ impl StepSearch {
         if self.unbuildable[PROBE] {
             return self.done(StepVerdict::Skip("does not build".into()));
         }
+        self.drop_new_if_unusable();
         for e in self.ends() {
             if self.unbuildable[e] {
                 let which = if e == OLD { "--old" } else { "--new" };
@@ -141,25 +165,84 @@ impl StepSearch {
         }
         let ps = self.positions();
         let have = ps.iter().map(|&p| self.win[p].len()).min().unwrap_or(0);
+        let budget = self.budget();
         let want = if have == 0 {
             r
         } else {
-            let old = &self.win[OLD];
-            let new = self.with_new.then(|| self.win[NEW].as_slice());
-            let probe = &self.win[PROBE];
-            let class = classify(old, new, probe, &self.params);
-            if class != Class::Unknown || finite(probe).len() >= max || have >= max {
+            let (old, new, probe) = self.sides(true);
+            let class = classify(&old, new.as_deref(), &probe, &self.params);
+            if class != Class::Unknown {
                 return self.done(StepVerdict::Class(class));
             }
-            (2 * have).clamp(r, max)
+            // Unknown: doubling up to `max_repeats`, then on up to the budget (runs are cheap
+            // next to a build); with every run spent, the nearer level.
+            if finite(&probe).len() >= budget || have >= budget {
+                return self.placed(true);
+            }
+            if have < max {
+                (2 * have).clamp(r, max)
+            } else {
+                (2 * have).min(budget)
+            }
         };
         if have >= want {
-            return self.done(StepVerdict::Class(Class::Unknown));
+            return self.placed(true);
         }
         Action::Window {
             positions: ps,
             runs: want - have,
             window: self.window,
+        }
+    }
+
+    /// The most runs a commit of this step gets while it cannot tell: `--max-runs` when
+    /// given, else as many as take the time of one build of the commit under test (or of an
+    /// end, when its build time is the one known), twice `max_repeats` at least.
+    pub fn budget(&self) -> usize {
+        let max = self.params.max_repeats;
+        if let Some(n) = self.params.max_runs {
+            return n.max(max);
+        }
+        let known = |p: usize| self.budgets[p].filter(|&b| b > 0);
+        let timed = known(PROBE).or_else(|| self.ends().into_iter().filter_map(known).min());
+        super::window::budget_of(max, timed)
+    }
+
+    /// The runs compared: of this step's window (`windowed`), else every run; the old
+    /// side's, the new side's when there is one, the probe's.
+    fn sides(&self, windowed: bool) -> (Vec<f64>, Option<Vec<f64>>, Vec<f64>) {
+        let runs = if windowed { &self.win } else { &self.samples };
+        (
+            runs[OLD].clone(),
+            self.with_new.then(|| runs[NEW].clone()),
+            runs[PROBE].clone(),
+        )
+    }
+
+    /// Every run of the budget spent and the runs still cannot tell: the nearer level
+    /// ([`decide`]), said as such.
+    fn placed(&mut self, windowed: bool) -> Action {
+        let (old, new, probe) = self.sides(windowed);
+        let class = decide(&old, new.as_deref(), &probe, &self.params);
+        if classify(&old, new.as_deref(), &probe, &self.params) == Class::Unknown {
+            let against = if self.with_new {
+                "the nearer of the old and new levels"
+            } else {
+                "nearer no change than a change of the threshold, or not"
+            };
+            self.by_level = Some(format!(
+                "placed by its median after {} runs (the budget) could not tell: {against}",
+                probe.len()
+            ));
+        }
+        self.done(StepVerdict::Class(class))
+    }
+
+    /// A new side taken from `git bisect` that does not build or keeps failing is left out:
+    /// the step goes on against the old side alone.
+    fn drop_new_if_unusable(&mut self) {
+        if self.with_new && self.new_optional && (self.unbuildable[NEW] || self.failing(NEW)) {
+            self.with_new = false;
         }
     }
 
@@ -206,6 +289,7 @@ impl Policy for StepSearch {
                 self.params.repeats.max(2)
             )));
         }
+        self.drop_new_if_unusable();
         for e in self.ends() {
             let which = if e == OLD { "--old" } else { "--new" };
             if self.unbuildable[e] {
@@ -222,12 +306,20 @@ impl Policy for StepSearch {
                 )));
             }
         }
-        let old = &self.samples[OLD];
-        let new = self.with_new.then(|| self.samples[NEW].as_slice());
-        let probe = &self.samples[PROBE];
-        let class = classify(old, new, probe, &self.params);
-        if class != Class::Unknown || probe.len() >= self.params.max_repeats {
+        let (old, new, probe) = self.sides(false);
+        let class = classify(&old, new.as_deref(), &probe, &self.params);
+        // A deterministic test's runs say all they can at once; a noisy one goes on up to
+        // the budget.
+        let cap = if self.params.deterministic {
+            self.params.max_repeats
+        } else {
+            self.budget()
+        };
+        if class != Class::Unknown {
             return self.done(StepVerdict::Class(class));
+        }
+        if probe.len() >= cap {
+            return self.placed(false);
         }
         // Unknown: double the probe's runs (up to the cap), and keep the ends as large: first
         // finish a round begun, then start the next.
@@ -237,17 +329,20 @@ impl Policy for StepSearch {
             .map(|&p| self.samples[p].len())
             .max()
             .unwrap_or(0);
+        let max = self.params.max_repeats;
         let want = if all.iter().any(|&p| self.samples[p].len() < top) {
-            top.min(self.params.max_repeats)
+            top.min(cap)
+        } else if probe.len() < max {
+            (probe.len() * 2).clamp(r, max)
         } else {
-            (probe.len() * 2).clamp(r, self.params.max_repeats)
+            (probe.len() * 2).min(cap)
         };
         for p in all {
             if let Some(a) = self.top_up(p, want) {
                 return a;
             }
         }
-        self.done(StepVerdict::Class(Class::Unknown))
+        self.placed(false)
     }
 
     fn add_samples(&mut self, pos: usize, samples: &[f64]) {
@@ -294,6 +389,12 @@ impl Policy for StepSearch {
     }
 
     fn record_verify(&mut self, _window: u64, _old: &[f64], _new: &[f64]) {}
+
+    fn set_run_budget(&mut self, pos: usize, runs: usize) {
+        if let Some(b) = self.budgets.get_mut(pos) {
+            *b = Some(runs);
+        }
+    }
 
     /// Everything a step will need, built in one round.
     fn build_set(&self, pos: usize, jobs: usize) -> Vec<usize> {

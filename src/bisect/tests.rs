@@ -53,6 +53,7 @@ fn noisy(repeats: usize) -> Params {
         interleave: true,
         counted: false,
         tolerance: 0.0,
+        max_runs: None,
     }
 }
 
@@ -711,6 +712,7 @@ fn degenerate_inputs_do_not_panic() {
         interleave: true,
         counted: false,
         tolerance: 0.0,
+        max_runs: Some(0),
     };
     let levels = step_levels(8, &[(3, 0.5)]);
     let mut w = World::new(levels, 0.01, 1);

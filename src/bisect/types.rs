@@ -32,8 +32,14 @@ pub(super) const POOLED_DF: usize = 4;
 /// Times a sub-range whose parent and culprit turned out on one level (or whose re-runs did
 /// not confirm them) backs off to the bounds before them and is searched again.
 pub(super) const MAX_BACKOFFS: u32 = 3;
+/// `step` without `--new` calls a commit new-like only at α divided by this: `git bisect`
+/// trusts each of its ⌈log2 N⌉ answers for good.
+pub(super) const STEP_STRICTNESS: f64 = 10.0;
 /// Power asked of the verification re-runs when sizing them.
 pub(super) const VERIFY_POWER: f64 = 0.9;
+/// Most runs of one commit the time budget gives (a build of minutes against runs of
+/// microseconds would give millions): beyond it `--max-runs` says more.
+pub const MAX_BUDGET: usize = 1000;
 
 /// Knobs of the search; the caller takes them from the test's configuration.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -63,6 +69,12 @@ pub struct Params {
     /// search for a counted metric; 0: only equal values are).
     #[serde(default)]
     pub tolerance: f64,
+    /// Most runs any one commit gets while a decision's evidence still straddles the
+    /// threshold (`--max-runs`, the test's `max_runs`): the budget, fixed. `None`: as many
+    /// as fit in the time of one build of the commits compared
+    /// ([`super::Policy::set_run_budget`]), never fewer than `max_repeats`.
+    #[serde(default)]
+    pub max_runs: Option<usize>,
 }
 
 impl Default for Params {
@@ -76,6 +88,7 @@ impl Default for Params {
             interleave: true,
             counted: false,
             tolerance: 0.0,
+            max_runs: None,
         }
     }
 }
@@ -89,11 +102,15 @@ impl Params {
             0.01
         };
         let repeats = self.repeats.max(1);
+        // A fixed budget below `max_repeats` caps the doubling too.
+        let max_runs = self.max_runs.map(|n| n.max(1));
+        let repeats = max_runs.map_or(repeats, |n| repeats.min(n));
+        let max_repeats = self.max_repeats.max(repeats);
         Params {
             alpha,
             threshold: self.threshold,
             repeats,
-            max_repeats: self.max_repeats.max(repeats),
+            max_repeats: max_runs.map_or(max_repeats, |n| max_repeats.min(n)),
             deterministic: self.deterministic,
             interleave: self.interleave,
             counted: self.counted,
@@ -102,6 +119,7 @@ impl Params {
             } else {
                 0.0
             },
+            max_runs,
         }
     }
 }

@@ -79,6 +79,13 @@ impl Search {
                 return SegFlow::Act(a);
             }
         }
+        // `max_repeats` spent and the move's interval still reaches the threshold: more runs,
+        // up to the budget, before the pair is given up on.
+        if !self.det && reaches {
+            if let Some(a) = self.beyond(&[lo, hi], ev.fewest(), 0) {
+                return SegFlow::Act(a);
+            }
+        }
         // Every run spent: a real move the range's way that the runs cannot tell from a step
         // of the threshold is re-run as one (the verification decides).
         if !self.det && same_dir && c.p < self.params.alpha && reaches {
@@ -337,6 +344,13 @@ impl Search {
         // short of the threshold (a handful of runs against it proves nothing).
         if !self.det && (self.promising(&c, seg.up) || reaches) && runs_so_far < max {
             let runs = runs_so_far.min(max - runs_so_far).max(1);
+            return ask(seg, runs);
+        }
+        // Still in doubt with `max_repeats` spent (the interval reaches the threshold): more
+        // re-runs up to the budget, each look at its halved α.
+        let budget = self.budget(&[lo, hi]);
+        if !self.det && reaches && runs_so_far < budget {
+            let runs = runs_so_far.min(budget - runs_so_far).max(1);
             return ask(seg, runs);
         }
         // All re-runs made: a real move the range's way (at this round's α) whose interval

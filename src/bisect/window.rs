@@ -206,7 +206,66 @@ impl Search {
 
     /// [`Search::ensure`] counting runs in the windows measured from the `since`th answer on.
     pub(super) fn ensure_in(&self, ps: &[usize], n: usize, since: usize) -> Option<Action> {
-        let n = n.min(self.params.max_repeats);
+        self.ensure_upto(ps, n.min(self.params.max_repeats), since)
+    }
+
+    /// The most runs each of `ps` may get while the evidence of a decision over them still
+    /// straddles the threshold: `--max-runs` when given, else [`budget_of`] the runs whose
+    /// own time adds up to one build of them (the smallest such budget known). Runs are cheap
+    /// next to a build: a decision spends up to a build's time before it gives up.
+    pub fn budget(&self, ps: &[usize]) -> usize {
+        let max = self.params.max_repeats;
+        if let Some(n) = self.params.max_runs {
+            return n.max(max);
+        }
+        if self.det {
+            return max;
+        }
+        let timed = ps
+            .iter()
+            .filter_map(|&p| self.points.get(p).map(|pt| pt.budget))
+            .filter(|&b| b > 0)
+            .min();
+        budget_of(max, timed)
+    }
+
+    /// What a decision over `ps` that gave up had spent: `the 100 runs of each that take as
+    /// long as one build` or `the 60 runs of each --max-runs allows`.
+    pub(super) fn spent(&self, ps: &[usize]) -> String {
+        let n = self.budget(ps);
+        let why = if self.params.max_runs.is_some() {
+            "`--max-runs` (or the test's `max_runs`) allows"
+        } else if n > 2 * self.params.max_repeats {
+            "that take as long as one build"
+        } else {
+            "of the budget (twice `max_repeats`; one build's time buys no more)"
+        };
+        format!("the {n} runs of each {why}")
+    }
+
+    /// `; about 240 runs of each would decide it (--max-runs 240)`: the runs a side that
+    /// would show a change of the relative threshold `thr` at this noise (`cv`), 80 % of the
+    /// time; empty where none would.
+    pub(super) fn deciding_runs(&self, cv: f64, thr: f64) -> String {
+        let n = stats::repeats_needed(cv, thr, self.params.alpha, 0.8);
+        if n == usize::MAX || n == 0 {
+            return String::new();
+        }
+        format!("; about {n} runs of each would decide it (`--max-runs {n}`)")
+    }
+
+    /// More runs of `ps` towards `n` each (doubling from what they have), up to their
+    /// [`Search::budget`]: what a decision whose evidence straddles the threshold asks once
+    /// `max_repeats` is spent. `None` when the budget is spent or one cannot be measured.
+    pub(super) fn beyond(&self, ps: &[usize], have: usize, since: usize) -> Option<Action> {
+        let limit = self.budget(ps);
+        (have < limit)
+            .then(|| self.ensure_upto(ps, (2 * have.max(1)).min(limit), since))
+            .flatten()
+    }
+
+    /// [`Search::ensure_in`] without the `max_repeats` cap (the caller capped `n`).
+    pub(super) fn ensure_upto(&self, ps: &[usize], n: usize, since: usize) -> Option<Action> {
         let ev = self.evidence_in(ps, since);
         if !self.windowed() {
             let mut order: Vec<usize> = (0..ps.len()).collect();
@@ -365,15 +424,35 @@ impl Search {
         if self.det {
             return true;
         }
-        let Some(step) = stats::step::estimate_with_interval(strata) else {
+        let Some((lo, hi, thr)) = self.step_interval(strata) else {
             return false;
         };
-        let Some((lo, hi)) = step
+        match up {
+            Some(true) => hi < thr,
+            Some(false) => lo > -thr,
+            None => lo > -thr && hi < thr,
+        }
+    }
+
+    /// Whether the runs of `strata` show their step beyond the threshold: the whole interval
+    /// of [`Search::short_of_threshold`] past it on one side. What a step's evidence must
+    /// show before a hunt starts on it (with its runs still to spend): a range without a
+    /// change measures as one on a few runs a side now and then.
+    pub(super) fn past_threshold(&self, strata: &[(&[f64], &[f64])]) -> bool {
+        if self.det {
+            return true;
+        }
+        self.step_interval(strata)
+            .is_some_and(|(lo, hi, thr)| lo >= thr || hi <= -thr)
+    }
+
+    /// The 95 % interval of the step of `strata` as [`Search::short_of_threshold`] widens
+    /// it, and the threshold relative to its level.
+    fn step_interval(&self, strata: &[(&[f64], &[f64])]) -> Option<(f64, f64, f64)> {
+        let step = stats::step::estimate_with_interval(strata)?;
+        let (lo, hi) = step
             .interval
-            .filter(|(l, h)| l.is_finite() && h.is_finite())
-        else {
-            return false;
-        };
+            .filter(|(l, h)| l.is_finite() && h.is_finite())?;
         // Resampling a handful of runs gives too narrow an interval (five runs' median takes
         // one of three values): at least as wide as the noise every commit of this search
         // shows allows (a median's standard error, 1.25 σ / √n a side).
@@ -383,12 +462,7 @@ impl Search {
             lo.min(step.rel_change - z * se),
             hi.max(step.rel_change + z * se),
         );
-        let thr = self.relative_threshold(step.before);
-        match up {
-            Some(true) => hi < thr,
-            Some(false) => lo > -thr,
-            None => lo > -thr && hi < thr,
-        }
+        Some((lo, hi, self.relative_threshold(step.before)))
     }
 
     /// The threshold as a relative change from `level`.
@@ -399,6 +473,14 @@ impl Search {
             Threshold::Absolute(_) => 0.0,
         }
     }
+}
+
+/// The budget of a commit whose test runs `max_repeats` at most before the budget, when
+/// `timed` runs take as long as its build (if known): one more doubling at least (twice
+/// `max_repeats`), as many as one build's time buys beyond that, [`MAX_BUDGET`] at most.
+pub fn budget_of(max_repeats: usize, timed: Option<usize>) -> usize {
+    let floor = 2 * max_repeats;
+    timed.map_or(floor, |b| b.clamp(floor, MAX_BUDGET.max(floor)))
 }
 
 /// How much the same build's level moved between windows of time.

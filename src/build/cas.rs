@@ -75,6 +75,10 @@ pub struct Manifest {
     /// same path, since paths end up in debug info.
     #[serde(default)]
     pub slot: Option<usize>,
+    /// How long the build took (milliseconds, its recipe and the copy of its artifacts): what
+    /// a search spends in runs of the commit before it gives a decision up (the time budget).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build_ms: Option<u64>,
 }
 
 impl Manifest {
@@ -181,6 +185,7 @@ pub fn intern(cache: &Cache, dir: &Path) -> anyhow::Result<Manifest> {
         files,
         pristine: false,
         slot: None,
+        build_ms: None,
     })
 }
 
@@ -280,6 +285,7 @@ pub fn manifest_or_hash(
         files,
         pristine: false,
         slot: None,
+        build_ms: None,
     };
     // Best effort: without it the hash is only computed again next time.
     let _ = write_manifest(cache, commit, recipe, &m);

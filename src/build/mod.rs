@@ -271,6 +271,7 @@ fn build_into(
         }
     }
     let mark = Mark {
+        started: start,
         pristine: switched.fresh,
         slot: wt.index,
         manifest_of: keep.then_some((&commit, recipe)),
@@ -308,6 +309,8 @@ enum ArtifactError {
 struct Mark<'a> {
     pristine: bool,
     slot: usize,
+    /// When the build started: its time goes into the manifest.
+    started: Instant,
     manifest_of: Option<(&'a ObjectId, u64)>,
 }
 
@@ -357,6 +360,7 @@ fn copy_artifacts(
     let mut manifest = cas::intern(cache, tmp.path()).map_err(ArtifactError::Io)?;
     manifest.pristine = mark.pristine;
     manifest.slot = Some(mark.slot);
+    manifest.build_ms = u64::try_from(mark.started.elapsed().as_millis()).ok();
     if let Some((commit, recipe)) = mark.manifest_of {
         cas::write_manifest(cache, commit, recipe, &manifest).map_err(ArtifactError::Io)?;
     }

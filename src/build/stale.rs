@@ -225,6 +225,7 @@ mod tests {
             files: Vec::new(),
             pristine: false,
             slot: Some(0),
+            build_ms: None,
         };
         cas::write_manifest(&cache, &id, 7, &m).unwrap();
         // The incremental build was made an hour ago; a pristine one measured before that.

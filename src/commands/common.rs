@@ -99,3 +99,16 @@ pub fn check_format(format: Format, allowed: &[Format], command: &str) -> anyhow
     }
     Ok(())
 }
+
+/// `--max-runs N`: the budget of every test of this invocation (over each test's
+/// `max_runs`), refused below 1 or below a test's `max_repeats`.
+pub fn max_runs(ws: &mut Workspace, n: Option<usize>) -> anyhow::Result<()> {
+    let Some(n) = n else { return Ok(()) };
+    if n == 0 {
+        crate::usage!("--max-runs must be at least 1");
+    }
+    for t in ws.config.tests.values_mut() {
+        t.max_runs = Some(n);
+    }
+    Ok(())
+}

@@ -11,7 +11,8 @@ pub fn compare(g: &Global, args: CompareArgs) -> anyhow::Result<()> {
     if args.runs == Some(0) {
         crate::usage!("--runs must be at least 1");
     }
-    let ws = Workspace::open(&locations(g), verbosity(g), true)?;
+    let mut ws = Workspace::open(&locations(g), verbosity(g), true)?;
+    super::common::max_runs(&mut ws, args.max_runs)?;
     let test = ws.config.test(&args.test)?.clone();
     let req = crate::jobs::compare::Request {
         rev_a: &args.rev_a,

@@ -129,6 +129,7 @@ pub fn demo(g: &Global, args: crate::cli::DemoArgs) -> anyhow::Result<()> {
             attach: None,
             why: false,
             no_why: false,
+            max_runs: None,
         },
     )?;
     println!("\n$ perfbisect run value,rss {range} --jobs 2");
@@ -181,6 +182,23 @@ pub fn demo(g: &Global, args: crate::cli::DemoArgs) -> anyhow::Result<()> {
 }
 
 /// `demo --create-only`: a repository of the requested shape and the demo config.
+/// `--outlier-pct P` or `P-Q` (per cent, 0 to 1000, P at most Q) as shares.
+fn outlier_pct(s: &str) -> anyhow::Result<(f64, f64)> {
+    let (lo, hi) = s.split_once('-').unwrap_or((s, s));
+    let num = |x: &str| {
+        x.trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|v| (0.0..=1000.0).contains(v))
+    };
+    match (num(lo), num(hi)) {
+        (Some(a), Some(b)) if a <= b => Ok((a / 100.0, b / 100.0)),
+        _ => crate::usage!(
+            "--outlier-pct {s}: write a per cent (`30`) or a range (`5-10`), from 0 to 1000"
+        ),
+    }
+}
+
 fn create_only(
     repo: &std::path::Path,
     config: &std::path::Path,
@@ -203,6 +221,7 @@ fn create_only(
     if !(a.drift_period.is_finite() && a.drift_period > 0.0 && a.drift_pct.is_finite()) {
         crate::usage!("--drift-period must be a positive number of seconds, --drift-pct a number");
     }
+    let outlier_size = outlier_pct(&a.outlier_pct)?;
     let specs: Vec<CommitSpec> = (1..=a.commits)
         .map(|n| CommitSpec {
             subject: if Some(n) == a.step_at {
@@ -217,6 +236,7 @@ fn create_only(
             },
             noise_pct: a.noise_pct,
             outlier_rate: a.outlier_rate,
+            outlier_size,
             noise_seed: a.noise_seed,
             docs_only: a.docs_every > 0 && n % a.docs_every == 0 && Some(n) != a.step_at,
             drift_pct: a.drift_pct,

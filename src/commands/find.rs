@@ -37,6 +37,7 @@ pub fn find(g: &Global, args: FindArgs) -> anyhow::Result<i32> {
     };
     let mut ws = Workspace::open(&locations(g), verbosity(g), true)?;
     ws.any_fingerprint = args.any_fingerprint;
+    super::common::max_runs(&mut ws, args.max_runs)?;
     let ws = ws;
     // A single revision names no old end to search from: refused before anything is built.
     ws.repo.require_range(&args.range, "find")?;

@@ -52,6 +52,7 @@ where
             attach: cli.find.attach,
             why: cli.find.why,
             no_why: cli.find.no_why,
+            max_runs: cli.find.max_runs,
         }),
         _ => unreachable!("parse() refuses a command line without a command or TEST RANGE"),
     };

@@ -27,15 +27,21 @@ pub fn step(g: &Global, args: StepArgs) -> i32 {
 }
 
 fn run(g: &Global, args: &StepArgs) -> anyhow::Result<i32> {
-    let ws = Workspace::open(&locations(g), verbosity(g), true)?;
+    let mut ws = Workspace::open(&locations(g), verbosity(g), true)?;
+    super::common::max_runs(&mut ws, args.max_runs)?;
     let test = ws.config.test(&args.test)?.clone();
     let head = ws.repo.head()?;
     let old = ws.repo.resolve(&args.old)?;
-    let new = args
+    // The new side: `--new`, else the commit `git bisect` holds as bad (its level is the
+    // one HEAD is placed against; it is never HEAD itself). One taken from the bisect is
+    // left out, not fatal, when it cannot be built or measured.
+    let given = args
         .new
         .as_deref()
         .map(|r| ws.repo.resolve(r))
         .transpose()?;
+    let from_bisect = given.is_none();
+    let new = given.or_else(|| ws.repo.bisect_new().filter(|b| *b != head && *b != old));
     if args.jobs == 0 {
         crate::usage!("--jobs must be at least 1");
     }
@@ -48,6 +54,9 @@ fn run(g: &Global, args: &StepArgs) -> anyhow::Result<i32> {
     let info = commits[PROBE].clone();
     let mut appender = ws.appender(&test)?;
     let mut policy = StepSearch::new(params, new.is_some());
+    if from_bisect {
+        policy.new_side_optional();
+    }
     let mut lab = WorkspaceLab::new(&ws, &test, &commits, &mut appender, &stored, "step");
     let driven = bisect::drive(&mut policy, &mut lab, commits.len(), args.jobs);
     lab.finish();
@@ -72,6 +81,10 @@ fn run(g: &Global, args: &StepArgs) -> anyhow::Result<i32> {
                 Class::NewLike => "new",
                 Class::Unknown => "cannot tell: skip",
             };
+            let word = match policy.placed_by_level() {
+                Some(how) if class != Class::Unknown => format!("{word}, {how}"),
+                _ => word.to_string(),
+            };
             let (probe, old_s) = (policy.samples(PROBE), policy.samples(OLD));
             eprintln!(
                 "perfbisect step: {} {}: {} median {} ({}) vs old {} ({}){}: {word} ({})",
@@ -82,13 +95,19 @@ fn run(g: &Global, args: &StepArgs) -> anyhow::Result<i32> {
                 crate::base::text::count(probe.len(), "run"),
                 med(old_s),
                 crate::base::text::count(old_s.len(), "run"),
-                if new.is_some() {
+                if policy.len() > NEW {
                     let n = policy.samples(NEW);
                     format!(
-                        ", new {} ({})",
+                        ", new {} {} ({})",
+                        if from_bisect {
+                            "(git bisect's bad)"
+                        } else {
+                            ""
+                        },
                         med(n),
                         crate::base::text::count(n.len(), "run")
                     )
+                    .replace("  ", " ")
                 } else {
                     String::new()
                 },

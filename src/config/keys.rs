@@ -140,6 +140,11 @@ pub const KEYS: &[Key] = &[
         "30",
     ),
     value(
+        "tests.NAME.max_runs",
+        "budget of runs per commit while a decision still straddles the threshold after `max_repeats` (`find`, `step`, `compare`; `--max-runs` overrides it): more decides more, at the runs' cost",
+        "as many as take the time of one build of the commit (at least `max_repeats`, at most 1000)",
+    ),
+    value(
         "tests.NAME.threshold",
         "smallest change that matters, `\"2%\"` or an absolute number",
         "`\"1%\"` (`\"0.5%\"` for instructions)",

@@ -86,6 +86,7 @@ struct RawTest {
     deterministic: Option<bool>,
     warmup: Option<Spanned<i64>>,
     max_repeats: Option<Spanned<i64>>,
+    max_runs: Option<Spanned<i64>>,
     threshold: Option<Spanned<toml::Value>>,
     alpha: Option<Spanned<f64>>,
     stake: Option<Spanned<f64>>,
@@ -435,6 +436,11 @@ fn test(
         deterministic,
         warmup,
         max_repeats,
+        max_runs: t.max_runs.as_ref().map(|v| {
+            usize::try_from(*v.get_ref())
+                .unwrap_or(usize::MAX)
+                .min(100_000)
+        }),
         threshold,
         alpha,
         stake,
@@ -521,6 +527,17 @@ fn run_counts(
             at(t_span),
             key("max_repeats")
         );
+    }
+    if let Some(v) = &t.max_runs {
+        count(&t.max_runs, "max_runs", 1, 0)?;
+        if (*v.get_ref() as i128) < max_repeats as i128 {
+            crate::usage!(
+                "{}: key `{}` ({}) is below `max_repeats` ({max_repeats}): the budget goes on from there",
+                at(v.span()),
+                key("max_runs"),
+                v.get_ref()
+            );
+        }
     }
     Ok((repeats, warmup, max_repeats))
 }

@@ -191,6 +191,9 @@ pub struct Test {
     pub deterministic: bool,
     pub warmup: usize,
     pub max_repeats: usize,
+    /// Most runs of one commit while a decision still straddles the threshold (the key, or
+    /// `--max-runs`, which sets it); `None`: the runs that take as long as one build.
+    pub max_runs: Option<usize>,
     pub threshold: Threshold,
     pub alpha: f64,
     pub stake: Option<f64>,

@@ -145,6 +145,24 @@ impl Repo {
     }
 
     /// The commit HEAD points at (read only).
+    /// The commit `git bisect` holds as bad (new) while it runs: `refs/bisect/bad`, or the
+    /// ref of the term `git bisect start --term-new` named (`BISECT_TERMS`). Read only;
+    /// `None` outside a bisect.
+    pub fn bisect_new(&self) -> Option<ObjectId> {
+        let terms = std::fs::read_to_string(self.repo.git_dir().join("BISECT_TERMS")).ok();
+        let term = terms
+            .as_deref()
+            .and_then(|t| t.lines().next())
+            .map(str::trim)
+            .filter(|t| !t.is_empty() && !t.contains(['/', ' ', '.']))
+            .unwrap_or("bad");
+        let name = format!("refs/bisect/{term}");
+        self.repo
+            .rev_parse_single(name.as_str())
+            .ok()
+            .map(|id| id.detach())
+    }
+
     pub fn head(&self) -> anyhow::Result<ObjectId> {
         Ok(self
             .repo

@@ -178,6 +178,8 @@ struct Measured {
     asked: usize,
     /// Without `--runs`: doubled while the sides were not told apart.
     adaptive: bool,
+    /// Without `--runs`: the most runs a side could get (the budget, as far as it was asked).
+    budget: Option<usize>,
 }
 
 /// Measure `test` on `a` and `b` (built at `arts`) side by side in one window, `runs` each
@@ -241,6 +243,7 @@ fn measure_sides(
     let doing = |n: usize, of: usize| format!("measuring A and B (run {n} of {of})");
     let beat = ws.progress.heartbeat(doing(1, 2 * runs));
     let mut measured = 0usize;
+    let mut budget = most;
     loop {
         let more = asked - done_runs;
         let units = [
@@ -285,13 +288,23 @@ fn measure_sides(
         )?;
         moment += r.rounds as u32;
         done_runs = asked;
-        if crate::base::interrupt::requested() || !adaptive || asked >= most {
+        if crate::base::interrupt::requested() || !adaptive {
             break;
         }
-        if !worth_more(test, &got, &stopped) {
-            break;
+        if asked >= most {
+            // `max_repeats` spent and the sides still straddle the threshold: on up to the
+            // budget (the runs that take one build's time, or --max-runs).
+            budget = budget_of(ws, test, b, &got, most);
+            if asked >= budget || !straddles(test, &got, &stopped) {
+                break;
+            }
+            asked = (2 * asked).min(budget);
+        } else {
+            if !worth_more(test, &got, &stopped) {
+                break;
+            }
+            asked = (2 * asked).min(most);
         }
-        asked = (2 * asked).min(most);
         bar.inc_length(2 * (asked - done_runs) as u64);
     }
     drop(beat);
@@ -301,6 +314,7 @@ fn measure_sides(
         stopped,
         asked,
         adaptive,
+        budget: adaptive.then_some(budget),
     })
 }
 
@@ -330,6 +344,64 @@ fn worth_more(
     true
 }
 
+/// The most runs a side may get while the sides straddle the threshold: `max_runs` (the
+/// test's, or `--max-runs`), else the runs whose own wall time adds up to one build of B
+/// (from its manifest) at the pace of the runs `got` so far, twice `most` at least
+/// ([`crate::bisect::budget_of`]).
+fn budget_of(
+    ws: &Workspace,
+    test: &crate::config::Test,
+    b: &crate::git::CommitInfo,
+    got: &[Vec<Sample>; 2],
+    most: usize,
+) -> usize {
+    let walls: Vec<f64> = got
+        .iter()
+        .flatten()
+        .map(|s| s.wall)
+        .filter(|w| *w > 0.0 && w.is_finite())
+        .collect();
+    let runs = walls.len();
+    let took = walls.iter().sum::<f64>();
+    if let Some(n) = test.max_runs {
+        return n.max(most);
+    }
+    if test.deterministic {
+        return most;
+    }
+    let recipe = ws.config.build.recipe_hash();
+    let build = crate::build::cas::read_manifest(&ws.cache, &b.id, recipe).and_then(|m| m.build_ms);
+    let timed = build.filter(|_| runs > 0).map(|ms| {
+        let per_run = took / runs as f64;
+        let n = (ms as f64 / 1000.0 / per_run.max(1e-9)).floor();
+        n.min(crate::bisect::MAX_BUDGET as f64) as usize
+    });
+    crate::bisect::budget_of(most, timed)
+}
+
+/// Whether the sides, not told apart, still straddle the threshold: the runs could not have
+/// seen a change of it, or the 95 % interval of B/A reaches past it.
+fn straddles(
+    test: &crate::config::Test,
+    got: &[Vec<Sample>; 2],
+    stopped: &[Option<usize>; 2],
+) -> bool {
+    let va: Vec<f64> = got[0].iter().filter_map(|s| s.value).collect();
+    let vb: Vec<f64> = got[1].iter().filter_map(|s| s.value).collect();
+    let Some(d) = stats::differ_declared(&va, &vb, test.alpha, test.threshold, test.deterministic)
+    else {
+        return false;
+    };
+    if d.differs || d.deterministic || stopped.iter().any(Option::is_some) {
+        return false;
+    }
+    let thr = relative_threshold(test, d.before);
+    let mdc = stats::min_detectable_change(noise_of(&va, &vb), va.len(), vb.len(), test.alpha);
+    let reaches = stats::bootstrap_median_ratio(&va, &vb, 0.95, 2000, 1)
+        .is_none_or(|(lo, hi)| lo - 1.0 <= -thr || hi - 1.0 >= thr);
+    mdc > thr || reaches
+}
+
 /// The verdict on the runs `m` of `a` and `b`, by the test's alpha and threshold (without the
 /// profile).
 fn comparison(
@@ -343,6 +415,7 @@ fn comparison(
         stopped,
         asked,
         adaptive,
+        budget,
     } = m;
     let [sa, sb] = got;
     let va: Vec<f64> = sa.iter().filter_map(|s| s.value).collect();
@@ -375,6 +448,14 @@ fn comparison(
             _ => None,
         },
         adaptive,
+        budget,
+        deciding_runs: (!diff.is_some_and(|d| d.differs || d.deterministic))
+            .then(|| {
+                let cv = noise_of(&va, &vb);
+                threshold.map(|t| stats::repeats_needed(cv, t, test.alpha, 0.8))
+            })
+            .flatten()
+            .filter(|&n| n != usize::MAX && n > asked),
         why: None,
     }
 }
@@ -438,6 +519,48 @@ mod tests {
                 moment: i as u32,
             })
             .collect()
+    }
+
+    /// Issue 58: past `max_repeats`, `compare` goes on only while the sides straddle the
+    /// threshold: not told apart, and their interval (or the runs' reach) not yet within it.
+    #[test]
+    fn more_runs_only_while_the_sides_straddle_the_threshold() {
+        let cfg = crate::config::parse(
+            "[build]\ncommand = \"true\"\n[tests.t]\ncommand = \"./app\"\nthreshold = \"1%\"\n",
+            std::path::Path::new("/tmp/perfbisect.toml"),
+        )
+        .unwrap();
+        let test = cfg.test("t").unwrap();
+        let wave = |n: usize, level: f64, cv: f64| -> Vec<f64> {
+            (0..n)
+                .map(|i| level * (1.0 + cv * (((i * 7919) % 101) as f64 / 50.0 - 1.0)))
+                .collect()
+        };
+        let none = [None, None];
+        // Ten runs a side of 1.5 % noise, 0.5 % apart: in doubt.
+        let got = [
+            runs(&wave(10, 1000.0, 0.015)),
+            runs(&wave(10, 1005.0, 0.015)),
+        ];
+        assert!(straddles(test, &got, &none));
+        // Four hundred runs a side of 0.2 % noise at one level: no change, shown.
+        let got = [
+            runs(&wave(400, 1000.0, 0.002)),
+            runs(&wave(400, 1000.0, 0.002)),
+        ];
+        assert!(!straddles(test, &got, &none));
+        // Told apart: nothing more to ask.
+        let got = [
+            runs(&wave(10, 1000.0, 0.002)),
+            runs(&wave(10, 1100.0, 0.002)),
+        ];
+        assert!(!straddles(test, &got, &none));
+        // A side that stopped (its test kept failing) gets no more.
+        let got = [
+            runs(&wave(10, 1000.0, 0.015)),
+            runs(&wave(10, 1005.0, 0.015)),
+        ];
+        assert!(!straddles(test, &got, &[Some(3), None]));
     }
 
     #[test]

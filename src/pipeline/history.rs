@@ -198,5 +198,6 @@ pub fn pair_params(test: &crate::config::Test) -> crate::bisect::Params {
         interleave: test.interleave,
         counted: matches!(test.metric, crate::config::Metric::Instructions),
         tolerance: 0.0,
+        max_runs: test.max_runs,
     }
 }

@@ -59,6 +59,12 @@ pub struct Comparison {
     pub could_see_threshold: Option<bool>,
     /// Runs were doubled while the sides were not told apart (no `--runs`).
     pub adaptive: bool,
+    /// Without `--runs`: the most runs a side could get while the sides straddled the
+    /// threshold (`max_repeats`, then the budget: one build's time, or `--max-runs`).
+    pub budget: Option<usize>,
+    /// Not told apart: the runs a side that would show a change of the threshold (80 % of
+    /// the time) at this noise; `--max-runs` that many decides.
+    pub deciding_runs: Option<usize>,
     /// When the sides differ: the functions whose cost changed from A to B (or
     /// `{"unavailable": why}`), when profiled.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -225,9 +231,18 @@ fn verdict(o: &mut String, c: &Comparison, test: &crate::config::Test) {
                 format!(
                     "not told apart: {seen}{}",
                     if c.adaptive {
-                        " (max_repeats reached; the noise is too large here)"
+                        let spent = format!(
+                            " (every run of the budget spent: {} a side",
+                            c.budget.unwrap_or(c.runs)
+                        );
+                        match c.deciding_runs {
+                            Some(n) => format!(
+                                "{spent}; about {n} a side would decide it: `--max-runs {n}`)"
+                            ),
+                            None => format!("{spent}; the noise is too large here)"),
+                        }
                     } else {
-                        " (give more --runs, or none to let them grow)"
+                        " (give more --runs, or none to let them grow)".to_string()
                     }
                 )
             } else {
@@ -314,6 +329,8 @@ mod tests {
             min_detectable: None,
             could_see_threshold: None,
             adaptive: false,
+            budget: None,
+            deciding_runs: None,
             why: None,
         };
         let t = text(&c, test);

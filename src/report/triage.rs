@@ -14,7 +14,7 @@ use crate::base::text::{count, plural};
 use crate::pipeline::eras::Change;
 
 /// A search the budget left for the next run.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Left {
     pub test: String,
     pub from: String,
@@ -570,6 +570,25 @@ pub fn fixed_comment(x: &Finding, by: &str, subject: &str) -> String {
             .collect::<Vec<_>>()
             .join(", ")
     );
+    // Tests that joined the job after the finding: their step back is this fix too.
+    let joined: Vec<&findings::TestStep> = x
+        .fix_steps
+        .iter()
+        .filter(|s| !x.tests.iter().any(|t| t.test == s.test))
+        .collect();
+    if !joined.is_empty() {
+        let _ = writeln!(
+            o,
+            "\nThe same commit moved {} back, measured only since after `{}` (at the level it left): part of this fix, not a change of its own:\n",
+            if joined.len() == 1 { "a test that joined later" } else { "tests that joined later" },
+            short(&x.commit)
+        );
+        for s in joined {
+            let line = step_line(s);
+            let rest = line.strip_prefix(s.test.as_str()).unwrap_or(&line);
+            let _ = writeln!(o, "- {}{}", md::code(&s.test), md::text(rest));
+        }
+    }
     let _ = write!(o, "\n{}", markers(&fixed, &[]));
     o
 }
@@ -606,6 +625,7 @@ mod tests {
             unconfirmed: Vec::new(),
             fixed_by: None,
             fixed_posted: false,
+            fix_steps: Vec::new(),
             duplicates: Vec::new(),
             first_seen: 1,
             updated: 1,

@@ -82,6 +82,12 @@ int main(void) {
 }
 "#;
 
+/// The outlier line of [`APP_C`], and what it reads in a repository whose outliers draw their
+/// size from a range (`OUTLIER_LO`..`OUTLIER_HI`, shares; one more draw, only then): the
+/// program of every other repository stays byte for byte what it was, and so do their ids.
+const OUTLIER_LINE: &str = "    if (uniform() < OUTLIER_RATE) v *= 1.3;\n";
+const OUTLIER_RANGE: &str = "    if (uniform() < OUTLIER_RATE) v *= 1.0 + OUTLIER_LO + (OUTLIER_HI - OUTLIER_LO) * uniform();\n";
+
 /// The program's Makefile: `make` builds `./app`, as the config's own recipe does, so that
 /// `perfbisect config init` finds the build and its program as it would in a user's project.
 pub const MAKEFILE: &str = "# The demo program: `make` builds ./app.\nCC ?= cc\nCFLAGS ?= -O1\n\napp: app.c params.h\n\t$(CC) $(CFLAGS) -o app app.c -lm\n\nclean:\n\trm -f app\n\n.PHONY: clean\n";
@@ -94,8 +100,11 @@ pub struct CommitSpec {
     pub metric: f64,
     /// Gaussian noise, % of the metric (0: a deterministic metric).
     pub noise_pct: f64,
-    /// Share of runs whose value is 1.3 times too high.
+    /// Share of runs whose value is too high (by `outlier_size`).
     pub outlier_rate: f64,
+    /// How much too high an outlier is: a share drawn between the two (0.3, 0.3 by default:
+    /// 1.3 times).
+    pub outlier_size: (f64, f64),
     /// Memory allocated and touched.
     pub megabytes: u32,
     /// Iterations of a busy loop.
@@ -119,6 +128,7 @@ impl Default for CommitSpec {
             metric: 1000.0,
             noise_pct: 1.0,
             outlier_rate: 0.0,
+            outlier_size: (0.3, 0.3),
             megabytes: 1,
             work: 1000,
             broken: false,
@@ -171,11 +181,18 @@ threshold = "0.5%"
 description = "Size of the program (deterministic: one run per commit)"
 "#;
 
-fn params_h(c: &CommitSpec, n: usize) -> String {
+fn params_h(c: &CommitSpec, n: usize, ranged: bool) -> String {
     let mut s = format!(
         "/* commit {n} */\n#define COMMIT_NO {n}\n#define METRIC {:.6}\n#define NOISE_PCT {:.6}\n#define OUTLIER_RATE {:.6}\n#define MEGABYTES {}\n#define WORK {}LL\n#define NOISE_SEED {}ULL\n#define DRIFT_PCT {:.6}\n#define DRIFT_PERIOD {:.6}\n",
         c.metric, c.noise_pct, c.outlier_rate, c.megabytes, c.work, c.noise_seed, c.drift_pct, c.drift_period
     );
+    if ranged {
+        let _ = write!(
+            s,
+            "#define OUTLIER_LO {:.6}\n#define OUTLIER_HI {:.6}\n",
+            c.outlier_size.0, c.outlier_size.1
+        );
+    }
     if c.broken {
         s.push_str("#error this commit does not build\n");
     }
@@ -192,6 +209,12 @@ pub fn create_repo(dir: &Path, commits: &[CommitSpec]) -> anyhow::Result<Vec<Str
     git(dir, &["init", "-q", "-b", "main", "."], None)?;
     let mut stream = String::new();
     let t0 = 1_700_000_000u64;
+    let ranged = commits.iter().any(|c| c.outlier_size != (0.3, 0.3));
+    let app = if ranged {
+        APP_C.replace(OUTLIER_LINE, OUTLIER_RANGE)
+    } else {
+        APP_C.to_string()
+    };
     for (i, c) in commits.iter().enumerate() {
         let n = i + 1;
         let subject = if c.subject.is_empty() {
@@ -210,8 +233,8 @@ pub fn create_repo(dir: &Path, commits: &[CommitSpec]) -> anyhow::Result<Vec<Str
         } else {
             let _ = write!(
                 stream,
-                "M 100644 inline app.c\ndata {}\n{APP_C}\nM 100644 inline Makefile\ndata {}\n{MAKEFILE}\n",
-                APP_C.len(),
+                "M 100644 inline app.c\ndata {}\n{app}\nM 100644 inline Makefile\ndata {}\n{MAKEFILE}\n",
+                app.len(),
                 MAKEFILE.len()
             );
         }
@@ -223,7 +246,7 @@ pub fn create_repo(dir: &Path, commits: &[CommitSpec]) -> anyhow::Result<Vec<Str
                 doc.len()
             );
         } else {
-            let p = params_h(c, n);
+            let p = params_h(c, n, ranged);
             let _ = write!(stream, "M 100644 inline params.h\ndata {}\n{p}\n", p.len());
         }
     }
@@ -268,4 +291,24 @@ pub fn git(dir: &Path, args: &[&str], stdin: Option<&[u8]>) -> anyhow::Result<St
         );
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A repository of ranged outliers gets the program that draws their size; every other
+    /// one keeps the program (and so the commit ids) it always had.
+    #[test]
+    fn only_ranged_outliers_change_the_program() {
+        assert_eq!(APP_C.matches(OUTLIER_LINE).count(), 1);
+        let plain = params_h(&CommitSpec::default(), 3, false);
+        assert!(!plain.contains("OUTLIER_LO"), "{plain}");
+        let c = CommitSpec {
+            outlier_size: (0.05, 0.10),
+            ..CommitSpec::default()
+        };
+        let ranged = params_h(&c, 3, true);
+        assert!(ranged.contains("#define OUTLIER_LO 0.050000\n#define OUTLIER_HI 0.100000\n"));
+    }
 }

@@ -98,6 +98,11 @@ pub struct Finding {
     /// The "fixed by" comment went to the issue.
     #[serde(default)]
     pub fixed_posted: bool,
+    /// The steps at `fixed_by` that returned the level, one per test: the finding's own tests
+    /// and tests that joined the job after it (measured only at the level it left, their
+    /// step back is this fix, not news).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fix_steps: Vec<TestStep>,
     /// Issues opened for this finding by another `triage` at the same time (another cache,
     /// another runner), found after this one's issue: each is closed as a duplicate of the
     /// oldest (`url`), then leaves this list.
@@ -249,6 +254,7 @@ impl Findings {
                 unconfirmed: Vec::new(),
                 fixed_by: None,
                 fixed_posted: false,
+                fix_steps: Vec::new(),
                 duplicates: Vec::new(),
                 first_seen: now,
                 updated: now,
@@ -278,6 +284,7 @@ impl Findings {
                 unconfirmed: vec![line],
                 fixed_by: None,
                 fixed_posted: false,
+                fix_steps: Vec::new(),
                 duplicates: Vec::new(),
                 first_seen: now,
                 updated: now,
@@ -297,6 +304,21 @@ impl Findings {
                 f.fixed_posted = false;
                 f.updated = now;
             }
+        }
+    }
+
+    /// `step` (at `by`) is part of the fix of `commit`'s finding: kept there, once per test,
+    /// for the "fixed by" comment. A finding fixed by another commit keeps its own.
+    pub fn fix_step(&mut self, commit: &str, by: &str, step: TestStep, now: u64) {
+        if let Some(f) = self.get_mut(commit) {
+            if f.fixed_by.as_deref().is_some_and(|b| b != by) {
+                return;
+            }
+            match f.fix_steps.iter_mut().find(|t| t.test == step.test) {
+                Some(t) => *t = step,
+                None => f.fix_steps.push(step),
+            }
+            f.updated = now;
         }
     }
 
@@ -724,6 +746,28 @@ mod tests {
         assert!(load(&file).unwrap().era_said("value", "aa", "bb"));
         std::fs::write(&file, r#"{"version": 1, "findings": [], "searched": []}"#).unwrap();
         assert!(load(&file).unwrap().eras.is_empty());
+    }
+
+    /// Issue 58: the steps of a fix are kept on the finding it fixes, once per test, and
+    /// never on a finding another commit fixed.
+    #[test]
+    fn the_steps_of_a_fix_are_kept_on_the_finding_it_fixes() {
+        let mut f = Findings::default();
+        f.confirmed("c1", "s", step("a", 0.1), 1);
+        f.fixed("c1", "c9", 2);
+        f.fix_step("c1", "c9", step("a", -0.09), 3);
+        f.fix_step("c1", "c9", step("joined", -0.1), 3);
+        f.fix_step("c1", "c9", step("joined", -0.11), 4);
+        let x = f.get("c1").unwrap();
+        let names: Vec<&str> = x.fix_steps.iter().map(|t| t.test.as_str()).collect();
+        assert_eq!(names, ["a", "joined"]);
+        assert_eq!(x.fix_steps[1].rel_change, -0.11);
+        f.fix_step("c1", "c8", step("other", -0.1), 5);
+        assert_eq!(
+            f.get("c1").unwrap().fix_steps.len(),
+            2,
+            "fixed by c9, not c8"
+        );
     }
 
     #[test]

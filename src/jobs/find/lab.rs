@@ -58,6 +58,8 @@ pub struct WorkspaceLab<'a> {
     to_check: Vec<usize>,
     check_asked: std::collections::HashSet<usize>,
     checks: (usize, std::time::Duration),
+    /// The wall time of the runs made and their number (what one run costs, beside a build).
+    walls: (f64, usize),
 }
 
 impl<'a> WorkspaceLab<'a> {
@@ -106,6 +108,7 @@ impl<'a> WorkspaceLab<'a> {
             to_check: Vec::new(),
             check_asked: Default::default(),
             checks: Default::default(),
+            walls: Default::default(),
         }
     }
 
@@ -304,6 +307,20 @@ impl Lab for WorkspaceLab<'_> {
         window: Option<(u64, u32)>,
     ) -> anyhow::Result<Measured> {
         self.with_beside(|lab| lab.measure_window_now(positions, runs, window))
+    }
+
+    fn build_secs(&self, pos: usize) -> Option<f64> {
+        let recipe = self.ws.config.build.recipe_hash();
+        crate::build::cas::read_manifest(&self.ws.cache, &self.commits[pos].id, recipe)
+            .and_then(|m| m.build_ms)
+            .map(|ms| ms as f64 / 1000.0)
+    }
+
+    /// A run's own wall time (its process tree's, as the store keeps it), on average: what
+    /// the test costs, against what a build costs.
+    fn run_secs(&self) -> Option<f64> {
+        let (wall, runs) = self.walls;
+        (runs > 0).then(|| wall / runs as f64)
     }
 
     fn builds_beside(&self) -> bool {
@@ -579,6 +596,14 @@ impl WorkspaceLab<'_> {
         res
     }
 
+    /// Add the wall time of `runs` (each run's own process) to what a run costs.
+    fn count_walls(&mut self, runs: &[crate::store::Sample]) {
+        for r in runs.iter().filter(|r| r.wall > 0.0 && r.wall.is_finite()) {
+            self.walls.0 += r.wall;
+            self.walls.1 += 1;
+        }
+    }
+
     fn measure_now(&mut self, pos: usize, runs: usize) -> anyhow::Result<Vec<f64>> {
         let art = self
             .artifacts(pos)
@@ -624,6 +649,7 @@ impl WorkspaceLab<'_> {
             beat.set(doing(k));
         })?;
         drop(beat);
+        self.count_walls(&got);
         if let Some(e) = got.iter().rev().find_map(|s| s.error.clone()) {
             self.last_error.insert(pos, e);
         }
@@ -709,6 +735,9 @@ impl WorkspaceLab<'_> {
             },
         )?;
         drop(beat);
+        for g in &got {
+            self.count_walls(g);
+        }
         let mut values_out = Vec::with_capacity(positions.len());
         for (i, &p) in positions.iter().enumerate() {
             if let Some(e) = got[i].iter().rev().find_map(|s| s.error.clone()) {

@@ -72,52 +72,35 @@ pub fn triage(ws: &Workspace, opts: &Options<'_>) -> anyhow::Result<Outcome> {
     eras::machine_changes(ws, &tests, opts, &mut f, &|o| job.over_budget(o), &mut out)?;
     job.keep(&f)?;
 
-    // 2. Every test's change points not settled yet, grouped by gap.
-    let (merged, order) = job.unsettled_gaps(&f)?;
-
-    // 3. One search per gap: the tests that moved there, one after another on the same builds.
+    // 2. Every test's change points not settled yet, grouped by gap; 3. one search per gap.
+    // The runs a search makes can show a step the rows before it could not (a regression and
+    // its revert to the same bytes: the revert's search measures both builds side by side),
+    // so the change points are looked at again after a pass that searched, until one shows
+    // nothing new to search (at most `PASSES`).
     // Each culprit's reports by test: what an issue body shows under each test's name.
     let mut reports: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
-    for (gap, ts) in &merged {
-        let spec = format!("{}..{}", gap.from, gap.to);
-        let names: Vec<&str> = ts.iter().map(|t| t.name.as_str()).collect();
-        for t in ts {
-            if job.over_budget(&out) {
-                out.left.push(Left {
-                    test: t.name.clone(),
-                    from: gap.from.to_string(),
-                    to: gap.to.to_string(),
-                });
-                continue;
-            }
-            ws.note(&format!(
-                "perfbisect: triage: searching {}..{} for {} ({} of the tests that moved there: {})",
-                crate::git::short(&gap.from),
-                crate::git::short(&gap.to),
-                t.name,
-                names.iter().position(|n| *n == t.name).map_or(1, |i| i + 1),
-                names.join(", ")
-            ));
-            let ask = crate::jobs::find::Ask {
-                range: &spec,
-                jobs: opts.jobs,
-                no_descend: false,
-                why: false,
-                no_why: false,
-                replay: false,
-            };
-            let (run, why) = crate::jobs::find::find(ws, (*t).clone(), &ask, Instant::now())?;
-            out.searches += 1;
-            let (b, r) = run.counts();
-            out.builds += b;
-            out.runs += r;
-            job.record(&mut f, t, gap, &run, &why, &mut reports)?;
-            job.keep(&f)?;
+    let mut order = Order::default();
+    for _ in 0..PASSES {
+        let (merged, o) = job.unsettled_gaps(&f)?;
+        order = o;
+        if merged.is_empty() || job.over_budget(&out) {
+            // Still said as left when the budget stops it.
+            job.leave(&merged, &mut out);
+            break;
         }
+        job.search_gaps(&merged, &mut f, &mut reports, &mut out)?;
     }
 
     // 4. A later step that returns a level fixes the finding that left it.
-    fixes(&mut f, &tests, &order);
+    let recipe = ws.config.build.recipe_hash();
+    let digest = |c: &str| {
+        gix::ObjectId::from_hex(c.as_bytes())
+            .ok()
+            .and_then(|id| crate::build::cas::read_manifest(&ws.cache, &id, recipe))
+            .map(|m| m.digest)
+    };
+    let identical = |a: &str, b: &str| digest(a).is_some_and(|d| Some(d) == digest(b));
+    fixes(&mut f, &tests, &order, &identical);
     job.keep(&f)?;
 
     // 5. Posting.
@@ -136,11 +119,96 @@ pub fn triage(ws: &Workspace, opts: &Options<'_>) -> anyhow::Result<Outcome> {
     Ok(out)
 }
 
+/// Passes of detection and search a night makes at most (each after the first only when the
+/// one before searched something and its runs show a gap not searched yet).
+const PASSES: usize = 3;
+
+impl Triage<'_> {
+    /// The gaps `merged` left unsearched by the budget, said in `out.left`.
+    fn leave(&self, merged: &Gaps<'_>, out: &mut Outcome) {
+        if !self.over_budget(out) {
+            return;
+        }
+        for (gap, ts) in merged {
+            for t in ts {
+                let left = Left {
+                    test: t.name.clone(),
+                    from: gap.from.to_string(),
+                    to: gap.to.to_string(),
+                };
+                if !out.left.contains(&left) {
+                    out.left.push(left);
+                }
+            }
+        }
+    }
+
+    /// One search per gap of `merged`: the tests that moved there, one after another on the
+    /// same builds; each verdict recorded in `f` (kept after each) and its report in
+    /// `reports`.
+    fn search_gaps(
+        &self,
+        merged: &Gaps<'_>,
+        f: &mut Findings,
+        reports: &mut BTreeMap<String, BTreeMap<String, String>>,
+        out: &mut Outcome,
+    ) -> anyhow::Result<()> {
+        let (ws, opts, job) = (self.ws, self.opts, self);
+        for (gap, ts) in merged {
+            let spec = format!("{}..{}", gap.from, gap.to);
+            let names: Vec<&str> = ts.iter().map(|t| t.name.as_str()).collect();
+            for t in ts {
+                if job.over_budget(out) {
+                    out.left.push(Left {
+                        test: t.name.clone(),
+                        from: gap.from.to_string(),
+                        to: gap.to.to_string(),
+                    });
+                    continue;
+                }
+                ws.note(&format!(
+                    "perfbisect: triage: searching {}..{} for {} ({} of the tests that moved \
+                     there: {})",
+                    crate::git::short(&gap.from),
+                    crate::git::short(&gap.to),
+                    t.name,
+                    names.iter().position(|n| *n == t.name).map_or(1, |i| i + 1),
+                    names.join(", ")
+                ));
+                let ask = crate::jobs::find::Ask {
+                    range: &spec,
+                    jobs: opts.jobs,
+                    no_descend: false,
+                    why: false,
+                    no_why: false,
+                    replay: false,
+                };
+                let (run, why) = crate::jobs::find::find(ws, (*t).clone(), &ask, Instant::now())?;
+                out.searches += 1;
+                let (b, r) = run.counts();
+                out.builds += b;
+                out.runs += r;
+                job.record(f, t, gap, &run, &why, reports)?;
+                job.keep(f)?;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// The gaps not settled yet, each with the tests whose change point lies there.
 type Gaps<'t> = Vec<(Gap, Vec<&'t Test>)>;
 
 /// Each commit's place in history, per test (for what fixed what).
-type Order = BTreeMap<String, BTreeMap<String, usize>>;
+type Positions = BTreeMap<String, BTreeMap<String, usize>>;
+
+/// What fixing needs of each test's history: each commit's place in it, and the place of the
+/// first commit measured for the test here (a test that joined the job later has none before).
+#[derive(Default)]
+struct Order {
+    pos: Positions,
+    first: BTreeMap<String, usize>,
+}
 
 /// One `triage`: what it was asked, when it started, its tests and its findings' file.
 struct Triage<'a> {
@@ -278,7 +346,7 @@ impl<'a> Triage<'a> {
     fn unsettled_gaps(&self, f: &Findings) -> anyhow::Result<(Gaps<'a>, Order)> {
         let (ws, opts) = (self.ws, self.opts);
         let mut groups: BTreeMap<(usize, String, String), (Gap, Vec<&Test>)> = BTreeMap::new();
-        let mut order: Order = BTreeMap::new();
+        let mut order = Order::default();
         // The rows of every test (the repository is one thread's), then their change points
         // on every core: the tests are independent.
         let mut loaded = Vec::with_capacity(self.tests.len());
@@ -304,13 +372,16 @@ impl<'a> Triage<'a> {
         };
         for ((t, rows), d) in loaded.iter().zip(detected) {
             let t: &'a Test = t;
-            order.insert(
+            order.pos.insert(
                 t.name.clone(),
                 rows.iter()
                     .enumerate()
                     .map(|(i, r)| (r.commit.id.to_string(), i))
                     .collect(),
             );
+            if let Some(i) = rows.iter().position(|r| r.own > 0) {
+                order.first.insert(t.name.clone(), i);
+            }
             // Steps the stored runs cannot decide (cron rounds each at its own moment, too few runs)
             // are searched as the confirmed ones are: `find`'s interleaved runs decide them. A
             // move seen only across named machines is theirs, not a commit's: never searched.
@@ -326,7 +397,7 @@ impl<'a> Triage<'a> {
                 };
                 let to = &rows[index];
                 let (a, b) = (from.commit.id.to_string(), to.commit.id.to_string());
-                if settled(f, &t.name, &a, &b, &order[&t.name]) {
+                if settled(f, &t.name, &a, &b, &order.pos[&t.name]) {
                     continue;
                 }
                 let e = groups.entry((index, a, b)).or_insert_with(|| {
@@ -460,40 +531,78 @@ fn settled(f: &Findings, test: &str, from: &str, to: &str, pos: &BTreeMap<String
     })
 }
 
-/// Findings `a` (earlier) and `b` (later) that share a test whose step at `b` goes back to the
-/// level before `a` (opposite sign, within the test's threshold of `a`'s old level): `a` is
-/// fixed by `b`, and `b`'s step of that test is said there, not as a finding of its own.
-fn fixes(f: &mut Findings, tests: &[Test], order: &BTreeMap<String, BTreeMap<String, usize>>) {
-    let mut pairs: Vec<(String, String, String)> = Vec::new();
+/// A later finding `b` fixes an earlier `a` when, for a test of both, its step goes back the
+/// other way to the level `a` left (within the test's threshold of `a`'s old level), or to a
+/// build byte-identical to `a`'s parent's. Then every test that moved at `b` back from `a`'s
+/// level is recorded on `a` as its fix (`fix_steps`, said in the "fixed by" comment) and
+/// dropped from `b`, never posted as news: `a`'s own tests, and the tests that joined the job
+/// after `a` (first measured past it: their series starts at the level `a` left, so the
+/// revert looks like a step of their own) whose step at `b` goes the fixing way (the other
+/// kind than `a`'s, or any way to a byte-identical build).
+fn fixes(f: &mut Findings, tests: &[Test], order: &Order, identical: &dyn Fn(&str, &str) -> bool) {
+    let place = |test: &str, commit: &str| order.pos.get(test).and_then(|p| p.get(commit)).copied();
+    let mut pairs: Vec<(String, String)> = Vec::new();
+    let mut moved: Vec<(String, String, TestStep)> = Vec::new();
     for a in &f.findings {
-        if !matches!(a.state, State::New | State::Posted) {
+        if !matches!(a.state, State::New | State::Posted | State::Fixed) {
             continue;
         }
-        for sa in &a.tests {
-            let Some(t) = tests.iter().find(|t| t.name == sa.test) else {
+        for b in f.findings.iter().filter(|b| b.commit != a.commit) {
+            // A finding fixed by another commit is that commit's.
+            if a.state == State::Fixed && a.fixed_by.as_deref() != Some(b.commit.as_str()) {
                 continue;
-            };
-            let Some(pos) = order.get(&t.name) else {
-                continue;
-            };
-            let Some(&pa) = pos.get(&a.commit) else {
-                continue;
-            };
-            for b in f.findings.iter().filter(|b| b.commit != a.commit) {
+            }
+            let same_build = a.tests.iter().any(|sa| identical(&sa.parent, &b.commit));
+            let mut back = Vec::new();
+            for sa in &a.tests {
+                let Some(t) = tests.iter().find(|t| t.name == sa.test) else {
+                    continue;
+                };
                 let Some(sb) = b.tests.iter().find(|s| s.test == sa.test) else {
                     continue;
                 };
-                let later = pos.get(&b.commit).is_some_and(|&pb| pb > pa);
-                let back = sb.rel_change * sa.rel_change < 0.0
-                    && !t.threshold.reached(sa.before, sb.after);
-                if later && back {
-                    pairs.push((a.commit.clone(), b.commit.clone(), sa.test.clone()));
+                let later = match (place(&t.name, &a.commit), place(&t.name, &b.commit)) {
+                    (Some(pa), Some(pb)) => pb > pa,
+                    _ => false,
+                };
+                let returns = sb.rel_change * sa.rel_change < 0.0
+                    && (same_build || !t.threshold.reached(sa.before, sb.after));
+                if later && returns {
+                    back.push(sb.clone());
                 }
+            }
+            if back.is_empty() {
+                continue;
+            }
+            // The tests at `b` that joined after `a`.
+            let kind = &a.tests[0].kind;
+            for sb in b
+                .tests
+                .iter()
+                .filter(|s| !a.tests.iter().any(|sa| sa.test == s.test))
+            {
+                let joined_after = match (order.first.get(&sb.test), place(&sb.test, &a.commit)) {
+                    (Some(&first), Some(pa)) => first > pa,
+                    // `a` is older than anything this test's history holds.
+                    (Some(_), None) => true,
+                    _ => false,
+                };
+                if joined_after && (same_build || &sb.kind != kind) {
+                    back.push(sb.clone());
+                }
+            }
+            pairs.push((a.commit.clone(), b.commit.clone()));
+            for sb in back {
+                moved.push((a.commit.clone(), b.commit.clone(), sb));
             }
         }
     }
-    for (a, b, test) in pairs {
+    for (a, b) in pairs {
         f.fixed(&a, &b, now());
+    }
+    for (a, b, step) in moved {
+        let test = step.test.clone();
+        f.fix_step(&a, &b, step, now());
         f.drop_test(&b, &test);
     }
 }
