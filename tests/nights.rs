@@ -6,7 +6,6 @@
 //! runs taken side by side, it must be found at its commit in most histories.
 
 #[path = "../scripts/nights/sim.rs"]
-#[allow(dead_code)]
 mod sim;
 
 use sim::{family, Kind, Setup};
