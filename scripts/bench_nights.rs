@@ -21,14 +21,30 @@ fn main() {
         };
         let step: f64 = args[i + 2].parse().unwrap();
         let k: u64 = args[i + 3].parse().unwrap();
-        let (h, _) = sim::history(kind, (step > 0.0).then_some(step), 1, k, Setup::default());
+        let seed0 = std::env::var("NIGHTS_SEED0")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(1);
+        let (h, _) = sim::history(
+            kind,
+            (step > 0.0).then_some(step),
+            seed0,
+            k,
+            Setup::default(),
+        );
         println!(
             "{}\nsteps {:?}\n{}",
             h.log.join("\n"),
             h.steps,
             sim::dump(&h)
         );
-        println!("{:#?}", h.detect(0, h.len() - 1));
+        // `show KIND STEP K LO HI`: the view of the range LO..HI instead of the whole.
+        let lo = args.get(i + 4).and_then(|a| a.parse().ok()).unwrap_or(0);
+        let hi = args
+            .get(i + 5)
+            .and_then(|a| a.parse().ok())
+            .unwrap_or(h.len() - 1);
+        println!("{:#?}", h.detect(lo, hi));
         return;
     }
     if args.iter().any(|a| a == "single") {

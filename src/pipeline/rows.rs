@@ -243,8 +243,14 @@ pub fn side_by_side<R: Run>(
         let pair = parent
             .filter(|_| k < rows.len())
             .and_then(|q| pair_step(&rows[q], &rows[k], params))
-            // A pair that does not differ at α is no statement of this confirmed step.
-            .filter(|(c, det)| *det || c.p_value < params.alpha);
+            // A pair that does not differ at α is no statement of this confirmed step; nor,
+            // where the levels left the step a span before the parent, one below the
+            // threshold (the step may lie before the parent: these two differ by jitter).
+            .filter(|(c, det)| *det || c.p_value < params.alpha)
+            .filter(|(c, det)| {
+                *det || parent.is_none_or(|q| q <= cp.last_before)
+                    || params.threshold.reached(c.before, c.after)
+            });
         if let (Some((c, det)), Some(q)) = (pair, parent) {
             cp.last_before = cp.last_before.max(q);
             cp.before = c.before;

@@ -254,7 +254,9 @@ fn machine_free(runs: &Runs) -> bool {
 /// weights (inverse variances, inflated by what heavy tails leave).
 fn weigh(model: &Model, var: &[f64]) -> (Vec<f64>, Vec<f64>) {
     let y = model::clip_lone(&model.level, var, &model.n, 3.0);
-    let mut skip = vec![false; y.len()];
+    // Commits of one build differ by nothing: no difference to read tails from.
+    let mut skip = model.joined.clone();
+    skip.resize(y.len(), false);
     model.within_strata(&mut skip);
     let inflate = model::tail_inflation(&y, var, &skip);
     let w = var.iter().map(|v| 1.0 / (v * inflate)).collect();

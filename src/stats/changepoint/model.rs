@@ -886,7 +886,8 @@ fn sigma_of_diffs(d: Vec<f64>) -> Option<f64> {
 }
 
 /// Mean square of the standardised differences of neighbouring levels (those of `skip` left
-/// out), winsorised at ±3 so steps count little; at least 1 (Gaussian noise gives about 1).
+/// out), winsorised at ±3 so steps count little; at least 1 (Gaussian noise gives about 1),
+/// and 1 where fewer than [`MIN_DIFFS`] differences are left (those few may be the steps).
 /// Heavy tails leave more spread than a MAD promises; the penalty must scale with the spread
 /// the segmentation sees.
 pub(super) fn tail_inflation(y: &[f64], var: &[f64], skip: &[bool]) -> f64 {
@@ -904,7 +905,7 @@ pub(super) fn tail_inflation(y: &[f64], var: &[f64], skip: &[bool]) -> f64 {
         count += 1;
     }
     let ms = sum / count.max(1) as f64;
-    if ms.is_finite() && count > 0 {
+    if ms.is_finite() && count >= MIN_DIFFS {
         ms.max(1.0)
     } else {
         1.0
