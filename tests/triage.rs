@@ -853,18 +853,9 @@ repeats = 3
 }
 
 /// Issue 58, item 3, in the detector: the cron rounds alone (every 2nd commit) of a
-/// regression at 13 and its revert at 21 to byte-identical bytes show two undecided steps,
-/// at 14 and 22 (13 and 21 unmeasured). Today only the revert's shows: `confirm` merges the
-/// revert's boundary away first (both fail, measured apart, p 1; the later wins the tie),
-/// then tests the regression's boundary between commits 1–12 and the merged segment 14–30,
-/// whose commits 22–30 show the same build's runs as 1–12 (the same windows): the strata
-/// test finds a stratum "holding both sides" (the one build's runs against themselves), so
-/// the test is not `apart`, its p is 1, and `undecided` reads `p` (1) instead of `p_runs`
-/// (0.001) and drops it. `triage` finds the regression all the same, by looking again after
-/// the revert's search (see the test above); `detect` on the rounds alone does not.
+/// regression at 13 and its revert at 21 to byte-identical bytes show two steps, at 14 and 22
+/// (13 and 21 unmeasured), decided or undecided: neither is merged into the other.
 #[test]
-#[ignore = "detector (src/stats/changepoint/confirm.rs, being rewritten): a boundary merged \
-            next to a revert to identical bytes is tested against the build's own runs"]
 fn the_rounds_of_a_regression_and_its_revert_show_both_undecided_steps() {
     let f = levels_repo(
         30,
