@@ -204,6 +204,7 @@ impl History {
             interleave: true,
             counted: false,
             tolerance: 0.0,
+            ..Params::default()
         }
     }
 
