@@ -447,7 +447,7 @@ fn identical_builds_share_samples_and_say_how_many_runs_that_saved() {
 }
 
 #[test]
-fn two_shards_merged_equal_one_unsharded_run_and_merging_again_adds_nothing() {
+fn two_shards_merged_hold_what_one_unsharded_run_holds_and_merging_again_adds_nothing() {
     let f = Fixture::new(&specs(9, |_, _| {}), &with_build(TESTS));
     let range = f.range();
     let whole = f.dir.path().join("whole");
@@ -465,9 +465,11 @@ fn two_shards_merged_equal_one_unsharded_run_and_merging_again_adds_nothing() {
     run(&whole, &[]);
     let a = run(&shard(1), &["--shard", "1/2"]);
     let b = run(&shard(2), &["--shard", "2/2"]);
+    // Every shard holds both ends of the range (issue 60): the old end in each, the newest in
+    // the shard that would not hold it: the 8 commits and three ends again.
     assert_eq!(
         a["commits"].as_u64().unwrap() + b["commits"].as_u64().unwrap(),
-        8
+        8 + 3
     );
     assert_eq!(a["shard"], "1/2");
     let merged = f.dir.path().join("merged");
@@ -482,7 +484,9 @@ fn two_shards_merged_equal_one_unsharded_run_and_merging_again_adds_nothing() {
         out(&o).0
     };
     let said = merge(&[&shard(1), &shard(2)]);
-    assert!(said.contains("added 32 samples"), "{said}");
+    // The whole run's 8 commits × (3 runs of value, 1 of size), and the ends the shards both
+    // hold measured again: 11 commits' worth.
+    assert!(said.contains("added 44 samples"), "{said}");
     let show = |cache: &Path, test: &str| {
         let o = with_cache(&f, cache)
             .args(["show", test, &range, "--format", "json"])
@@ -507,13 +511,41 @@ fn two_shards_merged_equal_one_unsharded_run_and_merging_again_adds_nothing() {
         }
         v
     };
+    // Every commit the whole run measured is in the merged store with at least its runs, and
+    // the sizes (one number a build) are the same.
+    let per_commit = |v: &serde_json::Value| -> Vec<(String, u64, Option<f64>)> {
+        v["commits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["n"].as_u64().unwrap_or(0) > 0)
+            .map(|c| {
+                (
+                    c["commit"].as_str().unwrap().to_string(),
+                    c["n"].as_u64().unwrap(),
+                    c["median"].as_f64(),
+                )
+            })
+            .collect()
+    };
     for test in ["value", "size"] {
-        assert_eq!(show(&merged, test), show(&whole, test), "{test}");
+        let (m, w) = (
+            per_commit(&show(&merged, test)),
+            per_commit(&show(&whole, test)),
+        );
+        for (commit, n, median) in &w {
+            let got = m.iter().find(|x| &x.0 == commit);
+            assert!(got.is_some_and(|x| x.1 >= *n), "{test} {commit}: {m:?}");
+            if test == "size" {
+                assert_eq!(got.unwrap().2, *median, "{test} {commit}");
+            }
+        }
     }
     // Twice, and a store with itself: nothing more.
+    let before = show(&merged, "value");
     assert!(merge(&[&shard(1), &shard(2)]).contains("added 0 samples"));
     assert!(merge(&[&merged]).contains("added 0 samples"));
-    assert_eq!(show(&merged, "value"), show(&whole, "value"));
+    assert_eq!(show(&merged, "value"), before);
     // A folder without a store: exit 2, named.
     let o = with_cache(&f, &merged)
         .arg("merge")

@@ -50,12 +50,8 @@ struct Span {
     last_old_commit: Option<String>,
     unmeasured: usize,
     /// Commits between that were measured, on machine states that place them at neither level.
-    #[serde(skip_serializing_if = "is_zero")]
+    #[serde(skip_serializing_if = "crate::report::steps::is_zero")]
     measured: usize,
-}
-
-fn is_zero(n: &usize) -> bool {
-    *n == 0
 }
 
 /// How [`Point`]s and [`Open`]s name positions of the series: the index (CSV) or the commit.
@@ -324,22 +320,7 @@ fn warn_if_uneven(
     test: &crate::config::Test,
     rows: &[crate::pipeline::rows::CommitRow<Observation>],
 ) {
-    // A count's jitter within a tenth of the threshold (33 instructions in 2.17 billion)
-    // leaves its values exact, as a search compares them: only a wider spread disproves.
-    let counted = matches!(test.metric, crate::config::Metric::Instructions);
-    let tolerance = |level: f64| match test.threshold {
-        crate::stats::threshold::Threshold::Relative(r) => r.abs() / 10.0,
-        crate::stats::threshold::Threshold::Absolute(a) if level != 0.0 => (a / level).abs() / 10.0,
-        crate::stats::threshold::Threshold::Absolute(_) => 0.0,
-    };
-    let uneven = rows.iter().find(|r| {
-        let first = r.values.first().copied().unwrap_or(0.0);
-        r.values.iter().any(|x| {
-            *x != first
-                && !(counted && first != 0.0 && ((x - first) / first).abs() <= tolerance(first))
-        })
-    });
-    if let Some(r) = uneven {
+    if let Some(r) = crate::pipeline::history::uneven(test, rows) {
         ws.warn(&format!(
             "runs of {} differ, so test `{}` is not deterministic as declared; change points are detected as for a noisy test",
             r.commit.short(),
@@ -391,14 +372,9 @@ fn write_text(w: &mut impl Write, out: &Output) -> anyhow::Result<()> {
         // An exact change across commits not measured: exact between the measured commits,
         // and of this commit's own step only the share it may have.
         let across = match (p.deterministic, p.span.unmeasured, p.interval) {
-            (true, n, Some([lo, hi])) if n > 0 => Some(format!(
-                "exact between the measured commits around it, not this commit's own step: its \
-                 share {:+.2} % to {:+.2} % (what the {n} commit{} not measured between could \
-                 add)",
-                lo * 100.0,
-                hi * 100.0,
-                if n == 1 { "" } else { "s" }
-            )),
+            (true, n, Some([lo, hi])) if n > 0 => {
+                Some(crate::report::steps::exact_across(n, (lo, hi)))
+            }
             _ => None,
         };
         let evidence = if let Some(a) = &across {
@@ -472,14 +448,8 @@ fn name(index: i64, commit: Option<&str>, subject: Option<&str>) -> String {
     }
 }
 
-/// What the text says of a step's span: nothing where it is at its commit, else the last
-/// commit measured at the old level and how many between were not measured.
+/// What the text says of a step's span ([`crate::report::steps::span_clause`]).
 fn span_text(s: &Span) -> String {
-    let last = match &s.last_old_commit {
-        Some(c) => c[..10.min(c.len())].to_string(),
-        None => format!("index {}", s.last_old_index),
-    };
-    crate::report::steps::span(&last, s.unmeasured, s.measured)
-        .map(|t| format!("; the step lies {t}"))
-        .unwrap_or_default()
+    let last = (s.last_old_commit.as_deref(), s.last_old_index);
+    crate::report::steps::span_clause(last, s.unmeasured, s.measured)
 }

@@ -174,7 +174,11 @@ pub fn of(
 fn change(ws: &Workspace, test: &Test, here: &Samples, before: &Era) -> Change {
     let now = ws.test_fingerprint(test);
     let changed = before.differs.clone();
-    let bridge = before.rows.iter().rev().find_map(|r| {
+    // The bridge is the era's newest measured commit measured again here (the one `triage`
+    // measures): an older commit measured here since (a range's old end) is far from the
+    // change, and the machine's state may have moved in between.
+    let newest = before.rows.iter().rev().find(|r| !r.values.is_empty());
+    let bridge = newest.and_then(|r| {
         let after: Vec<f64> = here
             .records(&r.commit.id)
             .into_iter()

@@ -201,3 +201,26 @@ pub fn pair_params(test: &crate::config::Test) -> crate::bisect::Params {
         max_runs: test.max_runs,
     }
 }
+
+/// The first row of a test declared deterministic whose runs differ (the declaration is then
+/// wrong); a count's jitter within a tenth of the threshold (33 instructions in 2.17 billion)
+/// leaves its values exact, as a search compares them: only a wider spread disproves.
+pub fn uneven<'a, R: Run>(
+    test: &crate::config::Test,
+    rows: &'a [crate::pipeline::rows::CommitRow<R>],
+) -> Option<&'a crate::pipeline::rows::CommitRow<R>> {
+    use crate::stats::threshold::Threshold;
+    let counted = matches!(test.metric, crate::config::Metric::Instructions);
+    let tolerance = |level: f64| match test.threshold {
+        Threshold::Relative(r) => r.abs() / 10.0,
+        Threshold::Absolute(a) if level != 0.0 => (a / level).abs() / 10.0,
+        Threshold::Absolute(_) => 0.0,
+    };
+    rows.iter().find(|r| {
+        let first = r.values.first().copied().unwrap_or(0.0);
+        r.values.iter().any(|x| {
+            *x != first
+                && !(counted && first != 0.0 && ((x - first) / first).abs() <= tolerance(first))
+        })
+    })
+}

@@ -168,7 +168,15 @@ impl Workspace {
         if stale.is_empty() {
             return Ok(done(false));
         }
-        let list = match stale.as_slice() {
+        self.distrust(&stale)?;
+        Ok(done(true))
+    }
+
+    /// Says which incremental builds differed from pristine ones (`stale`), and drops every
+    /// cached incremental build of the project: none is trusted any more.
+    fn distrust(&self, stale: &[String]) -> anyhow::Result<()> {
+        let build = &self.config.build;
+        let list = match stale {
             [one] => one.clone(),
             [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
             [] => String::new(),
@@ -196,7 +204,7 @@ impl Workspace {
             if dropped == 1 { "" } else { "s" },
             if dropped == 1 { "is" } else { "are" },
         ));
-        Ok(done(true))
+        Ok(())
     }
 
     /// The pristine build of `id` made beside a measurement that showed other bytes, while

@@ -277,47 +277,52 @@ pub fn text(test: &Test, scope: &str, rows: &[CommitRow], old_end: bool) -> Stri
                 s.std_dev_pct,
                 fmt_num(s.span)
             );
-            if let Some(t) = &s.trend {
-                let what = match t.verdict {
-                    "none" => "no significant trend".to_string(),
-                    v => format!(
-                        "{} trend: getting {v}",
-                        if t.sen_slope > 0.0 {
-                            "upward"
-                        } else {
-                            "downward"
-                        }
-                    ),
-                };
-                let _ = writeln!(
-                    o,
-                    "Mann-Kendall over the medians of {} measured commits: {what} (p = {:.3}, Sen's slope {} per measured commit, {:+.3}%)",
-                    t.commits,
-                    t.p_value,
-                    fmt_signed(t.sen_slope),
-                    t.sen_slope_pct
-                );
-            }
-            if let Some(k) = &s.stake {
-                let word = match k.verdict {
-                    "better" => "current results are BETTER",
-                    "worse" => "current results are worse",
-                    _ => "current results equal the stake",
-                };
-                let _ = writeln!(
-                    o,
-                    "stake {}: mean {} ({:+.2}%), P50 {} ({:+.2}%); newest median {}: {word}",
-                    fmt_num(k.stake),
-                    fmt_signed(k.vs_mean),
-                    k.vs_mean_pct,
-                    fmt_signed(k.vs_p50),
-                    k.vs_p50_pct,
-                    fmt_num(k.current)
-                );
-            }
+            trend_and_stake(&mut o, &s);
         }
     }
     o
+}
+
+/// The trend and stake lines of `show`'s text, where the summary has them.
+fn trend_and_stake(o: &mut String, s: &RangeSummary) {
+    if let Some(t) = &s.trend {
+        let what = match t.verdict {
+            "none" => "no significant trend".to_string(),
+            v => format!(
+                "{} trend: getting {v}",
+                if t.sen_slope > 0.0 {
+                    "upward"
+                } else {
+                    "downward"
+                }
+            ),
+        };
+        let _ = writeln!(
+            o,
+            "Mann-Kendall over the medians of {} measured commits: {what} (p = {:.3}, Sen's slope {} per measured commit, {:+.3}%)",
+            t.commits,
+            t.p_value,
+            fmt_signed(t.sen_slope),
+            t.sen_slope_pct
+        );
+    }
+    if let Some(k) = &s.stake {
+        let word = match k.verdict {
+            "better" => "current results are BETTER",
+            "worse" => "current results are worse",
+            _ => "current results equal the stake",
+        };
+        let _ = writeln!(
+            o,
+            "stake {}: mean {} ({:+.2}%), P50 {} ({:+.2}%); newest median {}: {word}",
+            fmt_num(k.stake),
+            fmt_signed(k.vs_mean),
+            k.vs_mean_pct,
+            fmt_signed(k.vs_p50),
+            k.vs_p50_pct,
+            fmt_num(k.current)
+        );
+    }
 }
 
 #[cfg(test)]

@@ -19,6 +19,35 @@ pub fn exact_evidence(cp: &crate::stats::ChangePoint, across: bool) -> String {
     }
 }
 
+/// "; the step lies after …" of a step whose last commit at the old level is `last` (its id,
+/// else its index), with the commits between ([`span`]); empty where it is at its commit.
+pub fn span_clause(last: (Option<&str>, i64), unmeasured: usize, measured: usize) -> String {
+    let name = match last {
+        (Some(c), _) => c[..10.min(c.len())].to_string(),
+        (None, i) => format!("index {i}"),
+    };
+    span(&name, unmeasured, measured)
+        .map(|t| format!("; the step lies {t}"))
+        .unwrap_or_default()
+}
+
+/// For serde's `skip_serializing_if`: a count of none.
+pub fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// `detect`'s evidence of an exact change across `n` commits not measured, with this commit's
+/// own share of it (`lo`, `hi`, relative).
+pub fn exact_across(n: usize, (lo, hi): (f64, f64)) -> String {
+    format!(
+        "exact between the measured commits around it, not this commit's own step: its share \
+         {:+.2} % to {:+.2} % (what the {n} commit{} not measured between could add)",
+        lo * 100.0,
+        hi * 100.0,
+        if n == 1 { "" } else { "s" }
+    )
+}
+
 /// Why `u` is undecided, and what decides it: "from 3 vs 3 runs: too few to decide; about 7
 /// runs a side would", "measured apart: …", "… stands on 1 run …".
 pub fn undecided_reason(u: &Undecided) -> String {

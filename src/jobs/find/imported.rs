@@ -120,3 +120,33 @@ pub(super) fn gap(
         },
     ))
 }
+
+/// An end `c` of an imported gap as a note says it: its median, samples, rounds, machines.
+pub(super) fn gap_end(e: &GapEnd, c: &CommitInfo) -> String {
+    format!(
+        "{} {} (median {} of {} imported sample{}{}{})",
+        c.short(),
+        c.subject,
+        crate::base::text::fmt_num(e.median),
+        e.n,
+        if e.n == 1 { "" } else { "s" },
+        if e.rounds.is_empty() {
+            String::new()
+        } else {
+            format!(
+                ", {} {}",
+                if e.rounds.len() == 1 {
+                    "round"
+                } else {
+                    "rounds"
+                },
+                crate::base::text::some_of(&e.rounds)
+            )
+        },
+        if e.machines.is_empty() {
+            String::new()
+        } else {
+            format!(", from {}", e.machines.join(", "))
+        }
+    )
+}

@@ -12,7 +12,7 @@ use crate::git::CommitInfo;
 use crate::pipeline::{samples::Samples, workspace::Workspace};
 use crate::report::charts;
 use crate::report::find::{
-    self as view, DriftFact, FindReport, GapEnd, GapHere, ImportedGap, SearchFacts, Skip,
+    self as view, DriftFact, FindReport, GapHere, ImportedGap, SearchFacts, Skip,
 };
 use crate::report::plot::{Marker, MarkerKind};
 use crate::store::Appender;
@@ -776,8 +776,8 @@ impl Searcher<'_> {
         let r = self.drive(sub)?;
         let ends = format!(
             "{} and {}",
-            gap_end(&g.old, &sub[0]),
-            gap_end(&g.new, &sub[sub.len() - 1])
+            imported::gap_end(&g.old, &sub[0]),
+            imported::gap_end(&g.new, &sub[sub.len() - 1])
         );
         if let Outcome::NoChange {
             before,
@@ -836,36 +836,6 @@ impl Searcher<'_> {
         ));
         Ok(Some(r))
     }
-}
-
-/// An end `c` of an imported gap as a note says it: its median, samples, rounds, machines.
-fn gap_end(e: &GapEnd, c: &CommitInfo) -> String {
-    format!(
-        "{} {} (median {} of {} imported sample{}{}{})",
-        c.short(),
-        c.subject,
-        crate::base::text::fmt_num(e.median),
-        e.n,
-        if e.n == 1 { "" } else { "s" },
-        if e.rounds.is_empty() {
-            String::new()
-        } else {
-            format!(
-                ", {} {}",
-                if e.rounds.len() == 1 {
-                    "round"
-                } else {
-                    "rounds"
-                },
-                crate::base::text::some_of(&e.rounds)
-            )
-        },
-        if e.machines.is_empty() {
-            String::new()
-        } else {
-            format!(", from {}", e.machines.join(", "))
-        }
-    )
 }
 
 /// A search that could not start because the end `pos` of `commits` does not build: that is

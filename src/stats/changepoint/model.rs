@@ -158,6 +158,7 @@ impl Model {
                     .collect(),
             );
         }
+        lone_windows_pooled(&mut kept, &mut seen, &mut machine_of, &mut pool, &mut pools);
         // Windows of interleaved rounds tie builds (levels told from drift); a pool does not:
         // its runs are each a moment of their own.
         let tied = seen.iter().zip(&pool).any(|(s, p)| s.1 && !p);
@@ -883,6 +884,91 @@ fn sigma_of_diffs(d: Vec<f64>) -> Option<f64> {
         s = 1.2533 * mean_abs / std::f64::consts::SQRT_2;
     }
     (s > 0.0 && s.is_finite()).then_some(s)
+}
+
+/// Windows that each hold one run of one build (entries of a CI benchmark history, CSV rows
+/// with their rounds), two or more of one commit, are moments on their own, as runs without
+/// a window are: they join their machine's pool. No effect of them could be told from the
+/// build's level, and their spread is the machine's from one run to the next.
+fn lone_windows_pooled(
+    kept: &mut [Vec<(f64, u32)>],
+    seen: &mut Vec<(u64, bool)>,
+    machine_of: &mut Vec<u64>,
+    pool: &mut Vec<bool>,
+    pools: &mut std::collections::HashMap<u64, u32, foldhash::fast::RandomState>,
+) {
+    // Runs of each window in one row (rows of one build show the same runs).
+    let mut runs = vec![0usize; seen.len()];
+    let mut count = Vec::new();
+    for r in kept.iter() {
+        count.clear();
+        for x in r {
+            match count.iter_mut().find(|c: &&mut (u32, usize)| c.0 == x.1) {
+                Some(c) => c.1 += 1,
+                None => count.push((x.1, 1)),
+            }
+        }
+        for &(w, n) in &count {
+            runs[w as usize] = runs[w as usize].max(n);
+        }
+    }
+    let single: Vec<bool> = (0..seen.len())
+        .map(|w| runs[w] == 1 && !pool[w] && !seen[w].1)
+        .collect();
+    if !single.iter().any(|s| *s) {
+        return;
+    }
+    let mut moved = false;
+    for r in kept.iter_mut() {
+        // Only a commit that shows two such moments or more: their spread is the machine's
+        // from one run to the next. One alone stays a state of its own (a night says nothing
+        // of the next).
+        if r.iter().filter(|x| single[x.1 as usize]).count() < 2 {
+            continue;
+        }
+        for x in r.iter_mut().filter(|x| single[x.1 as usize]) {
+            let machine = machine_of[x.1 as usize];
+            x.1 = *pools.entry(machine).or_insert_with(|| {
+                seen.push((0, true));
+                machine_of.push(machine);
+                pool.push(true);
+                (seen.len() - 1) as u32
+            });
+            moved = true;
+        }
+    }
+    if !moved {
+        return;
+    }
+    // Windows no run is in any more are gone: the dense ids again, in order.
+    let mut used = vec![false; seen.len()];
+    for x in kept.iter().flatten() {
+        used[x.1 as usize] = true;
+    }
+    let mut to = vec![u32::MAX; seen.len()];
+    let mut next = 0u32;
+    for (w, u) in used.iter().enumerate() {
+        if *u {
+            to[w] = next;
+            next += 1;
+        }
+    }
+    for x in kept.iter_mut().flatten() {
+        x.1 = to[x.1 as usize];
+    }
+    fn keep<T>(v: &mut Vec<T>, used: &[bool]) {
+        let mut i = 0;
+        v.retain(|_| {
+            i += 1;
+            used[i - 1]
+        });
+    }
+    keep(seen, &used);
+    keep(machine_of, &used);
+    keep(pool, &used);
+    for v in pools.values_mut() {
+        *v = to[*v as usize];
+    }
 }
 
 /// Mean square of the standardised differences of neighbouring levels (those of `skip` left
