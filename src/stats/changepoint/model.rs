@@ -39,6 +39,8 @@ pub(super) struct Model {
     effect: Vec<f64>,
     /// Some window holds runs of two or more builds: levels are told apart from drift.
     pub(super) tied: bool,
+    /// Per window: a machine's pool of runs taken with no window (each its own moment).
+    pool: Vec<bool>,
     /// Which commits' levels were measured on one machine state (windows linked by commits).
     pub(super) strata: Strata,
     /// Named machines put on the scale of the most measured one: each machine, its offset
@@ -181,6 +183,7 @@ impl Model {
             joined: jn,
             effect: vec![0.0; seen.len()],
             tied,
+            pool,
             strata,
             machines: Vec::new(),
             aligned: Vec::new(),
@@ -604,6 +607,10 @@ impl Model {
                 }
             }
             for &(w, sum, n) in &by {
+                // A pool is no window of time: its runs were not taken side by side.
+                if self.pool[w as usize] {
+                    continue;
+                }
                 let mean = sum / n;
                 if let Some((i, other, m)) = last[w as usize] {
                     // Neighbours only: commits far apart may hold steps between them.
