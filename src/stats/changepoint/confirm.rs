@@ -250,6 +250,11 @@ impl Ctx<'_> {
         let hi = c.min(b + LEVEL_SPAN + 1);
         let (from, to) = (a.max(b.saturating_sub(LEVEL_SPAN)), c.min(b + LEVEL_SPAN));
         let strata = &self.model.strata;
+        // On one machine state the levels compare as they are: the segmentation's boundary
+        // is the best estimate of the step's place, as it always was.
+        if strata.single(from, to) {
+            return (b - 1, b);
+        }
         let both = strata.straddling(from, b, to);
         let alone = |j: usize| {
             let s = strata.of[j];
