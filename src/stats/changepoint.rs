@@ -164,7 +164,8 @@ pub fn detect_runs(mut runs: Runs, opts: &Options) -> Detection {
     let (mut y, mut w) = weigh(&model, &var);
     // Strata measured at other machine states: their levels put on one scale by what the
     // segmentation shows (twice: the boundaries move once the scale does).
-    for pass in 0..3 {
+    let passes = if model.alignable() { 0..3 } else { 0..0 };
+    for pass in passes {
         // First where strata interleave only: the strata's own segments would hold their
         // states.
         let bounds = (pass > 0).then(|| segment::optimal(&Prefix::new(&y, &w), pen, &allowed).0);

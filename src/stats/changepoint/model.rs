@@ -346,6 +346,12 @@ impl Model {
             .unzip();
     }
 
+    /// Whether there are strata to put on one scale: two or more, over three commits or more.
+    /// (Else [`Model::align`] moves nothing, and the segmentations it reads need not be made.)
+    pub(super) fn alignable(&self) -> bool {
+        self.strata.windows.len() >= 2 && self.len() >= 3
+    }
+
     /// Puts the strata on one scale for the segmentation: each stratum of two commits or more
     /// is moved by its levels' weighted mean distance from the levels of the other commits it
     /// is compared with (fitted together, least squares): given the segmentation's boundaries
@@ -359,11 +365,10 @@ impl Model {
     /// contrasts within strata and strata as units do not read the offsets (see
     /// [`super::confirm`]).
     pub(super) fn align(&mut self, y: &[f64], w: &[f64], bounds: Option<&[usize]>) -> bool {
-        let m = y.len();
-        let k = self.strata.windows.len();
-        if k < 2 || m < 3 {
+        if !self.alignable() {
             return false;
         }
+        let (m, k) = (y.len(), self.strata.windows.len());
         let of = &self.strata.of;
         self.aligned.resize(k, 0.0);
         // The levels as measured.
