@@ -67,8 +67,8 @@ fn main() {
         .unwrap_or(200);
     let setup = Setup::default();
     let started = std::time::Instant::now();
-    println!("| schedules | step | histories | false certain (per history) | histories with one | linked: decided at its commit | no link: seen |");
-    println!("|---|---|---|---|---|---|---|");
+    println!("| schedules | step | histories | false certain (per history) | histories with one | linked: decided at its commit | no link: seen | undecided elsewhere (per history) |");
+    println!("|---|---|---|---|---|---|---|---|");
     for (kind, name) in [
         (Kind::Commands, "commands"),
         (Kind::Imports, "imports + commands"),
@@ -87,7 +87,7 @@ fn main() {
                 }
             };
             println!(
-                "| {name} | {} | {} | {} ({:.3}) | {} | {} | {} |",
+                "| {name} | {} | {} | {} ({:.3}) | {} | {} | {} | {:.2} |",
                 step.map_or("none".to_string(), |s| format!("+{:.0} %", 100.0 * s)),
                 t.histories,
                 t.false_certain,
@@ -95,6 +95,7 @@ fn main() {
                 t.with_false,
                 pct(t.linked_decided, t.linked),
                 pct(t.unlinked_seen, t.unlinked),
+                t.false_undecided as f64 / t.histories as f64,
             );
             if std::env::var_os("NIGHTS_EXAMPLES").is_some() {
                 eprintln!("{name} {step:?}:");
@@ -103,6 +104,9 @@ fn main() {
                 }
                 for e in &t.misses {
                     eprintln!("  miss {e}");
+                }
+                for e in &t.unseen {
+                    eprintln!("  unseen {e}");
                 }
             }
         }

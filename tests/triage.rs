@@ -856,9 +856,6 @@ repeats = 3
 /// regression at 13 and its revert at 21 to byte-identical bytes show two steps, at 14 and 22
 /// (13 and 21 unmeasured), decided or undecided: neither is merged into the other.
 #[test]
-#[ignore = "detector: with a step on one machine state placed at the segmentation's boundary \
-            (928cb87), the regression's boundary merges next to its revert again; passes with \
-            span placement everywhere (b34ddec), which costs the CSV path its exact commits"]
 fn the_rounds_of_a_regression_and_its_revert_show_both_undecided_steps() {
     let f = levels_repo(
         30,

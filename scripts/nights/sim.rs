@@ -400,6 +400,13 @@ impl History {
         d
     }
 
+    /// Whether some commit before `at` and some from `at` on were measured: else no view of
+    /// the runs can show a step at `at`.
+    pub fn bracketed(&self, at: usize) -> bool {
+        let has = |j: usize| !self.runs[j].is_empty();
+        (0..at).any(has) && (at..self.len()).any(has)
+    }
+
     /// Whether the last commit measured before `at` and the first measured from `at` on were
     /// compared on one machine state: runs of both in one window, or windows chained by
     /// commits measured in both (an imported round is a window of its own).
@@ -586,10 +593,16 @@ pub fn random_nights(h: &mut History, kind: Kind, rng: &mut Rng) {
 pub struct Verdict {
     /// Certain steps at no true step (over the views read: the whole history and a range).
     pub false_certain: usize,
+    /// Undecided steps at no true step (the whole history's view): what a person is asked to
+    /// measure again.
+    pub false_undecided: usize,
     /// Where a true step lies: decided at its commit (span holding it), and whether the model
     /// had a link across it.
     pub decided: bool,
     pub linked: bool,
+    /// Commits before and after the step were measured (a step outside every measured commit
+    /// is nobody's to see).
+    pub bracketed: bool,
     /// Undecided with a span holding it, or decided.
     pub seen: bool,
     pub note: String,
@@ -620,6 +633,13 @@ pub fn judge(h: &History, rng: &mut Rng) -> Verdict {
                 );
             }
         }
+        if (a, b) == (0, n - 1) {
+            v.false_undecided = d
+                .undecided
+                .iter()
+                .filter(|u| !h.steps.iter().any(|s| holds((u.last_before, u.index), s.0)))
+                .count();
+        }
         if let Some(s) = step {
             if (a, b) == (0, n - 1) {
                 v.decided = d.points.iter().any(|c| holds((c.last_before, c.index), s));
@@ -628,6 +648,7 @@ pub fn judge(h: &History, rng: &mut Rng) -> Verdict {
                         .iter()
                         .any(|u| holds((u.last_before, u.index), s));
                 v.linked = h.linked(s);
+                v.bracketed = h.bracketed(s);
                 if !v.decided {
                     v.note += &format!("step at {s}: ");
                     for c in &d.points {
@@ -661,6 +682,7 @@ pub fn judge(h: &History, rng: &mut Rng) -> Verdict {
 pub struct Tally {
     pub histories: usize,
     pub false_certain: usize,
+    pub false_undecided: usize,
     pub with_false: usize,
     pub linked: usize,
     pub linked_decided: usize,
@@ -669,12 +691,15 @@ pub struct Tally {
     pub examples: Vec<String>,
     /// Histories whose linked step was not decided at its commit.
     pub misses: Vec<String>,
+    /// Histories whose step with no link was not seen.
+    pub unseen: Vec<String>,
 }
 
 impl Tally {
     pub fn add(&mut self, v: &Verdict, has_step: bool, log: &[String]) {
         self.histories += 1;
         self.false_certain += v.false_certain;
+        self.false_undecided += v.false_undecided;
         if v.false_certain > 0 {
             self.with_false += 1;
             if self.examples.len() < 3 {
@@ -690,9 +715,13 @@ impl Tally {
                     self.misses
                         .push(format!("{} || {}", log.join("; "), v.note));
                 }
-            } else {
+            } else if v.bracketed {
                 self.unlinked += 1;
                 self.unlinked_seen += usize::from(v.seen);
+                if !v.seen && self.unseen.len() < 8 {
+                    self.unseen
+                        .push(format!("{} || {}", log.join("; "), v.note));
+                }
             }
         }
     }

@@ -96,6 +96,16 @@ impl Tested {
     fn passes(&self, alpha: f64) -> bool {
         self.reached && !self.lone && !self.apart && self.p * self.positions < alpha
     }
+
+    /// What the runs show of the step: the p-value, or for sides measured apart the runs'
+    /// own (as if one machine state had measured every level).
+    fn shown(&self) -> f64 {
+        if self.apart {
+            self.p_runs
+        } else {
+            self.p
+        }
+    }
 }
 
 /// What the best of `n` positions' tests is worth as one test's p-value would be: the tests of
@@ -420,6 +430,10 @@ impl Ctx<'_> {
     ) -> (Vec<ChangePoint>, Vec<(usize, Tested)>) {
         let m = self.y.len();
         let mut dropped = Vec::new();
+        // Each boundary's clearest failing test that reached the threshold: once a neighbour
+        // is merged away, its segments mix two levels (a regression beside its revert) and its
+        // last test would hide the step its own segments showed.
+        let mut clearest: std::collections::HashMap<usize, Tested> = Default::default();
         loop {
             let tested: Vec<Tested> = (0..bounds.len())
                 .map(|i| {
@@ -438,8 +452,19 @@ impl Ctx<'_> {
                         .unwrap_or(std::cmp::Ordering::Equal)
                 })
                 .map(|(i, _)| i);
+            for (&b, t) in bounds.iter().zip(&tested) {
+                if t.reached && !t.passes(self.alpha) {
+                    let e = clearest.entry(b).or_insert(*t);
+                    if t.shown() < e.shown() {
+                        *e = *t;
+                    }
+                }
+            }
             match worst {
-                Some(i) => dropped.push((bounds.remove(i), tested[i])),
+                Some(i) => {
+                    let b = bounds.remove(i);
+                    dropped.push((b, clearest.get(&b).copied().unwrap_or(tested[i])));
+                }
                 None => {
                     let points = bounds
                         .iter()
@@ -489,12 +514,11 @@ impl Ctx<'_> {
         // Each as tested against the segments beside it when it was merged away: against the
         // whole range any position would look like a step.
         // A step measured apart is one the runs alone would show (p < 5 %).
-        let shown = |t: &Tested| if t.apart { t.p_runs } else { t.p };
         let mut cands: Vec<&(usize, Tested)> = dropped
             .iter()
-            .filter(|(_, t)| t.reached && shown(t) < UNDECIDED_P && !t.passes(self.alpha))
+            .filter(|(_, t)| t.reached && t.shown() < UNDECIDED_P && !t.passes(self.alpha))
             .collect();
-        cands.sort_by(|x, y| shown(&x.1).total_cmp(&shown(&y.1)));
+        cands.sort_by(|x, y| x.1.shown().total_cmp(&y.1.shown()));
         for &(b, t) in cands {
             if b == 0 || b >= m {
                 continue;
@@ -505,7 +529,7 @@ impl Ctx<'_> {
             }
             out.push((b, t));
         }
-        out.sort_by(|x, y| shown(&x.1).total_cmp(&shown(&y.1)));
+        out.sort_by(|x, y| x.1.shown().total_cmp(&y.1.shown()));
         out.truncate(MAX_UNDECIDED);
         out.sort_by_key(|o| o.0);
         out.into_iter()
