@@ -4,7 +4,7 @@
 
 use crate::cli::{Global, ImportArgs, ImportFormat, ImportFrom};
 use crate::import::foreign::{self, Tool};
-use crate::import::{Format, Outcome};
+use crate::import::{Format, Outcome, Report};
 use crate::pipeline::workspace::Workspace;
 
 use super::common::{locations, verbosity};
@@ -112,10 +112,30 @@ fn import_foreign(g: &Global, args: &ImportArgs, from: ImportFrom) -> anyhow::Re
     Ok(())
 }
 
+/// `N thing` or `N things`.
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// `; skipped 3 (2 with no commit, 1 with no value)`, or nothing where no row was skipped.
+fn skipped_clause(report: &Report) -> String {
+    if report.skipped_rows() == 0 {
+        return String::new();
+    }
+    format!(
+        "; skipped {} ({})",
+        report.skipped_rows(),
+        report
+            .skipped
+            .iter()
+            .map(|(w, n)| format!("{n} {}", w.label()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
 /// `data.js: benchmark-action, 27 series, 26 taken by tests; 11389 points read; imported ...`
 fn foreign_summary(file: &str, tool: Tool, t: &foreign::Taken) -> String {
-    let plural =
-        |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     let out = &t.outcome;
     let report = &out.report;
     let points: usize = t.series.iter().map(|(_, _, n)| n).sum();
@@ -128,20 +148,7 @@ fn foreign_summary(file: &str, tool: Tool, t: &foreign::Taken) -> String {
             t.untaken_points
         )
     };
-    let skipped = report.skipped_rows();
-    let skipped_text = if skipped == 0 {
-        String::new()
-    } else {
-        format!(
-            "; skipped {skipped} ({})",
-            report
-                .skipped
-                .iter()
-                .map(|(w, n)| format!("{n} {}", w.label()))
-                .collect::<Vec<_>>()
-                .join(", ")
-        )
-    };
+    let skipped_text = skipped_clause(report);
     let no_value = match report.failed_runs {
         0 => String::new(),
         n => format!(
@@ -163,23 +170,8 @@ fn foreign_summary(file: &str, tool: Tool, t: &foreign::Taken) -> String {
 
 /// `rounds.csv: 10 rows read; imported 8 samples of 2 tests on 4 commits; ...`
 fn summary(file: &str, out: &Outcome) -> String {
-    let plural =
-        |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     let report = &out.report;
-    let skipped = report.skipped_rows();
-    let skipped_text = if skipped == 0 {
-        String::new()
-    } else {
-        format!(
-            "; skipped {skipped} ({})",
-            report
-                .skipped
-                .iter()
-                .map(|(w, n)| format!("{n} {}", w.label()))
-                .collect::<Vec<_>>()
-                .join(", ")
-        )
-    };
+    let skipped_text = skipped_clause(report);
     let failed_text = match report.failed_runs {
         0 => String::new(),
         1 => "; 1 failed run (no value) not imported".to_string(),

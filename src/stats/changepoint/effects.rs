@@ -73,23 +73,32 @@ impl Bridge {
                 }
             }
         };
-        let x = conjugate_gradients(&d, apply, 200);
+        let x = conjugate_gradients(&d, &vec![0.0; d.len()], apply, 200, 1e-20)
+            .unwrap_or_else(|| vec![0.0; d.len()]);
         let q: f64 = d.iter().zip(&x).map(|(a, b)| a * b).sum();
         (self.sigma2 * q).max(0.0)
     }
 }
 
-/// Solves `A x = b` for a symmetric positive semi-definite `A` (given by `apply`) from 0, at
-/// most `max` iterations; the answer in A's range where `b` is.
-fn conjugate_gradients(b: &[f64], apply: impl Fn(&[f64], &mut [f64]), max: usize) -> Vec<f64> {
+/// Solves `A x = b` for a symmetric positive semi-definite `A` (given by `apply`) from
+/// `start`, at most `max` iterations, until the residual's square is `rel` of `b`'s; the answer
+/// in A's range where `b` is. `None` where rounding left it non-finite.
+fn conjugate_gradients(
+    b: &[f64],
+    start: &[f64],
+    apply: impl Fn(&[f64], &mut [f64]),
+    max: usize,
+    rel: f64,
+) -> Option<Vec<f64>> {
     let k = b.len();
     let dot = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f64>();
-    let mut x = vec![0.0; k];
-    let mut res = b.to_vec();
+    let mut x = start.to_vec();
+    let mut ap = vec![0.0; k];
+    apply(&x, &mut ap);
+    let mut res: Vec<f64> = b.iter().zip(&ap).map(|(x, y)| x - y).collect();
+    let tol = rel * dot(b, b).max(1e-300);
     let mut p = res.clone();
     let mut rr = dot(&res, &res);
-    let tol = 1e-20 * rr.max(1e-300);
-    let mut ap = vec![0.0; k];
     for _ in 0..max {
         if rr <= tol {
             break;
@@ -111,11 +120,7 @@ fn conjugate_gradients(b: &[f64], apply: impl Fn(&[f64], &mut [f64]), max: usize
             p[i] = res[i] + beta * p[i];
         }
     }
-    if x.iter().all(|v| v.is_finite()) {
-        x
-    } else {
-        vec![0.0; k]
-    }
+    x.iter().all(|v| v.is_finite()).then_some(x)
 }
 
 /// The effects of windows bridged by few commits: solved exactly on the runs as they are (a
@@ -232,41 +237,7 @@ pub(super) fn solve(runs: &[Vec<(f64, u32)>], start: &[f64], none: u32) -> Vec<f
             }
         }
     };
-    let dot = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f64>();
-    let mut e = start.to_vec();
-    let mut ae = vec![0.0; k];
-    apply(&e, &mut ae);
-    let mut res: Vec<f64> = b.iter().zip(&ae).map(|(x, y)| x - y).collect();
-    let tol = 1e-24 * dot(&b, &b).max(1e-300);
-    let mut p = res.clone();
-    let mut rr = dot(&res, &res);
-    let mut ap = vec![0.0; k];
-    for _ in 0..MAX_ITER {
-        if rr <= tol {
-            break;
-        }
-        apply(&p, &mut ap);
-        let pap = dot(&p, &ap);
-        if pap.is_nan() || pap <= 0.0 {
-            break;
-        }
-        let alpha = rr / pap;
-        for i in 0..k {
-            e[i] += alpha * p[i];
-            res[i] -= alpha * ap[i];
-        }
-        let next = dot(&res, &res);
-        let beta = next / rr;
-        rr = next;
-        for i in 0..k {
-            p[i] = res[i] + beta * p[i];
-        }
-    }
-    if e.iter().all(|v| v.is_finite()) {
-        e
-    } else {
-        start.to_vec()
-    }
+    conjugate_gradients(&b, start, apply, MAX_ITER, 1e-24).unwrap_or_else(|| start.to_vec())
 }
 
 #[cfg(test)]
