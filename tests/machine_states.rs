@@ -165,6 +165,21 @@ fn a_machine_handover_is_a_machine_difference_not_a_step() {
         text.contains("measured on different machines only"),
         "{text}"
     );
+    // The site says so too, and that triage leaves such a move alone.
+    let site = f.dir.path().join("site");
+    let o = f
+        .cmd()
+        .args(["report", "value", "--format", "html", "--out"])
+        .arg(&site)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let page = std::fs::read_to_string(site.join("value.html")).unwrap();
+    assert!(
+        page.contains("measured on different machines only"),
+        "{page}"
+    );
+    assert!(page.contains("not a move only across machines"), "{page}");
     // `report` searches the range here (a third machine): still nothing decided.
     nothing_decided(&f);
 }

@@ -520,9 +520,19 @@ fn undecided_table(o: &mut String, p: &Page<'_>) {
     if p.undecided.is_empty() {
         return;
     }
+    // A move only across named machines is the machines' difference: triage leaves it alone.
+    let searched = if p
+        .undecided
+        .iter()
+        .any(|u| u.why == crate::stats::changepoint::Reason::Machines)
+    {
+        "<code>perfbisect triage</code> searches those a commit may explain (not a move only across machines), and <code>find</code>'s interleaved re-runs decide."
+    } else {
+        "<code>perfbisect triage</code> searches them, and <code>find</code>'s interleaved re-runs decide."
+    };
     let _ = writeln!(
         o,
-        "<h2>Undecided</h2><p class=\"meta\">Steps the stored runs show but do not decide: no claim is made of them. <code>perfbisect triage</code> searches them, and <code>find</code>'s interleaved re-runs decide.</p>"
+        "<h2>Undecided</h2><p class=\"meta\">Steps the stored runs show but do not decide: no claim is made of them. {searched}</p>"
     );
     o.push_str("<table><tr><th class=\"l\">first commit of the new level</th><th class=\"l\">before → after</th><th>change</th><th class=\"l\">why undecided</th><th class=\"l wide\">subject</th></tr>\n");
     for u in &p.undecided {
