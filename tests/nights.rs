@@ -57,5 +57,15 @@ fn a_linked_step_of_five_thresholds_is_found_at_its_commit_whatever_the_nights()
             t.linked,
             t.misses
         );
+        // A step no window links to its neighbours is at least undecided (measured apart) in
+        // most histories: silent only where a slow night stands beside it, whose move the
+        // step's own cannot be told from.
+        assert!(
+            t.unlinked_seen * 4 >= t.unlinked * 3,
+            "{kind:?}: {} of {} steps with no link seen; unseen {:#?}",
+            t.unlinked_seen,
+            t.unlinked,
+            t.unseen
+        );
     }
 }

@@ -523,8 +523,13 @@ impl Ctx<'_> {
             if b == 0 || b >= m {
                 continue;
             }
-            if kept.iter().any(|&k| k.abs_diff(b) <= 1) || out.iter().any(|o| o.0.abs_diff(b) <= 1)
-            {
+            // Beside a decided step, a boundary is that step's blur, and so beside another
+            // undecided one, except where both were measured apart: a night at neither level,
+            // then the step after it, and the runs cannot tell which commit moved (silence
+            // would hide the step).
+            let blur =
+                |o: &(usize, Tested)| o.0 == b || (o.0.abs_diff(b) == 1 && !(t.apart && o.1.apart));
+            if kept.iter().any(|&k| k.abs_diff(b) <= 1) || out.iter().any(blur) {
                 continue;
             }
             out.push((b, t));
