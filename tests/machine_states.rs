@@ -221,3 +221,28 @@ fn two_machines_alternating_show_a_real_step_as_one_machine_does() {
         assert!((0.05..0.11).contains(&rel), "{args:?}: {j:#}");
     }
 }
+
+#[test]
+fn a_step_after_a_handover_is_decided_on_the_machine_that_shows_it() {
+    // Machine A measured commits 0-19, B (10 % slower) 20-39; the code moved +8 % at 30, on
+    // B's nights alone: ten nights of B against ten, each night its own machine state.
+    let f = fixture(40, 1.0, |_| 1.0);
+    let csv = rounds(
+        &f,
+        5,
+        0.01,
+        7,
+        |i| if i < 20 { ("A", 1.0) } else { ("B", 1.1) },
+        |i| if i >= 30 { 1.08 } else { 1.0 },
+    );
+    import(&f, &csv);
+    let j = f.json(&["detect", "value", "--format", "json"]);
+    assert_eq!(decided(&j), vec![f.ids[30].clone()], "{j:#}");
+    // The handover itself stays the machines' difference.
+    let open = j["undecided"].as_array().unwrap();
+    assert!(
+        open.iter()
+            .any(|u| u["commit"] == f.ids[20].as_str() && u["why"] == "machines"),
+        "{j:#}"
+    );
+}

@@ -9,7 +9,7 @@
 //! ([`Strata::across`]): one slow night, one session at another speed or one machine's
 //! handover is one unit and can never make a step certain alone.
 
-use crate::stats::compare::{mann_whitney_u, stratified_rank_test};
+use crate::stats::compare::{mann_whitney_exact, stratified_rank_test};
 
 /// The variance the window effects' estimates add to a contrast of one stratum's levels,
 /// given each commit's coefficient.
@@ -118,7 +118,7 @@ impl Units {
 /// The two-sided p of a rank test over `strata` (Mann-Whitney's for one, exact when small).
 fn rank_p(strata: &[(&[f64], &[f64])]) -> Option<f64> {
     match strata {
-        [(a, b)] => mann_whitney_u(a, b).map(|t| t.p_value),
+        [(a, b)] => mann_whitney_exact(a, b).map(|t| t.p_value),
         _ => stratified_rank_test(strata).map(|t| t.p_value),
     }
 }
