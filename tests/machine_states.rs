@@ -180,6 +180,8 @@ fn a_machine_handover_is_a_machine_difference_not_a_step() {
         "{page}"
     );
     assert!(page.contains("not a move only across machines"), "{page}");
+    // Nor is the handover a trend: each machine's series is read on its own.
+    assert!(!page.contains("a trend towards"), "{page}");
     // `report` searches the range here (a third machine): still nothing decided.
     nothing_decided(&f);
 }

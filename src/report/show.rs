@@ -105,12 +105,16 @@ pub fn summarize(test: &Test, rows: &[CommitRow]) -> Option<RangeSummary> {
     // Medians of each commit's own runs: copies of one build's runs are no trend. Commits
     // without runs are no positions: `show` over a range (which lists them) and the site
     // (which holds only commits with results) see the same series.
-    let medians: Vec<f64> = rows
+    // Each median with the named machine most of its runs were measured on: a machine
+    // handed over is no trend (each machine's series is read on its own).
+    let (medians, machines): (Vec<f64>, Vec<u64>) = rows
         .iter()
-        .filter_map(|r| stats::median(&r.own_values()))
-        .filter(|m| m.is_finite())
-        .collect();
-    let trend = stats::mann_kendall(&medians, TREND_ALPHA)
+        .filter_map(|r| {
+            let m = stats::median(&r.own_values()).filter(|m| m.is_finite())?;
+            Some((m, main_machine(r.own_records())))
+        })
+        .unzip();
+    let trend = stats::mann_kendall_by(&medians, &machines, TREND_ALPHA)
         .filter(|_| medians.len() >= 3)
         .map(|t| TrendSummary {
             commits: medians.len(),
@@ -145,6 +149,21 @@ pub fn summarize(test: &Test, rows: &[CommitRow]) -> Option<RangeSummary> {
         trend,
         stake,
     })
+}
+
+/// The machine most of `records`' runs were measured on (the first of equals), 0 for none.
+fn main_machine(records: &[crate::store::Sample]) -> u64 {
+    let mut count: Vec<(u64, usize)> = Vec::new();
+    for (_, _, m) in crate::store::moments(records) {
+        match count.iter_mut().find(|c| c.0 == m) {
+            Some(c) => c.1 += 1,
+            None => count.push((m, 1)),
+        }
+    }
+    count
+        .iter()
+        .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
+        .map_or(0, |c| c.0)
 }
 
 /// The metric and its unit, "wall, s", or the metric alone when the unit is its own name

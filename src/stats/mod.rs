@@ -24,4 +24,4 @@ pub use lttb::lttb;
 pub use step::Step;
 pub use summary::{median, percentile, summarize, Summary};
 pub use threshold::{rel_change, Threshold};
-pub use trend::{mann_kendall, Trend, TrendDirection};
+pub use trend::{mann_kendall, mann_kendall_by, Trend, TrendDirection};

@@ -85,6 +85,74 @@ pub fn mann_kendall(xs: &[f64], alpha: f64) -> Option<Trend> {
     })
 }
 
+/// [`mann_kendall`] within groups (the seasonal Kendall test, Hirsch et al. 1982): each
+/// value is compared only with the later values of its own group (`group[i]`, e.g. the named
+/// machine that measured it), S and its variance summed over the groups, Sen's slope the
+/// median of the groups' own Sen slopes, each weighed by its pairs (per index step of the
+/// whole slice). A move only between groups (a machine handed over) is no trend. One group
+/// is [`mann_kendall`].
+pub fn mann_kendall_by(xs: &[f64], group: &[u64], alpha: f64) -> Option<Trend> {
+    let mut groups: Vec<u64> = group.to_vec();
+    groups.sort_unstable();
+    groups.dedup();
+    if groups.len() <= 1 || group.len() != xs.len() {
+        return mann_kendall(xs, alpha);
+    }
+    let (mut s, mut var, mut pairs) = (0i64, 0.0, 0.0);
+    let mut slopes: Vec<(f64, f64)> = Vec::new();
+    for g in groups {
+        let pts: Vec<(f64, f64)> = xs
+            .iter()
+            .enumerate()
+            .filter(|&(i, x)| group[i] == g && x.is_finite())
+            .map(|(i, &x)| (i as f64, x))
+            .collect();
+        let n = pts.len() as f64;
+        if pts.len() < 2 {
+            continue;
+        }
+        let vals: Vec<f64> = pts.iter().map(|p| p.1).collect();
+        let (sg, tie_term) = kendall_s(&vals);
+        s += sg;
+        var += (n * (n - 1.0) * (2.0 * n + 5.0) - tie_term) / 18.0;
+        pairs += n * (n - 1.0) / 2.0;
+        slopes.push((sen_slope(&pts), n * (n - 1.0) / 2.0));
+    }
+    if pairs == 0.0 {
+        return None;
+    }
+    let s_f = s as f64;
+    let z = if var <= 0.0 || s == 0 {
+        0.0
+    } else {
+        (s_f - s_f.signum()) / var.sqrt()
+    };
+    let p_value = (2.0 * norm_sf(z.abs())).clamp(0.0, 1.0);
+    let direction = match (p_value < alpha, s.signum()) {
+        (true, 1) => TrendDirection::Increasing,
+        (true, -1) => TrendDirection::Decreasing,
+        _ => TrendDirection::None,
+    };
+    slopes.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let half = pairs / 2.0;
+    let mut acc = 0.0;
+    let sen_slope = slopes
+        .iter()
+        .find(|(_, w)| {
+            acc += w;
+            acc >= half
+        })
+        .map_or(0.0, |s| s.0);
+    Some(Trend {
+        s: s_f,
+        tau: s_f / pairs,
+        z,
+        p_value,
+        sen_slope,
+        direction,
+    })
+}
+
 /// Kendall's S and the tie term sum t (t-1) (2t+5), in O(n log n) with a Fenwick tree.
 fn kendall_s(vals: &[f64]) -> (i64, f64) {
     let n = vals.len();
@@ -230,6 +298,34 @@ fn count_non_ascending_pairs(v: &mut [f64], tmp: &mut [f64]) -> u64 {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn a_machine_handed_over_is_no_trend_within_machines() {
+        // A measured the first 20 commits, B (10 % slower) the last 20; nothing moved.
+        let xs: Vec<f64> = (0..40)
+            .map(|i| if i < 20 { 1000.0 } else { 1100.0 } + ((i * 37) % 11) as f64)
+            .collect();
+        let group: Vec<u64> = (0..40).map(|i| u64::from(i >= 20)).collect();
+        assert_eq!(
+            mann_kendall(&xs, 0.05).unwrap().direction,
+            TrendDirection::Increasing
+        );
+        let t = mann_kendall_by(&xs, &group, 0.05).unwrap();
+        assert_eq!(t.direction, TrendDirection::None, "{t:?}");
+        // One group: the plain test.
+        assert_eq!(
+            mann_kendall_by(&xs, &[7; 40], 0.05),
+            mann_kendall(&xs, 0.05)
+        );
+        // A drift on both machines, alternating: seen within each.
+        let ys: Vec<f64> = (0..40)
+            .map(|i| 1000.0 + 2.0 * i as f64 + if i % 2 == 1 { 100.0 } else { 0.0 })
+            .collect();
+        let alt: Vec<u64> = (0..40).map(|i| i % 2).collect();
+        let t = mann_kendall_by(&ys, &alt, 0.05).unwrap();
+        assert_eq!(t.direction, TrendDirection::Increasing, "{t:?}");
+        assert!((t.sen_slope - 2.0).abs() < 1e-9, "{t:?}");
+    }
 
     fn close(a: f64, b: f64, rel: f64) -> bool {
         (a - b).abs() <= rel * a.abs().max(b.abs()).max(1e-12)
