@@ -511,8 +511,8 @@ impl Ctx<'_> {
             .filter_map(|c| self.model.pos.binary_search(&c.index).ok())
             .collect();
         let mut out: Vec<(usize, Tested)> = Vec::new();
-        // Each as tested against the segments beside it when it was merged away: against the
-        // whole range any position would look like a step.
+        // Each with its clearest test against the segments beside it while it stood (see
+        // `confirm`): against the whole range any position would look like a step.
         // A step measured apart is one the runs alone would show (p < 5 %).
         let mut cands: Vec<&(usize, Tested)> = dropped
             .iter()
