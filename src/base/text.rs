@@ -1,5 +1,5 @@
 //! The small pieces every message and report is made of: numbers with five significant
-//! digits, p-values, counts with their plural, commit dates, lists of names elided in the
+//! digits, p-values, durations, counts with their plural, commit dates, lists of names elided in the
 //! middle, and the natural order of round names. Below everything that prints, `bisect`'s
 //! evidence included.
 
@@ -272,5 +272,47 @@ mod date_tests {
         for s in [i64::MAX, i64::MIN, i64::MAX - 1, i64::MIN + 1] {
             assert!(date(s).ends_with(" UTC"));
         }
+    }
+}
+
+/// Seconds as a person reads them: under a second in milliseconds ("386ms"), under a minute
+/// with one decimal ("10.4s"), else whole seconds ("1m 40s", "2h 3m 5s"). Never more digits
+/// than the time is worth: "10s 386ms" read as two numbers to add.
+pub fn fmt_secs(s: f64) -> String {
+    let s = if s.is_finite() { s.max(0.0) } else { 0.0 };
+    let ms = (s * 1000.0).round();
+    if ms < 1000.0 {
+        return format!("{ms:.0}ms");
+    }
+    let tenths = (s * 10.0).round();
+    if tenths < 600.0 {
+        return format!("{:.1}s", tenths / 10.0);
+    }
+    humantime::format_duration(std::time::Duration::from_secs(s.round() as u64)).to_string()
+}
+
+#[cfg(test)]
+mod fmt_secs_tests {
+    use super::fmt_secs;
+
+    #[test]
+    fn durations_read_as_a_person_reads_them() {
+        // Under a second: milliseconds.
+        assert_eq!(fmt_secs(0.0), "0ms");
+        assert_eq!(fmt_secs(0.386), "386ms");
+        assert_eq!(fmt_secs(0.0004), "0ms");
+        // Under a minute: one decimal, never "10s 386ms".
+        assert_eq!(fmt_secs(10.386), "10.4s");
+        assert_eq!(fmt_secs(1.0), "1.0s");
+        assert_eq!(fmt_secs(0.9996), "1.0s", "rounds up into the next form");
+        assert_eq!(fmt_secs(59.94), "59.9s");
+        assert_eq!(fmt_secs(59.96), "1m", "rounds up into whole minutes");
+        // A minute or more: whole seconds.
+        assert_eq!(fmt_secs(100.4), "1m 40s");
+        assert_eq!(fmt_secs(1589.432), "26m 29s");
+        assert_eq!(fmt_secs(7385.0), "2h 3m 5s");
+        // Nothing that is not a duration.
+        assert_eq!(fmt_secs(-1.0), "0ms");
+        assert_eq!(fmt_secs(f64::NAN), "0ms");
     }
 }

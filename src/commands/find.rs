@@ -177,7 +177,7 @@ fn several(
                 println!(
                     "\nall {} tests: {builds} builds, {runs} runs in {} (one set of builds)",
                     texts.len(),
-                    crate::build::fmt_secs(started.elapsed().as_secs_f64())
+                    crate::base::text::fmt_secs(started.elapsed().as_secs_f64())
                 );
             }
         }

@@ -72,7 +72,7 @@ impl Workspace {
                         builds += 1;
                         self.note(&format!(
                             "perfbisect: pristine build of {short} done in {} (beside the others)",
-                            build::fmt_secs(t.as_secs_f64())
+                            crate::base::text::fmt_secs(t.as_secs_f64())
                         ));
                     }
                     check
@@ -109,7 +109,7 @@ impl Workspace {
                         };
                         self.note(&format!(
                             "perfbisect: pristine build of {short} done in {}: {result}",
-                            build::fmt_secs(t.elapsed().as_secs_f64())
+                            crate::base::text::fmt_secs(t.elapsed().as_secs_f64())
                         ));
                     }
                     check

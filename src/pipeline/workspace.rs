@@ -576,7 +576,7 @@ impl Workspace {
                 Ok(_) if verbose => say(format!(
                     "built {} in {}",
                     git::short(&o.commit),
-                    build::fmt_secs(o.seconds)
+                    crate::base::text::fmt_secs(o.seconds)
                 )),
                 Err(tail) if !o.interrupted => say(format!(
                     "perfbisect: build of {} failed; it will be skipped (--retry-failed builds it again):\n{}",

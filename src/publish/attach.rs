@@ -196,7 +196,7 @@ pub fn gh(args: &[&std::ffi::OsStr], what: &str) -> Result<String, GhError> {
         Ok(None) => {
             return Err(GhError::Timeout {
                 what: what.to_string(),
-                after: crate::build::fmt_secs(timeout.as_secs_f64()),
+                after: crate::base::text::fmt_secs(timeout.as_secs_f64()),
             })
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(GhError::Missing),
@@ -265,7 +265,7 @@ pub fn post(target: &Target, body: &Path) -> anyhow::Result<String> {
         Ok(None) => anyhow::bail!(
             "`gh issue comment` did not answer in {} and was killed (is the network or GitHub \
              down?); nothing was posted unless the comment shows on {target}",
-            crate::build::fmt_secs(timeout.as_secs_f64())
+            crate::base::text::fmt_secs(timeout.as_secs_f64())
         ),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => anyhow::bail!(
             "`gh` (GitHub's command line tool, Debian package `gh`) is not on PATH; install it and \

@@ -295,7 +295,7 @@ impl FindReport<'_> {
                 "nothing built or run now: the search stated is the one `find` made on {} (kept \
                  in the cache), in {}",
                 date(i64::try_from(at).unwrap_or(i64::MAX)),
-                crate::build::fmt_secs(self.seconds)
+                crate::base::text::fmt_secs(self.seconds)
             );
         }
         let t = &self.time;
@@ -339,7 +339,7 @@ impl FindReport<'_> {
                 0 => String::new(),
                 n => format!(", {}", count(n, "profile")),
             },
-            crate::build::fmt_secs(self.seconds),
+            crate::base::text::fmt_secs(self.seconds),
             if self.reused > 0 {
                 format!(" ({} stored samples reused)", self.reused)
             } else {
@@ -366,7 +366,7 @@ impl FindReport<'_> {
         if t.build_rounds > 0 {
             parts.push(format!(
                 "building {} in {}{}",
-                crate::build::fmt_secs(t.building),
+                crate::base::text::fmt_secs(t.building),
                 count(t.build_rounds, "round"),
                 if t.most_parallel > 1 {
                     format!(" (up to {} at once)", t.most_parallel)
@@ -378,17 +378,26 @@ impl FindReport<'_> {
         if t.checks > 0 {
             parts.push(format!(
                 "checking builds {}",
-                crate::build::fmt_secs(t.checking)
+                crate::base::text::fmt_secs(t.checking)
             ));
         }
-        parts.push(format!("measuring {}", crate::build::fmt_secs(t.measuring)));
+        parts.push(format!(
+            "measuring {}",
+            crate::base::text::fmt_secs(t.measuring)
+        ));
         if t.both > 0.0 {
-            parts.push(format!("both at once {}", crate::build::fmt_secs(t.both)));
+            parts.push(format!(
+                "both at once {}",
+                crate::base::text::fmt_secs(t.both)
+            ));
         }
         if t.profiles > 0 {
-            parts.push(format!("profiling {}", crate::build::fmt_secs(t.profiling)));
+            parts.push(format!(
+                "profiling {}",
+                crate::base::text::fmt_secs(t.profiling)
+            ));
         }
-        parts.push(format!("other {}", crate::build::fmt_secs(other)));
+        parts.push(format!("other {}", crate::base::text::fmt_secs(other)));
         format!("; {}", parts.join(", "))
     }
 

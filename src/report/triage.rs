@@ -138,7 +138,7 @@ fn spent(v: &View<'_>) -> String {
         plural(v.searches, "search", "searches"),
         count(v.builds, "build"),
         count(v.runs, "run"),
-        crate::build::fmt_secs(v.seconds)
+        crate::base::text::fmt_secs(v.seconds)
     )
 }
 

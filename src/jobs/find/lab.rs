@@ -462,7 +462,7 @@ impl WorkspaceLab<'_> {
                             Ok(_) => eprintln!(
                                 "perfbisect: built {} beside the measurement in {}",
                                 crate::git::short(&o.commit),
-                                crate::build::fmt_secs(o.seconds)
+                                crate::base::text::fmt_secs(o.seconds)
                             ),
                             Err(tail) if !o.interrupted => eprintln!(
                                 "perfbisect: build of {} failed; it will be skipped:\n{}",
@@ -575,7 +575,7 @@ impl WorkspaceLab<'_> {
                     self.ws.note(&format!(
                         "perfbisect: pristine build of {} done beside the measurement in {}: {what}",
                         crate::git::short(&id),
-                        crate::build::fmt_secs(took.as_secs_f64())
+                        crate::base::text::fmt_secs(took.as_secs_f64())
                     ));
                     continue;
                 }
@@ -590,7 +590,7 @@ impl WorkspaceLab<'_> {
             self.ws.note(&format!(
                 "perfbisect: pristine build of {} done beside the measurement in {}: {what}",
                 crate::git::short(&id),
-                crate::build::fmt_secs(took.as_secs_f64())
+                crate::base::text::fmt_secs(took.as_secs_f64())
             ));
         }
         res

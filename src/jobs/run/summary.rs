@@ -246,18 +246,24 @@ pub fn print_summary(
         true => println!("{}", crate::report::json::json_line(s)?),
         false => {
             let t = &s.time;
-            let mut parts = vec![format!("building {}", crate::build::fmt_secs(t.building_s))];
+            let mut parts = vec![format!(
+                "building {}",
+                crate::base::text::fmt_secs(t.building_s)
+            )];
             if s.pristine_checks > 0 {
                 parts.push(format!(
                     "checking builds {}",
-                    crate::build::fmt_secs(t.checking_s)
+                    crate::base::text::fmt_secs(t.checking_s)
                 ));
             }
             parts.push(format!(
                 "measuring {}",
-                crate::build::fmt_secs(t.measuring_s)
+                crate::base::text::fmt_secs(t.measuring_s)
             ));
-            parts.push(format!("other {}", crate::build::fmt_secs(t.waiting_s)));
+            parts.push(format!(
+                "other {}",
+                crate::base::text::fmt_secs(t.waiting_s)
+            ));
             println!(
                 "{} built{}, {} cached, {} build{} failed, {} run{} ({} failed) in {}; {}",
                 s.builds,
@@ -272,7 +278,7 @@ pub fn print_summary(
                 s.runs,
                 if s.runs == 1 { "" } else { "s" },
                 s.failed_runs,
-                crate::build::fmt_secs(elapsed.as_secs_f64()),
+                crate::base::text::fmt_secs(elapsed.as_secs_f64()),
                 parts.join(", ")
             );
             if s.topped_up > 0 {
