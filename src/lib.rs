@@ -15,6 +15,7 @@ pub mod import;
 pub mod jobs;
 pub mod measure;
 pub mod pipeline;
+pub mod process;
 pub mod publish;
 pub mod report;
 pub mod scaffold;

@@ -2,8 +2,8 @@
 
 fn main() {
     // A launcher process for one run of a max-rss test does only that.
-    perfbisect::measure::launch::run_if_launcher();
-    perfbisect::measure::launch::enable();
+    perfbisect::process::launch::run_if_launcher();
+    perfbisect::process::launch::enable();
     perfbisect::install_process_defaults();
     std::process::exit(perfbisect::main_with_args(std::env::args_os()));
 }

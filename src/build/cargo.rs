@@ -12,7 +12,7 @@ use anyhow::Context as _;
 use cargo_metadata::{Message, Metadata, Package, TargetKind};
 
 use crate::config::CargoBuild;
-use crate::measure::process::{self, Output, Spec, Status};
+use crate::process::{self, Output, Spec, Status};
 
 /// How a cargo build ended.
 pub enum Built {

@@ -21,7 +21,7 @@ use rayon::prelude::*;
 
 use crate::config::Build;
 use crate::git::worktree::Worktree;
-use crate::measure::process::{self, Output, Spec, Status};
+use crate::process::{self, Output, Spec, Status};
 use crate::store::cache::Cache;
 
 /// What the cache knows about a commit's build.

@@ -74,7 +74,7 @@ fn other_way(
     let mut t = test.clone();
     t.metric = metric;
     if matches!(t.metric, crate::config::Metric::Instructions) {
-        if let Err(e) = crate::measure::counter::select(t.counter) {
+        if let Err(e) = crate::process::counter::select(t.counter) {
             return Ok(Err(e.to_string()));
         }
     }
@@ -332,7 +332,7 @@ fn metrics(
     match &other.1 {
         Ok(v) => {
             let source = if other.0 == "instructions" {
-                crate::measure::counter::select(test.counter)
+                crate::process::counter::select(test.counter)
                     .map(|s| s.counter.describe())
                     .unwrap_or_default()
             } else {

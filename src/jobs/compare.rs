@@ -128,7 +128,7 @@ pub fn compare(
     }
     let cmp = comparison(test, &a, &b, m);
     let valgrind =
-        crate::measure::counter::select(crate::config::harness::Choice::Cachegrind).is_ok();
+        crate::process::counter::select(crate::config::harness::Choice::Cachegrind).is_ok();
     let profile = cmp.differs
         && !req.no_why
         && (req.why || (valgrind && crate::pipeline::profile::worth_profiling(test)));

@@ -3,12 +3,6 @@
 //! recorded as failed with the tail of its output, never dropped and never given a value.
 
 pub mod adapters;
-pub mod counter;
-pub mod launch;
-pub mod process;
-mod reaper;
-
-pub use reaper::{end_leftovers, Leftover};
 
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -17,9 +11,8 @@ use anyhow::Context as _;
 use gix::ObjectId;
 
 use crate::config::{Metric, Test};
+use crate::process::{self, counter, run_id, Output, Spec, Status};
 use crate::store::{commit_key, Sample};
-use process::{Output, Spec, Status};
-pub use reaper::run_id;
 
 /// Largest stdout read whole for a JSON metric.
 const JSON_STDOUT_LIMIT: usize = 16 * 1024 * 1024;

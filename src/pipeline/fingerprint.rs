@@ -13,7 +13,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 
 use crate::config::Config;
-use crate::measure::process::{self, Output, Spec};
+use crate::process::{self, Output, Spec};
 
 /// Longest a `[fingerprint]` command may run: it is run by every command that reads samples.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
@@ -67,7 +67,7 @@ impl Fingerprint {
     pub fn for_test(&self, test: &crate::config::Test) -> Fingerprint {
         let mut f = self.clone();
         if matches!(test.metric, crate::config::Metric::Instructions) {
-            if let Ok(sel) = crate::measure::counter::select(test.counter) {
+            if let Ok(sel) = crate::process::counter::select(test.counter) {
                 f.setup.push(("counter".into(), sel.counter.describe()));
             }
         }

@@ -354,11 +354,11 @@ pub fn why_counted(
     culprit: ObjectId,
     made: &mut usize,
 ) -> anyhow::Result<Result<Why, String>> {
-    let valgrind = match crate::measure::counter::select(crate::config::harness::Choice::Cachegrind)
+    let valgrind = match crate::process::counter::select(crate::config::harness::Choice::Cachegrind)
     {
         Ok(s) => match s.counter {
-            crate::measure::counter::Counter::Cachegrind { valgrind, .. } => valgrind,
-            crate::measure::counter::Counter::Perf => {
+            crate::process::counter::Counter::Cachegrind { valgrind, .. } => valgrind,
+            crate::process::counter::Counter::Perf => {
                 return Ok(Err("Valgrind's Cachegrind is not available".into()))
             }
         },

@@ -7,7 +7,7 @@
 use std::collections::BTreeSet;
 
 use crate::config::{Metric, Test};
-use crate::measure::counter::{self, Counter};
+use crate::process::counter::{self, Counter};
 use crate::store::Sample;
 
 /// Whether a test's numbers depend on the machine that measures it, and why.
@@ -144,7 +144,7 @@ metric = "instructions"
         }
         assert!(of("size").independent(), "{:?}", of("size"));
         // Cachegrind where Valgrind is installed; without it there is no count to trust.
-        let cachegrind = crate::measure::counter::select(config.tests["ir"].counter).is_ok();
+        let cachegrind = crate::process::counter::select(config.tests["ir"].counter).is_ok();
         assert_eq!(of("ir").independent(), cachegrind, "{:?}", of("ir"));
     }
 

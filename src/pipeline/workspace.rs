@@ -89,7 +89,7 @@ impl Workspace {
         };
         if ws._lock.is_some() {
             // A writer may measure: nothing a killed perfbisect left runs beside it.
-            for left in crate::measure::end_leftovers() {
+            for left in crate::process::end_leftovers() {
                 ws.warn(&left.to_string());
             }
         }
@@ -703,7 +703,7 @@ impl Workspace {
             return Ok(());
         }
         static NOTED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
-        let sel = crate::measure::counter::select(test.counter).map_err(|e| {
+        let sel = crate::process::counter::select(test.counter).map_err(|e| {
             crate::error::UsageError::err(format!(
                 "test `{}` cannot count instructions: {e}",
                 test.name
@@ -713,10 +713,10 @@ impl Workspace {
         if !noted.contains(&test.name) {
             noted.push(test.name.clone());
             let slow = match sel.counter {
-                crate::measure::counter::Counter::Cachegrind { .. } => {
+                crate::process::counter::Counter::Cachegrind { .. } => {
                     "; a run under Valgrind takes 10 to 50 times as long as a plain one"
                 }
-                crate::measure::counter::Counter::Perf => "",
+                crate::process::counter::Counter::Perf => "",
             };
             self.note(&format!(
                 "perfbisect: test `{}` counts instructions with {}: {}{slow}",

@@ -1,6 +1,12 @@
 //! Running one shell command in its own process group: timeout that kills the whole group
-//! and what left it (see [`super::reaper`]), resource usage from `wait4`, and bounded capture
+//! and what left it (see [`reaper`]), resource usage from `wait4`, and bounded capture
 //! of its output.
+
+pub mod counter;
+pub mod launch;
+mod reaper;
+
+pub use reaper::{end_leftovers, run_id, Leftover};
 
 use std::fs::File;
 use std::io::Read;
@@ -87,7 +93,7 @@ pub struct Spec<'a> {
 /// What a test run may add to a plain run of its command.
 #[derive(Debug, Clone, Default)]
 pub struct Extra {
-    /// Count the instructions of the process tree (see [`super::counter`]).
+    /// Count the instructions of the process tree (see [`counter`]).
     pub count: Option<Count>,
     /// Pin the command and its children to these CPUs (`sched_setaffinity`).
     pub cpus: Option<Vec<usize>>,
@@ -142,14 +148,14 @@ pub struct Finished {
 /// [`GRACE`] more: a command that exited 0 keeps the value it printed, whatever it left
 /// behind.
 pub fn run(spec: Spec<'_>) -> anyhow::Result<Finished> {
-    super::reaper::adopt_orphans();
-    super::reaper::reap_orphans();
-    let mark = super::reaper::new_mark();
+    reaper::adopt_orphans();
+    reaper::reap_orphans();
+    let mark = reaper::new_mark();
     let perf = matches!(spec.extra.count, Some(Count::Perf));
     // Every command goes through the launcher (when enabled): besides a max-rss test's own
     // peak and the instructions counter, it ends the command's whole group when perfbisect
     // dies, whatever wraps perfbisect (`timeout`, `setsid`, a CI runner's kill -9).
-    let launcher = super::launch::launcher();
+    let launcher = launch::launcher();
     if perf && launcher.is_none() {
         anyhow::bail!("counting instructions with the hardware counter needs perfbisect's launcher (perfbisect-launch), which is not enabled in this process");
     }
@@ -161,16 +167,16 @@ pub fn run(spec: Spec<'_>) -> anyhow::Result<Finished> {
         .process_group(0);
     // A `kill -9` of perfbisect takes the command with it (its group is its own, so nothing
     // else would); what the command started and left is found by the next perfbisect
-    // ([`super::reaper::end_leftovers`]).
-    super::launch::die_with_parent(&mut cmd);
+    // ([`reaper::end_leftovers`]).
+    launch::die_with_parent(&mut cmd);
     let report = prepare_child(&mut cmd, &spec.extra, launcher.is_some())?;
     for (k, v) in &spec.env {
         cmd.env(k, v);
     }
-    cmd.env(super::reaper::MARK_VAR, &mark);
+    cmd.env(reaper::MARK_VAR, &mark);
     let (regexes, keep_stdout, capture) = connect_output(&mut cmd, spec.output)?;
     let start = Instant::now();
-    let mut child = super::reaper::spawn(&mut cmd)
+    let mut child = reaper::spawn(&mut cmd)
         .with_context(|| format!("cannot start `sh -c {}`", spec.command))?;
     // Only the launcher holds the write end now: its exit closes the pipe.
     let report = report.map(|(read, write)| {
@@ -192,7 +198,7 @@ pub fn run(spec: Spec<'_>) -> anyhow::Result<Finished> {
         Some(r) => r,
         None => {
             let r = wait4(pid, false)?.expect("blocking wait4 returns the child");
-            super::reaper::forget(pid);
+            reaper::forget(pid);
             r
         }
     };
@@ -205,10 +211,10 @@ pub fn run(spec: Spec<'_>) -> anyhow::Result<Finished> {
     if (spec.kill_leftovers || capture) && !watch.cleared {
         kill_group(pid);
     }
-    if capture && !watch.swept && super::reaper::has_children() {
-        watch.left_behind += super::reaper::kill_tree(None, pid, &mark);
+    if capture && !watch.swept && reaper::has_children() {
+        watch.left_behind += reaper::kill_tree(None, pid, &mark);
     }
-    super::reaper::reap_orphans();
+    reaper::reap_orphans();
     drop(child);
 
     let (stdout, stdout_truncated, regex_matches, out_tail) = out.finish();
@@ -219,7 +225,7 @@ pub fn run(spec: Spec<'_>) -> anyhow::Result<Finished> {
     let mut user = secs(usage.ru_utime);
     let mut sys = secs(usage.ru_stime);
     // Without the launcher the command was forked from perfbisect, whose peak RSS Linux carries
-    // into it across `exec` (see [`super::launch`]): `wait4`'s number is at least perfbisect's
+    // into it across `exec` (see [`launch`]): `wait4`'s number is at least perfbisect's
     // own, not the command's, so it is not kept (0: unknown).
     let mut max_rss = 0;
     let mut instructions = None;
@@ -227,7 +233,7 @@ pub fn run(spec: Spec<'_>) -> anyhow::Result<Finished> {
     if let Some(mut read) = report {
         let mut text = String::new();
         if read.read_to_string(&mut text).is_ok() {
-            if let Some(u) = super::launch::parse(&text) {
+            if let Some(u) = launch::parse(&text) {
                 (user, sys, max_rss) = (u.user, u.sys, u.max_rss);
                 instructions = u.instructions;
                 // The command's own wall time, without the launcher's exec.
@@ -244,7 +250,7 @@ pub fn run(spec: Spec<'_>) -> anyhow::Result<Finished> {
         }
     }
     if let Some(Count::Cachegrind { dir, .. }) = &spec.extra.count {
-        instructions = Some(super::counter::cachegrind_total(dir));
+        instructions = Some(counter::cachegrind_total(dir));
     }
     Ok(Finished {
         status,
@@ -274,26 +280,26 @@ fn shell_command(
         (Some(Count::Cachegrind { valgrind, dir }), Some((l, needs_arg))) => {
             let mut c = Command::new(l);
             if needs_arg {
-                c.arg(super::launch::ARG);
+                c.arg(launch::ARG);
             }
             c.arg(valgrind);
-            c.args(super::counter::cachegrind_args(dir));
+            c.args(counter::cachegrind_args(dir));
             c.arg("/bin/sh");
             c
         }
         (Some(Count::Cachegrind { valgrind, dir }), None) => {
             let mut c = Command::new(valgrind);
-            c.args(super::counter::cachegrind_args(dir));
+            c.args(counter::cachegrind_args(dir));
             c.arg("/bin/sh");
             c
         }
         (_, Some((l, needs_arg))) => {
             let mut c = Command::new(l);
             if needs_arg {
-                c.arg(super::launch::ARG);
+                c.arg(launch::ARG);
             }
             if perf {
-                c.arg(super::launch::COUNT_ARG);
+                c.arg(launch::COUNT_ARG);
             }
             c.arg("/bin/sh");
             c
@@ -335,9 +341,9 @@ fn prepare_child(
         unsafe {
             cmd.pre_exec(move || {
                 if let Some(wfd) = wfd {
-                    if wfd == super::launch::FD {
+                    if wfd == launch::FD {
                         libc::fcntl(wfd, libc::F_SETFD, 0);
-                    } else if libc::dup2(wfd, super::launch::FD) < 0 {
+                    } else if libc::dup2(wfd, launch::FD) < 0 {
                         return Err(std::io::Error::last_os_error());
                     }
                 }
@@ -480,7 +486,7 @@ impl<'a> Watch<'a> {
                     Some(r) => {
                         self.ended = Some(r);
                         self.ended_at = Some(Instant::now());
-                        super::reaper::forget(self.pid);
+                        reaper::forget(self.pid);
                         break;
                     }
                     None => {
@@ -527,7 +533,7 @@ impl<'a> Watch<'a> {
                 pfds.pop();
             }
             if r == 0 {
-                super::reaper::reap_orphans();
+                reaper::reap_orphans();
                 continue;
             }
             read_ready(&pfds, &mut fds, &mut buf, out, err);
@@ -550,7 +556,7 @@ impl<'a> Watch<'a> {
         };
         if let Some(why) = why {
             kill_group(self.pid);
-            self.left_behind += super::reaper::kill_tree(Some(self.pid), self.pid, self.mark);
+            self.left_behind += reaper::kill_tree(Some(self.pid), self.pid, self.mark);
             self.killed = Some(why);
             self.stop_reading = Some(now + GRACE);
         }
@@ -575,14 +581,14 @@ impl<'a> Watch<'a> {
         if let Some(res) = wait4(self.pid, true)? {
             self.ended = Some(res);
             self.ended_at = Some(Instant::now());
-            super::reaper::forget(self.pid);
+            reaper::forget(self.pid);
             if self.capture {
                 kill_group(self.pid);
                 self.cleared = true;
                 // Orphans of the command are children of ours now: none, nothing
                 // is left (the common case costs one system call).
-                if super::reaper::has_children() {
-                    self.left_behind += super::reaper::kill_tree(None, self.pid, self.mark);
+                if reaper::has_children() {
+                    self.left_behind += reaper::kill_tree(None, self.pid, self.mark);
                 }
                 self.swept = true;
                 self.stop_reading.get_or_insert(Instant::now() + GRACE);

@@ -80,7 +80,7 @@ pub fn runs_setup(t: &Test) -> String {
         parts.push("address-space randomisation off".into());
     }
     if matches!(t.metric, crate::config::Metric::Instructions) {
-        match crate::measure::counter::select(t.counter) {
+        match crate::process::counter::select(t.counter) {
             Ok(s) => parts.push(format!(
                 "user-space instructions of the whole process tree, counted by {}: {}",
                 s.counter.describe(),

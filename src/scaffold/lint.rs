@@ -14,7 +14,7 @@ pub fn counters(cfg: &Config) -> Vec<String> {
         .values()
         .filter(|t| matches!(t.metric, crate::config::Metric::Instructions))
         .filter_map(|t| {
-            let s = crate::measure::counter::select(t.counter).ok()?;
+            let s = crate::process::counter::select(t.counter).ok()?;
             Some(format!(
                 "test `{}`: instructions counted by {}: {}",
                 t.name,
@@ -262,7 +262,7 @@ pub fn warnings(cfg: &Config, path: &[PathBuf]) -> Vec<String> {
     }
     for (name, t) in &cfg.tests {
         if matches!(t.metric, crate::config::Metric::Instructions) {
-            if let Err(e) = crate::measure::counter::select(t.counter) {
+            if let Err(e) = crate::process::counter::select(t.counter) {
                 warn(
                     &format!("tests.{name}.metric"),
                     format!("nothing here can count instructions: {e}"),

@@ -570,7 +570,7 @@ pub fn why(
         return Ok(Vec::new());
     };
     let valgrind =
-        crate::measure::counter::select(crate::config::harness::Choice::Cachegrind).is_ok();
+        crate::process::counter::select(crate::config::harness::Choice::Cachegrind).is_ok();
     if refused || !(asked || (valgrind && crate::pipeline::profile::worth_profiling(&run.test))) {
         return Ok(Vec::new());
     }
@@ -746,7 +746,7 @@ impl Searcher<'_> {
         }
         self.tally.facts.min_detectable = first.min_detectable;
         if matches!(test.metric, crate::config::Metric::Instructions) {
-            self.tally.facts.counter = crate::measure::counter::select(test.counter)
+            self.tally.facts.counter = crate::process::counter::select(test.counter)
                 .ok()
                 .map(|s| format!("{}: {}", s.counter.describe(), s.why));
         }
