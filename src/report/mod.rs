@@ -3,6 +3,7 @@
 pub mod calibration;
 pub mod charts;
 pub mod compare;
+pub mod detect;
 pub mod eras;
 pub mod export;
 pub mod find;
