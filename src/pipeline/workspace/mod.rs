@@ -1,0 +1,14 @@
+//! The workspace every command works in, and the stages every command shares: `context`
+//! (the workspace itself: repository, config, cache and its lock, this machine's fingerprint,
+//! notes and warnings), `samples` (load what is stored), `range` (the commits a command is
+//! about), `build` (build what is missing) and `measure` (measure and store), each an
+//! `impl Workspace` of its own.
+
+mod build;
+mod context;
+mod measure;
+mod range;
+mod samples;
+
+pub use context::{Locations, Verbosity, Workspace};
+pub use measure::{Batch, SessionSample, Visit};
