@@ -5,6 +5,7 @@ use std::io::Write;
 use crate::cli::{DetectArgs, Format, Global};
 use crate::error::UsageError;
 use crate::git::CommitInfo;
+use crate::pipeline::history::{History, Scope};
 use crate::pipeline::workspace::Workspace;
 use crate::report::detect::{write_text, Names, Open, Output, Point};
 use crate::stats::{self, changepoint};
@@ -68,36 +69,31 @@ fn from_store(g: &Global, args: &DetectArgs) -> anyhow::Result<Output> {
     ws.any_fingerprint = args.any_fingerprint;
     let ws = ws;
     let test = ws.config.test(name)?;
-    let (mut samples, commits, old_end) = series(&ws, test, args.range.as_deref())?;
-    if let Some(n) = ws.fingerprint_note(test, &samples) {
+    // With a range, only its commits' records are read (through the store's index). Of each
+    // run only its value and moment are kept: change points need no more, and years of cron
+    // rows are millions of runs. A range's old end comes first, as `report` has it: its runs
+    // are the level before the range's first commit, so a step at that commit shows here too.
+    let history = History::<Observation>::of(&ws, test, Scope::of(args.range.as_deref()))?;
+    if let Some(n) = ws.fingerprint_note(test, &history.read) {
         ws.note(&n);
     }
-    // Each real run once, one value per independent moment (runs taken back to back
-    // are one look at the machine): see `show::change_points`.
-    let rows = crate::pipeline::history::take_rows(&ws, &mut samples, commits.clone());
+    let (rows, old_end) = (&history.rows, history.old_end);
+    let commits: Vec<&CommitInfo> = rows.iter().map(|r| &r.commit).collect();
     if test.deterministic {
-        warn_if_uneven(&ws, test, &rows);
+        warn_if_uneven(&ws, test, rows);
     }
-    let opts = changepoint::Options {
-        alpha: args.alpha.unwrap_or(changepoint::Options::default().alpha),
-        threshold: test.threshold,
-        deterministic: test.deterministic,
-        counted: crate::pipeline::history::pair_params(test).counted,
-    };
-    let d = crate::pipeline::rows::detection(
-        &rows,
-        &opts,
-        &crate::pipeline::history::pair_params(test),
-    );
+    // Each real run once, one value per independent moment (runs taken back to back are one
+    // look at the machine).
+    let d = history.detection_at(args.alpha.unwrap_or(changepoint::Options::default().alpha));
     // `index` stays the position in the range (the old end is not one of its
     // commits, and no step starts at it).
     // Without a range the series holds only the commits with results: the repository says
     // how many between two of them were not measured.
     let between = |a: usize, b: usize| ws.commits_between(commits[a].id, commits[b].id);
-    let measured = |a: usize, b: usize| crate::pipeline::rows::measured_between(&rows, a, b);
+    let measured = |a: usize, b: usize| crate::pipeline::rows::measured_between(rows, a, b);
     let names = Names {
         index: &|i| i as i64 - i64::from(old_end),
-        commit: &|i| commits.get(i),
+        commit: &|i| commits.get(i).copied(),
         between: args
             .range
             .is_none()
@@ -109,7 +105,7 @@ fn from_store(g: &Global, args: &DetectArgs) -> anyhow::Result<Output> {
         .iter()
         .map(|u| {
             let mut o = Open::new(u, &names);
-            o.measure = measure_command(g, &ws, test, &rows, u.index);
+            o.measure = measure_command(g, &ws, test, rows, u.index);
             o
         })
         .collect();
@@ -117,40 +113,6 @@ fn from_store(g: &Global, args: &DetectArgs) -> anyhow::Result<Output> {
         change_points: d.points.iter().map(|c| Point::new(c, &names)).collect(),
         undecided,
         unit: test.unit(),
-    })
-}
-
-/// The stored runs of `test` over `range` (or every commit), the commits in order, and
-/// whether the first of them is the range's old end.
-fn series(
-    ws: &Workspace,
-    test: &crate::config::Test,
-    range: Option<&str>,
-) -> anyhow::Result<(
-    crate::pipeline::samples::Samples<Observation>,
-    Vec<CommitInfo>,
-    bool,
-)> {
-    // With a range, only its commits' records are read (through the store's index).
-    // Of each run only its value and moment are kept: change points need no more, and
-    // years of cron rows are millions of runs.
-    // A range's old end comes first, as `report` has it: its runs are the level
-    // before the range's first commit, so a step at that commit shows here too.
-    Ok(match range {
-        Some(r) => {
-            let (commits, old_end) = ws.chain_commits(r)?;
-            let ids: Vec<_> = commits.iter().map(|c| c.id).collect();
-            (
-                ws.samples_as::<Observation>(test, Some(&ids))?,
-                commits,
-                old_end,
-            )
-        }
-        None => {
-            let samples = ws.samples_as::<Observation>(test, None)?;
-            let commits = ws.commits(None, &samples)?;
-            (samples, commits, false)
-        }
     })
 }
 

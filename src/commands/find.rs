@@ -2,6 +2,7 @@
 //! over the range, building and measuring only what the search asks for.
 
 use crate::cli::{FindArgs, Format, Global};
+use crate::pipeline::history::{History, Scope};
 use crate::pipeline::workspace::Workspace;
 use crate::report::find::{self as view};
 use crate::report::plot::{self};
@@ -72,8 +73,7 @@ pub fn find(g: &Global, args: FindArgs) -> anyhow::Result<i32> {
     };
 
     // The chain's medians as stored now (what this search measured, and what was there).
-    let samples = ws.samples(&run.test)?;
-    let rows = crate::pipeline::history::rows(&ws, &samples, run.chain().to_vec());
+    let rows = History::of(&ws, &run.test, Scope::Commits(run.chain()))?.rows;
     let spark = spark::medians_line(&rows, &run.test.unit());
     let chart = charts::commit_chart(
         &run.test,
@@ -147,8 +147,7 @@ fn several(
         let (b, r) = run.counts();
         builds += b;
         runs += r;
-        let samples = ws.samples(&run.test)?;
-        let rows = crate::pipeline::history::rows(ws, &samples, run.chain().to_vec());
+        let rows = History::of(ws, &run.test, Scope::Commits(run.chain()))?.rows;
         let line = spark::medians_line(&rows, &run.test.unit());
         run.stop_clock(started);
         let mut report = run.report(&invocation);

@@ -3,6 +3,7 @@
 //! results); `--attach OWNER/REPO#N` posts the Markdown with `gh`.
 
 use crate::cli::{Format, Global, ReportArgs};
+use crate::pipeline::history::{History, Scope};
 use crate::pipeline::workspace::Workspace;
 use crate::publish::attach::Target;
 use crate::report::issue::{self, Issue};
@@ -64,21 +65,24 @@ pub fn report(g: &Global, args: ReportArgs) -> anyhow::Result<()> {
         super::common::invocation(g, &ws)
     };
 
-    let samples = ws.samples(&run.test)?;
-    let all_rows = crate::pipeline::history::rows(&ws, &samples, run.commits.clone());
+    let all = History::of(&ws, &run.test, Scope::Commits(&run.commits))?;
+    let all_rows = &all.rows;
     // The change points, sparkline and plot cover the range asked, also where imported
     // rounds narrowed the search to a gap of it (`offset`: where the searched chain starts).
     let narrowed = run.imported.as_ref().is_some_and(|g| !g.fell_back);
     let widened = if narrowed {
-        range_rows(&ws, &samples, range, &all_rows[..=run.searched])?
+        range_history(&ws, &run.test, range, &all_rows[..=run.searched])?
     } else {
         None
     };
-    let (chain, offset) = match &widened {
-        Some((rows, offset)) => (&rows[..], *offset),
-        None => (&all_rows[..=run.searched], 0),
+    let (chain, offset, detection) = match &widened {
+        Some((h, offset)) => (&h.rows[..], *offset, h.detection()),
+        None => (
+            &all_rows[..=run.searched],
+            0,
+            all.detection_of_first(run.searched + 1),
+        ),
     };
-    let detection = crate::pipeline::history::detection(&run.test, chain);
     let cps = &detection.points;
     let spark = spark::medians_line(chain, &run.test.unit());
     let mut markers = run.markers();
@@ -106,7 +110,7 @@ pub fn report(g: &Global, args: ReportArgs) -> anyhow::Result<()> {
         let known = crate::report::known::confirmed(&findings, &run.test.name, chain, &named);
         let x = Issue {
             find: &r,
-            rows: &all_rows,
+            rows: all_rows,
             range_rows: chain,
             blocks: &run.blocks,
             detection: &detection,
@@ -171,22 +175,22 @@ fn site(g: &Global, args: &ReportArgs) -> anyhow::Result<()> {
     crate::publish::site::site(&ws, out, &args.test, args.range.as_deref())
 }
 
-/// Where imported rounds narrowed the search to a gap of `range`: the rows of the range (its
+/// Where imported rounds narrowed the search to a gap of `range`: the history of the range (its
 /// old end first) and where `searched` (the chain `find` searched, its old end first) starts
 /// among them; `None` when the searched chain is the range's.
-fn range_rows(
+fn range_history<'t>(
     ws: &Workspace,
-    samples: &crate::pipeline::samples::Samples,
+    test: &'t crate::config::Test,
     range: &str,
     searched: &[crate::pipeline::rows::CommitRow],
-) -> anyhow::Result<Option<(Vec<crate::pipeline::rows::CommitRow>, usize)>> {
+) -> anyhow::Result<Option<(History<'t>, usize)>> {
     let whole = ws.repo.range(range)?;
     let commits: Vec<crate::git::CommitInfo> =
         whole.base.iter().cloned().chain(whole.commits).collect();
     let first = searched.first().map(|r| r.commit.id);
     match commits.iter().position(|c| Some(c.id) == first) {
         Some(offset) if offset > 0 || commits.len() != searched.len() => Ok(Some((
-            crate::pipeline::history::rows(ws, samples, commits),
+            History::of(ws, test, Scope::Commits(&commits))?,
             offset,
         ))),
         _ => Ok(None),

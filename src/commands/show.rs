@@ -3,6 +3,7 @@
 
 use crate::cli::{Format, Global, ShowArgs};
 use crate::config::Test;
+use crate::pipeline::history::{History, Scope};
 use crate::pipeline::samples::Samples;
 use crate::pipeline::workspace::Workspace;
 use crate::report::show as view;
@@ -25,8 +26,10 @@ pub fn show(g: &Global, args: ShowArgs) -> anyhow::Result<()> {
     let test = ws.config.test(&args.test)?;
     // With a range, only its commits' records are read (through the store's index). An
     // `A..B` range shows its old end `A` first, as `report` does: `find` measures it.
+    // Samples of another fingerprint (the machine before its toolchain or kernel changed):
+    // an earlier era, listed apart and compared with nothing here.
     let mut old_end = false;
-    let (mut samples, commits) = match args.range.as_deref() {
+    let history = match args.range.as_deref() {
         Some(r) => {
             let range = ws.repo.range(r)?;
             let mut commits = Vec::new();
@@ -35,35 +38,15 @@ pub fn show(g: &Global, args: ShowArgs) -> anyhow::Result<()> {
                 commits.push(base);
             }
             commits.extend(range.commits);
-            let ids: Vec<_> = commits.iter().map(|c| c.id).collect();
-            (ws.samples_for(test, Some(&ids))?, commits)
+            History::with_eras(&ws, test, Scope::Commits(&commits))?
         }
-        None => {
-            let samples = ws.samples(test)?;
-            let commits = ws.commits(None, &samples)?;
-            (samples, commits)
-        }
+        None => History::with_eras(&ws, test, Scope::Stored)?,
     };
-    // Samples of another fingerprint (the machine before its toolchain or kernel changed):
-    // an earlier era, listed apart and compared with nothing here.
-    let eras = if ws.any_fingerprint || samples.other_fingerprints.is_empty() {
-        None
-    } else {
-        let scope: Option<Vec<_>> = args
-            .range
-            .as_ref()
-            .map(|_| commits.iter().map(|c| c.id).collect());
-        let others = ws.other_fingerprints(test, scope.as_deref())?;
-        let within = args.range.as_ref().map(|_| commits.as_slice());
-        Some(crate::pipeline::eras::of(
-            &ws, test, &samples, others, within,
-        )?)
-    };
-    let rows = crate::pipeline::history::take_rows(&ws, &mut samples, commits);
+    let (rows, eras, samples) = (&history.rows, &history.eras, &history.read);
     if let Some(path) = &args.plot {
         // Refuse a bad file name before anything is drawn.
         plot::ImageFormat::of(path)?;
-        let cps = crate::pipeline::history::change_points(test, &rows);
+        let cps = history.detection().points;
         let scope = args
             .range
             .clone()
@@ -71,8 +54,8 @@ pub fn show(g: &Global, args: ShowArgs) -> anyhow::Result<()> {
         let chart = charts::commit_chart(
             test,
             &format!("{}: {}", test.name, charts::abbreviate_hashes(&scope)),
-            &rows,
-            charts::change_point_markers(&rows, &cps),
+            rows,
+            charts::change_point_markers(rows, &cps),
             charts::WIDE,
         );
         plot::write(&chart, path)?;
@@ -81,13 +64,13 @@ pub fn show(g: &Global, args: ShowArgs) -> anyhow::Result<()> {
     let out = match args.format {
         Format::Json => match &eras {
             Some(e) => {
-                let mut v = export::json_value(test, &rows, old_end)?;
+                let mut v = export::json_value(test, rows, old_end)?;
                 v["eras"] = crate::report::eras::json(e)?;
                 crate::report::json::json_pretty(&v)?
             }
-            None => export::json(test, &rows, old_end)?,
+            None => export::json(test, rows, old_end)?,
         },
-        Format::Csv => export::csv(test, &rows, old_end)?,
+        Format::Csv => export::csv(test, rows, old_end)?,
         _ => {
             let n = rows.len() - usize::from(old_end);
             let s = if n == 1 { "" } else { "s" };
@@ -102,7 +85,7 @@ pub fn show(g: &Global, args: ShowArgs) -> anyhow::Result<()> {
                 ),
             };
             let eras = eras.as_ref().map(crate::report::eras::text);
-            view::text(test, &scope, &rows, old_end) + &eras.unwrap_or_default()
+            view::text(test, &scope, rows, old_end) + &eras.unwrap_or_default()
         }
     };
     print!("{out}");
@@ -111,7 +94,7 @@ pub fn show(g: &Global, args: ShowArgs) -> anyhow::Result<()> {
             ws.note(&n);
         }
     }
-    if let Some(n) = ws.fingerprint_note(test, &samples) {
+    if let Some(n) = ws.fingerprint_note(test, samples) {
         ws.note(&n);
     }
     Ok(())

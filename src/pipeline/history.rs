@@ -1,13 +1,152 @@
-//! A test's stored results as `show`, `detect`, `report` and `find` see them: one row per
-//! commit (its values and records, and why a commit without values has none), and the change
-//! points over those rows with the test's threshold.
+//! A test's history as every view sees it, assembled in one place ([`History::of`]): one row
+//! per commit (its values and records, and why a commit without values has none), what the
+//! read set aside, the change points over those rows with the test's threshold, and the
+//! earlier eras of the machine.
 
+use crate::config::Test;
+use crate::git::CommitInfo;
+use crate::pipeline::rows::CommitRow;
+use crate::pipeline::samples::Samples;
 use crate::pipeline::workspace::Workspace;
-use crate::store::Run;
+use crate::stats::Detection;
+use crate::store::{Run, Sample};
+
+/// Which commits a history covers.
+#[derive(Debug, Clone, Copy)]
+pub enum Scope<'a> {
+    /// Every commit with stored results, oldest first ([`Workspace::commits`]).
+    Stored,
+    /// A range's chain: its old end first where it has one (its runs are the level before the
+    /// range's first commit), then its commits.
+    Range(&'a str),
+    /// These commits, in this order (a search's chain, a range as a view lists it).
+    Commits(&'a [CommitInfo]),
+}
+
+impl<'a> Scope<'a> {
+    /// A range, or without one every commit with stored results.
+    pub fn of(range: Option<&'a str>) -> Scope<'a> {
+        range.map_or(Scope::Stored, Scope::Range)
+    }
+}
+
+/// A test's stored results over a [`Scope`]: the only assembly of the rows, change points and
+/// eras that `show`, `detect`, `report`, `find`, `run`, `triage` and the site render.
+///
+/// `R` is what is kept of each run: whole [`Sample`]s, or [`crate::store::Observation`]s
+/// where only statistics over a long history are wanted.
+pub struct History<'t, R = Sample> {
+    pub test: &'t Test,
+    /// One row per commit of the scope, in its order.
+    pub rows: Vec<CommitRow<R>>,
+    /// Whether `rows[0]` is a range's old end (not one of its commits).
+    pub old_end: bool,
+    /// What the read set aside (stale definitions, other fingerprints) and the byte-identical
+    /// builds; the rows' records are moved out of it (a store of millions of samples is not
+    /// held twice).
+    pub read: Samples<R>,
+    /// The earlier eras of the machine (samples of other fingerprints), where
+    /// [`History::with_eras`] was asked and there are some.
+    pub eras: Option<crate::pipeline::eras::Eras>,
+}
+
+impl<'t, R: crate::store::Keep + Run + Clone> History<'t, R> {
+    /// Read `test`'s stored results over `scope`: with a range or commits, only their records
+    /// (through the store's index); otherwise every record.
+    pub fn of(ws: &Workspace, test: &'t Test, scope: Scope<'_>) -> anyhow::Result<Self> {
+        let (mut read, commits, old_end) = Self::read(ws, test, scope)?;
+        let rows = take_rows(ws, &mut read, commits);
+        Ok(History {
+            test,
+            rows,
+            old_end,
+            read,
+            eras: None,
+        })
+    }
+
+    fn read(
+        ws: &Workspace,
+        test: &Test,
+        scope: Scope<'_>,
+    ) -> anyhow::Result<(Samples<R>, Vec<CommitInfo>, bool)> {
+        let ids = |c: &[CommitInfo]| c.iter().map(|c| c.id).collect::<Vec<_>>();
+        Ok(match scope {
+            Scope::Stored => {
+                let read = ws.samples_as::<R>(test, None)?;
+                let commits = ws.commits(None, &read)?;
+                (read, commits, false)
+            }
+            Scope::Range(r) => {
+                let (commits, old_end) = ws.chain_commits(r)?;
+                (
+                    ws.samples_as::<R>(test, Some(&ids(&commits)))?,
+                    commits,
+                    old_end,
+                )
+            }
+            Scope::Commits(c) => (ws.samples_as::<R>(test, Some(&ids(c)))?, c.to_vec(), false),
+        })
+    }
+
+    /// The change points and undecided steps over every row, with the test's threshold.
+    pub fn detection(&self) -> Detection {
+        detection(self.test, &self.rows)
+    }
+
+    /// [`History::detection`] over the first `n` rows (a search's chain within its range).
+    pub fn detection_of_first(&self, n: usize) -> Detection {
+        detection(self.test, &self.rows[..n.min(self.rows.len())])
+    }
+
+    /// [`History::detection`] at significance `alpha` (`detect --alpha`).
+    pub fn detection_at(&self, alpha: f64) -> Detection {
+        let opts = crate::stats::changepoint::Options {
+            alpha,
+            ..options(self.test)
+        };
+        crate::pipeline::rows::detection(&self.rows, &opts, &pair_params(self.test))
+    }
+}
+
+impl<'t> History<'t, Sample> {
+    /// [`History::of`], with the earlier eras of the machine when samples of other
+    /// fingerprints were set aside (not with `--any-fingerprint`, which uses them).
+    pub fn with_eras(ws: &Workspace, test: &'t Test, scope: Scope<'_>) -> anyhow::Result<Self> {
+        let (mut read, commits, old_end) = Self::read(ws, test, scope)?;
+        let eras = if ws.any_fingerprint || read.other_fingerprints.is_empty() {
+            None
+        } else {
+            let within = !matches!(scope, Scope::Stored);
+            let ids: Option<Vec<_>> = within.then(|| commits.iter().map(|c| c.id).collect());
+            let others = ws.other_fingerprints(test, ids.as_deref())?;
+            Some(crate::pipeline::eras::of(
+                ws,
+                test,
+                &read,
+                others,
+                within.then_some(commits.as_slice()),
+            )?)
+        };
+        let rows = take_rows(ws, &mut read, commits);
+        Ok(History {
+            test,
+            rows,
+            old_end,
+            read,
+            eras,
+        })
+    }
+
+    /// What a "no change" between the ends of the rows leaves unsaid ([`steps_inside`]).
+    pub fn steps_inside(&self, range: &str) -> Option<String> {
+        steps_inside(self.test, &self.rows, range)
+    }
+}
 
 /// Per-commit rows of `test` for `commits`: the values and records stored, and whether a
 /// commit without values failed to build, failed every run, or was never measured.
-pub fn rows(
+pub(crate) fn rows(
     ws: &Workspace,
     samples: &crate::pipeline::samples::Samples,
     commits: Vec<crate::git::CommitInfo>,
@@ -23,7 +162,7 @@ pub fn rows(
 /// [`rows`], moving each commit's own records out of `samples` instead of copying them (a
 /// store of millions of samples is not held twice): afterwards `samples` keeps its counts,
 /// fingerprints and identical builds, and no records of these commits.
-pub fn take_rows<R: Run + Clone>(
+fn take_rows<R: Run + Clone>(
     ws: &Workspace,
     samples: &mut crate::pipeline::samples::Samples<R>,
     commits: Vec<crate::git::CommitInfo>,
@@ -119,35 +258,31 @@ fn build<R: Run>(
 }
 
 /// `detect`'s change points over `rows` with the test's threshold (a declared deterministic
-/// test: every change of at least the threshold, at its exact commit).
-pub fn change_points<R: Run>(
-    test: &crate::config::Test,
-    rows: &[crate::pipeline::rows::CommitRow<R>],
-) -> Vec<crate::stats::ChangePoint> {
-    detection(test, rows).points
-}
-
-/// [`change_points`], and the steps too few runs leave undecided.
-pub fn detection<R: Run>(
+/// test: every change of at least the threshold, at its exact commit), and the steps too few
+/// runs leave undecided.
+fn detection<R: Run>(
     test: &crate::config::Test,
     rows: &[crate::pipeline::rows::CommitRow<R>],
 ) -> crate::stats::Detection {
-    use crate::stats::changepoint;
-    let opts = changepoint::Options {
+    // One value per independent measurement (runs back to back are one look at the machine),
+    // each real run once (where it was made, not again on commits of identical builds).
+    crate::pipeline::rows::detection(rows, &options(test), &pair_params(test))
+}
+
+/// The detector's options for `test`: its threshold, and whether its values are exact.
+fn options(test: &Test) -> crate::stats::changepoint::Options {
+    crate::stats::changepoint::Options {
         threshold: test.threshold,
         deterministic: test.deterministic,
         counted: pair_params(test).counted,
-        ..changepoint::Options::default()
-    };
-    // One value per independent measurement (runs back to back are one look at the machine),
-    // each real run once (where it was made, not again on commits of identical builds).
-    crate::pipeline::rows::detection(rows, &opts, &pair_params(test))
+        ..crate::stats::changepoint::Options::default()
+    }
 }
 
 /// What a "no change" between the ends of `rows` (the old end first) leaves unsaid: the
 /// change points the stored runs inside the range show (a step and its return), as `report`
 /// would list them, with the search that would name the first one. `None` when there are none.
-pub fn steps_inside(
+fn steps_inside(
     test: &crate::config::Test,
     rows: &[crate::pipeline::rows::CommitRow],
     range: &str,

@@ -11,7 +11,7 @@ use crate::config::Test;
 use crate::pipeline::workspace::Workspace;
 use crate::publish::attach::Target;
 
-use crate::pipeline::history::rows;
+use crate::pipeline::history::{History, Scope};
 use crate::report::issue::Measured;
 use crate::report::plot::{self, Chart};
 
@@ -162,16 +162,17 @@ pub fn issue_markdown<'a>(
     blocks: &[std::ops::Range<usize>],
     why: &'a [crate::pipeline::profile::Profiled],
 ) -> anyhow::Result<String> {
-    let samples = ws.samples(r.test)?;
-    let all_rows = rows(ws, &samples, r.commits.to_vec());
-    let chain = &all_rows[..=r.searched.min(all_rows.len().saturating_sub(1))];
-    let detection = crate::pipeline::history::detection(r.test, chain);
+    let all = History::of(ws, r.test, Scope::Commits(r.commits))?;
+    let all_rows = &all.rows;
+    let n = (r.searched + 1).min(all_rows.len());
+    let chain = &all_rows[..n];
+    let detection = all.detection_of_first(n);
     let measured = measured(ws, r.test);
     r.why = why;
     r.sparkline = crate::report::spark::medians_line(chain, &r.test.unit());
     let x = crate::report::issue::Issue {
         find: &r,
-        rows: &all_rows,
+        rows: all_rows,
         range_rows: chain,
         blocks,
         detection: &detection,

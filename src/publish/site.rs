@@ -7,7 +7,7 @@ use anyhow::Context as _;
 use rayon::prelude::*;
 
 use crate::config::Test;
-use crate::pipeline::history::{detection, rows};
+use crate::pipeline::history::{History, Scope};
 use crate::pipeline::workspace::Workspace;
 use crate::report::html::{self, IndexEntry, Page, Site};
 use crate::report::plot;
@@ -34,16 +34,11 @@ fn gaps(
         .collect()
 }
 
-/// One test's rows over the site's commits: the test, what the commits are, the rows, and the
-/// earlier eras of the machine where its samples hold another fingerprint.
-type Loaded<'a> = (
-    &'a Test,
-    String,
-    Vec<crate::pipeline::rows::CommitRow>,
-    Option<crate::pipeline::eras::Eras>,
-);
+/// One test's history over the site's commits, and what the commits are.
+type Loaded<'a> = (String, History<'a>);
 
-/// Every test's [`Loaded`] rows over `range` (or every commit with results). A range's rows
+/// Every test's [`Loaded`] history over `range` (or every commit with results), with the
+/// earlier eras of the machine where its samples hold another fingerprint. A range's rows
 /// start at its old end, as `report`'s do: the level before its first commit, without which
 /// a step at that first commit would not show.
 fn load<'a>(ws: &'a Workspace, range: Option<&str>) -> anyhow::Result<Vec<Loaded<'a>>> {
@@ -53,30 +48,20 @@ fn load<'a>(ws: &'a Workspace, range: Option<&str>) -> anyhow::Result<Vec<Loaded
     };
     let mut loaded = Vec::new();
     for t in ws.config.tests.values() {
-        let samples = ws.samples(t)?;
-        let commits = match &range_commits {
-            Some((c, _)) => c.clone(),
-            None => ws.commits(None, &samples)?,
+        let scope = match &range_commits {
+            Some((c, _)) => Scope::Commits(c),
+            None => Scope::Stored,
         };
-        let scope = match (&range, &range_commits) {
-            (Some(r), Some((_, true))) => format!(
-                "{} commits of {r} and its old end, oldest first",
-                commits.len() - 1
-            ),
-            (Some(r), _) => format!("{} commits of {r}, oldest first", commits.len()),
-            (None, _) => format!("all {} commits with results, oldest first", commits.len()),
+        let history = History::with_eras(ws, t, scope)?;
+        let n = history.rows.len();
+        let what = match (&range, &range_commits) {
+            (Some(r), Some((_, true))) => {
+                format!("{} commits of {r} and its old end, oldest first", n - 1)
+            }
+            (Some(r), _) => format!("{n} commits of {r}, oldest first"),
+            (None, _) => format!("all {n} commits with results, oldest first"),
         };
-        // Samples of another fingerprint: an earlier era of the machine, shown apart.
-        let eras = if samples.other_fingerprints.is_empty() || ws.any_fingerprint {
-            None
-        } else {
-            let ids: Option<Vec<gix::ObjectId>> =
-                range.map(|_| commits.iter().map(|c| c.id).collect());
-            let others = ws.other_fingerprints(t, ids.as_deref())?;
-            let within = range.map(|_| commits.as_slice());
-            Some(crate::pipeline::eras::of(ws, t, &samples, others, within)?)
-        };
-        loaded.push((t, scope, rows(ws, &samples, commits), eras));
+        loaded.push((what, history));
     }
     Ok(loaded)
 }
@@ -117,23 +102,22 @@ pub fn site(ws: &Workspace, out: &Path, which: &str, range: Option<&str>) -> any
     // Tests are independent: detect them on every core, then (the repository is one
     // thread's) count the commits not measured inside each step's span, then render them on
     // every core.
-    let found: Vec<crate::stats::Detection> = loaded
-        .par_iter()
-        .map(|(t, _, rows, _)| detection(t, rows))
-        .collect();
+    let found: Vec<crate::stats::Detection> =
+        loaded.par_iter().map(|(_, h)| h.detection()).collect();
     let gaps: Vec<Gaps> = loaded
         .iter()
         .zip(&found)
-        .map(|((_, _, rows, _), d)| match range {
+        .map(|((_, h), d)| match range {
             Some(_) => Gaps::default(),
-            None => gaps(ws, rows, d),
+            None => gaps(ws, &h.rows, d),
         })
         .collect();
     let done: Vec<anyhow::Result<(html::Steps, usize)>> = loaded
         .par_iter()
         .zip(found)
         .zip(gaps)
-        .map(|(((t, scope, rows, eras), found), unmeasured)| {
+        .map(|(((scope, h), found), unmeasured)| {
+            let (t, rows, eras) = (h.test, &h.rows, &h.eras);
             let n_cps = html::Steps::of(&found, t.direction);
             let crate::stats::Detection {
                 points: cps,
@@ -195,7 +179,8 @@ pub fn site(ws: &Workspace, out: &Path, which: &str, range: Option<&str>) -> any
     let entries: Vec<IndexEntry> = loaded
         .iter()
         .zip(cps_per_test)
-        .map(|((t, _, rows, _), n_cps)| {
+        .map(|((_, h), n_cps)| {
+            let (t, rows) = (h.test, &h.rows);
             IndexEntry::new(
                 t,
                 rows,

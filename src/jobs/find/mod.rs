@@ -9,6 +9,7 @@ use crate::bisect::{self, Culprit, Driven, Outcome, Params, Search};
 use crate::build::State;
 use crate::config::Test;
 use crate::git::CommitInfo;
+use crate::pipeline::history::{History, Scope};
 use crate::pipeline::{samples::Samples, workspace::Workspace};
 use crate::report::charts;
 use crate::report::find::{
@@ -482,9 +483,8 @@ pub fn find(
     run.notes.extend(pin_notes(ws, &run));
     if matches!(run.outcome, Outcome::NoChange { .. }) {
         // Ends alike can hide a step and its return that the stored runs show.
-        let samples = ws.samples(&run.test)?;
-        let rows = crate::pipeline::history::rows(ws, &samples, run.chain().to_vec());
-        if let Some(n) = crate::pipeline::history::steps_inside(&run.test, &rows, &run.spec) {
+        let history = History::of(ws, &run.test, Scope::Commits(run.chain()))?;
+        if let Some(n) = history.steps_inside(&run.spec) {
             run.notes.push(n);
         }
     }

@@ -13,6 +13,7 @@ pub use summary::{print_summary, Spent, Summary};
 use crate::base::interrupt::Interrupted;
 use crate::build::State;
 use crate::git;
+use crate::pipeline::history::{History, Scope};
 use crate::pipeline::workspace::{Batch, Workspace};
 
 /// What `run` was asked for, parsed.
@@ -707,7 +708,6 @@ fn top_up(
     summary: &mut Summary,
     jobs: usize,
 ) -> anyhow::Result<()> {
-    let ids: Vec<gix::ObjectId> = chain.iter().map(|c| c.id).collect();
     let main = summary.interleaved.take();
     for _ in 0..TOP_UP_PASSES {
         if crate::base::interrupt::requested() {
@@ -719,9 +719,9 @@ fn top_up(
             if t.deterministic {
                 continue;
             }
-            let stored = ws.samples_for(t, Some(&ids))?;
-            let rows = crate::pipeline::history::rows(ws, &stored, chain.to_vec());
-            for u in crate::pipeline::history::detection(t, &rows).undecided {
+            let history = History::<crate::store::Sample>::of(ws, t, Scope::Commits(chain))?;
+            let rows = &history.rows;
+            for u in history.detection().undecided {
                 let has = |j: &usize| !rows[*j].own_values().is_empty();
                 let before = (0..u.index).rev().find(has);
                 let after = (u.index..rows.len()).find(has);
@@ -878,11 +878,10 @@ fn step_evidence(
     commits: &[crate::git::CommitInfo],
 ) -> anyhow::Result<Vec<gix::ObjectId>> {
     let mut out = Vec::new();
-    let ids: Vec<gix::ObjectId> = commits.iter().map(|c| c.id).collect();
     for t in tests {
-        let samples = ws.samples_for(t, Some(&ids))?;
-        let rows = crate::pipeline::history::rows(ws, &samples, commits.to_vec());
-        for cp in crate::pipeline::history::change_points(t, &rows) {
+        let history = History::<crate::store::Sample>::of(ws, t, Scope::Commits(commits))?;
+        let rows = &history.rows;
+        for cp in history.detection().points {
             let before = rows[..cp.index].iter().rev().find(|r| !r.values.is_empty());
             for r in before.into_iter().chain(rows.get(cp.index)) {
                 if !out.contains(&r.commit.id) {

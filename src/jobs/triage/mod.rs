@@ -23,6 +23,7 @@ pub use post::{at_commits, title};
 
 use crate::bisect::Outcome as Verdict;
 use crate::config::Test;
+use crate::pipeline::history::{History, Scope};
 use crate::pipeline::workspace::Workspace;
 pub use crate::report::triage::{Left, Posted};
 use crate::store::findings::{self, Findings, State, TestStep};
@@ -353,25 +354,18 @@ impl<'a> Triage<'a> {
         for t in self.tests {
             // Of each run only its value and moment: change points need no more, and years of
             // cron rows are millions of runs a test.
-            let mut samples = ws.samples_as::<crate::store::Observation>(t, None)?;
-            let commits = match opts.range {
-                Some(r) => ws.chain_commits(r)?.0,
-                None => ws.commits(None, &samples)?,
-            };
-            loaded.push((
+            loaded.push(History::<crate::store::Observation>::of(
+                ws,
                 t,
-                crate::pipeline::history::take_rows(ws, &mut samples, commits),
-            ));
+                Scope::of(opts.range),
+            )?);
         }
         let detected: Vec<crate::stats::Detection> = {
             use rayon::prelude::*;
-            loaded
-                .par_iter()
-                .map(|(t, rows)| crate::pipeline::history::detection(t, rows))
-                .collect()
+            loaded.par_iter().map(History::detection).collect()
         };
-        for ((t, rows), d) in loaded.iter().zip(detected) {
-            let t: &'a Test = t;
+        for (h, d) in loaded.iter().zip(detected) {
+            let (t, rows): (&'a Test, _) = (h.test, &h.rows);
             order.pos.insert(
                 t.name.clone(),
                 rows.iter()
