@@ -3,10 +3,10 @@
 //! results); `--attach OWNER/REPO#N` posts the Markdown with `gh`.
 
 use crate::cli::{Format, Global, ReportArgs};
-use crate::pipeline::history::{History, Scope};
+use crate::pipeline::issue::IssueData;
 use crate::pipeline::workspace::Workspace;
 use crate::publish::attach::Target;
-use crate::report::issue::{self, Issue};
+use crate::report::issue;
 use crate::report::plot::{self};
 use crate::report::{charts, spark};
 
@@ -65,24 +65,14 @@ pub fn report(g: &Global, args: ReportArgs) -> anyhow::Result<()> {
         super::common::invocation(g, &ws)
     };
 
-    let all = History::of(&ws, &run.test, Scope::Commits(&run.commits))?;
-    let all_rows = &all.rows;
+    // What `triage` confirmed over the range stands beside this search's verdict.
+    let findings = crate::store::findings::load(&crate::store::findings::path(&ws.cache.root))?;
     // The change points, sparkline and plot cover the range asked, also where imported
     // rounds narrowed the search to a gap of it (`offset`: where the searched chain starts).
-    let narrowed = run.imported.as_ref().is_some_and(|g| !g.fell_back);
-    let widened = if narrowed {
-        range_history(&ws, &run.test, range, &all_rows[..=run.searched])?
-    } else {
-        None
-    };
-    let (chain, offset, detection) = match &widened {
-        Some((h, offset)) => (&h.rows[..], *offset, h.detection()),
-        None => (
-            &all_rows[..=run.searched],
-            0,
-            all.detection_of_first(run.searched + 1),
-        ),
-    };
+    run.stop_clock(started);
+    let run = run;
+    let data = IssueData::load(&ws, &run.report(&invocation), &findings)?;
+    let (chain, offset, detection) = (data.chain(), data.offset(), data.detection());
     let cps = &detection.points;
     let spark = spark::medians_line(chain, &run.test.unit());
     let mut markers = run.markers();
@@ -91,32 +81,12 @@ pub fn report(g: &Global, args: ReportArgs) -> anyhow::Result<()> {
     }
     markers.extend(charts::change_point_markers(chain, cps));
     let chart = charts::commit_chart(&run.test, &run.chart_title(), chain, markers, charts::WIDE);
-    let measured = crate::publish::files::measured(&ws, &run.test);
-    // What `triage` confirmed over the range stands beside this search's verdict.
-    let findings = crate::store::findings::load(&crate::store::findings::path(&ws.cache.root))?;
-    run.stop_clock(started);
-    let run = run;
     let render = |plot_ref: Option<String>| -> anyhow::Result<String> {
         let mut r = run.report(&invocation);
         r.why = &why;
         r.sparkline = spark.clone();
         r.plot = plot_ref;
-        let named: Vec<gix::ObjectId> = match r.outcome {
-            crate::bisect::Outcome::Culprits(cs) => {
-                cs.iter().map(|c| r.commits[c.pos].id).collect()
-            }
-            _ => Vec::new(),
-        };
-        let known = crate::report::known::confirmed(&findings, &run.test.name, chain, &named);
-        let x = Issue {
-            find: &r,
-            rows: all_rows,
-            range_rows: chain,
-            blocks: &run.blocks,
-            detection: &detection,
-            measured: &measured,
-            known: &known,
-        };
+        let x = data.issue(&r, &run.blocks);
         Ok(match args.format {
             Format::Json => issue::json(&x, crate::report::find_json::json_value(&r)?)?,
             _ => issue::markdown(&x),
@@ -173,26 +143,4 @@ fn site(g: &Global, args: &ReportArgs) -> anyhow::Result<()> {
         ws.repo.require_range(r, "report")?;
     }
     crate::publish::site::site(&ws, out, &args.test, args.range.as_deref())
-}
-
-/// Where imported rounds narrowed the search to a gap of `range`: the history of the range (its
-/// old end first) and where `searched` (the chain `find` searched, its old end first) starts
-/// among them; `None` when the searched chain is the range's.
-fn range_history<'t>(
-    ws: &Workspace,
-    test: &'t crate::config::Test,
-    range: &str,
-    searched: &[crate::pipeline::rows::CommitRow],
-) -> anyhow::Result<Option<(History<'t>, usize)>> {
-    let whole = ws.repo.range(range)?;
-    let commits: Vec<crate::git::CommitInfo> =
-        whole.base.iter().cloned().chain(whole.commits).collect();
-    let first = searched.first().map(|r| r.commit.id);
-    match commits.iter().position(|c| Some(c.id) == first) {
-        Some(offset) if offset > 0 || commits.len() != searched.len() => Ok(Some((
-            History::of(ws, test, Scope::Commits(&commits))?,
-            offset,
-        ))),
-        _ => Ok(None),
-    }
 }

@@ -140,7 +140,7 @@ pub fn of(
                 .collect(),
             None => ws.commits(None, &samples)?,
         };
-        let rows: Vec<CommitRow> = crate::pipeline::history::rows(ws, &samples, list)
+        let rows: Vec<CommitRow> = crate::pipeline::rows::rows(ws, &samples, list)
             .into_iter()
             .filter(|r| !r.records.is_empty())
             .collect();

@@ -55,7 +55,7 @@ impl<'t, R: crate::store::Keep + Run + Clone> History<'t, R> {
     /// (through the store's index); otherwise every record.
     pub fn of(ws: &Workspace, test: &'t Test, scope: Scope<'_>) -> anyhow::Result<Self> {
         let (mut read, commits, old_end) = Self::read(ws, test, scope)?;
-        let rows = take_rows(ws, &mut read, commits);
+        let rows = crate::pipeline::rows::take_rows(ws, &mut read, commits);
         Ok(History {
             test,
             rows,
@@ -128,7 +128,7 @@ impl<'t> History<'t, Sample> {
                 within.then_some(commits.as_slice()),
             )?)
         };
-        let rows = take_rows(ws, &mut read, commits);
+        let rows = crate::pipeline::rows::take_rows(ws, &mut read, commits);
         Ok(History {
             test,
             rows,
@@ -142,119 +142,6 @@ impl<'t> History<'t, Sample> {
     pub fn steps_inside(&self, range: &str) -> Option<String> {
         steps_inside(self.test, &self.rows, range)
     }
-}
-
-/// Per-commit rows of `test` for `commits`: the values and records stored, and whether a
-/// commit without values failed to build, failed every run, or was never measured.
-pub(crate) fn rows(
-    ws: &Workspace,
-    samples: &crate::pipeline::samples::Samples,
-    commits: Vec<crate::git::CommitInfo>,
-) -> Vec<crate::pipeline::rows::CommitRow> {
-    let known = Known::of(samples, &commits);
-    let records = commits
-        .iter()
-        .map(|c| samples.records(&c.id).into_iter().cloned().collect())
-        .collect();
-    build(ws, samples, commits, records, known)
-}
-
-/// [`rows`], moving each commit's own records out of `samples` instead of copying them (a
-/// store of millions of samples is not held twice): afterwards `samples` keeps its counts,
-/// fingerprints and identical builds, and no records of these commits.
-fn take_rows<R: Run + Clone>(
-    ws: &Workspace,
-    samples: &mut crate::pipeline::samples::Samples<R>,
-    commits: Vec<crate::git::CommitInfo>,
-) -> Vec<crate::pipeline::rows::CommitRow<R>> {
-    let known = Known::of(samples, &commits);
-    // The runs of identical builds a row shows are copies, taken before any list is moved.
-    let shared: Vec<Vec<R>> = commits
-        .iter()
-        .map(|c| {
-            let mut all = samples.records(&c.id);
-            all.drain(..samples.own(&c.id).len().min(all.len()));
-            all.into_iter().cloned().collect()
-        })
-        .collect();
-    let rows_of: Vec<Vec<R>> = commits
-        .iter()
-        .zip(shared)
-        .map(|(c, shared)| {
-            let mut own = samples
-                .by_commit
-                .get_mut(&crate::store::commit_key(&c.id))
-                .map(std::mem::take)
-                .unwrap_or_default();
-            own.extend(shared);
-            own
-        })
-        .collect();
-    build(ws, samples, commits, rows_of, known)
-}
-
-/// What a row says about its commit's samples that moving them would lose: how many are its
-/// own, and the identical build whose samples it shows.
-struct Known {
-    own: Vec<usize>,
-    same: Vec<Option<gix::ObjectId>>,
-}
-
-impl Known {
-    fn of<R>(
-        samples: &crate::pipeline::samples::Samples<R>,
-        commits: &[crate::git::CommitInfo],
-    ) -> Known {
-        Known {
-            own: commits.iter().map(|c| samples.own(&c.id).len()).collect(),
-            same: commits
-                .iter()
-                .map(|c| samples.shared_from(&c.id).first().copied())
-                .collect(),
-        }
-    }
-}
-
-fn build<R: Run>(
-    ws: &Workspace,
-    samples: &crate::pipeline::samples::Samples<R>,
-    commits: Vec<crate::git::CommitInfo>,
-    records: Vec<Vec<R>>,
-    known: Known,
-) -> Vec<crate::pipeline::rows::CommitRow<R>> {
-    use crate::build::State;
-    use crate::pipeline::rows::{CommitRow, Status};
-    let mut previous: Option<[u8; 20]> = None;
-    commits
-        .into_iter()
-        .zip(records)
-        .zip(known.own.into_iter().zip(known.same))
-        .map(|((c, records), (own, same_build_as))| {
-            let key = crate::store::commit_key(&c.id);
-            let joins_previous =
-                previous.is_some_and(|p| samples.twins.get(&key).is_some_and(|t| t.contains(&p)));
-            previous = Some(key);
-            let values: Vec<f64> = records.iter().filter_map(|s| s.value()).collect();
-            let status = if !values.is_empty() {
-                Status::Ok
-            } else if matches!(ws.build_state(&c.id), State::Failed(_)) {
-                Status::BuildFailed
-            } else if !records.is_empty() {
-                Status::RunFailed
-            } else {
-                Status::Missing
-            };
-            CommitRow {
-                same_build_as,
-                own,
-                joins_previous,
-                commit: c,
-                values,
-                records,
-                status,
-            }
-        })
-        .collect()
 }
 
 /// `detect`'s change points over `rows` with the test's threshold (a declared deterministic

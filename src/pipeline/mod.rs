@@ -1,8 +1,9 @@
 //! The workspace every command works in and the stages its data goes through, in the order
 //! it flows: the [`workspace::Workspace`] (repository, config, cache and lock; loading
-//! samples, building what is missing, measuring and storing), the samples of a test
+//! samples, building what is missing, measuring and storing, each a file of `workspace/`), the samples of a test
 //! ([`samples`]), the pristine check of the builds a verdict stands on ([`pristine`]), a
-//! test's history as rows and change points ([`history`]), the profile of a culprit
+//! test's history as rows and change points ([`history`]), what an issue about a search
+//! stands on ([`issue`]), the profile of a culprit
 //! ([`profile`]), what a measurement depends on besides the commit ([`fingerprint`]) and the
 //! eras a change of it makes ([`eras`]), and measuring across the machines of a CI matrix
 //! ([`shards`]).
@@ -10,6 +11,7 @@
 pub mod eras;
 pub mod fingerprint;
 pub mod history;
+pub mod issue;
 pub mod pristine;
 pub mod profile;
 pub mod rows;

@@ -1,11 +1,13 @@
-//! One row per commit of a test's history, as `show`, `detect`, `report`, `find` and the
-//! site see it (its values and records, its status, the identical build it shares), and what
+//! One row per commit of a test's history, assembled from its samples, as `show`, `detect`,
+//! `report`, `find` and the site see it (its values and records, its status, the identical
+//! build it shares), and what
 //! the detector reads of the rows: their runs, the change points over them, and each point's
 //! size read from the runs taken side by side across it.
 
 use serde::Serialize;
 
 use crate::git::CommitInfo;
+use crate::pipeline::workspace::Workspace;
 use crate::stats;
 use crate::store::{Run, Sample};
 
@@ -345,4 +347,117 @@ pub fn stored_run(r: &impl Run, shared: bool) -> Option<crate::bisect::Stored> {
         moment: u32::try_from(r.moment_key().1).unwrap_or(u32::MAX),
         shared,
     })
+}
+
+/// Per-commit rows of `test` for `commits`: the values and records stored, and whether a
+/// commit without values failed to build, failed every run, or was never measured.
+pub(crate) fn rows(
+    ws: &Workspace,
+    samples: &crate::pipeline::samples::Samples,
+    commits: Vec<crate::git::CommitInfo>,
+) -> Vec<crate::pipeline::rows::CommitRow> {
+    let known = Known::of(samples, &commits);
+    let records = commits
+        .iter()
+        .map(|c| samples.records(&c.id).into_iter().cloned().collect())
+        .collect();
+    build(ws, samples, commits, records, known)
+}
+
+/// [`rows`], moving each commit's own records out of `samples` instead of copying them (a
+/// store of millions of samples is not held twice): afterwards `samples` keeps its counts,
+/// fingerprints and identical builds, and no records of these commits.
+pub(crate) fn take_rows<R: Run + Clone>(
+    ws: &Workspace,
+    samples: &mut crate::pipeline::samples::Samples<R>,
+    commits: Vec<crate::git::CommitInfo>,
+) -> Vec<crate::pipeline::rows::CommitRow<R>> {
+    let known = Known::of(samples, &commits);
+    // The runs of identical builds a row shows are copies, taken before any list is moved.
+    let shared: Vec<Vec<R>> = commits
+        .iter()
+        .map(|c| {
+            let mut all = samples.records(&c.id);
+            all.drain(..samples.own(&c.id).len().min(all.len()));
+            all.into_iter().cloned().collect()
+        })
+        .collect();
+    let rows_of: Vec<Vec<R>> = commits
+        .iter()
+        .zip(shared)
+        .map(|(c, shared)| {
+            let mut own = samples
+                .by_commit
+                .get_mut(&crate::store::commit_key(&c.id))
+                .map(std::mem::take)
+                .unwrap_or_default();
+            own.extend(shared);
+            own
+        })
+        .collect();
+    build(ws, samples, commits, rows_of, known)
+}
+
+/// What a row says about its commit's samples that moving them would lose: how many are its
+/// own, and the identical build whose samples it shows.
+struct Known {
+    own: Vec<usize>,
+    same: Vec<Option<gix::ObjectId>>,
+}
+
+impl Known {
+    fn of<R>(
+        samples: &crate::pipeline::samples::Samples<R>,
+        commits: &[crate::git::CommitInfo],
+    ) -> Known {
+        Known {
+            own: commits.iter().map(|c| samples.own(&c.id).len()).collect(),
+            same: commits
+                .iter()
+                .map(|c| samples.shared_from(&c.id).first().copied())
+                .collect(),
+        }
+    }
+}
+
+fn build<R: Run>(
+    ws: &Workspace,
+    samples: &crate::pipeline::samples::Samples<R>,
+    commits: Vec<crate::git::CommitInfo>,
+    records: Vec<Vec<R>>,
+    known: Known,
+) -> Vec<crate::pipeline::rows::CommitRow<R>> {
+    use self::{CommitRow, Status};
+    use crate::build::State;
+    let mut previous: Option<[u8; 20]> = None;
+    commits
+        .into_iter()
+        .zip(records)
+        .zip(known.own.into_iter().zip(known.same))
+        .map(|((c, records), (own, same_build_as))| {
+            let key = crate::store::commit_key(&c.id);
+            let joins_previous =
+                previous.is_some_and(|p| samples.twins.get(&key).is_some_and(|t| t.contains(&p)));
+            previous = Some(key);
+            let values: Vec<f64> = records.iter().filter_map(|s| s.value()).collect();
+            let status = if !values.is_empty() {
+                Status::Ok
+            } else if matches!(ws.build_state(&c.id), State::Failed(_)) {
+                Status::BuildFailed
+            } else if !records.is_empty() {
+                Status::RunFailed
+            } else {
+                Status::Missing
+            };
+            CommitRow {
+                same_build_as,
+                own,
+                joins_previous,
+                commit: c,
+                values,
+                records,
+                status,
+            }
+        })
+        .collect()
 }

@@ -7,90 +7,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 
-use crate::config::Test;
 use crate::pipeline::workspace::Workspace;
 use crate::publish::attach::Target;
 
-use crate::pipeline::history::{History, Scope};
-use crate::report::issue::Measured;
 use crate::report::plot::{self, Chart};
-
-/// What the "How it was measured" section says.
-pub fn measured(ws: &Workspace, t: &Test) -> Measured {
-    Measured {
-        test_command: t.command.clone(),
-        metric: t.metric.describe(),
-        repeats: t.repeats,
-        warmup: t.warmup,
-        max_repeats: t.max_repeats,
-        threshold: match t.threshold {
-            crate::stats::Threshold::Relative(r) => {
-                format!("{} %", crate::base::text::fmt_num(r * 100.0))
-            }
-            crate::stats::Threshold::Absolute(a) => crate::report::units::quantity(a, &t.unit()),
-        },
-        alpha: t.alpha,
-        deterministic: t.deterministic,
-        build_command: ws.config.build.command.clone().or_else(|| {
-            ws.config.build.cargo.as_ref().map(|c| {
-                let mut parts = Vec::new();
-                if !c.bins.is_empty() {
-                    parts.push(format!("bins {}", c.bins.join(", ")));
-                }
-                if !c.benches.is_empty() {
-                    parts.push(format!("benches {}", c.benches.join(", ")));
-                }
-                if parts.is_empty() {
-                    parts.push("every bin".into());
-                }
-                format!(
-                    "cargo ({}; profile {})",
-                    parts.join("; "),
-                    c.profile
-                        .as_deref()
-                        .unwrap_or(if c.bins.is_empty() && !c.benches.is_empty() {
-                            "bench"
-                        } else {
-                            "release"
-                        })
-                )
-            })
-        }),
-        artifacts: ws.config.build.artifacts.clone(),
-        machine: crate::pipeline::fingerprint::machine(),
-        perfbisect: env!("CARGO_PKG_VERSION").to_string(),
-        runs: runs_setup(t),
-    }
-}
-
-/// How `t`'s runs are taken, for "How it was measured": side by side or back to back, the
-/// quiet-run settings, the instructions counter.
-pub fn runs_setup(t: &Test) -> String {
-    let mut parts = vec![if t.deterministic {
-        "one run per commit (deterministic)".to_string()
-    } else if t.interleave {
-        "commits compared are measured side by side, in interleaved rounds".to_string()
-    } else {
-        "each commit's runs back to back (`[measure] interleave = false`)".to_string()
-    }];
-    if let Some(c) = &t.cpus {
-        parts.push(format!("pinned to CPUs {}", crate::config::cpu_list(c)));
-    }
-    if !t.aslr {
-        parts.push("address-space randomisation off".into());
-    }
-    if matches!(t.metric, crate::config::Metric::Instructions) {
-        match crate::process::counter::select(t.counter) {
-            Ok(s) => parts.push(format!(
-                "user-space instructions of the whole process tree, counted by {}: {}",
-                s.counter.describe(),
-                s.why
-            )),
-            Err(e) => parts.push(format!("instructions, but no counter here: {e}")),
-        }
-    }
-    parts.join("; ")
-}
 
 /// Write a report as `name` into `out` (default: a new folder `CACHE/reports/TIME-TEST/`),
 /// with the plot (when `plot` names one) beside it under that file name and referenced by
@@ -152,32 +72,4 @@ pub fn post(ws: &Workspace, target: &Target, saved: &Path) -> anyhow::Result<()>
             crate::base::paths::display_path(saved)
         ))),
     }
-}
-
-/// The Markdown report of a finished search (`r`, over the chains `blocks`), as `report TEST RANGE --format md` prints it
-/// (without a plot): what `triage` puts in the issue of each culprit.
-pub fn issue_markdown<'a>(
-    ws: &Workspace,
-    mut r: crate::report::find::FindReport<'a>,
-    blocks: &[std::ops::Range<usize>],
-    why: &'a [crate::pipeline::profile::Profiled],
-) -> anyhow::Result<String> {
-    let all = History::of(ws, r.test, Scope::Commits(r.commits))?;
-    let all_rows = &all.rows;
-    let n = (r.searched + 1).min(all_rows.len());
-    let chain = &all_rows[..n];
-    let detection = all.detection_of_first(n);
-    let measured = measured(ws, r.test);
-    r.why = why;
-    r.sparkline = crate::report::spark::medians_line(chain, &r.test.unit());
-    let x = crate::report::issue::Issue {
-        find: &r,
-        rows: all_rows,
-        range_rows: chain,
-        blocks,
-        detection: &detection,
-        measured: &measured,
-        known: &[],
-    };
-    Ok(crate::report::issue::markdown(&x))
 }

@@ -479,11 +479,12 @@ impl<'a> Triage<'a> {
                     };
                     f.confirmed(&at.id.to_string(), &at.subject, step, now());
                     f.mark_searched(&t.name, &from, &to, Some(&at.id.to_string()));
-                    let md = crate::publish::files::issue_markdown(
+                    let md = crate::pipeline::issue::markdown(
                         self.ws,
                         run.report(&self.opts.invocation),
                         &run.blocks,
                         why,
+                        f,
                     )?;
                     reports
                         .entry(at.id.to_string())
