@@ -98,7 +98,7 @@ pub fn find(g: &Global, args: FindArgs) -> anyhow::Result<i32> {
     if let Some(target) = target {
         let name = format!("{}.md", run.test.name);
         let saved = crate::publish::files::save_markdown(
-            &ws,
+            &ws.cache.root.join("reports"),
             None,
             &run.test.name,
             &name,
@@ -106,7 +106,7 @@ pub fn find(g: &Global, args: FindArgs) -> anyhow::Result<i32> {
             &chart,
             &|plot_ref| render(plot_ref, Format::Md),
         )?;
-        crate::publish::files::post(&ws, &target, &saved)?;
+        crate::publish::files::post(&target, &saved, &|n| ws.note(n))?;
         return Ok(code);
     }
     if let Some(path) = &args.plot {

@@ -101,7 +101,7 @@ pub fn report(g: &Global, args: ReportArgs) -> anyhow::Result<()> {
         };
         let name = format!("{}.{ext}", run.test.name);
         let saved = crate::publish::files::save_markdown(
-            &ws,
+            &ws.cache.root.join("reports"),
             args.out.as_deref(),
             &run.test.name,
             &name,
@@ -110,7 +110,7 @@ pub fn report(g: &Global, args: ReportArgs) -> anyhow::Result<()> {
             &render,
         )?;
         return match target {
-            Some(t) => crate::publish::files::post(&ws, &t, &saved),
+            Some(t) => crate::publish::files::post(&t, &saved, &|n| ws.note(n)),
             None => {
                 ws.note(&format!("report written to {}", saved.display()));
                 Ok(())
@@ -142,5 +142,14 @@ fn site(g: &Global, args: &ReportArgs) -> anyhow::Result<()> {
     if let Some(r) = args.range.as_deref() {
         ws.repo.require_range(r, "report")?;
     }
-    crate::publish::site::site(&ws, out, &args.test, args.range.as_deref())
+    crate::publish::site::check_dir(out)?;
+    let (site, tests) = crate::pipeline::site::load(&ws, &args.test, args.range.as_deref())?;
+    let n = crate::publish::site::write(out, &site, &tests)?;
+    ws.note(&format!(
+        "wrote {n} file{} into {}; open {}",
+        if n == 1 { "" } else { "s" },
+        crate::base::paths::display_path(out),
+        crate::base::paths::display_path(&out.join("index.html"))
+    ));
+    Ok(())
 }

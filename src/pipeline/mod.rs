@@ -5,8 +5,8 @@
 //! test's history as rows and change points ([`history`]), what an issue about a search
 //! stands on ([`issue`]), the profile of a culprit
 //! ([`profile`]), what a measurement depends on besides the commit ([`fingerprint`]) and the
-//! eras a change of it makes ([`eras`]), and measuring across the machines of a CI matrix
-//! ([`shards`]).
+//! eras a change of it makes ([`eras`]), measuring across the machines of a CI matrix
+//! ([`shards`]), and what the HTML site shows ([`site`]).
 
 pub mod eras;
 pub mod fingerprint;
@@ -17,4 +17,5 @@ pub mod profile;
 pub mod rows;
 pub mod samples;
 pub mod shards;
+pub mod site;
 pub mod workspace;

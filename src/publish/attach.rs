@@ -249,43 +249,23 @@ pub fn issue_url(stdout: &str) -> Option<(String, u64)> {
 /// A missing `gh`, a failing one or one that does not answer in time is an error carrying
 /// gh's own message or the time it was given.
 pub fn post(target: &Target, body: &Path) -> anyhow::Result<String> {
-    let mut cmd = Command::new("gh");
-    cmd.args(["issue", "comment"])
-        .arg(target.number.to_string())
-        .arg("--repo")
-        .arg(format!("{}/{}", target.owner, target.repo))
-        .arg("--body-file")
-        .arg(body)
-        // Never wait for an answer nobody will type.
-        .env("GH_PROMPT_DISABLED", "1")
-        .stdin(Stdio::null());
-    let timeout = gh_timeout();
-    let out = match run_with_timeout(cmd, timeout) {
-        Ok(Some(o)) => o,
-        Ok(None) => anyhow::bail!(
-            "`gh issue comment` did not answer in {} and was killed (is the network or GitHub \
-             down?); nothing was posted unless the comment shows on {target}",
-            crate::base::text::fmt_secs(timeout.as_secs_f64())
-        ),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => anyhow::bail!(
-            "`gh` (GitHub's command line tool, Debian package `gh`) is not on PATH; install it and \
-             run `gh auth login`"
-        ),
-        Err(e) => anyhow::bail!("cannot run `gh`: {e}"),
-    };
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    if !out.status.success() {
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        let msg = [stderr.trim(), stdout.trim()]
-            .into_iter()
-            .find(|m| !m.is_empty())
-            .unwrap_or("no message");
-        let code = out
-            .status
-            .code()
-            .map_or_else(|| "was killed".to_string(), |c| format!("exited with {c}"));
-        anyhow::bail!("`gh issue comment` {code}: {msg}");
-    }
+    let repo = format!("{}/{}", target.owner, target.repo);
+    let number = target.number.to_string();
+    let args: [&std::ffi::OsStr; 7] = [
+        "issue".as_ref(),
+        "comment".as_ref(),
+        number.as_ref(),
+        "--repo".as_ref(),
+        repo.as_ref(),
+        "--body-file".as_ref(),
+        body.as_os_str(),
+    ];
+    let stdout = gh(&args, "`gh issue comment`").map_err(|e| match e {
+        GhError::Timeout { .. } => {
+            anyhow::anyhow!("{e}; nothing was posted unless the comment shows on {target}")
+        }
+        e => anyhow::Error::new(e),
+    })?;
     // gh prints the new comment's URL; keep the line that is one.
     Ok(url_in(&stdout).unwrap_or_else(|| format!("(posted to {target}; gh printed no URL)")))
 }

@@ -1,22 +1,21 @@
 //! A report as a file: Markdown or JSON saved with its plot (into `--out` or a new folder
-//! under `CACHE/reports/`), posted from there to an issue with `gh`, and the Markdown of a
-//! finished search that `triage` puts in an issue. The report modules render; this writes
-//! what they render.
+//! under `CACHE/reports/`) and posted from there to an issue with `gh`. The report modules
+//! render; this writes what they render.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 
-use crate::pipeline::workspace::Workspace;
 use crate::publish::attach::Target;
 
 use crate::report::plot::{self, Chart};
 
-/// Write a report as `name` into `out` (default: a new folder `CACHE/reports/TIME-TEST/`),
+/// Write a report as `name` into `out` (default: a new folder `TIME-TEST/` in `reports`, the
+/// cache's `reports/`),
 /// with the plot (when `plot` names one) beside it under that file name and referenced by
 /// it; `render` makes the report from the plot's relative path. Returns the report's path.
 pub fn save_markdown(
-    ws: &Workspace,
+    reports: &Path,
     out: Option<&Path>,
     test: &str,
     name: &str,
@@ -32,10 +31,7 @@ pub fn save_markdown(
                 .map(|d| d.as_secs())
                 .unwrap_or(0);
             let (y, mo, d, h, mi, s) = crate::base::text::civil(now as i64);
-            ws.cache
-                .root
-                .join("reports")
-                .join(format!("{y:04}{mo:02}{d:02}-{h:02}{mi:02}{s:02}-{test}"))
+            reports.join(format!("{y:04}{mo:02}{d:02}-{h:02}{mi:02}{s:02}-{test}"))
         }
     };
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
@@ -55,13 +51,13 @@ pub fn save_markdown(
     Ok(path)
 }
 
-/// Post the Markdown file `saved` to `target` and print the comment's URL; on failure the
-/// error names gh's message and where the Markdown is.
-pub fn post(ws: &Workspace, target: &Target, saved: &Path) -> anyhow::Result<()> {
+/// Post the Markdown file `saved` to `target` and print the comment's URL (and `note` where
+/// the report is saved); on failure the error names gh's message and where the Markdown is.
+pub fn post(target: &Target, saved: &Path, note: &dyn Fn(&str)) -> anyhow::Result<()> {
     match crate::publish::attach::post(target, saved) {
         Ok(url) => {
             println!("{url}");
-            ws.note(&format!(
+            note(&format!(
                 "posted to {target}; the report is also saved as {}",
                 crate::base::paths::display_path(saved)
             ));
