@@ -2,7 +2,7 @@
 //! repeats (or add a round, or fill only the gaps).
 
 use crate::cli::{Format, Global, RunArgs};
-use crate::jobs::run::{print_summary, run_pass, Options, Spent};
+use crate::jobs::run::{run_pass, Options, Spent};
 use crate::pipeline::workspace::Workspace;
 
 use super::common::{check_format, locations, verbosity};
@@ -31,7 +31,10 @@ pub fn run(g: &Global, args: RunArgs) -> anyhow::Result<()> {
         // machine (a restored store's samples) is not a gap.
         ws.any_fingerprint = args.build_only;
         run_pass(&ws, &opts, check_steps, &mut spent, &|s, elapsed| {
-            print_summary(&ws, s, json, elapsed)
+            let subject =
+                |id: &gix::ObjectId| ws.repo.info(*id).map(|i| i.subject).unwrap_or_default();
+            print!("{}", crate::report::run::text(s, json, elapsed, &subject)?);
+            Ok(())
         })
     };
     if pass(true)? {

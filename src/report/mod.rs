@@ -15,6 +15,7 @@ pub mod known;
 pub mod md;
 pub mod plot;
 pub mod provenance;
+pub mod run;
 pub mod show;
 pub mod spark;
 pub mod steps;

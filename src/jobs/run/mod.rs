@@ -7,8 +7,9 @@ mod summary;
 
 use std::time::{Duration, Instant};
 
-use summary::{note_shared, Interleaved};
-pub use summary::{print_summary, Spent, Summary};
+use crate::report::run::{Interleaved, Summary};
+use summary::note_shared;
+pub use summary::Spent;
 
 use crate::base::interrupt::Interrupted;
 use crate::build::State;

@@ -131,7 +131,7 @@ pub(super) fn measure_at(
     };
     let mut spent = crate::jobs::run::Spent::new(Instant::now());
     let counts = std::cell::Cell::new((0, 0));
-    let keep = |s: &crate::jobs::run::Summary, _: Duration| {
+    let keep = |s: &crate::report::run::Summary, _: Duration| {
         counts.set(s.counts());
         Ok(())
     };
