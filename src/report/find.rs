@@ -8,6 +8,7 @@ use crate::bisect::{Culprit, Outcome};
 use crate::config::{Direction, Test};
 use crate::git::CommitInfo;
 
+use super::finding::Finding;
 use super::md;
 use crate::base::text::{count, date, fmt_num};
 
@@ -527,9 +528,8 @@ impl FindReport<'_> {
         })
     }
 
-    fn culprit_lines(&self, o: &mut String, c: &Culprit, label: &str) {
-        let at = &self.commits[c.pos];
-        let parent = &self.commits[c.parent];
+    fn culprit_lines(&self, o: &mut String, f: &Finding<'_>, label: &str) {
+        let (c, at, parent) = (f.culprit, f.at, f.last_old);
         let _ = writeln!(o, "{label}: {} {}", at.short(), at.subject);
         let _ = writeln!(o, "  author {}, {}", at.author, date(at.time));
         let (before, after) =
@@ -595,6 +595,7 @@ impl FindReport<'_> {
                 );
             }
         }
+        let _ = writeln!(o, "  reproduce: {}", f.reproduce[0]);
     }
 }
 
@@ -612,7 +613,7 @@ pub fn text(r: &FindReport<'_>) -> String {
                 } else {
                     "culprit".into()
                 };
-                r.culprit_lines(&mut o, c, &label);
+                r.culprit_lines(&mut o, &Finding::of(r, c), &label);
                 if let Some(w) = r.why_of(c.pos) {
                     o.push_str(&super::why::text(w));
                 }
@@ -637,7 +638,7 @@ pub fn text(r: &FindReport<'_>) -> String {
         Outcome::Inconclusive { reason, best_guess } => {
             let _ = writeln!(o, "inconclusive: {reason}");
             if let Some(c) = best_guess {
-                r.culprit_lines(&mut o, c, "best guess (unconfirmed)");
+                r.culprit_lines(&mut o, &Finding::of(r, c), "best guess (unconfirmed)");
             }
         }
     }
@@ -729,7 +730,13 @@ pub fn markdown(r: &FindReport<'_>) -> String {
     }
     sparkline_and_plot(&mut o, r);
     for (k, (c, confirmed)) in culprits.iter().enumerate() {
-        md_culprit(&mut o, r, (k, culprits.len()), c, *confirmed);
+        md_culprit(
+            &mut o,
+            r,
+            (k, culprits.len()),
+            &Finding::of(r, c),
+            *confirmed,
+        );
     }
     md_footer(&mut o, r);
     o
@@ -776,13 +783,12 @@ fn md_culprit(
     o: &mut String,
     r: &FindReport<'_>,
     (k, of): (usize, usize),
-    c: &Culprit,
+    f: &Finding<'_>,
     confirmed: bool,
 ) {
     let t = r.test;
     let several = of > 1;
-    let at = &r.commits[c.pos];
-    let parent = &r.commits[c.parent];
+    let (c, at, parent) = (f.culprit, f.at, f.last_old);
     if several {
         let _ = writeln!(
             o,
@@ -868,7 +874,7 @@ fn md_culprit(
     if let (true, Some(w)) = (confirmed, r.why_of(c.pos)) {
         o.push_str(&super::why::markdown(w));
     }
-    reproduce(o, r, c);
+    reproduce(o, r, f);
 }
 
 /// The end of a Markdown report: a no-change verdict's numbers, the notes, and what was searched.
@@ -947,23 +953,17 @@ pub(super) fn candidate_list(r: &FindReport<'_>, c: &Culprit) -> String {
 
 /// The commands that reproduce one culprit, as pasted into a shell in the repository: the
 /// before/after comparison and a `git bisect run` over the parent..culprit step.
-pub(crate) fn reproduce(o: &mut String, r: &FindReport<'_>, c: &Culprit) {
+pub(crate) fn reproduce(o: &mut String, r: &FindReport<'_>, f: &Finding<'_>) {
     let t = r.test;
-    let parent = &r.commits[c.parent].id;
-    let at = &r.commits[c.pos].id;
-    let pb = format!("perfbisect {}", r.invocation);
-    let body = format!(
-        "{pb}compare {name} {parent} {at}\ngit bisect start {at} {parent} && git bisect run {pb}step {name} --old {parent} --new {at}; git bisect reset\n",
-        name = t.name
-    );
+    let body = f.reproduce.join("\n") + "\n";
     // The paths in the invocation are the user's: a fence longer than any backticks in them.
     let fence = md::fence(&body);
     // A report of several culprits has a block for each: its title says whose it is.
     let _ = writeln!(
         o,
         "<details><summary>Reproduce the {} at {}</summary>\n",
-        judge(t.direction, c.rel_change),
-        r.commits[c.pos].short()
+        f.kind,
+        f.at.short()
     );
     let _ = writeln!(o, "{fence}sh\n{body}{fence}\n");
     let _ = writeln!(

@@ -3,48 +3,10 @@
 
 use serde::Serialize;
 
-use crate::bisect::{Culprit, Outcome};
+use crate::bisect::Outcome;
 
-use super::find::{judge, FindReport, ImportedGap, SearchFacts};
-use crate::base::text::date;
-
-#[derive(Serialize)]
-struct Level {
-    median: f64,
-    n: usize,
-}
-
-#[derive(Serialize)]
-struct JsonCulprit {
-    commit: String,
-    subject: String,
-    author: String,
-    date: String,
-    parent: String,
-    before: Level,
-    after: Level,
-    rel_change: f64,
-    /// The 95 % interval of `rel_change`, when the runs allow one.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    rel_change_interval: Option<[f64; 2]>,
-    /// Windows of time in which the `before` and `after` runs were taken side by side (0:
-    /// every sample pooled, or exact values); the change is estimated window by window.
-    windows: usize,
-    p_value: f64,
-    candidates: Vec<String>,
-    verified: bool,
-    /// Runs of parent and culprit taken interleaved to confirm the step (both sides, each
-    /// run once; 0: confirmed by exact values, or not confirmed) and their windows of time.
-    reruns: usize,
-    rerun_windows: usize,
-    kind: &'static str,
-    /// The merge commit that brought this culprit into the searched range's first-parent chain.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    merge: Option<String>,
-    /// Why this culprit moved (the profile's answer, or `{"unavailable": why}`), when profiled.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    why: Option<serde_json::Value>,
-}
+use super::find::{FindReport, ImportedGap, SearchFacts};
+use super::finding::Finding;
 
 #[derive(Serialize)]
 struct JsonNoChange {
@@ -55,18 +17,18 @@ struct JsonNoChange {
 }
 
 #[derive(Serialize)]
-struct JsonFind {
+struct JsonFind<'a> {
     test: String,
     range: String,
     verdict: &'static str,
-    culprit: Option<JsonCulprit>,
-    culprits: Vec<JsonCulprit>,
+    culprit: Option<Finding<'a>>,
+    culprits: Vec<Finding<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     no_change: Option<JsonNoChange>,
     #[serde(skip_serializing_if = "Option::is_none")]
     reason: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    best_guess: Option<JsonCulprit>,
+    best_guess: Option<Finding<'a>>,
     /// Builds performed, the pristine rebuilds that checked the verdict's builds included.
     builds: usize,
     /// Of `builds`, the pristine rebuilds.
@@ -118,50 +80,16 @@ struct JsonSkip {
     reason: String,
 }
 
-fn json_culprit(r: &FindReport<'_>, c: &Culprit) -> JsonCulprit {
-    let at = &r.commits[c.pos];
-    JsonCulprit {
-        commit: at.id.to_string(),
-        subject: at.subject.clone(),
-        author: at.author.clone(),
-        date: date(at.time),
-        parent: r.commits[c.parent].id.to_string(),
-        before: Level {
-            median: c.before,
-            n: c.n_before,
-        },
-        after: Level {
-            median: c.after,
-            n: c.n_after,
-        },
-        rel_change: c.rel_change,
-        rel_change_interval: c.interval.map(|(lo, hi)| [lo, hi]),
-        windows: c.windows,
-        p_value: c.p_value,
-        candidates: c
-            .candidates
-            .iter()
-            .map(|&p| r.commits[p].id.to_string())
-            .collect(),
-        verified: c.verified,
-        reruns: c.reruns,
-        rerun_windows: c.rerun_windows,
-        kind: judge(r.test.direction, c.rel_change),
-        merge: r.merge_of(c.pos).map(|m| r.commits[m].id.to_string()),
-        why: r.why_of(c.pos).map(super::why::json),
-    }
-}
-
 /// `--format json`: one object, the shape src/guide/json.md gives (`culprits`, the evidence).
 pub fn json(r: &FindReport<'_>) -> anyhow::Result<String> {
     Ok(super::json::json_pretty(&json_value(r)?)?)
 }
 
 /// The object `--format json` prints, for reports that carry it.
-pub fn json_value(r: &FindReport<'_>) -> anyhow::Result<serde_json::Value> {
+pub fn json_value<'a>(r: &FindReport<'a>) -> anyhow::Result<serde_json::Value> {
     let (culprits, no_change, reason, best_guess) = match r.outcome {
         Outcome::Culprits(cs) => (
-            cs.iter().map(|c| json_culprit(r, c)).collect::<Vec<_>>(),
+            cs.iter().map(|c| Finding::of(r, c)).collect::<Vec<_>>(),
             None,
             None,
             None,
@@ -186,11 +114,11 @@ pub fn json_value(r: &FindReport<'_>) -> anyhow::Result<serde_json::Value> {
             Vec::new(),
             None,
             Some(reason.clone()),
-            best_guess.as_ref().map(|c| json_culprit(r, c)),
+            best_guess.as_ref().map(|c| Finding::of(r, c)),
         ),
     };
     let culprit = match r.outcome {
-        Outcome::Culprits(cs) => cs.first().map(|c| json_culprit(r, c)),
+        Outcome::Culprits(cs) => cs.first().map(|c| Finding::of(r, c)),
         _ => None,
     };
     let out = JsonFind {

@@ -153,7 +153,7 @@ pub fn markdown(x: &Issue<'_>) -> String {
     measured(&mut o, x);
 
     for (c, _) in &culprits {
-        reproduce(&mut o, r, c);
+        reproduce(&mut o, r, &super::finding::Finding::of(r, c));
     }
     if culprits.is_empty() {
         let body = format!("perfbisect {}find {} {}\n", r.invocation, t.name, r.range);

@@ -8,6 +8,7 @@ pub mod eras;
 pub mod export;
 pub mod find;
 pub mod find_json;
+pub mod finding;
 pub mod html;
 pub mod issue;
 pub mod json;
