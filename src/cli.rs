@@ -64,6 +64,21 @@ printed on stdout, messages and errors on stderr; every JSON output carries \"sc
 Guide: `perfbisect guide` lists its pages, offline; start with `perfbisect guide first-search` \
 (src/guide/first-search.md).";
 
+/// Whether a search profiles its culprit and the culprit's parent (`compare`: its two
+/// sides, when they differ) under Cachegrind: the flags `find`, `report`'s default command
+/// and `compare` share.
+#[derive(Debug, Args, Clone, Default)]
+pub struct Profile {
+    /// Profile the culprit and its parent (`compare`: both sides, when they differ) under
+    /// Valgrind's Cachegrind and list the functions whose cost changed (the default for tests
+    /// of a time or a count where Valgrind is, not for sizes or memory peaks).
+    #[arg(long, conflicts_with = "no_why")]
+    pub why: bool,
+    /// Do not profile (a run under Valgrind is 10-50 times slower).
+    #[arg(long)]
+    pub no_why: bool,
+}
+
 /// The options of `find` for the default command (`perfbisect TEST RANGE --format json`).
 #[derive(Debug, Args, Clone, Default)]
 #[command(next_help_heading = "Options of the default command (find TEST RANGE)")]
@@ -86,12 +101,8 @@ pub struct DefaultFind {
     /// Post the Markdown report as a comment on issue N of OWNER/REPO with `gh`.
     #[arg(long, value_name = "OWNER/REPO#N")]
     pub attach: Option<String>,
-    /// Profile the culprit and its parent under Cachegrind (the default where Valgrind is).
-    #[arg(long, conflicts_with = "no_why")]
-    pub why: bool,
-    /// Do not profile the culprit.
-    #[arg(long)]
-    pub no_why: bool,
+    #[command(flatten)]
+    pub profile: Profile,
     /// Most runs of one commit while the evidence still straddles the threshold (default:
     /// as many as take the time of one build of it).
     #[arg(long, value_name = "N")]
@@ -115,9 +126,9 @@ impl DefaultFind {
             Some("--plot")
         } else if self.attach.is_some() {
             Some("--attach")
-        } else if self.why {
+        } else if self.profile.why {
             Some("--why")
-        } else if self.no_why {
+        } else if self.profile.no_why {
             Some("--no-why")
         } else {
             None
@@ -466,14 +477,8 @@ pub struct FindArgs {
     /// comment's URL instead of the report.
     #[arg(long, value_name = "OWNER/REPO#N")]
     pub attach: Option<String>,
-    /// Profile the culprit and its parent under Valgrind's Cachegrind and list the functions
-    /// whose cost changed (the default for tests of a time or a count, not for sizes or
-    /// memory peaks).
-    #[arg(long, conflicts_with = "no_why")]
-    pub why: bool,
-    /// Do not profile the culprit (a run under Valgrind is 10-50 times slower).
-    #[arg(long)]
-    pub no_why: bool,
+    #[command(flatten)]
+    pub profile: Profile,
     /// Most runs of one commit a decision may take while its evidence still straddles the
     /// threshold, once `max_repeats` is spent (the budget; the test's `max_runs`). Default:
     /// as many as take the time of one build of the commit (at least `max_repeats`, at most
@@ -600,13 +605,8 @@ pub struct CompareArgs {
     /// Output format.
     #[arg(long, value_parser = formats(&[Format::Text, Format::Json]), default_value = "text")]
     pub format: Format,
-    /// When the two differ, profile both under Valgrind's Cachegrind and list the functions
-    /// whose cost changed (the default for tests of a time or a count where Valgrind is).
-    #[arg(long, conflicts_with = "no_why")]
-    pub why: bool,
-    /// Do not profile.
-    #[arg(long)]
-    pub no_why: bool,
+    #[command(flatten)]
+    pub profile: Profile,
     /// Without --runs: most runs a side while the sides are not told apart and the runs
     /// could not yet show the change short of the threshold or past it (default: as many as
     /// take the time of one build of B, at least max_repeats).

@@ -18,8 +18,8 @@ pub fn compare(g: &Global, args: CompareArgs) -> anyhow::Result<()> {
         rev_a: &args.rev_a,
         rev_b: &args.rev_b,
         runs: args.runs,
-        why: args.why,
-        no_why: args.no_why,
+        why: args.profile.why,
+        no_why: args.profile.no_why,
     };
     let (cmp, why) = crate::jobs::compare::compare(&ws, &test, &req)?;
     match args.format {

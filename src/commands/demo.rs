@@ -127,8 +127,7 @@ pub fn demo(g: &Global, args: crate::cli::DemoArgs) -> anyhow::Result<()> {
             any_fingerprint: false,
             plot: None,
             attach: None,
-            why: false,
-            no_why: false,
+            profile: Default::default(),
             max_runs: None,
         },
     )?;

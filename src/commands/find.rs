@@ -56,8 +56,8 @@ pub fn find(g: &Global, args: FindArgs) -> anyhow::Result<i32> {
         range: &args.range,
         jobs: args.jobs,
         no_descend: args.no_descend,
-        why: args.why,
-        no_why: args.no_why,
+        why: args.profile.why,
+        no_why: args.profile.no_why,
         replay: false,
     };
     let (mut run, why) = crate::jobs::find::find(&ws, test, &ask, started)?;
@@ -132,8 +132,8 @@ fn several(
         range: &args.range,
         jobs: args.jobs,
         no_descend: args.no_descend,
-        why: args.why,
-        no_why: args.no_why,
+        why: args.profile.why,
+        no_why: args.profile.no_why,
         replay: false,
     };
     let invocation = super::common::invocation(g, ws);
