@@ -17,7 +17,7 @@
 #
 # Seeds: scripts/fuzz/seeds/TARGET (checked in); the growing corpus goes to
 # scripts/fuzz/corpus/TARGET and crashes to scripts/fuzz/artifacts/TARGET (both git-ignored). Keep every crash as a file under
-# tests/fuzz-regressions/TARGET/: tests/fuzz_regressions.rs replays them on every `cargo test`.
+# tests/fuzz-regressions/TARGET/: tests/suite/fuzz_regressions.rs replays them on every `cargo test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fuzz=scripts/fuzz

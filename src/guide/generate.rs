@@ -3,7 +3,7 @@
 //! checks keys against, the list of pages, and README.md's table of commands.
 //!
 //! Each part sits in its file between two markers, `<!-- begin generated: NAME -->` and
-//! `<!-- end generated: NAME -->`; the prose around it is written by hand. `tests/guide.rs`
+//! `<!-- end generated: NAME -->`; the prose around it is written by hand. `tests/suite/guide.rs`
 //! regenerates every part and fails when a file differs (`UPDATE_GUIDE=1` rewrites them).
 
 use clap::CommandFactory;

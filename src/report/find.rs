@@ -599,6 +599,56 @@ impl FindReport<'_> {
     }
 }
 
+impl<'a> FindReport<'a> {
+    /// Culprit `c` of this search as every view states it.
+    pub fn finding(&self, c: &'a Culprit) -> Finding<'a> {
+        let r = self;
+        let (at, last_old) = (&r.commits[c.pos], &r.commits[c.parent]);
+        let pb = format!("perfbisect {}", r.invocation);
+        let (name, old, new) = (&r.test.name, last_old.id, at.id);
+        Finding {
+            culprit: c,
+            at,
+            last_old,
+            commit: at.id.to_string(),
+            subject: at.subject.clone(),
+            author: at.author.clone(),
+            date: date(at.time),
+            parent: last_old.id.to_string(),
+            before: super::finding::Level {
+                median: c.before,
+                n: c.n_before,
+            },
+            after: super::finding::Level {
+                median: c.after,
+                n: c.n_after,
+            },
+            rel_change: c.rel_change,
+            rel_change_interval: c.interval.map(|(lo, hi)| [lo, hi]),
+            windows: c.windows,
+            p_value: c.p_value,
+            candidates: c
+                .candidates
+                .iter()
+                .map(|&p| r.commits[p].id.to_string())
+                .collect(),
+            verified: c.verified,
+            reruns: c.reruns,
+            rerun_windows: c.rerun_windows,
+            kind: judge(r.test.direction, c.rel_change),
+            merge: r.merge_of(c.pos).map(|m| r.commits[m].id.to_string()),
+            why: r.why_of(c.pos).map(super::why::json),
+            reproduce: vec![
+                format!("{pb}compare {name} {old} {new}"),
+                format!(
+                    "git bisect start {new} {old} && git bisect run {pb}step {name} --old {old} \
+                     --new {new}; git bisect reset"
+                ),
+            ],
+        }
+    }
+}
+
 /// Terminal text.
 pub fn text(r: &FindReport<'_>) -> String {
     let mut o = String::new();
@@ -613,7 +663,7 @@ pub fn text(r: &FindReport<'_>) -> String {
                 } else {
                     "culprit".into()
                 };
-                r.culprit_lines(&mut o, &Finding::of(r, c), &label);
+                r.culprit_lines(&mut o, &r.finding(c), &label);
                 if let Some(w) = r.why_of(c.pos) {
                     o.push_str(&super::why::text(w));
                 }
@@ -638,7 +688,7 @@ pub fn text(r: &FindReport<'_>) -> String {
         Outcome::Inconclusive { reason, best_guess } => {
             let _ = writeln!(o, "inconclusive: {reason}");
             if let Some(c) = best_guess {
-                r.culprit_lines(&mut o, &Finding::of(r, c), "best guess (unconfirmed)");
+                r.culprit_lines(&mut o, &r.finding(c), "best guess (unconfirmed)");
             }
         }
     }
@@ -730,13 +780,7 @@ pub fn markdown(r: &FindReport<'_>) -> String {
     }
     sparkline_and_plot(&mut o, r);
     for (k, (c, confirmed)) in culprits.iter().enumerate() {
-        md_culprit(
-            &mut o,
-            r,
-            (k, culprits.len()),
-            &Finding::of(r, c),
-            *confirmed,
-        );
+        md_culprit(&mut o, r, (k, culprits.len()), &r.finding(c), *confirmed);
     }
     md_footer(&mut o, r);
     o

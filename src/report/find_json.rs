@@ -89,7 +89,7 @@ pub fn json(r: &FindReport<'_>) -> anyhow::Result<String> {
 pub fn json_value<'a>(r: &FindReport<'a>) -> anyhow::Result<serde_json::Value> {
     let (culprits, no_change, reason, best_guess) = match r.outcome {
         Outcome::Culprits(cs) => (
-            cs.iter().map(|c| Finding::of(r, c)).collect::<Vec<_>>(),
+            cs.iter().map(|c| r.finding(c)).collect::<Vec<_>>(),
             None,
             None,
             None,
@@ -114,11 +114,11 @@ pub fn json_value<'a>(r: &FindReport<'a>) -> anyhow::Result<serde_json::Value> {
             Vec::new(),
             None,
             Some(reason.clone()),
-            best_guess.as_ref().map(|c| Finding::of(r, c)),
+            best_guess.as_ref().map(|c| r.finding(c)),
         ),
     };
     let culprit = match r.outcome {
-        Outcome::Culprits(cs) => cs.first().map(|c| Finding::of(r, c)),
+        Outcome::Culprits(cs) => cs.first().map(|c| r.finding(c)),
         _ => None,
     };
     let out = JsonFind {

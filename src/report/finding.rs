@@ -1,5 +1,5 @@
 //! One culprit as every view states it: the [`Finding`], assembled once from a finished search
-//! ([`Finding::of`]). `find --format json` (and `report`'s JSON) serialize it as it is; the
+//! ([`super::find::FindReport::finding`]). `find --format json` (and `report`'s JSON) serialize it as it is; the
 //! text, the Markdown report and the issue body read their culprit's commits, levels, change,
 //! evidence and commands from it. A field added here is in the JSON at once, and one line in
 //! each renderer that should say it.
@@ -8,9 +8,6 @@ use serde::Serialize;
 
 use crate::bisect::Culprit;
 use crate::git::CommitInfo;
-
-use super::find::{judge, FindReport};
-use crate::base::text::date;
 
 /// A level of a culprit: the median of `n` runs (or, after a window-adjusted change, the
 /// parent's level moved by it).
@@ -65,53 +62,4 @@ pub struct Finding<'a> {
     /// The commands that reproduce it, as pasted into a shell in the repository: the
     /// before/after comparison, and a `git bisect run` over the step.
     pub reproduce: Vec<String>,
-}
-
-impl<'a> Finding<'a> {
-    /// Culprit `c` of the search `r` reports.
-    pub fn of(r: &FindReport<'a>, c: &'a Culprit) -> Finding<'a> {
-        let (at, last_old) = (&r.commits[c.pos], &r.commits[c.parent]);
-        let pb = format!("perfbisect {}", r.invocation);
-        let (name, old, new) = (&r.test.name, last_old.id, at.id);
-        Finding {
-            culprit: c,
-            at,
-            last_old,
-            commit: at.id.to_string(),
-            subject: at.subject.clone(),
-            author: at.author.clone(),
-            date: date(at.time),
-            parent: last_old.id.to_string(),
-            before: Level {
-                median: c.before,
-                n: c.n_before,
-            },
-            after: Level {
-                median: c.after,
-                n: c.n_after,
-            },
-            rel_change: c.rel_change,
-            rel_change_interval: c.interval.map(|(lo, hi)| [lo, hi]),
-            windows: c.windows,
-            p_value: c.p_value,
-            candidates: c
-                .candidates
-                .iter()
-                .map(|&p| r.commits[p].id.to_string())
-                .collect(),
-            verified: c.verified,
-            reruns: c.reruns,
-            rerun_windows: c.rerun_windows,
-            kind: judge(r.test.direction, c.rel_change),
-            merge: r.merge_of(c.pos).map(|m| r.commits[m].id.to_string()),
-            why: r.why_of(c.pos).map(super::why::json),
-            reproduce: vec![
-                format!("{pb}compare {name} {old} {new}"),
-                format!(
-                    "git bisect start {new} {old} && git bisect run {pb}step {name} --old {old} \
-                     --new {new}; git bisect reset"
-                ),
-            ],
-        }
-    }
 }

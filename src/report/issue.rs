@@ -153,7 +153,7 @@ pub fn markdown(x: &Issue<'_>) -> String {
     measured(&mut o, x);
 
     for (c, _) in &culprits {
-        reproduce(&mut o, r, &super::finding::Finding::of(r, c));
+        reproduce(&mut o, r, &r.finding(c));
     }
     if culprits.is_empty() {
         let body = format!("perfbisect {}find {} {}\n", r.invocation, t.name, r.range);
@@ -821,6 +821,6 @@ pub fn json(x: &Issue<'_>, find_json: serde_json::Value) -> anyhow::Result<Strin
         obj.insert("measured".into(), serde_json::to_value(x.measured)?);
     }
     // `"schema"` first, as in every JSON output (the guide's JSON reference says so, and
-    // tests/guide_json.rs holds every output to it).
+    // tests/suite/guide_json.rs holds every output to it).
     Ok(super::json::json_pretty(&v)?)
 }

@@ -1,0 +1,53 @@
+//! perfbisect's integration tests, one binary (one link, and both cores busy to the end):
+//! each module is one area, run against the real binary on generated git repositories.
+//! `cargo test --test suite AREA::` runs one area (`cargo test --test suite guide::`).
+
+mod accounting;
+mod autotools;
+mod bad_input;
+mod cargo_project;
+mod ci_triage;
+mod cli_conventions;
+mod common;
+mod config_cmd;
+mod config_init_at;
+mod config_props;
+mod counted;
+mod curl_helpers;
+mod decided;
+mod demo;
+mod evidence;
+mod faults;
+mod find;
+mod first_commits;
+mod fuzz_regressions;
+mod guide;
+mod guide_examples;
+mod guide_json;
+mod harnesses;
+mod history;
+mod html;
+mod import_formats;
+mod integrity;
+mod jobs;
+mod machine_states;
+mod markdown_safety;
+mod messages;
+mod nights;
+mod one_number;
+mod pipeline;
+mod ranges;
+mod report;
+mod rss;
+mod shape;
+mod shards;
+mod sheriff;
+mod speed;
+mod steps;
+mod stored_numbers;
+mod submodules;
+mod triage;
+mod trust;
+mod user_data;
+mod why;
+mod worktree;
