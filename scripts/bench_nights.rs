@@ -67,8 +67,8 @@ fn main() {
         .unwrap_or(200);
     let setup = Setup::default();
     let started = std::time::Instant::now();
-    println!("| schedules | step | histories | false certain (per history) | histories with one | linked: decided at its commit | no link: seen | undecided elsewhere (per history) |");
-    println!("|---|---|---|---|---|---|---|---|");
+    println!("| schedules | step | histories | false certain (per history) | histories with one | linked: decided at its commit | linked: the bound (told the commit) decides | of those, decided | no link: seen | undecided elsewhere (per history) |");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     for (kind, name) in [
         (Kind::Commands, "commands"),
         (Kind::Imports, "imports + commands"),
@@ -87,13 +87,15 @@ fn main() {
                 }
             };
             println!(
-                "| {name} | {} | {} | {} ({:.3}) | {} | {} | {} | {:.2} |",
+                "| {name} | {} | {} | {} ({:.3}) | {} | {} | {} | {} | {} | {:.2} |",
                 step.map_or("none".to_string(), |s| format!("+{:.0} %", 100.0 * s)),
                 t.histories,
                 t.false_certain,
                 t.false_certain as f64 / t.histories as f64,
                 t.with_false,
                 pct(t.linked_decided, t.linked),
+                pct(t.oracle_decided, t.linked),
+                pct(t.both_decided, t.oracle_decided),
                 pct(t.unlinked_seen, t.unlinked),
                 t.false_undecided as f64 / t.histories as f64,
             );

@@ -13,7 +13,7 @@
 //! ([`perfbisect::pipeline::rows::detection`]): the whole history (`detect`) and a range of it
 //! (`detect RANGE`, `report RANGE`).
 //!
-//! Shared by the property test (tests/nights.rs) and the benchmark (scripts/bench-nights.sh):
+//! Shared by the property test (tests/suite/nights.rs) and the benchmark (scripts/bench-nights.sh):
 //! only the crate's public interface is used, so the benchmark builds the same file against
 //! the build before a change too. (The lines between `nights:machine` marks use the run's
 //! machine, which older builds do not read: the benchmark drops them there.)
@@ -97,7 +97,7 @@ impl Run for SimRun {
 /// The machine states a command may run at.
 pub const STATES: [f64; 4] = [0.85, 1.0, 1.15, 1.3];
 
-/// The test's settings (those of tests/evidence.rs: 2 % noise, a 2 % threshold, 5 repeats).
+/// The test's settings (those of tests/suite/evidence.rs: 2 % noise, a 2 % threshold, 5 repeats).
 #[derive(Debug, Clone, Copy)]
 pub struct Setup {
     pub cv: f64,
@@ -449,6 +449,46 @@ impl History {
         }
         root(&mut parent, a) == root(&mut parent, b)
     }
+
+    /// The bound on any detector's power at a step at `at` (issue 56): a test that is told
+    /// the step's commit, and reads every window (a session, an imported round) holding runs
+    /// on both sides of it, where the window's machine state cancels: the least-squares step
+    /// of the logarithms within windows, against the runs' known noise, two-sided at `alpha`,
+    /// paying nothing for choosing where the step is. A detector that must find the commit
+    /// among all the others decides no more steps than it, bar chance.
+    pub fn oracle(&self, at: usize, alpha: f64) -> bool {
+        let mut by: std::collections::HashMap<(u8, u64), [f64; 5]> = Default::default();
+        for (c, runs) in self.runs.iter().enumerate() {
+            let x = if c >= at { 1.0 } else { 0.0 };
+            for r in runs {
+                let k = if r.imported {
+                    (1u8, r.round)
+                } else {
+                    (0u8, r.window)
+                };
+                let y = r.value.ln();
+                let s = by.entry(k).or_default();
+                s[0] += 1.0;
+                s[1] += x;
+                s[2] += y;
+                s[3] += x * x;
+                s[4] += x * y;
+            }
+        }
+        let (mut sxx, mut sxy) = (0.0, 0.0);
+        for [n, sx, sy, xx, xy] in by.into_values() {
+            sxx += xx - sx * sx / n;
+            sxy += xy - sx * sy / n;
+        }
+        if sxx <= 1e-12 {
+            return false;
+        }
+        let step = sxy / sxx;
+        let z = step * sxx.sqrt() / self.setup.cv;
+        let p = statrs::function::erf::erfc(z.abs() / std::f64::consts::SQRT_2);
+        let up = self.steps.first().is_some_and(|s| s.1 > 0.0);
+        p < alpha && (step > 0.0) == up
+    }
 }
 
 /// The real search's view of a history's commits `lo..`, measuring at one machine state.
@@ -600,6 +640,8 @@ pub struct Verdict {
     /// had a link across it.
     pub decided: bool,
     pub linked: bool,
+    /// The bound: a test told the step's commit decides it ([`History::oracle`]).
+    pub oracle: bool,
     /// Commits before and after the step were measured (a step outside every measured commit
     /// is nobody's to see).
     pub bracketed: bool,
@@ -648,6 +690,7 @@ pub fn judge(h: &History, rng: &mut Rng) -> Verdict {
                         .iter()
                         .any(|u| holds((u.last_before, u.index), s));
                 v.linked = h.linked(s);
+                v.oracle = h.oracle(s, changepoint::Options::default().alpha);
                 v.bracketed = h.bracketed(s);
                 if !v.decided {
                     v.note += &format!("step at {s}: ");
@@ -686,6 +729,9 @@ pub struct Tally {
     pub with_false: usize,
     pub linked: usize,
     pub linked_decided: usize,
+    /// Of `linked`, those the bound decides ([`History::oracle`]), and those decided of them.
+    pub oracle_decided: usize,
+    pub both_decided: usize,
     pub unlinked: usize,
     pub unlinked_seen: usize,
     pub examples: Vec<String>,
@@ -711,6 +757,8 @@ impl Tally {
             if v.linked {
                 self.linked += 1;
                 self.linked_decided += usize::from(v.decided);
+                self.oracle_decided += usize::from(v.oracle);
+                self.both_decided += usize::from(v.oracle && v.decided);
                 if !v.decided && self.misses.len() < 8 {
                     self.misses
                         .push(format!("{} || {}", log.join("; "), v.note));
