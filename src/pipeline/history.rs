@@ -54,15 +54,25 @@ impl<'t, R: crate::store::Keep + Run + Clone> History<'t, R> {
     /// Read `test`'s stored results over `scope`: with a range or commits, only their records
     /// (through the store's index); otherwise every record.
     pub fn of(ws: &Workspace, test: &'t Test, scope: Scope<'_>) -> anyhow::Result<Self> {
-        let (mut read, commits, old_end) = Self::read(ws, test, scope)?;
+        let (read, commits, old_end) = Self::read(ws, test, scope)?;
+        Ok(Self::assemble(ws, test, (read, commits, old_end), None))
+    }
+
+    /// The rows of `commits`, their records moved out of `read`.
+    fn assemble(
+        ws: &Workspace,
+        test: &'t Test,
+        (mut read, commits, old_end): (Samples<R>, Vec<CommitInfo>, bool),
+        eras: Option<crate::pipeline::eras::Eras>,
+    ) -> Self {
         let rows = crate::pipeline::rows::take_rows(ws, &mut read, commits);
-        Ok(History {
+        History {
             test,
             rows,
             old_end,
             read,
-            eras: None,
-        })
+            eras,
+        }
     }
 
     fn read(
@@ -113,7 +123,7 @@ impl<'t> History<'t, Sample> {
     /// [`History::of`], with the earlier eras of the machine when samples of other
     /// fingerprints were set aside (not with `--any-fingerprint`, which uses them).
     pub fn with_eras(ws: &Workspace, test: &'t Test, scope: Scope<'_>) -> anyhow::Result<Self> {
-        let (mut read, commits, old_end) = Self::read(ws, test, scope)?;
+        let (read, commits, old_end) = Self::read(ws, test, scope)?;
         let eras = if ws.any_fingerprint || read.other_fingerprints.is_empty() {
             None
         } else {
@@ -128,14 +138,7 @@ impl<'t> History<'t, Sample> {
                 within.then_some(commits.as_slice()),
             )?)
         };
-        let rows = crate::pipeline::rows::take_rows(ws, &mut read, commits);
-        Ok(History {
-            test,
-            rows,
-            old_end,
-            read,
-            eras,
-        })
+        Ok(Self::assemble(ws, test, (read, commits, old_end), eras))
     }
 
     /// What a "no change" between the ends of the rows leaves unsaid ([`steps_inside`]).
