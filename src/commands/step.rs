@@ -45,19 +45,18 @@ fn run(g: &Global, args: &StepArgs) -> anyhow::Result<i32> {
     if args.jobs == 0 {
         crate::usage!("--jobs must be at least 1");
     }
-    let stored = ws.samples(&test)?;
-    let params = crate::jobs::find::search_params(&test, &stored, &|w| ws.warn(w));
+    let mut bench = ws.bench(&test)?;
+    let params = crate::jobs::find::search_params(&test, &bench.stored, &|w| ws.warn(w));
     let mut commits = vec![ws.repo.info(old)?, ws.repo.info(head)?];
     if let Some(n) = new {
         commits.push(ws.repo.info(n)?);
     }
     let info = commits[PROBE].clone();
-    let mut appender = ws.appender(&test)?;
     let mut policy = StepSearch::new(params, new.is_some());
     if from_bisect {
         policy.new_side_optional();
     }
-    let mut lab = WorkspaceLab::new(&ws, &test, &commits, &mut appender, &stored, "step");
+    let mut lab = WorkspaceLab::new(&mut bench, &commits, "step");
     let driven = bisect::drive(&mut policy, &mut lab, commits.len(), args.jobs);
     lab.finish();
     let last_error = lab.last_error.clone();

@@ -10,16 +10,12 @@ use crate::build::State;
 use crate::config::Test;
 use crate::git::CommitInfo;
 use crate::pipeline::samples::Samples;
-use crate::pipeline::workspace::{Batch, Workspace};
-use crate::store::Appender;
+use crate::pipeline::workspace::{Bench, Workspace};
 
 /// A search's positions mapped onto commits of the workspace's repository.
-pub struct WorkspaceLab<'a> {
-    ws: &'a Workspace,
-    test: &'a Test,
+pub struct WorkspaceLab<'a, 'w> {
+    pub(super) bench: &'a mut Bench<'w>,
     commits: &'a [CommitInfo],
-    appender: &'a mut Appender,
-    stored: &'a Samples,
     bar: indicatif::ProgressBar,
     /// The text of the last failed run of each position, for the report.
     pub last_error: HashMap<usize, String>,
@@ -62,19 +58,18 @@ pub struct WorkspaceLab<'a> {
     walls: (f64, usize),
 }
 
-impl<'a> WorkspaceLab<'a> {
-    /// `commits[0]` is the old end; samples already in `stored` are the search's starting point.
+impl<'a, 'w> WorkspaceLab<'a, 'w> {
+    /// `commits[0]` is the old end; the samples stored on the bench are the search's starting
+    /// point.
     pub fn new(
-        ws: &'a Workspace,
-        test: &'a Test,
+        bench: &'a mut Bench<'w>,
         commits: &'a [CommitInfo],
-        appender: &'a mut Appender,
-        stored: &'a Samples,
         label: &str,
-    ) -> WorkspaceLab<'a> {
+    ) -> WorkspaceLab<'a, 'w> {
         let mut last_error = HashMap::new();
         for (pos, c) in commits.iter().enumerate() {
-            if let Some(e) = stored
+            if let Some(e) = bench
+                .stored
                 .records(&c.id)
                 .iter()
                 .rev()
@@ -83,13 +78,11 @@ impl<'a> WorkspaceLab<'a> {
                 last_error.insert(pos, e);
             }
         }
+        let bar = bench.ws.progress.bar(0, label);
         WorkspaceLab {
-            ws,
-            test,
+            bench,
             commits,
-            appender,
-            stored,
-            bar: ws.progress.bar(0, label),
+            bar,
             last_error,
             trust_imported: true,
             fresh: HashMap::new(),
@@ -123,10 +116,15 @@ impl<'a> WorkspaceLab<'a> {
     }
 
     fn artifacts(&self, pos: usize) -> Option<PathBuf> {
-        match self.ws.build_state(&self.commits[pos].id) {
-            State::Cached(p) => Some(p),
-            _ => None,
-        }
+        self.bench.artifacts(&self.commits[pos].id)
+    }
+
+    fn ws(&self) -> &Workspace {
+        self.bench.ws
+    }
+
+    fn test(&self) -> &Test {
+        self.bench.test
     }
 }
 
@@ -153,8 +151,7 @@ pub fn stored_runs(samples: &Samples, id: &gix::ObjectId, imported: bool) -> Vec
 /// number for one step. With whether every culprit compares as exact values on those runs
 /// ([`Search::restate_exact`]: then each is stated so, as `detect` and the report state it).
 pub fn restated(
-    ws: &Workspace,
-    test: &Test,
+    load: &dyn Fn(&[gix::ObjectId]) -> anyhow::Result<Samples>,
     search: &Search,
     commits: &[CommitInfo],
     outcome: Outcome,
@@ -171,7 +168,7 @@ pub fn restated(
     .into_iter()
     .map(|p| commits[p].id)
     .collect();
-    let stored = ws.samples_for(test, Some(&ids))?;
+    let stored = load(&ids)?;
     let again = |c: &Culprit| {
         search.restate(
             c,
@@ -225,43 +222,35 @@ fn values<'s>(samples: impl IntoIterator<Item = &'s crate::store::Sample>) -> Ve
         .collect()
 }
 
-impl WorkspaceLab<'_> {
+impl WorkspaceLab<'_, '_> {
     /// A value of the test in its unit, as reports write it: "1.009 ms", "1008.6 units".
     fn quantity(&self, v: f64) -> String {
-        crate::report::units::quantity(v, &self.test.unit())
+        crate::report::units::quantity(v, &self.test().unit())
     }
 
     /// Whether each step and each probe's result gets a line on stderr: with `-v`, or when no
     /// progress bar is drawn (a CI log, `--no-progress`) unless `--quiet`, so a long search
     /// is never silent.
     fn step_lines(&self) -> bool {
-        self.ws.verbosity.verbose > 0 || (!self.ws.progress.visible() && !self.ws.verbosity.quiet)
+        let ws = self.ws();
+        ws.verbosity.verbose > 0 || (!ws.progress.visible() && !ws.verbosity.quiet)
     }
 
     /// Once per position without samples of its own: the samples of a commit whose build
     /// (from its manifest) is byte-identical, stored before or measured in this search.
     fn identical_build_samples(&mut self, pos: usize) -> Option<(gix::ObjectId, Vec<f64>)> {
-        if !self.twin_checked.insert(pos) || !self.test.shares_identical_builds() {
+        if !self.twin_checked.insert(pos) || !self.test().shares_identical_builds() {
             return None;
         }
         let id = self.commits[pos].id;
-        if !self.stored.records(&id).is_empty() {
+        if !self.bench.stored.records(&id).is_empty() {
             return None; // the search was given them already
         }
-        let cache = &self.ws.cache;
-        let recipe = self.ws.config.build.recipe_hash();
-        let mine = crate::build::cas::read_manifest(cache, &id, recipe)?.digest;
-        let key = crate::store::commit_key(&id);
-        let mut twins: Vec<[u8; 20]> = crate::build::stale::trusted_digests(cache, recipe)
-            .into_iter()
-            .filter(|(c, d)| *d == mine && *c != key)
-            .map(|(c, _)| c)
-            .collect();
-        twins.sort();
-        for t in twins {
-            let tid = gix::ObjectId::from_bytes_or_panic(&t);
+        for tid in self.bench.identical_builds(&id) {
+            let t = crate::store::commit_key(&tid);
             let mut vals: Vec<f64> = values(
-                self.stored
+                self.bench
+                    .stored
                     .own(&tid)
                     .iter()
                     .filter(|s| self.trust_imported || s.import.is_none()),
@@ -275,10 +264,10 @@ impl WorkspaceLab<'_> {
     }
 }
 
-impl Lab for WorkspaceLab<'_> {
+impl Lab for WorkspaceLab<'_, '_> {
     fn build(&mut self, set: &[usize], jobs: usize) -> anyhow::Result<(Vec<bool>, usize)> {
         let ids: Vec<_> = set.iter().map(|&p| self.commits[p].id).collect();
-        let outcomes = self.ws.build_missing(&ids, jobs, false)?;
+        let outcomes = self.bench.build(&ids, jobs)?;
         let builds = outcomes.iter().filter(|o| !o.interrupted).count();
         let ok = set.iter().map(|&p| self.artifacts(p).is_some()).collect();
         Ok((ok, builds))
@@ -289,11 +278,15 @@ impl Lab for WorkspaceLab<'_> {
     }
 
     fn unbuildable(&self, pos: usize) -> bool {
-        matches!(self.ws.build_state(&self.commits[pos].id), State::Failed(_))
+        matches!(self.bench.state(&self.commits[pos].id), State::Failed(_))
     }
 
     fn stored(&self, pos: usize) -> Vec<Stored> {
-        stored_runs(self.stored, &self.commits[pos].id, self.trust_imported)
+        stored_runs(
+            &self.bench.stored,
+            &self.commits[pos].id,
+            self.trust_imported,
+        )
     }
 
     fn measure(&mut self, pos: usize, runs: usize) -> anyhow::Result<Vec<f64>> {
@@ -310,10 +303,7 @@ impl Lab for WorkspaceLab<'_> {
     }
 
     fn build_secs(&self, pos: usize) -> Option<f64> {
-        let recipe = self.ws.config.build.recipe_hash();
-        crate::build::cas::read_manifest(&self.ws.cache, &self.commits[pos].id, recipe)
-            .and_then(|m| m.build_ms)
-            .map(|ms| ms as f64 / 1000.0)
+        self.bench.build_secs(&self.commits[pos].id)
     }
 
     /// A run's own wall time (its process tree's, as the store keeps it), on average: what
@@ -356,7 +346,7 @@ impl Lab for WorkspaceLab<'_> {
         }
         let c = &self.commits[d.pos];
         let what = placed_words(d);
-        self.ws.note(&format!(
+        self.ws().note(&format!(
             "perfbisect: {} is {what}: median {} against the old level {} and the new level {}",
             c.short(),
             self.quantity(d.probe),
@@ -396,11 +386,11 @@ impl Lab for WorkspaceLab<'_> {
                 crate::base::text::count(runs, "interleaved run")
             ),
         };
-        self.ws.note(&format!("perfbisect: {line}"));
+        self.ws().note(&format!("perfbisect: {line}"));
     }
 }
 
-impl WorkspaceLab<'_> {
+impl WorkspaceLab<'_, '_> {
     /// Run `f` (a measurement), with the builds asked for by [`Lab::build_beside`] going on
     /// beside it on another thread (worktree builds need no part of the measurement), and keep
     /// what they built for [`Lab::take_beside`].
@@ -413,72 +403,14 @@ impl WorkspaceLab<'_> {
             return self.with_checks(f);
         }
         let ids: Vec<gix::ObjectId> = set.iter().map(|&p| self.commits[p].id).collect();
-        let names: Vec<String> = ids.iter().map(crate::git::short).collect();
-        self.ws.note(&format!(
-            "perfbisect: building {} beside the measurement (what the search may probe next; {})",
-            names.join(", "),
-            self.why_parallel
-        ));
-        let git_dir = self.ws.repo.git_dir().to_path_buf();
-        let cache = self.ws.cache.clone();
-        let build = self.ws.config.build.clone();
-        let jobs = self.ahead_jobs;
-        let say = !self.ws.verbosity.quiet;
-        // A build may outlast the runs beside it: never silent while it is waited for. The
-        // heartbeat names the builds still going (none once they are all done).
-        let beat = self.ws.progress.heartbeat("");
-        let finished = std::sync::Mutex::new(vec![false; ids.len()]);
-        let building = |f: &[bool]| {
-            let now: Vec<&str> = crate::build::in_flight(f, jobs)
-                .into_iter()
-                .map(|i| names[i].as_str())
-                .collect();
-            // Several builds of one whole: the time so far is the whole's.
-            let what = if now.is_empty() {
-                String::new()
-            } else {
-                format!(
-                    "building {} beside the measurement",
-                    crate::base::progress::listed(&now)
-                )
-            };
-            beat.set_done(what, "");
-        };
-        building(&finished.lock().unwrap_or_else(|e| e.into_inner()));
-        let (finished, building) = (&finished, &building);
+        let job = self
+            .bench
+            .builds_beside(ids, self.ahead_jobs, &self.why_parallel);
         let (res, built) = std::thread::scope(|scope| {
-            let h = scope.spawn(move || {
-                let t = std::time::Instant::now();
-                let out = crate::build::build_all(&git_dir, &cache, &build, &ids, jobs, &|o| {
-                    {
-                        let mut f = finished.lock().unwrap_or_else(|e| e.into_inner());
-                        if let Some(i) = ids.iter().position(|c| *c == o.commit) {
-                            f[i] = true;
-                        }
-                        building(&f);
-                    }
-                    if say {
-                        match &o.result {
-                            Ok(_) => eprintln!(
-                                "perfbisect: built {} beside the measurement in {}",
-                                crate::git::short(&o.commit),
-                                crate::base::text::fmt_secs(o.seconds)
-                            ),
-                            Err(tail) if !o.interrupted => eprintln!(
-                                "perfbisect: build of {} failed; it will be skipped:\n{}",
-                                crate::git::short(&o.commit),
-                                crate::base::paths::indent(tail.trim_end())
-                            ),
-                            _ => {}
-                        }
-                    }
-                });
-                (out, t.elapsed())
-            });
+            let h = scope.spawn(move || job.run());
             let res = f(self);
             (res, h.join())
         });
-        drop(beat);
         let (out, took) = built.map_err(|_| anyhow::anyhow!("a build thread panicked"))?;
         let outcomes = out?;
         let n = outcomes.iter().filter(|o| !o.interrupted).count();
@@ -499,100 +431,26 @@ impl WorkspaceLab<'_> {
         f: impl FnOnce(&mut Self) -> anyhow::Result<T>,
     ) -> anyhow::Result<T> {
         let asked = std::mem::take(&mut self.to_check);
-        // Cargo's builds are trusted, never checked.
-        if asked.is_empty() || self.ws.config.build.cargo.is_some() {
-            return f(self);
-        }
-        let recipe = self.ws.config.build.recipe_hash();
-        let cache = self.ws.cache.clone();
         let mut ids = Vec::new();
         for p in asked {
             let id = self.commits[p].id;
-            let pending =
-                crate::build::cas::read_manifest(&cache, &id, recipe).is_some_and(|m| !m.pristine);
-            if pending && self.check_asked.insert(p) {
+            if self.bench.unchecked(&id) && self.check_asked.insert(p) {
                 ids.push(id);
             }
         }
         if ids.is_empty() {
             return f(self);
         }
-        let names: Vec<String> = ids.iter().map(crate::git::short).collect();
-        self.ws.note(&format!(
-            "perfbisect: checking {} against pristine rebuilds beside the measurement (the builds \
-             the verdict will stand on; {})",
-            names.join(", "),
-            self.why_parallel
-        ));
-        let git_dir = self.ws.repo.git_dir().to_path_buf();
-        let build = self.ws.config.build.clone();
-        let say = !self.ws.verbosity.quiet;
-        // A rebuild may outlast the runs beside it: never silent while it is waited for. The
-        // heartbeat names the one going (one at a time), none once all are done.
-        let beat = self.ws.progress.heartbeat("");
-        let checking = |k: usize| {
-            beat.set(names.get(k).map_or(String::new(), |n| {
-                format!("checking {n} against a pristine rebuild beside the measurement")
-            }));
-        };
-        checking(0);
-        let checking = &checking;
+        let job = self.bench.checks_beside(ids, &self.why_parallel);
         let (res, checked) = std::thread::scope(|scope| {
-            let h = scope.spawn(move || {
-                ids.into_iter()
-                    .enumerate()
-                    .map(|(k, id)| {
-                        let (check, took) = crate::pipeline::pristine::check_beside(
-                            &git_dir, &cache, &build, id, say, true,
-                        );
-                        checking(k + 1);
-                        (id, check, took)
-                    })
-                    .collect::<Vec<_>>()
-            });
+            let h = scope.spawn(move || job.run());
             let res = f(self);
             (res, h.join())
         });
-        drop(beat);
         let checked = checked.map_err(|_| anyhow::anyhow!("a pristine check thread panicked"))?;
-        for (id, check, took) in checked {
-            let Some(took) = took else { continue };
-            let check = match check {
-                // Kept for the check after the search, which measures both builds then.
-                Ok(crate::build::Check::Differs(r)) => {
-                    let what = format!(
-                        "other bytes than its incremental build ({}; both are measured after \
-                         the search)",
-                        r.what
-                    );
-                    self.ws
-                        .rebuilt
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .push(*r);
-                    self.checks.0 += 1;
-                    self.checks.1 += took;
-                    self.ws.note(&format!(
-                        "perfbisect: pristine build of {} done beside the measurement in {}: {what}",
-                        crate::git::short(&id),
-                        crate::base::text::fmt_secs(took.as_secs_f64())
-                    ));
-                    continue;
-                }
-                other => other,
-            };
-            self.checks.0 += 1;
-            self.checks.1 += took;
-            let what = match check {
-                Ok(crate::build::Check::Same) => "the same bytes as its incremental build",
-                _ => "failed (checked again after the search)",
-            };
-            self.ws.note(&format!(
-                "perfbisect: pristine build of {} done beside the measurement in {}: {what}",
-                crate::git::short(&id),
-                crate::base::text::fmt_secs(took.as_secs_f64())
-            ));
-        }
+        let (n, took) = self.bench.settle_checks(checked);
+        self.checks.0 += n;
+        self.checks.1 += took;
         res
     }
 
@@ -613,8 +471,8 @@ impl WorkspaceLab<'_> {
             self.runs_saved += runs;
             self.stood_in += vals.len();
             self.shared.push((pos, twin));
-            if self.ws.verbosity.verbose > 0 {
-                self.ws.progress.println(&format!(
+            if self.ws().verbosity.verbose > 0 {
+                self.ws().progress.println(&format!(
                     "{} {}: same build as {} (byte-identical artifacts): its {} samples are used",
                     self.commits[pos].short(),
                     self.commits[pos].subject,
@@ -633,17 +491,10 @@ impl WorkspaceLab<'_> {
         ));
         self.bar.inc_length(runs as u64);
         let bar = self.bar.clone();
-        let batch = Batch {
-            test: self.test,
-            commit: c.id,
-            artifacts: &art,
-            runs,
-            round: 0,
-        };
         let doing = |k: usize| format!("measuring {} (run {} of {runs})", c.short(), k + 1);
-        let beat = self.ws.progress.heartbeat(doing(0));
+        let beat = self.ws().progress.heartbeat(doing(0));
         let mut k = 0;
-        let got = self.ws.measure(self.appender, batch, &mut |_| {
+        let got = self.bench.measure(c.id, &art, runs, &mut |_| {
             bar.inc(1);
             k += 1;
             beat.set(doing(k));
@@ -661,7 +512,7 @@ impl WorkspaceLab<'_> {
         if self.step_lines() {
             let fin: Vec<f64> = vals.iter().copied().filter(|v| v.is_finite()).collect();
             let med = crate::stats::median(&fin).unwrap_or(f64::NAN);
-            self.ws.progress.println(&format!(
+            self.ws().progress.println(&format!(
                 "perfbisect: probed {} {}: {}, median {}",
                 c.short(),
                 c.subject,
@@ -681,7 +532,7 @@ impl WorkspaceLab<'_> {
         let mut arts = Vec::with_capacity(positions.len());
         for &p in positions {
             match self.artifacts(p) {
-                Some(a) => arts.push(a),
+                Some(a) => arts.push((self.commits[p].id, a)),
                 None => anyhow::bail!(
                     "{} is not built, but a window asked for it",
                     self.commits[p].short()
@@ -699,19 +550,7 @@ impl WorkspaceLab<'_> {
         ));
         self.bar.inc_length((positions.len() * runs) as u64);
         let bar = self.bar.clone();
-        let batches: Vec<Batch<'_>> = positions
-            .iter()
-            .zip(&arts)
-            .map(|(&p, a)| Batch {
-                test: self.test,
-                commit: self.commits[p].id,
-                artifacts: a,
-                runs,
-                round: 0,
-            })
-            .collect();
         let first_moment = window.map_or(0, |(_, m)| m);
-        let limit = self.test.repeats.max(2);
         let all = positions.len() * runs;
         let doing = |k: usize| {
             format!(
@@ -720,20 +559,15 @@ impl WorkspaceLab<'_> {
                 k + 1
             )
         };
-        let beat = self.ws.progress.heartbeat(doing(0));
+        let beat = self.ws().progress.heartbeat(doing(0));
         let mut k = 0;
-        let (id, got, done) = self.ws.measure_window(
-            self.appender,
-            &batches,
-            window,
-            limit,
-            self.parallel,
-            &mut |_| {
-                bar.inc(1);
-                k += 1;
-                beat.set(doing(k));
-            },
-        )?;
+        let (id, got, done) =
+            self.bench
+                .measure_window(&arts, runs, window, self.parallel, &mut |_| {
+                    bar.inc(1);
+                    k += 1;
+                    beat.set(doing(k));
+                })?;
         drop(beat);
         for g in &got {
             self.count_walls(g);
@@ -768,7 +602,7 @@ impl WorkspaceLab<'_> {
                     )
                 })
                 .collect();
-            self.ws.progress.println(&format!(
+            self.ws().progress.println(&format!(
                 "perfbisect: side by side, {} each: medians {}",
                 crate::base::text::count(runs, "interleaved run"),
                 meds.join(", ")

@@ -10,13 +10,12 @@ use crate::build::State;
 use crate::config::Test;
 use crate::git::CommitInfo;
 use crate::pipeline::history::{History, Scope};
-use crate::pipeline::{samples::Samples, workspace::Workspace};
+use crate::pipeline::workspace::{Bench, Workspace};
 use crate::report::charts;
 use crate::report::find::{
     self as view, DriftFact, FindReport, GapHere, ImportedGap, SearchFacts, Skip,
 };
 use crate::report::plot::{Marker, MarkerKind};
-use crate::store::Appender;
 
 mod imported;
 pub mod lab;
@@ -450,8 +449,8 @@ pub fn find(
             let params = crate::pipeline::history::pair_params(&run.test);
             let search = bisect::Search::new(run.commits.len(), params);
             let outcome = std::mem::replace(&mut run.outcome, Outcome::Culprits(Vec::new()));
-            let (outcome, exact) =
-                lab::restated(ws, &run.test, &search, &run.commits, outcome, false)?;
+            let load = |ids: &[gix::ObjectId]| ws.samples_for(&run.test, Some(ids));
+            let (outcome, exact) = lab::restated(&load, &search, &run.commits, outcome, false)?;
             run.outcome = outcome;
             run.deterministic = exact;
         }
@@ -594,7 +593,6 @@ pub fn search(
     no_descend: bool,
 ) -> anyhow::Result<FindRun> {
     let range_spec = range.spec.as_str();
-    ws.counter_note(&test)?;
     if let Some(w) = crate::jobs::calibrate::threshold_warning(&ws.cache, &test) {
         ws.warn(&w);
     }
@@ -610,17 +608,13 @@ pub fn search(
     blocks.push(0..commits.len());
     let started = Instant::now();
 
-    let stored = ws.samples(&test)?;
-    if let Some(n) = ws.fingerprint_note(&test, &stored) {
+    let bench = ws.bench(&test)?;
+    if let Some(n) = ws.fingerprint_note(&test, &bench.stored) {
         ws.note(&n);
     }
-    let params = search_params(&test, &stored, &|w| ws.warn(w));
-    let appender = ws.appender(&test)?;
+    let params = search_params(&test, &bench.stored, &|w| ws.warn(w));
     let mut s = Searcher {
-        ws,
-        test: &test,
-        appender,
-        stored,
+        bench,
         params,
         jobs,
         tally: Tally::default(),
@@ -631,7 +625,7 @@ pub fn search(
     let mut searched = range.commits.len();
     // Imported rounds first: when they show a step, only the gap between the two rounds
     // around it is searched (and built).
-    let mut gap = imported::gap(&test, &s.stored, &commits, params);
+    let mut gap = imported::gap(&test, &s.bench.stored, &commits, params);
     let mut gap_notes = Vec::new();
     let mut first = None;
     if let Some((lo, hi, g)) = &mut gap {
@@ -649,7 +643,7 @@ pub fn search(
         None => s.drive(&commits)?,
     };
     if let Some(pos) = first.unbuilt {
-        unbuilt(ws, range_spec, &commits, pos)?;
+        unbuilt(&s.bench, range_spec, &commits, pos)?;
     }
     s.first_facts(&first);
     let mut outcome = first.outcome;
@@ -710,10 +704,7 @@ pub fn search(
 /// What the searches of one `find` share: the test, its stored samples and appender, the
 /// bisection knobs, how many commits build at once, and what the searches spent.
 struct Searcher<'a> {
-    ws: &'a Workspace,
-    test: &'a Test,
-    appender: Appender,
-    stored: Samples,
+    bench: Bench<'a>,
     params: Params,
     jobs: usize,
     tally: Tally,
@@ -723,10 +714,7 @@ impl Searcher<'_> {
     /// One search over `commits` (see [`drive`]).
     fn drive(&mut self, commits: &[CommitInfo]) -> anyhow::Result<Searched> {
         drive(
-            self.ws,
-            self.test,
-            &mut self.appender,
-            &self.stored,
+            &mut self.bench,
             self.params,
             commits,
             self.jobs,
@@ -737,9 +725,9 @@ impl Searcher<'_> {
     /// What the first search (of the gap, or of the range) says of the whole `find`: the
     /// stored samples it used (said), the smallest step it could see, the counter.
     fn first_facts(&mut self, first: &Searched) {
-        let test = self.test;
+        let test = self.bench.test;
         if self.tally.reused > 0 {
-            self.ws.note(&format!(
+            self.bench.ws.note(&format!(
                 "used {} stored samples of `{}` in this range",
                 self.tally.reused, test.name
             ));
@@ -761,7 +749,7 @@ impl Searcher<'_> {
         g: &mut ImportedGap,
         notes: &mut Vec<String>,
     ) -> anyhow::Result<Option<Searched>> {
-        self.ws.note(&format!(
+        self.bench.ws.note(&format!(
             "perfbisect: imported rounds show the step between {} and {} ({} commit{} between); searching only there{}",
             sub[0].short(),
             sub[sub.len() - 1].short(),
@@ -841,10 +829,10 @@ impl Searcher<'_> {
 /// A search that could not start because the end `pos` of `commits` does not build: that is
 /// the build's failure (exit 1, as `run` fails when nothing builds), not an inconclusive
 /// verdict (exit 3, for runs that could not decide), and it says how the build ended.
-fn unbuilt(ws: &Workspace, spec: &str, commits: &[CommitInfo], pos: usize) -> anyhow::Result<()> {
+fn unbuilt(bench: &Bench, spec: &str, commits: &[CommitInfo], pos: usize) -> anyhow::Result<()> {
     let failed = commits
         .iter()
-        .filter(|c| matches!(ws.build_state(&c.id), State::Failed(_)))
+        .filter(|c| matches!(bench.state(&c.id), State::Failed(_)))
         .count();
     let c = &commits[pos];
     let failed = crate::base::text::count(failed, "build");
@@ -854,7 +842,7 @@ fn unbuilt(ws: &Workspace, spec: &str, commits: &[CommitInfo], pos: usize) -> an
              so nothing can be compared with it ({failed} failed); its build ended with:\n{}",
             c.short(),
             c.subject,
-            ws.build_failure(&c.id)
+            bench.failure(&c.id)
         )
     }
     anyhow::bail!(
@@ -862,18 +850,14 @@ fn unbuilt(ws: &Workspace, spec: &str, commits: &[CommitInfo], pos: usize) -> an
          tried, {} {}, ended with:\n{}",
         c.short(),
         c.subject,
-        ws.build_failure(&c.id)
+        bench.failure(&c.id)
     )
 }
 
 /// Run one search over `commits` (position 0 the old end) through the driver loop, on the
 /// real lab: builds up to `jobs` at once, every sample stored before the next run starts.
-#[allow(clippy::too_many_arguments)]
 fn drive(
-    ws: &Workspace,
-    test: &Test,
-    appender: &mut Appender,
-    stored: &Samples,
+    bench: &mut Bench,
     params: Params,
     commits: &[CommitInfo],
     jobs: usize,
@@ -886,7 +870,8 @@ fn drive(
             .map(|c| format!("{} ({})", c.short(), c.subject))
             .collect(),
     );
-    let mut lab = lab::WorkspaceLab::new(ws, test, commits, appender, stored, "find");
+    let test = bench.test;
+    let mut lab = lab::WorkspaceLab::new(bench, commits, "find");
     // Another machine's numbers set no level for a noisy test: it measures here.
     lab.trust_imported(params.deterministic);
     // A count the machine's load does not move: runs of different commits on every core at
@@ -902,10 +887,19 @@ fn drive(
     let driven = bisect::drive(&mut search, &mut lab, commits.len(), jobs);
     lab.finish();
     let (outcome, d) = driven?;
-    let (outcome, exact) =
-        lab::restated(ws, test, &search, commits, outcome, params.deterministic)?;
+    let lab::WorkspaceLab {
+        runs_saved,
+        stood_in,
+        shared,
+        overlapped,
+        last_error,
+        bench,
+        ..
+    } = lab;
+    let load = |ids: &[gix::ObjectId]| bench.samples_for(ids);
+    let (outcome, exact) = lab::restated(&load, &search, commits, outcome, params.deterministic)?;
     tally.add(&d);
-    tally.facts.parallel_runs += lab.overlapped;
+    tally.facts.parallel_runs += overlapped;
     tally.facts.ahead += d.ahead.len();
     tally.facts.ahead_unused += d
         .ahead
@@ -928,10 +922,10 @@ fn drive(
             });
         }
     }
-    tally.runs_saved += lab.runs_saved;
+    tally.runs_saved += runs_saved;
     // Each real run once: values of identical builds the search was handed are not runs.
-    tally.runs = tally.runs.saturating_sub(lab.stood_in);
-    for (pos, twin) in &lab.shared {
+    tally.runs = tally.runs.saturating_sub(stood_in);
+    for (pos, twin) in &shared {
         tally.shared_notes.push(format!(
             "{} same build as {}",
             commits[*pos].short(),
@@ -954,7 +948,7 @@ fn drive(
         if skips.iter().any(|s| s.pos == pos) {
             continue;
         }
-        if let State::Failed(tail) = ws.build_state(&commits[pos].id) {
+        if let State::Failed(tail) = bench.state(&commits[pos].id) {
             skips.push(Skip {
                 pos,
                 reason: format!("does not build\n{}", tail.trim_end()),
@@ -965,7 +959,7 @@ fn drive(
         if skips.iter().any(|s| s.pos == pos) {
             continue;
         }
-        let tail = lab.last_error.get(&pos).map(|e| e.trim_end()).unwrap_or("");
+        let tail = last_error.get(&pos).map(|e| e.trim_end()).unwrap_or("");
         skips.push(Skip {
             pos,
             reason: format!(
