@@ -561,6 +561,34 @@ impl Rebuilt {
     }
 }
 
+/// One pristine check on a thread beside others (or, `measured`, beside a measurement that
+/// may be running the build): the check and, when it rebuilt, how long that took (said when
+/// it starts, unless `say` is off). Other bytes replace nothing ([`Check::Differs`]): the
+/// caller settles them, or drops them for the check after the search.
+pub fn check_beside(
+    git_dir: &Path,
+    cache: &Cache,
+    build: &Build,
+    id: ObjectId,
+    say: bool,
+    measured: bool,
+) -> (anyhow::Result<Check>, Option<std::time::Duration>) {
+    let began: std::cell::Cell<Option<Instant>> = std::cell::Cell::new(None);
+    let rebuilding = || {
+        began.set(Some(Instant::now()));
+        if say {
+            eprintln!(
+                "perfbisect: rebuilding {} in a clean worktree, to check its incremental build \
+                 (a pristine build), beside the {}",
+                crate::git::short(&id),
+                if measured { "measurement" } else { "others" }
+            );
+        }
+    };
+    let check = check_pristine(git_dir, cache, build, id, &rebuilding);
+    (check, began.get().map(|t| t.elapsed()))
+}
+
 /// Rebuild `commit` in a clean worktree at the path of the slot it was built in and compare
 /// its artifacts with the cached incremental build's (see [`stale`]). The same path, not any
 /// free slot: a build that records where it was built (a debug build's `__FILE__` and DWARF

@@ -338,7 +338,12 @@ impl Workspace {
                     scope.spawn(move || {
                         group
                             .into_iter()
-                            .map(|id| (id, check_beside(git_dir, cache, build, id, say, false)))
+                            .map(|id| {
+                                (
+                                    id,
+                                    build::check_beside(git_dir, cache, build, id, say, false),
+                                )
+                            })
                             .collect::<Vec<_>>()
                     })
                 })
@@ -350,34 +355,6 @@ impl Workspace {
                 .collect()
         })
     }
-}
-
-/// One pristine check on a thread beside others (or, `measured`, beside a measurement that
-/// may be running the build): the check and, when it rebuilt, how long that took (said when
-/// it starts, unless `say` is off). Other bytes replace nothing ([`Check::Differs`]): the
-/// caller settles them, or drops them for the check after the search.
-pub(crate) fn check_beside(
-    git_dir: &std::path::Path,
-    cache: &crate::store::cache::Cache,
-    build: &crate::config::Build,
-    id: ObjectId,
-    say: bool,
-    measured: bool,
-) -> (anyhow::Result<Check>, Option<std::time::Duration>) {
-    let began: Cell<Option<Instant>> = Cell::new(None);
-    let rebuilding = || {
-        began.set(Some(Instant::now()));
-        if say {
-            eprintln!(
-                "perfbisect: rebuilding {} in a clean worktree, to check its incremental build \
-                 (a pristine build), beside the {}",
-                git::short(&id),
-                if measured { "measurement" } else { "others" }
-            );
-        }
-    };
-    let check = build::check_pristine(git_dir, cache, build, id, &rebuilding);
-    (check, began.get().map(|t| t.elapsed()))
 }
 
 /// Whether `test` measured two builds the same: `a` and `b` its values on each (see

@@ -331,7 +331,7 @@ impl ChecksBeside {
             .iter()
             .enumerate()
             .map(|(k, &id)| {
-                let (check, took) = crate::pipeline::pristine::check_beside(
+                let (check, took) = build::check_beside(
                     &self.git_dir,
                     &self.cache,
                     &self.build,
