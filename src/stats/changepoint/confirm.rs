@@ -316,8 +316,19 @@ impl Ctx<'_> {
             },
         };
         // What moving commit j to the new side costs (nothing where its class places nothing).
+        // A commit alone on its side of a stratum holding both is that side's level there: it
+        // is placed by its distance from the other side's (a culprit compared side by side
+        // with its parent, the only new commit of its windows nearby, stays where it is).
         let to_new = |j: usize| match levels(j) {
             Some((old, new)) if class(j) <= both.len() => rho(j, new) - rho(j, old),
+            None if class(j) < both.len() => {
+                let [wl, sl, wr, sr] = acc[class(j)];
+                match j < b {
+                    true if wr > 0.0 => rho(j, sr / wr),
+                    false if wl > 0.0 => -rho(j, sl / wl),
+                    _ => 0.0,
+                }
+            }
             _ => 0.0,
         };
         let (mut first, mut last) = (b, b);
