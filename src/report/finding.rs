@@ -63,3 +63,38 @@ pub struct Finding<'a> {
     /// before/after comparison, and a `git bisect run` over the step.
     pub reproduce: Vec<String>,
 }
+
+impl Finding<'_> {
+    /// The finding as `triage`'s ledger keeps it for `test` (a test of `unit`, compared as
+    /// exact values where `deterministic`), with the functions its profile moved most: one
+    /// record a test, the candidates kept only where several commits may be the culprit.
+    pub fn ledger_step(
+        &self,
+        test: &crate::config::Test,
+        deterministic: bool,
+        why: Vec<String>,
+    ) -> crate::store::findings::TestStep {
+        crate::store::findings::TestStep {
+            test: test.name.clone(),
+            parent: self.parent.clone(),
+            before: self.before.median,
+            after: self.after.median,
+            rel_change: self.rel_change,
+            interval: self.rel_change_interval.map(|[lo, hi]| (lo, hi)),
+            p_value: self.p_value,
+            deterministic,
+            runs: (self.before.n, self.after.n),
+            unit: test.unit(),
+            kind: self.kind.into(),
+            why,
+            posted: false,
+            candidates: if self.candidates.len() > 1 {
+                self.candidates.clone()
+            } else {
+                Vec::new()
+            },
+            reruns: self.reruns,
+            rerun_windows: self.rerun_windows,
+        }
+    }
+}

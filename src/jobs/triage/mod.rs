@@ -436,6 +436,7 @@ impl<'a> Triage<'a> {
         let (from, to) = (gap.from.to_string(), gap.to.to_string());
         match &run.outcome {
             Verdict::Culprits(cs) => {
+                let report = run.report(&self.opts.invocation);
                 for c in cs {
                     let at = &run.commits[c.pos];
                     let fns = why
@@ -451,32 +452,7 @@ impl<'a> Triage<'a> {
                                 .collect()
                         })
                         .unwrap_or_default();
-                    let step = TestStep {
-                        test: t.name.clone(),
-                        parent: run.commits[c.parent].id.to_string(),
-                        before: c.before,
-                        after: c.after,
-                        rel_change: c.rel_change,
-                        interval: c.interval,
-                        p_value: c.p_value,
-                        deterministic: run.deterministic,
-                        runs: (c.n_before, c.n_after),
-                        unit: t.unit(),
-                        kind: crate::report::find::judge(t.direction, c.rel_change).into(),
-                        why: fns,
-                        posted: false,
-                        // Unbuildable commits between: any of them may be the culprit.
-                        candidates: if c.candidates.len() > 1 {
-                            c.candidates
-                                .iter()
-                                .map(|&p| run.commits[p].id.to_string())
-                                .collect()
-                        } else {
-                            Vec::new()
-                        },
-                        reruns: c.reruns,
-                        rerun_windows: c.rerun_windows,
-                    };
+                    let step = report.finding(c).ledger_step(t, run.deterministic, fns);
                     f.confirmed(&at.id.to_string(), &at.subject, step, now());
                     f.mark_searched(&t.name, &from, &to, Some(&at.id.to_string()));
                     let md = crate::pipeline::issue::markdown(
