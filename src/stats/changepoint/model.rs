@@ -511,10 +511,14 @@ impl Model {
         }
         // Jitter from commits measured side by side in one window (no machine state, no
         // chain of links between them) where enough are; else from neighbouring levels.
+        // Where too few neighbours share a stratum, the jitter read across strata holds their
+        // machine states: it is no jitter of commits measured together, whose levels are
+        // compared within their stratum on the runs' noise alone.
+        let mut across_states = false;
         let (s_b, diffs) = match self.window_pairs(&skip, typical) {
             Some((d, k)) if k >= MIN_DIFFS => (sigma_of_diffs(d), k),
             _ => {
-                self.within_strata(&mut skip);
+                across_states = !self.within_strata(&mut skip);
                 let diffs = skip.iter().skip(1).filter(|s| !**s).count().max(1);
                 (between_sigma(&self.level, &inv_r, &skip), diffs)
             }
@@ -552,21 +556,34 @@ impl Model {
                 };
                 // Jitter that dominates the runs' noise is estimated from the commits, not
                 // the pairs of runs: fewer degrees of freedom.
-                self.df = if self.tau2 > sw * sw * typical {
+                // (Not where it was read across machine states: levels compared within their
+                // stratum then stand on the runs alone.)
+                self.df = if self.tau2 > sw * sw * typical && !across_states {
                     builds - 1.0
                 } else {
                     pairs
                 }
                 .max(1.0);
+                // The commits of each stratum (one alone is compared across states only).
+                let mut size = vec![0usize; self.strata.windows.len()];
+                for &k in &self.strata.of {
+                    size[k as usize] += 1;
+                }
                 // A commit whose own runs spread wider than the pooled σ (two outlier runs of
                 // three) is weighed by its own spread.
                 inv_r
                     .iter()
                     .zip(&self.spread)
                     .zip(&self.n)
-                    .map(|((ir, s2), &n)| {
+                    .enumerate()
+                    .map(|(j, ((ir, s2), &n))| {
                         let own = if n >= 3 { *s2 } else { 0.0 };
-                        self.tau2 + (sw * sw).max(own) * ir
+                        let tau2 = if across_states && size[self.strata.of[j] as usize] > 1 {
+                            0.0
+                        } else {
+                            self.tau2
+                        };
+                        tau2 + (sw * sw).max(own) * ir
                     })
                     .collect()
             }
@@ -637,15 +654,18 @@ impl Model {
     /// [`MIN_DIFFS`] others are left: such a difference holds the machine's move between the
     /// strata, no jitter of builds nor tail of the noise. (Commits each measured at its own
     /// time are strata of their own: there every difference is one, and all count.)
-    pub(super) fn within_strata(&self, skip: &mut [bool]) {
+    pub(super) fn within_strata(&self, skip: &mut [bool]) -> bool {
         let within = (1..self.len())
             .filter(|&j| !skip[j] && !self.strata.switch(j))
             .count();
+        let across = (1..self.len()).any(|j| !skip[j] && self.strata.switch(j));
         if within >= MIN_DIFFS {
             for (j, s) in skip.iter_mut().enumerate() {
                 *s |= self.strata.switch(j);
             }
+            return true;
         }
+        !across
     }
 
     /// σ of one run from pairs of runs of the same commit (window effects removed):
