@@ -45,7 +45,7 @@ fn run(g: &Global, args: &StepArgs) -> anyhow::Result<i32> {
     if args.jobs == 0 {
         crate::usage!("--jobs must be at least 1");
     }
-    let mut bench = ws.bench(&test)?;
+    let mut bench = ws.bench(&test, false)?;
     let params = crate::jobs::find::search_params(&test, &bench.stored, &|w| ws.warn(w));
     let mut commits = vec![ws.repo.info(old)?, ws.repo.info(head)?];
     if let Some(n) = new {

@@ -593,6 +593,8 @@ pub fn search(
     no_descend: bool,
 ) -> anyhow::Result<FindRun> {
     let range_spec = range.spec.as_str();
+    // Said first (or refused, exit 2), before any other word of the search.
+    ws.counter_note(&test)?;
     if let Some(w) = crate::jobs::calibrate::threshold_warning(&ws.cache, &test) {
         ws.warn(&w);
     }
@@ -608,10 +610,7 @@ pub fn search(
     blocks.push(0..commits.len());
     let started = Instant::now();
 
-    let bench = ws.bench(&test)?;
-    if let Some(n) = ws.fingerprint_note(&test, &bench.stored) {
-        ws.note(&n);
-    }
+    let bench = ws.bench(&test, true)?;
     let params = search_params(&test, &bench.stored, &|w| ws.warn(w));
     let mut s = Searcher {
         bench,

@@ -33,10 +33,18 @@ pub struct Bench<'a> {
 
 impl Workspace {
     /// Open `test`'s bench: the counter that counts it said (or refused, exit 2, before
-    /// anything is built), its stored samples read, its store opened for appending.
-    pub fn bench<'a>(&'a self, test: &'a Test) -> anyhow::Result<Bench<'a>> {
+    /// anything is built), its stored samples read (with `fingerprints`, what they hold of
+    /// other machines said, before this machine's fingerprint is kept), its store opened for
+    /// appending.
+    pub fn bench<'a>(&'a self, test: &'a Test, fingerprints: bool) -> anyhow::Result<Bench<'a>> {
         self.counter_note(test)?;
         let stored = self.samples(test)?;
+        if let Some(n) = fingerprints
+            .then(|| self.fingerprint_note(test, &stored))
+            .flatten()
+        {
+            self.note(&n);
+        }
         let appender = self.appender(test)?;
         Ok(Bench {
             ws: self,

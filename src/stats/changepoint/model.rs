@@ -554,21 +554,23 @@ impl Model {
                 } else {
                     0.0
                 };
+                // The commits of each stratum (one alone is compared across states only); the
+                // jitter read across states is set aside only where some stratum holds several.
+                let mut size = vec![0usize; self.strata.windows.len()];
+                for &k in &self.strata.of {
+                    size[k as usize] += 1;
+                }
+                let across_states = across_states && size.iter().any(|&n| n > 1);
                 // Jitter that dominates the runs' noise is estimated from the commits, not
-                // the pairs of runs: fewer degrees of freedom.
-                // (Not where it was read across machine states: levels compared within their
-                // stratum then stand on the runs alone.)
+                // the pairs of runs: fewer degrees of freedom. (Not where it was read across
+                // machine states: levels compared within their stratum then stand on the runs
+                // alone.)
                 self.df = if self.tau2 > sw * sw * typical && !across_states {
                     builds - 1.0
                 } else {
                     pairs
                 }
                 .max(1.0);
-                // The commits of each stratum (one alone is compared across states only).
-                let mut size = vec![0usize; self.strata.windows.len()];
-                for &k in &self.strata.of {
-                    size[k as usize] += 1;
-                }
                 // A commit whose own runs spread wider than the pooled σ (two outlier runs of
                 // three) is weighed by its own spread.
                 inv_r
