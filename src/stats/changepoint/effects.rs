@@ -133,6 +133,7 @@ pub(super) fn bridged(
     start: &[f64],
     none: u32,
     stratum: &[u32],
+    centre: &[bool],
     clip: impl Fn(&[(f64, u32)], &[f64]) -> Vec<(f64, u32)>,
 ) -> (Vec<f64>, Bridge) {
     let mut effect = solve(runs, start, none);
@@ -140,11 +141,16 @@ pub(super) fn bridged(
         let clipped: Vec<Vec<(f64, u32)>> = runs.iter().map(|r| clip(r, &effect)).collect();
         effect = solve(&clipped, &effect, none);
     }
-    // Centred within each stratum (`stratum[w]`: window w's): nothing ties one stratum's
+    // Centred within each stratum (`stratum[w]`: window w's) on its scale's windows
+    // (`centre`): nothing ties one stratum's
     // machine state to another's.
     let k = stratum.iter().map(|&s| s as usize + 1).max().unwrap_or(0);
     let (mut sum, mut count) = (vec![0.0; k], vec![0usize; k]);
-    for &(_, w) in runs.iter().flatten().filter(|x| x.1 != none) {
+    for &(_, w) in runs
+        .iter()
+        .flatten()
+        .filter(|x| x.1 != none && centre[x.1 as usize])
+    {
         sum[stratum[w as usize] as usize] += effect[w as usize];
         count[stratum[w as usize] as usize] += 1;
     }

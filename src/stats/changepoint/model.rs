@@ -4,7 +4,9 @@
 //! the build was measured in other windows too (then its runs tell the state, not the level),
 //! and within each stratum of windows linked by commits the effects are solved exactly. A
 //! named machine's strata are put on the scale of the others by what neighbouring commits
-//! show ([`Model::machine_offsets`]): a move seen only across machines is the machines'.
+//! show ([`Model::machine_offsets`]): a move seen only across machines is the machines'. A
+//! stratum holding a named machine's windows (its nights) is centred on them, not on every
+//! window: its lone nights elsewhere show that machine's usual state, not a session's.
 //! Fitted here: the effects, each commit's level and the variance of that level (the runs'
 //! noise over how many independent moments it has, plus the commit-to-commit jitter of
 //! builds).
@@ -325,6 +327,7 @@ impl Model {
                 &self.effect,
                 NONE,
                 &self.strata.of_window,
+                &self.strata.centre,
                 clip,
             );
             self.effect = effect;
@@ -486,7 +489,7 @@ impl Model {
         }
         for (w, e) in self.effect.iter_mut().enumerate() {
             let s = self.strata.of_window[w] as usize;
-            let k = self.strata.machine[s];
+            let k = self.strata.scale[s];
             if let Some(o) = offsets.iter().find(|o| o.machine == k) {
                 *e += o.offset;
             }
@@ -501,8 +504,6 @@ impl Model {
     /// the relative sd of its estimate): otherwise the runs' noise alone.
     pub(super) fn variances(&mut self, cut: &[usize]) -> Option<Vec<f64>> {
         let inv_r: Vec<f64> = self.n.iter().map(|&n| 1.0 / n as f64).collect();
-        let mut ir = inv_r.clone();
-        let typical = median_in_place(&mut ir).unwrap_or(1.0);
         let mut skip = self.joined.clone();
         for &c in cut {
             if let Some(s) = skip.get_mut(c) {
@@ -515,12 +516,25 @@ impl Model {
         // machine states: it is no jitter of commits measured together, whose levels are
         // compared within their stratum on the runs' noise alone.
         let mut across_states = false;
-        let (s_b, diffs) = match self.window_pairs(&skip, typical) {
-            Some((d, k)) if k >= MIN_DIFFS => (sigma_of_diffs(d), k),
+        // (Each difference is scaled to the typical moments of the differences read, not of
+        // every commit: jitter adds the same to any level, and a difference of two levels
+        // measured at length scaled to a commit measured once would count it many times.)
+        let ((s_b, typical), diffs) = match self.window_pairs(&skip) {
+            Some(d) if d.len() >= MIN_DIFFS => {
+                let k = d.len();
+                (scaled_sigma(d), k)
+            }
             _ => {
                 across_states = !self.within_strata(&mut skip);
-                let diffs = skip.iter().skip(1).filter(|s| !**s).count().max(1);
-                (between_sigma(&self.level, &inv_r, &skip), diffs)
+                let d: Vec<(f64, f64)> = (1..self.len())
+                    .filter(|&j| !skip[j])
+                    .map(|j| {
+                        let h = (inv_r[j] + inv_r[j - 1]) / 2.0;
+                        (self.level[j] - self.level[j - 1], h)
+                    })
+                    .collect();
+                let k = d.len().max(1);
+                (scaled_sigma(d), k)
             }
         };
         // Degrees of freedom count each run once (a build's runs shown on k commits are one
@@ -604,14 +618,15 @@ impl Model {
 
     /// The differences of the mean runs of commits next to each other in one window (each
     /// window's commits in commit order, at most [`PAIR_GAP`] apart; none across a boundary
-    /// or between commits of one build, as `skip` marks them), each scaled to a commit of `typical` inverse moments;
-    /// and how many. `None` where no window holds two commits.
-    fn window_pairs(&self, skip: &[bool], typical: f64) -> Option<(Vec<f64>, usize)> {
+    /// or between commits of one build, as `skip` marks them), each with the mean inverse
+    /// runs of its two means. `None` where no window holds two commits.
+    fn window_pairs(&self, skip: &[bool]) -> Option<Vec<(f64, f64)>> {
         // Per window: the last commit seen in it and its mean run there.
         let mut last: Vec<Option<(usize, f64, f64)>> = vec![None; self.effect.len()];
         // Per pair of commits (once, however many windows hold both: a search measures a
         // parent and its culprit in window after window): the sum and count of its differences.
-        let mut pairs: std::collections::BTreeMap<(usize, usize), (f64, f64)> = Default::default();
+        let mut pairs: std::collections::BTreeMap<(usize, usize), (f64, f64, f64)> =
+            Default::default();
         let mut by: Vec<(u32, f64, f64)> = Vec::new();
         // Where the last boundary or join lies up to each commit (a pair is kept when none
         // lies after its first commit).
@@ -640,16 +655,16 @@ impl Model {
                     // Neighbours only: commits far apart may hold steps between them.
                     if cut_at[j] <= i && j - i <= PAIR_GAP {
                         let e = pairs.entry((i, j)).or_default();
-                        e.0 += (mean - other) * (2.0 * typical / (1.0 / n + 1.0 / m)).sqrt();
-                        e.1 += 1.0;
+                        e.0 += mean - other;
+                        e.1 += (1.0 / n + 1.0 / m) / 2.0;
+                        e.2 += 1.0;
                     }
                 }
                 last[w as usize] = Some((j, mean, n));
             }
         }
-        let d: Vec<f64> = pairs.values().map(|(sum, n)| sum / n).collect();
-        let k = d.len();
-        (k > 0).then_some((d, k))
+        let d: Vec<(f64, f64)> = pairs.values().map(|(sum, h, n)| (sum / n, h / n)).collect();
+        (!d.is_empty()).then_some(d)
     }
 
     /// Leaves out (in `skip`) the differences of neighbouring levels of two strata where
@@ -741,8 +756,10 @@ impl Model {
         let strata = self.strata.windows.len();
         let (mut ssum, mut scnt) = (vec![0.0; strata], vec![0usize; strata]);
         for (w, (s, &c)) in sum.iter().zip(&cnt).enumerate() {
-            ssum[of[w] as usize] += s;
-            scnt[of[w] as usize] += c;
+            if self.strata.centre[w] {
+                ssum[of[w] as usize] += s;
+                scnt[of[w] as usize] += c;
+            }
         }
         sum.iter()
             .zip(&cnt)
@@ -750,7 +767,7 @@ impl Model {
             .map(|(w, (s, &c))| {
                 let k = of[w] as usize;
                 if c > 0 {
-                    s / c as f64 - ssum[k] / scnt[k] as f64
+                    s / c as f64 - ssum[k] / scnt[k].max(1) as f64
                 } else {
                     0.0
                 }
@@ -888,18 +905,18 @@ fn clipped_runs(r: &[(f64, u32)], effect: &[f64], sigma: Option<f64>) -> Vec<(f6
         .collect()
 }
 
-/// Robust sd of a one-moment commit level from the differences of neighbouring levels (each
-/// scaled to a typical commit's moments): 1.4826 MAD / √2, or the mean absolute deviation
-/// where most differences are equal. Identical builds side by side are one level, not a
-/// difference. `None` when every difference is 0 or there is none.
-fn between_sigma(levels: &[f64], inv_r: &[f64], joined: &[bool]) -> Option<f64> {
-    let mut ir = inv_r.to_vec();
-    let typical = median_in_place(&mut ir).unwrap_or(1.0);
-    let d: Vec<f64> = (1..levels.len())
-        .filter(|&j| !joined[j])
-        .map(|j| (levels[j] - levels[j - 1]) * (2.0 * typical / (inv_r[j] + inv_r[j - 1])).sqrt())
+/// Robust sd of one level from differences of two levels (`(difference, h)`, h the mean
+/// inverse moments of its two levels), each scaled to the typical h of those read (identical
+/// builds side by side are one level, not a difference: left out before); and that typical
+/// h. See [`sigma_of_diffs`].
+fn scaled_sigma(d: Vec<(f64, f64)>) -> (Option<f64>, f64) {
+    let mut hs: Vec<f64> = d.iter().map(|x| x.1).collect();
+    let typical = median_in_place(&mut hs).unwrap_or(1.0);
+    let d = d
+        .into_iter()
+        .map(|(x, h)| x * (typical / h).sqrt())
         .collect();
-    sigma_of_diffs(d)
+    (sigma_of_diffs(d), typical)
 }
 
 /// Robust sd of one level from differences of two levels each (1.4826 MAD / √2, or the mean

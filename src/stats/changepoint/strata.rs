@@ -27,6 +27,11 @@ pub(super) struct Strata {
     pub(super) machine: Vec<u64>,
     /// Each dense window's stratum.
     pub(super) of_window: Vec<u32>,
+    /// Each stratum's scale: the named machine whose windows its effects are centred on (the
+    /// one with most runs in it; a stratum on no named machine, 0, is centred on all).
+    pub(super) scale: Vec<u64>,
+    /// Each dense window: its effect is of the stratum's scale (centred to average 0).
+    pub(super) centre: Vec<bool>,
     /// Windows per stratum.
     pub(super) windows: Vec<u32>,
     /// Changes of stratum up to each commit: [a, c) lies in one stratum when equal at a and c-1.
@@ -196,6 +201,35 @@ impl Strata {
                 Some(_) => Some(MIXED),
             };
         }
+        // Runs per window, then per stratum and named machine: the scale each is centred on.
+        // A named machine's windows are its nights: draws of its usual state, which its lone
+        // nights outside the stratum show too; a session here is one state of its own.
+        let mut runs_in = vec![0usize; windows];
+        for &(_, w) in runs.iter().flatten() {
+            runs_in[w as usize] += 1;
+        }
+        let mut by: Vec<Vec<(u64, usize)>> = vec![Vec::new(); count as usize];
+        for w in (0..windows).filter(|&w| machine_of[w] != 0) {
+            let list = &mut by[of_window[w] as usize];
+            match list.iter_mut().find(|x| x.0 == machine_of[w]) {
+                Some(x) => x.1 += runs_in[w],
+                None => list.push((machine_of[w], runs_in[w])),
+            }
+        }
+        let scale: Vec<u64> = by
+            .iter()
+            .map(|l| {
+                l.iter()
+                    .max_by(|x, y| x.1.cmp(&y.1).then(y.0.cmp(&x.0)))
+                    .map_or(0, |x| x.0)
+            })
+            .collect();
+        let centre = (0..windows)
+            .map(|w| {
+                let s = scale[of_window[w] as usize];
+                s == 0 || machine_of[w] == s
+            })
+            .collect();
         let mut switches = Vec::with_capacity(of.len());
         let mut k = 0u32;
         for j in 0..of.len() {
@@ -208,6 +242,8 @@ impl Strata {
             of,
             machine: machine.into_iter().map(|m| m.unwrap_or(0)).collect(),
             of_window,
+            scale,
+            centre,
             windows: per,
             switches,
         }

@@ -393,3 +393,97 @@ fn a_session_across_a_step_is_not_drowned_by_lone_commits_of_other_states() {
     }
     assert!(seen >= 30, "seen in {seen} of 40 ({decided} decided)");
 }
+
+/// A named machine's nights, one commit a night (3 runs), every commit; then a session at
+/// ×1.30 over commits 27..39 (2 runs each), which links those nights into one stratum with
+/// it. A +4 % step at 32 lies inside that stratum. Its levels are on the nights' scale (its
+/// effects centred on the machine's nights, not on the session's state), so the lone nights
+/// before it read as its neighbours: the step is seen at 32 (33 of 40 seeds), and rarely a
+/// move at the stratum's edge (4 of 40; before: a move of about +10 % "measured apart" at 27
+/// in every seed).
+#[test]
+fn a_session_over_a_machines_nights_is_read_on_the_nights_scale() {
+    let (mut at_step, mut at_edge) = (0, 0);
+    for seed in 0..40 {
+        let mut rng = SplitMix64::new(seed + 5656);
+        let level = |i: usize| if i >= 32 { 1040.0 } else { 1000.0 };
+        let mut commits: Vec<Vec<Obs>> = vec![Vec::new(); 40];
+        for (i, c) in commits.iter_mut().enumerate() {
+            let night = 1.0 + 0.005 * rng.normal();
+            for _ in 0..3 {
+                let value = level(i) * night * (1.0 + 0.02 * rng.normal());
+                c.push(Obs {
+                    value,
+                    window: 100 + i as u64,
+                    machine: 1,
+                });
+            }
+        }
+        for _ in 0..2 {
+            for (i, c) in commits.iter_mut().enumerate().skip(27) {
+                let value = level(i) * 1.3 * (1.0 + 0.02 * rng.normal());
+                c.push(Obs {
+                    value,
+                    window: 1,
+                    machine: 0,
+                });
+            }
+        }
+        let runs = Runs {
+            commits,
+            ..Runs::default()
+        };
+        let d = detect_runs(runs, &Options::default());
+        // The step's span holds commit 32 (a span of two commits, where the runs place it no
+        // closer, blames no other).
+        let holds = |last_before: usize, index: usize| last_before < 32 && 32 <= index;
+        assert!(
+            d.points.iter().all(|c| holds(c.last_before, c.index)),
+            "seed {seed}: a certain step elsewhere: {d:?}"
+        );
+        at_step += usize::from(
+            d.points.iter().any(|c| holds(c.last_before, c.index))
+                || d.undecided.iter().any(|u| holds(u.last_before, u.index)),
+        );
+        at_edge += usize::from(d.undecided.iter().any(|u| u.index == 27));
+    }
+    assert!(
+        at_step >= 28,
+        "seen at its commit in {at_step} of 40 (edge {at_edge})"
+    );
+    assert!(
+        at_edge <= 8,
+        "a move at the stratum's edge in {at_edge} of 40"
+    );
+}
+
+/// The jitter of builds is read at the scale of the levels that show it: 20 commits measured
+/// side by side (4 runs each, 2 % noise, builds 2 % apart), 20 more once each, alone. The
+/// differences of the session's levels hold the jitter once, whatever the other commits'
+/// runs; scaled to a commit measured once before they were read, they counted it 2.5 times.
+#[test]
+fn the_jitter_of_builds_is_read_at_the_scale_of_the_levels_that_show_it() {
+    let mut ratio: Vec<f64> = (0..40)
+        .map(|seed| {
+            let mut rng = SplitMix64::new(seed + 9090);
+            let commits: Vec<Vec<(f64, u64)>> = (0..40)
+                .map(|i| {
+                    let build = 1000.0 * (1.0 + 0.02 * rng.normal());
+                    let (n, w) = if i < 20 { (4, 1) } else { (1, 100 + i as u64) };
+                    (0..n)
+                        .map(|_| (build * (1.0 + 0.02 * rng.normal()), w))
+                        .collect()
+                })
+                .collect();
+            let mut model = Model::new(runs(commits));
+            model.fit().expect("noise to test against");
+            model.tau2 / (0.02f64 * 0.02)
+        })
+        .collect();
+    ratio.sort_by(f64::total_cmp);
+    let median = ratio[20];
+    assert!(
+        (0.6..=1.5).contains(&median),
+        "τ² over the true jitter's: median {median:.2} ({ratio:.2?})"
+    );
+}
