@@ -13,7 +13,8 @@
 //!    windows are bridged by few commits), runs clipped at ±3 σ around the commit's median (σ
 //!    of a run from repeats of a commit);
 //! 2. each level's variance: σ² over its independent moments plus τ², the commit-to-commit
-//!    jitter of builds (from the differences of neighbouring levels of one stratum, robustly),
+//!    jitter of builds (from the differences of neighbouring levels of one stratum, robustly,
+//!    within the segments of a first pass and of the boundaries the runs' noise alone places),
 //!    inflated by what heavy tails leave; a commit measured once, but at an end, is clipped to
 //!    ±3 sd of its neighbours;
 //! 3. the exact optimal partition of the levels over every position (weighted squared error
@@ -154,7 +155,8 @@ pub fn detect_runs(mut runs: Runs, opts: &Options) -> Detection {
     // hardly see the few differences across steps: one pass.
     let cut = if m <= ONE_PASS_ABOVE {
         let first = weigh(&model, &var);
-        segment::optimal(&Prefix::new(&first.0, &first.1), pen, &allowed).0
+        let cut = segment::optimal(&Prefix::new(&first.0, &first.1), pen, &allowed).0;
+        noise_cut(&model, cut, pen, &allowed)
     } else {
         Vec::new()
     };
@@ -249,6 +251,26 @@ fn machine_free(runs: &Runs) -> bool {
             .any(|o| o.window != r[0].window || o.machine != r[0].machine);
     }
     across
+}
+
+/// The first pass's boundaries, with those the runs' noise alone places (tails inflated as
+/// [`weigh`] does): a jitter estimated across a step blurs the step in the first pass, and
+/// the jitter read again over its segments would hold the step still. Where the noise alone
+/// places many boundaries (a tenth of the commits), the builds jitter: the first pass's alone.
+fn noise_cut(model: &Model, cut: Vec<usize>, pen: f64, allowed: &[bool]) -> Vec<usize> {
+    let Some(noise) = model.noise_variances() else {
+        return cut;
+    };
+    let (y, w) = weigh(model, &noise);
+    let more = segment::optimal(&Prefix::new(&y, &w), pen, allowed).0;
+    if more.len() > cut.len() + (model.len() / 10).max(1) {
+        return cut;
+    }
+    let mut all = cut;
+    all.extend(more);
+    all.sort_unstable();
+    all.dedup();
+    all
 }
 
 /// The levels as segmented (a commit measured once clipped to its neighbours) and their

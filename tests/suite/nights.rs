@@ -32,9 +32,10 @@ fn a_step_of_twice_the_threshold_is_never_joined_by_a_false_one() {
     for kind in [Kind::Commands, Kind::Imports] {
         let t = family(kind, Some(2.0 * setup.threshold), HISTORIES, 13, setup);
         assert_eq!(t.false_certain, 0, "{kind:?}: {:#?}", t.examples);
-        // Measured on other seeds: 87 % (commands) and 78 % (imports).
+        // Measured on these seeds: 90 % (commands) and 91 % (imports); on the page's seeds
+        // 92 % and 90 %, on 400 others 83 % and 86 %.
         assert!(
-            t.linked_decided * 10 >= t.linked * 6,
+            t.linked_decided * 10 >= t.linked * 8,
             "{kind:?}: decided {} of {} linked steps at their commit",
             t.linked_decided,
             t.linked

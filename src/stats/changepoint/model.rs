@@ -252,6 +252,23 @@ impl Model {
             .then(|| first.iter().map(|x| x.0).collect())
     }
 
+    /// Each level's variance from its runs' noise alone (no jitter of builds): σ² (or its own
+    /// wider spread) over its independent moments, over its share. `None` without σ.
+    pub(super) fn noise_variances(&self) -> Option<Vec<f64>> {
+        let sw = self.sigma?;
+        Some(
+            self.n
+                .iter()
+                .zip(&self.spread)
+                .zip(&self.share)
+                .map(|((&n, s2), sh)| {
+                    let own = if n >= 3 { *s2 } else { 0.0 };
+                    (sw * sw).max(own) / n as f64 / sh
+                })
+                .collect(),
+        )
+    }
+
     /// Each level's distance from the median of it and the two levels on each side of it.
     pub(super) fn local_deviations(&self) -> Vec<f64> {
         let m = self.level.len();
