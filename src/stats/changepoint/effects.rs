@@ -142,8 +142,7 @@ pub(super) fn bridged(
         effect = solve(&clipped, &effect, none);
     }
     // Centred within each stratum (`stratum[w]`: window w's) on its scale's windows
-    // (`centre`): nothing ties one stratum's
-    // machine state to another's.
+    // (`centre`): nothing ties one stratum's machine state to another's.
     let k = stratum.iter().map(|&s| s as usize + 1).max().unwrap_or(0);
     let (mut sum, mut count) = (vec![0.0; k], vec![0usize; k]);
     for &(_, w) in runs

@@ -257,16 +257,19 @@ impl Model {
     pub(super) fn noise_variances(&self) -> Option<Vec<f64>> {
         let sw = self.sigma?;
         Some(
-            self.n
-                .iter()
-                .zip(&self.spread)
-                .zip(&self.share)
-                .map(|((&n, s2), sh)| {
-                    let own = if n >= 3 { *s2 } else { 0.0 };
-                    (sw * sw).max(own) / n as f64 / sh
-                })
+            (0..self.len())
+                .map(|j| self.runs_noise(j, sw) / self.share[j])
                 .collect(),
         )
+    }
+
+    /// Commit `j`'s level's variance from its runs (before its share): σ² over its
+    /// independent moments, or its own spread where its runs spread wider than the pooled σ
+    /// (two outlier runs of three).
+    fn runs_noise(&self, j: usize, sw: f64) -> f64 {
+        let n = self.n[j];
+        let own = if n >= 3 { self.spread[j] } else { 0.0 };
+        (sw * sw).max(own) * (1.0 / n as f64)
     }
 
     /// Each level's distance from the median of it and the two levels on each side of it.
@@ -602,21 +605,14 @@ impl Model {
                     pairs
                 }
                 .max(1.0);
-                // A commit whose own runs spread wider than the pooled σ (two outlier runs of
-                // three) is weighed by its own spread.
-                inv_r
-                    .iter()
-                    .zip(&self.spread)
-                    .zip(&self.n)
-                    .enumerate()
-                    .map(|(j, ((ir, s2), &n))| {
-                        let own = if n >= 3 { *s2 } else { 0.0 };
+                (0..self.len())
+                    .map(|j| {
                         let tau2 = if across_states && size[self.strata.of[j] as usize] > 1 {
                             0.0
                         } else {
                             self.tau2
                         };
-                        tau2 + (sw * sw).max(own) * ir
+                        tau2 + self.runs_noise(j, sw)
                     })
                     .collect()
             }
