@@ -49,6 +49,8 @@ mod plateau;
 mod point;
 mod prefix;
 mod segment;
+mod side;
+mod spread;
 mod strata;
 
 pub use point::{across_unmeasured, ChangePoint, Detection, Obs, Reason, Runs, Undecided};
@@ -163,7 +165,7 @@ pub fn detect_runs(mut runs: Runs, opts: &Options) -> Detection {
     let Some(mut var) = model.variances(&cut) else {
         return fallback(&model);
     };
-    let (mut y, mut w) = weigh(&model, &var);
+    let (mut y, mut w, mut inflation) = weighed(&model, &var);
     // Strata measured at other machine states: their levels put on one scale by what the
     // segmentation shows (twice: the boundaries move once the scale does).
     let passes = if model.alignable() { 0..3 } else { 0..0 };
@@ -181,7 +183,7 @@ pub fn detect_runs(mut runs: Runs, opts: &Options) -> Detection {
             return fallback(&model);
         };
         var = v;
-        (y, w) = weigh(&model, &var);
+        (y, w, inflation) = weighed(&model, &var);
     }
     // A drift is told from a step only over enough commits: two levels are a step, or
     // nothing, never a slope.
@@ -206,6 +208,8 @@ pub fn detect_runs(mut runs: Runs, opts: &Options) -> Detection {
         alpha,
         threshold: opts.threshold,
         slope,
+        inflation: inflation.clone(),
+        paired: Default::default(),
     };
     let first = ctx(&w, &moments);
     // Interior runs of outlier runs (two in a row, each of a commit measured once) are no
@@ -276,14 +280,46 @@ fn noise_cut(model: &Model, cut: Vec<usize>, pen: f64, allowed: &[bool]) -> Vec<
 /// The levels as segmented (a commit measured once clipped to its neighbours) and their
 /// weights (inverse variances, inflated by what heavy tails leave).
 fn weigh(model: &Model, var: &[f64]) -> (Vec<f64>, Vec<f64>) {
-    let y = model::clip_lone(&model.level, var, &model.n, 3.0);
+    let (y, w, _) = weighed(model, var);
+    (y, w)
+}
+
+/// [`weigh`], and each level's inflation: how much wider than its variance the series' tails
+/// show it (a contrast of its runs carries it too).
+fn weighed(model: &Model, var: &[f64]) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+    let y = spread::clip_lone(&model.level, var, &model.n, 3.0);
     // Commits of one build differ by nothing: no difference to read tails from.
     let mut skip = model.joined.clone();
     skip.resize(y.len(), false);
-    model.within_strata(&mut skip);
-    let inflate = model::tail_inflation(&y, var, &skip);
-    let w = var.iter().map(|v| 1.0 / (v * inflate)).collect();
-    (y, w)
+    let mut own = skip.clone();
+    let within = model.within_strata(&mut skip);
+    let inflate = spread::tail_inflation(&y, var, &skip);
+    let inflation: Vec<f64> = if within {
+        vec![inflate; y.len()]
+    } else {
+        // Too few neighbours share a stratum: the tails read across strata hold their
+        // machine states. Commits of a stratum holding several are compared within it, by
+        // the tails their own differences show (none where too few: the runs' noise alone,
+        // as their variances are); a commit alone in its stratum is compared across states,
+        // by all.
+        for (j, s) in own.iter_mut().enumerate() {
+            *s |= model.strata.switch(j);
+        }
+        let inner = spread::tail_inflation(&y, var, &own);
+        let size = model.strata.sizes();
+        model
+            .strata
+            .of
+            .iter()
+            .map(|&k| if size[k as usize] > 1 { inner } else { inflate })
+            .collect()
+    };
+    let w = var
+        .iter()
+        .zip(&inflation)
+        .map(|(v, f)| 1.0 / (v * f))
+        .collect();
+    (y, w, inflation)
 }
 
 #[cfg(test)]

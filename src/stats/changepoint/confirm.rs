@@ -44,7 +44,15 @@ pub(super) struct Ctx<'a> {
     pub(super) deviation: Vec<f64>,
     /// The same, sorted (NaN last): how many stand at least so far, by a binary search.
     pub(super) sorted_deviation: Vec<f64>,
+    /// Each level's inflation by the series' tails (see `weighed`): a contrast of its runs
+    /// carries it too.
+    pub(super) inflation: Vec<f64>,
+    /// [`Ctx::side_by_side`]'s answers so far.
+    pub(super) paired: std::cell::RefCell<Paired>,
 }
+
+/// Side-by-side estimates of steps (change, variance) by their segments (a, b, c).
+pub(super) type Paired = std::collections::HashMap<(usize, usize, usize), Option<(f64, f64)>>;
 
 /// One boundary's test.
 #[derive(Clone, Copy)]
@@ -130,6 +138,19 @@ impl Ctx<'_> {
         self.model.back(v)
     }
 
+    /// [`Model::side_by_side`], once per pair of segments (the boundaries are tested again
+    /// after every merge).
+    fn side_by_side(&self, a: usize, b: usize, c: usize) -> Option<(f64, f64)> {
+        *self
+            .paired
+            .borrow_mut()
+            .entry((a, b, c))
+            .or_insert_with(|| {
+                super::side::side_by_side(self.model, (a, b, c), &self.inflation)
+                    .filter(|x| x.1 > 0.0)
+            })
+    }
+
     /// The step at `b` between [a, b) and [b, c) whose sides lie in several strata. Two kinds
     /// of evidence:
     /// contrasts within strata (commits of both sides compared on one machine state, a t test
@@ -141,10 +162,7 @@ impl Ctx<'_> {
     fn across(&self, a: usize, b: usize, c: usize) -> Apart {
         let df = self.model.df;
         let strata = &self.model.strata;
-        let effects = |coef: &[(usize, f64)]| self.model.effects_var(coef);
-        let within = strata
-            .within(self.y, &self.w, (a, b, c), &effects)
-            .filter(|(_, v)| *v > 0.0);
+        let within = self.side_by_side(a, b, c);
         let units = strata.units(self.y, &self.w, a, b, c);
         let across = units.test().filter(|u| u.best < self.alpha);
         let p_w = within.map(|(d, v)| two_sided(d / v.sqrt(), df));
@@ -176,8 +194,17 @@ impl Ctx<'_> {
     pub(super) fn test(&self, a: usize, b: usize, c: usize) -> Tested {
         let mut z = self.pre.z(a, b, c);
         let single = self.model.strata.single(a, c);
-        // Windows bridged by few commits: their effects' uncertainty is part of the contrast.
-        if single && self.model.bridge.is_some() {
+        // Runs taken side by side: the windows holding both sides compare them, their
+        // states cancelling (levels linked through other windows read those windows' effects).
+        let paired = if single {
+            self.side_by_side(a, b, c)
+        } else {
+            None
+        };
+        if let Some((d, v)) = paired {
+            z = d / v.sqrt();
+        } else if single && self.model.bridge.is_some() {
+            // Windows bridged by few commits: their effects' uncertainty is part of the contrast.
             let (wl, wr) = (self.pre.weight(a, b), self.pre.weight(b, c));
             let coef: Vec<(usize, f64)> = (a..c)
                 .filter(|&j| self.w[j] > 0.0)
@@ -256,6 +283,40 @@ impl Ctx<'_> {
     /// two are at neither level as far as their runs tell: blaming `b` alone would blame a
     /// commit the runs do not place.
     fn span(&self, a: usize, b: usize, c: usize) -> (usize, usize) {
+        let lo = (a + 1).max(b.saturating_sub(LEVEL_SPAN));
+        let hi = c.min(b + LEVEL_SPAN + 1);
+        let (first, last) = self.level_span(a, b, c);
+        // Where windows hold runs of both sides, every split they fit nearly as well as the
+        // best (a commit measured between the two levels) may be the step's.
+        let paired = |t: usize| {
+            super::side::side_by_side(self.model, (a, t, c), &self.inflation)
+                .map(|(d, v)| d * d / v)
+                .filter(|q| q.is_finite())
+        };
+        let Some(here) = paired(b) else {
+            return (first, last);
+        };
+        let fits: Vec<(usize, f64)> = (lo..hi)
+            .filter(|&t| !self.model.joined[t])
+            .filter_map(|t| {
+                if t == b {
+                    Some((t, here))
+                } else {
+                    paired(t).map(|q| (t, q))
+                }
+            })
+            .collect();
+        let best = fits.iter().map(|x| x.1).fold(here, f64::max);
+        let near = fits
+            .iter()
+            .filter(|x| x.1 >= best - PLACE_CHI2)
+            .map(|x| x.0);
+        let (lo_t, hi_t) = near.fold((b, b), |(l, h), t| (l.min(t), h.max(t)));
+        (first.min(lo_t - 1), last.max(hi_t))
+    }
+
+    /// [`Ctx::span`] from the levels alone.
+    fn level_span(&self, a: usize, b: usize, c: usize) -> (usize, usize) {
         let lo = (a + 1).max(b.saturating_sub(LEVEL_SPAN));
         let hi = c.min(b + LEVEL_SPAN + 1);
         let (from, to) = (a.max(b.saturating_sub(LEVEL_SPAN)), c.min(b + LEVEL_SPAN));

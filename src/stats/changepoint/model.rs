@@ -13,13 +13,11 @@
 
 use super::super::summary::median_in_place;
 use super::point::{Obs, Runs};
+use super::spread::{scaled_sigma, MIN_DIFFS};
 use super::strata::Strata;
 
 /// Residuals beyond this many sd from a commit's median are clipped (outlier runs).
 const CLIP_K: f64 = 3.0;
-/// Fewest differences of neighbouring levels (other builds, not across a boundary) the
-/// jitter between commits is estimated from: a median of 5 bears 2 steps among them.
-const MIN_DIFFS: usize = 5;
 /// Commits summed together for the window effects (a fixed size: the float sums must not
 /// depend on the machine's cores).
 const EFFECT_CHUNK: usize = 512;
@@ -63,8 +61,14 @@ pub(super) struct Model {
     share: Vec<f64>,
     /// σ of one run from repeats of a commit; `None` without 3 pairs.
     pub(super) sigma: Option<f64>,
+    /// The variance of one clipped run about its commit's level, pooled over the commits
+    /// (each at most 10 runs, each build once): what a contrast of runs is tested against.
+    pooled: Option<f64>,
     /// Variance of a commit level beyond its runs' noise: build-to-build jitter.
     pub(super) tau2: f64,
+    /// The same for commits of a stratum holding several (none where the jitter was read
+    /// across machine states only: it holds their moves, not the builds').
+    pub(super) tau2_together: f64,
     /// Pairs of runs or commit differences the noise was estimated from (the test's degrees
     /// of freedom).
     pub(super) df: f64,
@@ -195,7 +199,9 @@ impl Model {
             n,
             share: sh,
             sigma: None,
+            pooled: None,
             tau2: 0.0,
+            tau2_together: 0.0,
             df: 1.0,
             medians,
             runs: kept,
@@ -267,9 +273,66 @@ impl Model {
     /// independent moments, or its own spread where its runs spread wider than the pooled σ
     /// (two outlier runs of three).
     fn runs_noise(&self, j: usize, sw: f64) -> f64 {
-        let n = self.n[j];
-        let own = if n >= 3 { self.spread[j] } else { 0.0 };
-        (sw * sw).max(own) * (1.0 / n as f64)
+        self.run_var(j, sw) / self.n[j] as f64
+    }
+
+    /// The mean square of the clipped runs about their commits' levels, each commit's
+    /// squares on its runs less one, each build once, less a degree of freedom for each
+    /// window effect estimated. Unlike σ (a median of differences, robust but on
+    /// about a third of the pairs' degrees of freedom) it holds the whole spread the levels'
+    /// means carry, the clipped tails included, on the degrees of freedom a t test counts.
+    fn pooled_var(&self) -> Option<f64> {
+        let (mut sum, mut df) = (0.0, 0.0);
+        for ((r, s), v) in self.runs.iter().zip(&self.share).zip(&self.spread) {
+            let k = r.len().saturating_sub(1) as f64;
+            sum += s * k * v;
+            df += s * k;
+        }
+        // Less one for each window effect estimated beyond one a stratum (a night's effect
+        // taken from its one reading leaves it no residual).
+        df -= self.effect.len().saturating_sub(self.strata.windows.len()) as f64;
+        (df >= 3.0 && sum > 0.0).then(|| sum / df)
+    }
+
+    /// The pooled mean square of runs ([`Model::pooled_var`]) as last fitted.
+    pub(super) fn pooled(&self) -> Option<f64> {
+        self.pooled
+    }
+
+    /// The variance of one of commit `j`'s runs in a contrast of runs: the pooled mean square,
+    /// or the commit's own where wider (two moments or more: a commit alone on a side, one of
+    /// its two runs an outlier, is no level told apart).
+    pub(super) fn contrast_run_var(&self, j: usize, pooled: f64) -> f64 {
+        let own = if self.n[j] >= 2 { self.spread[j] } else { 0.0 };
+        pooled.max(own)
+    }
+
+    /// Commit `j`'s runs are shown on other commits too (one build's).
+    pub(super) fn shared(&self, j: usize) -> bool {
+        self.share[j] < 1.0
+    }
+
+    /// Commit `j`'s runs as kept (analysis scale, dense window).
+    pub(super) fn runs_of(&self, j: usize) -> &[(f64, u32)] {
+        &self.runs[j]
+    }
+
+    /// Commit `j`'s runs clipped as its level clips them, window effects kept.
+    pub(super) fn clipped(&self, j: usize) -> Vec<(f64, u32)> {
+        clipped_runs(&self.runs[j], &self.effect, self.sigma)
+    }
+
+    /// Window `w` is a window of time with an effect of its own (not a machine's pool of runs
+    /// each its own moment).
+    pub(super) fn has_effect(&self, w: u32) -> bool {
+        w != NONE && !self.pool[w as usize]
+    }
+
+    /// The variance of one of commit `j`'s runs: σ², or its own spread where wider (over
+    /// three moments or more).
+    fn run_var(&self, j: usize, sw: f64) -> f64 {
+        let own = if self.n[j] >= 3 { self.spread[j] } else { 0.0 };
+        (sw * sw).max(own)
     }
 
     /// Each level's distance from the median of it and the two levels on each side of it.
@@ -523,6 +586,7 @@ impl Model {
     /// jitter). τ² counts only where it clearly exceeds what the runs' noise gives (twice
     /// the relative sd of its estimate): otherwise the runs' noise alone.
     pub(super) fn variances(&mut self, cut: &[usize]) -> Option<Vec<f64>> {
+        self.pooled = self.pooled_var();
         let inv_r: Vec<f64> = self.n.iter().map(|&n| 1.0 / n as f64).collect();
         let mut skip = self.joined.clone();
         for &c in cut {
@@ -590,11 +654,9 @@ impl Model {
                 };
                 // The commits of each stratum (one alone is compared across states only); the
                 // jitter read across states is set aside only where some stratum holds several.
-                let mut size = vec![0usize; self.strata.windows.len()];
-                for &k in &self.strata.of {
-                    size[k as usize] += 1;
-                }
+                let size = self.strata.sizes();
                 let across_states = across_states && size.iter().any(|&n| n > 1);
+                self.tau2_together = if across_states { 0.0 } else { self.tau2 };
                 // Jitter that dominates the runs' noise is estimated from the commits, not
                 // the pairs of runs: fewer degrees of freedom. (Not where it was read across
                 // machine states: levels compared within their stratum then stand on the runs
@@ -618,6 +680,7 @@ impl Model {
             }
             (None, Some(sb)) => {
                 self.tau2 = sb * sb;
+                self.tau2_together = self.tau2;
                 self.df = (builds - 2.0).max(1.0);
                 vec![sb * sb; self.len()]
             }
@@ -918,38 +981,6 @@ fn clipped_runs(r: &[(f64, u32)], effect: &[f64], sigma: Option<f64>) -> Vec<(f6
         .collect()
 }
 
-/// Robust sd of one level from differences of two levels (`(difference, h)`, h the mean
-/// inverse moments of its two levels), each scaled to the typical h of those read (identical
-/// builds side by side are one level, not a difference: left out before); and that typical
-/// h. See [`sigma_of_diffs`].
-fn scaled_sigma(d: Vec<(f64, f64)>) -> (Option<f64>, f64) {
-    let mut hs: Vec<f64> = d.iter().map(|x| x.1).collect();
-    let typical = median_in_place(&mut hs).unwrap_or(1.0);
-    let d = d
-        .into_iter()
-        .map(|(x, h)| x * (typical / h).sqrt())
-        .collect();
-    (sigma_of_diffs(d), typical)
-}
-
-/// Robust sd of one level from differences of two levels each (1.4826 MAD / √2, or the mean
-/// absolute deviation where most differences are equal); `None` when every difference is 0
-/// or there is none.
-fn sigma_of_diffs(d: Vec<f64>) -> Option<f64> {
-    if d.is_empty() {
-        return None;
-    }
-    let med = median_in_place(&mut d.clone())?;
-    let mut dev: Vec<f64> = d.iter().map(|x| (x - med).abs()).collect();
-    let mad = median_in_place(&mut dev)?;
-    let mut s = 1.4826 * mad / std::f64::consts::SQRT_2;
-    if s.is_nan() || s <= 0.0 {
-        let mean_abs = d.iter().map(|x| (x - med).abs()).sum::<f64>() / d.len() as f64;
-        s = 1.2533 * mean_abs / std::f64::consts::SQRT_2;
-    }
-    (s > 0.0 && s.is_finite()).then_some(s)
-}
-
 /// Windows that each hold one run of one build (entries of a CI benchmark history, CSV rows
 /// with their rounds), two or more of one commit, are moments on their own, as runs without
 /// a window are: they join their machine's pool. No effect of them could be told from the
@@ -1033,61 +1064,6 @@ fn lone_windows_pooled(
     for v in pools.values_mut() {
         *v = to[*v as usize];
     }
-}
-
-/// Mean square of the standardised differences of neighbouring levels (those of `skip` left
-/// out), winsorised at ±3 so steps count little; at least 1 (Gaussian noise gives about 1),
-/// and 1 where fewer than [`MIN_DIFFS`] differences are left (those few may be the steps).
-/// Heavy tails leave more spread than a MAD promises; the penalty must scale with the spread
-/// the segmentation sees.
-pub(super) fn tail_inflation(y: &[f64], var: &[f64], skip: &[bool]) -> f64 {
-    if y.len() < 3 {
-        return 1.0;
-    }
-    let (mut sum, mut count) = (0.0, 0usize);
-    for j in 1..y.len() {
-        if skip.get(j).copied().unwrap_or(false) {
-            continue;
-        }
-        sum += ((y[j] - y[j - 1]) / (var[j] + var[j - 1]).sqrt())
-            .clamp(-3.0, 3.0)
-            .powi(2);
-        count += 1;
-    }
-    let ms = sum / count.max(1) as f64;
-    if ms.is_finite() && count >= MIN_DIFFS {
-        ms.max(1.0)
-    } else {
-        1.0
-    }
-}
-
-/// Clips the level of a commit measured once (one moment: nothing tells an outlier run from
-/// its level), but at an end, to ±k sd around the running median of 5 commits, or of 3 where a neighbour
-/// agrees with it (within k sd of the two's difference): an isolated outlier moves, a level
-/// held by two commits in a row does not.
-pub(super) fn clip_lone(y: &[f64], var: &[f64], n: &[usize], k: f64) -> Vec<f64> {
-    let m = y.len();
-    let running = |j: usize, half: usize| {
-        let (a, b) = (j.saturating_sub(half), (j + half + 1).min(m));
-        let mut buf = [0.0f64; 5];
-        buf[..b - a].copy_from_slice(&y[a..b]);
-        median_in_place(&mut buf[..b - a]).unwrap_or(y[j])
-    };
-    (0..m)
-        .map(|j| {
-            // An end is never clipped: a level measured once there (the newest round) is a
-            // step to decide, not an outlier to hide.
-            if n[j] > 1 || m < 3 || j == 0 || j + 1 == m {
-                return y[j];
-            }
-            let sd = var[j].sqrt();
-            let agrees = |i: usize| (y[i] - y[j]).abs() <= (var[i] + var[j]).sqrt();
-            let paired = (j > 0 && agrees(j - 1)) || (j + 1 < m && agrees(j + 1));
-            let rm = running(j, if paired { 1 } else { 2 });
-            y[j].clamp(rm - k * sd, rm + k * sd)
-        })
-        .collect()
 }
 
 /// How measured values map to the analysis scale.

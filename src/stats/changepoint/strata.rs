@@ -11,10 +11,6 @@
 
 use crate::stats::compare::{mann_whitney_exact, stratified_rank_test};
 
-/// The variance the window effects' estimates add to a contrast of one stratum's levels,
-/// given each commit's coefficient.
-pub(super) type ContrastVar<'a> = dyn Fn(&[(usize, f64)]) -> f64 + 'a;
-
 /// Commits on each side of a boundary whose strata are the units of [`Strata::across`].
 pub(super) const UNIT_SPAN: usize = 40;
 
@@ -254,6 +250,15 @@ impl Strata {
         c <= a + 1 || self.switches[c - 1] == self.switches[a]
     }
 
+    /// How many commits each stratum holds.
+    pub(super) fn sizes(&self) -> Vec<usize> {
+        let mut size = vec![0usize; self.windows.len()];
+        for &k in &self.of {
+            size[k as usize] += 1;
+        }
+        size
+    }
+
     /// The commits `j` whose level lies in another stratum than the previous commit's.
     pub(super) fn switch(&self, j: usize) -> bool {
         j > 0 && self.of[j] != self.of[j - 1]
@@ -277,47 +282,6 @@ impl Strata {
         both.sort_unstable();
         both.dedup();
         both
-    }
-
-    /// The difference of the weighted mean levels of [b, c) and [a, b) (levels `y`, weights
-    /// `w`, inverse variances) from contrasts within strata only — each stratum holding
-    /// commits on both sides gives its own — combined by inverse variance: the difference and
-    /// its variance. `None` where no stratum holds both sides.
-    /// (`effects`: the variance the window effects' estimates add to a contrast of one
-    /// stratum's levels, given each commit's coefficient.)
-    pub(super) fn within(
-        &self,
-        y: &[f64],
-        w: &[f64],
-        (a, b, c): (usize, usize, usize),
-        effects: &ContrastVar<'_>,
-    ) -> Option<(f64, f64)> {
-        let both = self.straddling(a, b, c);
-        if both.is_empty() {
-            return None;
-        }
-        // Per stratum holding both sides: weight and weighted sum on each side.
-        let mut acc = vec![[0.0f64; 4]; both.len()];
-        for j in a..c {
-            if let Ok(i) = both.binary_search(&self.of[j]) {
-                let k = if j < b { 0 } else { 2 };
-                acc[i][k] += w[j];
-                acc[i][k + 1] += w[j] * y[j];
-            }
-        }
-        let (mut num, mut den) = (0.0, 0.0);
-        for (i, [wl, sl, wr, sr]) in acc.into_iter().enumerate() {
-            if wl > 0.0 && wr > 0.0 {
-                let coef: Vec<(usize, f64)> = (a..c)
-                    .filter(|&j| self.of[j] == both[i] && w[j] > 0.0)
-                    .map(|j| (j, if j < b { -w[j] / wl } else { w[j] / wr }))
-                    .collect();
-                let v = 1.0 / wl + 1.0 / wr + effects(&coef);
-                num += (sr / wr - sl / wl) / v;
-                den += 1.0 / v;
-            }
-        }
-        (den > 0.0).then(|| (num / den, 1.0 / den))
     }
 
     /// The units of the step at `b` between [a, b) and [b, c): each stratum that holds

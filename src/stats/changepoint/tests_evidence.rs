@@ -358,8 +358,7 @@ fn a_culprit_alone_on_its_side_of_the_search_windows_is_placed_by_them() {
 /// single commits were measured alone at other machine states (×0.85 to ×1.30) between and
 /// after them. The neighbouring levels then differ by whole machine states, which is no jitter
 /// of the commits measured together: their step stands on their runs, not on the states, and
-/// is seen at its place (before: never; decided in few seeds still, as the heavy-tail
-/// inflation of a short series counts the step among its own differences).
+/// is seen at its place, its span holding the culprit (before: never).
 #[test]
 fn a_session_across_a_step_is_not_drowned_by_lone_commits_of_other_states() {
     let (mut decided, mut seen) = (0, 0);
@@ -379,17 +378,19 @@ fn a_session_across_a_step_is_not_drowned_by_lone_commits_of_other_states() {
             take(&mut commits, i, state, w);
         }
         let d = detect_runs(runs(commits), &Options::default());
+        // A span holds the culprit (14): its runs may not tell 15 from 19 apart.
+        let holds = |c: &ChangePoint| c.last_before < 14 && 14 <= c.index;
         assert!(
-            d.points.iter().all(|c| c.index == 15),
+            d.points.iter().all(holds),
             "seed {seed}: a certain step elsewhere: {d:?}"
         );
-        decided += d.points.iter().filter(|c| c.index == 15).count();
+        decided += d.points.iter().filter(|c| holds(c)).count();
         seen += d
             .undecided
             .iter()
             .filter(|u| u.index == 15 && u.last_before == 11)
             .count()
-            + d.points.iter().filter(|c| c.index == 15).count();
+            + d.points.iter().filter(|c| holds(c)).count();
     }
     assert!(seen >= 30, "seen in {seen} of 40 ({decided} decided)");
 }

@@ -1,0 +1,95 @@
+//! How far levels spread beyond what their variances promise: a robust sd from differences of
+//! levels, the inflation heavy tails leave, and the clipping of a commit measured once to its
+//! neighbours. Plain functions on slices.
+
+use super::super::summary::median_in_place;
+/// Fewest differences of neighbouring levels (other builds, not across a boundary) the
+/// jitter between commits is estimated from: a median of 5 bears 2 steps among them.
+pub(super) const MIN_DIFFS: usize = 5;
+
+/// Robust sd of one level from differences of two levels (`(difference, h)`, h the mean
+/// inverse moments of its two levels), each scaled to the typical h of those read (identical
+/// builds side by side are one level, not a difference: left out before); and that typical
+/// h. See [`sigma_of_diffs`].
+pub(super) fn scaled_sigma(d: Vec<(f64, f64)>) -> (Option<f64>, f64) {
+    let mut hs: Vec<f64> = d.iter().map(|x| x.1).collect();
+    let typical = median_in_place(&mut hs).unwrap_or(1.0);
+    let d = d
+        .into_iter()
+        .map(|(x, h)| x * (typical / h).sqrt())
+        .collect();
+    (sigma_of_diffs(d), typical)
+}
+
+/// Robust sd of one level from differences of two levels each (1.4826 MAD / √2, or the mean
+/// absolute deviation where most differences are equal); `None` when every difference is 0
+/// or there is none.
+fn sigma_of_diffs(d: Vec<f64>) -> Option<f64> {
+    if d.is_empty() {
+        return None;
+    }
+    let med = median_in_place(&mut d.clone())?;
+    let mut dev: Vec<f64> = d.iter().map(|x| (x - med).abs()).collect();
+    let mad = median_in_place(&mut dev)?;
+    let mut s = 1.4826 * mad / std::f64::consts::SQRT_2;
+    if s.is_nan() || s <= 0.0 {
+        let mean_abs = d.iter().map(|x| (x - med).abs()).sum::<f64>() / d.len() as f64;
+        s = 1.2533 * mean_abs / std::f64::consts::SQRT_2;
+    }
+    (s > 0.0 && s.is_finite()).then_some(s)
+}
+
+/// Mean square of the standardised differences of neighbouring levels (those of `skip` left
+/// out), winsorised at ±3 so steps count little; at least 1 (Gaussian noise gives about 1),
+/// and 1 where fewer than [`MIN_DIFFS`] differences are left (those few may be the steps).
+/// Heavy tails leave more spread than a MAD promises; the penalty must scale with the spread
+/// the segmentation sees.
+pub(super) fn tail_inflation(y: &[f64], var: &[f64], skip: &[bool]) -> f64 {
+    if y.len() < 3 {
+        return 1.0;
+    }
+    let (mut sum, mut count) = (0.0, 0usize);
+    for j in 1..y.len() {
+        if skip.get(j).copied().unwrap_or(false) {
+            continue;
+        }
+        sum += ((y[j] - y[j - 1]) / (var[j] + var[j - 1]).sqrt())
+            .clamp(-3.0, 3.0)
+            .powi(2);
+        count += 1;
+    }
+    let ms = sum / count.max(1) as f64;
+    if ms.is_finite() && count >= MIN_DIFFS {
+        ms.max(1.0)
+    } else {
+        1.0
+    }
+}
+
+/// Clips the level of a commit measured once (one moment: nothing tells an outlier run from
+/// its level), but at an end, to ±k sd around the running median of 5 commits, or of 3 where a neighbour
+/// agrees with it (within k sd of the two's difference): an isolated outlier moves, a level
+/// held by two commits in a row does not.
+pub(super) fn clip_lone(y: &[f64], var: &[f64], n: &[usize], k: f64) -> Vec<f64> {
+    let m = y.len();
+    let running = |j: usize, half: usize| {
+        let (a, b) = (j.saturating_sub(half), (j + half + 1).min(m));
+        let mut buf = [0.0f64; 5];
+        buf[..b - a].copy_from_slice(&y[a..b]);
+        median_in_place(&mut buf[..b - a]).unwrap_or(y[j])
+    };
+    (0..m)
+        .map(|j| {
+            // An end is never clipped: a level measured once there (the newest round) is a
+            // step to decide, not an outlier to hide.
+            if n[j] > 1 || m < 3 || j == 0 || j + 1 == m {
+                return y[j];
+            }
+            let sd = var[j].sqrt();
+            let agrees = |i: usize| (y[i] - y[j]).abs() <= (var[i] + var[j]).sqrt();
+            let paired = (j > 0 && agrees(j - 1)) || (j + 1 < m && agrees(j + 1));
+            let rm = running(j, if paired { 1 } else { 2 });
+            y[j].clamp(rm - k * sd, rm + k * sd)
+        })
+        .collect()
+}
