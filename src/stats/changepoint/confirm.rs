@@ -138,8 +138,8 @@ impl Ctx<'_> {
         self.model.back(v)
     }
 
-    /// [`Model::side_by_side`], once per pair of segments (the boundaries are tested again
-    /// after every merge).
+    /// [`super::side::side_by_side`], once per pair of segments (the boundaries are tested
+    /// again after every merge).
     fn side_by_side(&self, a: usize, b: usize, c: usize) -> Option<(f64, f64)> {
         *self
             .paired
@@ -153,8 +153,8 @@ impl Ctx<'_> {
 
     /// The step at `b` between [a, b) and [b, c) whose sides lie in several strata. Two kinds
     /// of evidence:
-    /// contrasts within strata (commits of both sides compared on one machine state, a t test
-    /// with the model's noise), and the strata that lie wholly on one side as units (each one
+    /// the runs taken side by side (the windows holding both sides, each window's state
+    /// cancelling: [`super::side::side_by_side`], a t test), and the strata that lie wholly on one side as units (each one
     /// draw of the machine's state, compared by ranks within each machine: a lone slow night
     /// or session can never decide). Either may decide (each at α/2 where both speak), except
     /// that runs taken side by side which contradict the units (their 99 % interval of the
@@ -270,18 +270,11 @@ impl Ctx<'_> {
         }
     }
 
-    /// Where the step at `b` between [a, b) and [b, c) lies: every position `t` (within
-    /// [`LEVEL_SPAN`] commits of `b`, where a boundary may be) whose split fits the levels
-    /// nearly as well as `b`'s ([`PLACE_CHI2`]), each level judged by a Student t likelihood
-    /// ([`PLACE_NU`]); the last commit before the first such position, and the last such
-    /// position. A commit is judged against the old and the new level of its own stratum
-    /// where that holds commits on both sides (compared on one machine state, with the
-    /// model's variances); a commit measured alone in its stratum against the other such
-    /// commits, by their own spread (nights of one machine read alike; a session of another
-    /// state reads as neither level); a commit of a stratum on one side only places nothing
-    /// (its state is its stratum's, and no level beside it tells that). Commits between the
-    /// two are at neither level as far as their runs tell: blaming `b` alone would blame a
-    /// commit the runs do not place.
+    /// Where the step at `b` between [a, b) and [b, c) lies: the positions [`Ctx::level_span`]
+    /// places it at, and every split the runs taken side by side fit nearly as well as the
+    /// best ([`PLACE_CHI2`] on their z²: a commit whose runs lie between the two levels, or one
+    /// outlier run on the step's commit, widens the span to the commits the runs cannot tell
+    /// apart). Returns the last commit before the first such position and the last one.
     fn span(&self, a: usize, b: usize, c: usize) -> (usize, usize) {
         let lo = (a + 1).max(b.saturating_sub(LEVEL_SPAN));
         let hi = c.min(b + LEVEL_SPAN + 1);
@@ -315,7 +308,18 @@ impl Ctx<'_> {
         (first.min(lo_t - 1), last.max(hi_t))
     }
 
-    /// [`Ctx::span`] from the levels alone.
+    /// Where the levels place the step at `b` between [a, b) and [b, c): every position `t`
+    /// (within [`LEVEL_SPAN`] commits of `b`, where a boundary may be) whose split fits the
+    /// levels nearly as well as `b`'s ([`PLACE_CHI2`]), each level judged by a Student t likelihood
+    /// ([`PLACE_NU`]); the last commit before the first such position, and the last such
+    /// position. A commit is judged against the old and the new level of its own stratum
+    /// where that holds commits on both sides (compared on one machine state, with the
+    /// model's variances); a commit measured alone in its stratum against the other such
+    /// commits, by their own spread (nights of one machine read alike; a session of another
+    /// state reads as neither level); a commit of a stratum on one side only places nothing
+    /// (its state is its stratum's, and no level beside it tells that). Commits between the
+    /// two are at neither level as far as their runs tell: blaming `b` alone would blame a
+    /// commit the runs do not place.
     fn level_span(&self, a: usize, b: usize, c: usize) -> (usize, usize) {
         let lo = (a + 1).max(b.saturating_sub(LEVEL_SPAN));
         let hi = c.min(b + LEVEL_SPAN + 1);
