@@ -252,6 +252,27 @@ pub fn side_by_side<R: Run>(
             .filter(|(c, det)| {
                 *det || parent.is_none_or(|q| q <= cp.last_before)
                     || params.threshold.reached(c.before, c.after)
+            })
+            // Nor where a commit of the span before the parent, measured beside `k`, does not
+            // differ from it the same way: that commit may already be at the new level, and
+            // the pair's difference be one build's jitter (a rank test of runs sees none).
+            .filter(|(c, _)| {
+                let up = c.after > c.before;
+                parent.is_none_or(|q| {
+                    (cp.last_before + 1..q).all(|j| differs(&rows[j], &rows[k], up, params))
+                })
+            })
+            // Nor where the parent, inside the span, was measured beside a commit placed at
+            // the old level: the detector read those runs and could not place the parent (it
+            // may be between the levels, or past the step already); the span stands.
+            .filter(|_| {
+                let first = if i == 0 { 0 } else { starts[i - 1] };
+                parent.is_none_or(|q| {
+                    q <= cp.last_before
+                        || (first.max((cp.last_before + 1).saturating_sub(SIDE_SPAN))
+                            ..=cp.last_before)
+                            .all(|j| apart(&rows[j], &rows[q]))
+                })
             });
         if let (Some((c, det)), Some(q)) = (pair, parent) {
             cp.last_before = cp.last_before.max(q);
@@ -295,6 +316,32 @@ pub fn side_by_side<R: Run>(
             cp.windows = step.windows;
         }
     }
+}
+
+/// Whether rows `a` and `b` share no window of time: nothing compares them side by side.
+fn apart<R: Run>(a: &CommitRow<R>, b: &CommitRow<R>) -> bool {
+    let windows = |row: &CommitRow<R>| -> std::collections::HashSet<u64> {
+        row.records
+            .iter()
+            .map(|r| r.window())
+            .filter(|&w| w != 0)
+            .collect()
+    };
+    a.values.is_empty() || b.values.is_empty() || windows(a).is_disjoint(&windows(b))
+}
+
+/// Whether row `b` differs from row `a` side by side at α in the direction `up` (higher when
+/// `up`); rows never measured side by side count as differing (no run says otherwise), rows
+/// that share a window with too few runs to tell as not.
+fn differs<R: Run>(
+    a: &CommitRow<R>,
+    b: &CommitRow<R>,
+    up: bool,
+    params: &crate::bisect::Params,
+) -> bool {
+    apart(a, b)
+        || pair_step(a, b, params)
+            .is_some_and(|(c, det)| (det || c.p_value < params.alpha) && (c.after > c.before) == up)
 }
 
 /// The rows strictly between `last` and `first` with results: commits a step's span holds

@@ -71,6 +71,13 @@ pub fn undecided_reason(u: &Undecided) -> String {
              moved too",
             u.runs_needed
         ),
+        Reason::Nights => format!(
+            "the runs taken side by side across it ({}) show a step the machine's nights beside \
+             it do not (an outlier run, or a session's state); about {} runs a side, side by \
+             side, would decide it",
+            crate::base::text::fmt_p(u.p_value),
+            u.runs_needed
+        ),
         Reason::SideBySide => format!(
             "the runs taken side by side across it do not tell the sides apart{}; about {} runs \
              a side, side by side, would decide it",

@@ -45,6 +45,7 @@
 mod confirm;
 mod effects;
 mod model;
+mod nights;
 mod plateau;
 mod point;
 mod prefix;
@@ -197,7 +198,9 @@ pub fn detect_runs(mut runs: Runs, opts: &Options) -> Detection {
     let mut sorted_deviation = deviation.clone();
     sorted_deviation.sort_unstable_by(f64::total_cmp);
     let moments = model.moments();
+    let nights = nights::Nights::new(&model);
     let ctx = |w: &'_ [f64], moments: &[f64]| Ctx {
+        nights: &nights,
         deviation: deviation.clone(),
         sorted_deviation: sorted_deviation.clone(),
         sizes: Prefix::new(&yd, moments),

@@ -49,6 +49,8 @@ pub(super) struct Ctx<'a> {
     pub(super) inflation: Vec<f64>,
     /// [`Ctx::side_by_side`]'s answers so far.
     pub(super) paired: std::cell::RefCell<Paired>,
+    /// The machines' nights, read against each other.
+    pub(super) nights: &'a super::nights::Nights,
 }
 
 /// Side-by-side estimates of steps (change, variance) by their segments (a, b, c).
@@ -76,6 +78,9 @@ pub(super) struct Tested {
     /// The positions the segmentation could have put this boundary at (the commits of its two
     /// segments less one): the boundary is the best of them, so its p-value counts each.
     pub(super) positions: f64,
+    /// The machines' nights beside the step contradict the runs taken side by side that
+    /// show it ([`DISPUTE_CHI2`]): no statement of the commits either way.
+    pub(super) disputed: bool,
 }
 
 /// What [`Ctx::across`] found: the p-value, the change the deciding evidence shows (analysis
@@ -102,7 +107,11 @@ impl Apart {
 
 impl Tested {
     fn passes(&self, alpha: f64) -> bool {
-        self.reached && !self.lone && !self.apart && self.p * self.positions < alpha
+        self.reached
+            && !self.lone
+            && !self.apart
+            && !self.disputed
+            && self.p * self.positions < alpha
     }
 
     /// What the runs show of the step: the p-value, or for sides measured apart the runs'
@@ -123,6 +132,12 @@ impl Tested {
 fn selection(n: usize) -> f64 {
     1.0 + 2.0 * (n.max(1) as f64).ln()
 }
+
+/// How far (χ²₁, at 0.01) the step the machines' nights show may lie from the step the
+/// runs taken side by side show before the two are said to disagree: a disagreement only
+/// ever leaves a step undecided, and one outlier pair of runs against the nights beside it
+/// lies about there.
+const DISPUTE_CHI2: f64 = 6.63;
 
 /// How much worse a boundary may fit than the best (twice the log-likelihood) and still be
 /// where the step lies: χ²₁ at 0.001, as strict as a step's own test (a boundary placed by
@@ -256,7 +271,19 @@ impl Ctx<'_> {
             self.tail_p(side, level, up)
                 .is_some_and(|q| q >= self.alpha)
         };
+        // The runs side by side against the machines' nights beside them: one outlier run in
+        // a session, or a session's state, is no step the nights (each commit's own level,
+        // read against the machine's other nights) do not show.
+        let disputed = self
+            .nights
+            .step((a, b, c), LEVEL_SPAN)
+            .and_then(|(dn, vn)| {
+                let (d, v) = self.side_by_side(a, b, c)?;
+                Some((d - dn).powi(2) / (v + vn) > DISPUTE_CHI2)
+            })
+            .unwrap_or(false);
         Tested {
+            disputed,
             lone: lone(a..b, self.pre.mean(b, hi), !up) || lone(b..c, self.pre.mean(lo, b), up),
             p,
             before,
@@ -635,6 +662,8 @@ impl Ctx<'_> {
                         Reason::Machines
                     } else if t.apart {
                         Reason::MeasuredApart
+                    } else if t.disputed {
+                        Reason::Nights
                     } else if t.lone {
                         Reason::OneRun
                     } else {

@@ -41,6 +41,9 @@ pub(super) struct Model {
     pub(super) tied: bool,
     /// Per window: a machine's pool of runs taken with no window (each its own moment).
     pool: Vec<bool>,
+    /// Per window holding one build's runs only (a night of a cron, a run of one commit):
+    /// the machine that took them.
+    night: Vec<Option<u64>>,
     /// Which commits' levels were measured on one machine state (windows linked by commits).
     pub(super) strata: Strata,
     /// Named machines put on the scale of the most measured one: each machine, its offset
@@ -171,6 +174,9 @@ impl Model {
         // its runs are each a moment of their own.
         let tied = seen.iter().zip(&pool).any(|(s, p)| s.1 && !p);
         let strata = Strata::new(&kept, &machine_of);
+        let night = (0..seen.len())
+            .map(|w| (!seen[w].1 && !pool[w]).then_some(machine_of[w]))
+            .collect();
         // A commit's independent moments that tell its level: its runs in windows it shares
         // with other builds (a window of its build alone has an effect of its own, which takes
         // those runs' mean where the build was measured elsewhere too); all of them where it
@@ -190,6 +196,7 @@ impl Model {
             effect: vec![0.0; seen.len()],
             tied,
             pool,
+            night,
             strata,
             machines: Vec::new(),
             aligned: Vec::new(),
@@ -320,6 +327,12 @@ impl Model {
     /// Commit `j`'s runs clipped as its level clips them, window effects kept.
     pub(super) fn clipped(&self, j: usize) -> Vec<(f64, u32)> {
         clipped_runs(&self.runs[j], &self.effect, self.sigma)
+    }
+
+    /// The machine of window `w` where it holds one build's runs only (a night); `None` for
+    /// a window tying builds, a pool, or no window.
+    pub(super) fn night(&self, w: u32) -> Option<u64> {
+        self.night.get(w as usize).copied().flatten()
     }
 
     /// Window `w` is a window of time with an effect of its own (not a machine's pool of runs

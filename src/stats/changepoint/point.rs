@@ -89,6 +89,10 @@ pub enum Reason {
     /// The runs taken side by side across it do not tell the sides apart (their 95 % interval
     /// of the change holds none): more runs side by side decide it.
     SideBySide,
+    /// The runs taken side by side across it show a step the machine's nights beside it (each
+    /// commit's reading against that machine's other nights) contradict: an outlier run, or
+    /// a session's state. More runs side by side, or nights, decide it.
+    Nights,
 }
 
 /// What change-point detection found: the confirmed points, and the steps it could not yet

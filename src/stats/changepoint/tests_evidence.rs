@@ -537,3 +537,87 @@ fn the_runs_noise_alone_cuts_the_jitter_at_a_step_but_not_at_jittering_builds() 
         "jittering builds with no change point in {jitter_left} of 40"
     );
 }
+
+/// A machine's nights (one commit a night, 4 runs, the night's state within 1 %), then a
+/// session over commits 34..=38 with one run each, and a top-up of 35 and 36 beside each
+/// other: commit `spike`'s one session run lies 15 % high (an outlier run). Its night says it
+/// is at its neighbours' level; only the session run says otherwise.
+fn nights_and_an_outlier_run(seed: u64, spike: usize, step: Option<usize>) -> Runs {
+    let mut rng = SplitMix64::new(seed + 9191);
+    let level = |i: usize| match step {
+        Some(s) if i >= s => 1100.0,
+        _ => 1000.0,
+    };
+    let mut commits: Vec<Vec<Obs>> = vec![Vec::new(); 40];
+    for (i, c) in commits.iter_mut().enumerate() {
+        let night = 1.1 * (1.0 + 0.01 * rng.normal());
+        for _ in 0..4 {
+            let value = level(i) * night * (1.0 + 0.02 * rng.normal());
+            c.push(Obs {
+                value,
+                window: 100 + i as u64,
+                machine: 1,
+            });
+        }
+    }
+    for (i, c) in commits.iter_mut().enumerate().take(39).skip(34) {
+        let outlier = if i == spike { 1.15 } else { 1.0 };
+        let value = level(i) * outlier * (1.0 + 0.02 * rng.normal());
+        c.push(Obs {
+            value,
+            window: 1,
+            machine: 0,
+        });
+    }
+    for (i, c) in commits.iter_mut().enumerate().take(37).skip(35) {
+        for _ in 0..5 {
+            let value = level(i) * 0.98 * (1.0 + 0.02 * rng.normal());
+            c.push(Obs {
+                value,
+                window: 2,
+                machine: 0,
+            });
+        }
+    }
+    Runs {
+        commits,
+        ..Runs::default()
+    }
+}
+
+/// One outlier run in a session is no step where the commit's night, read against the
+/// machine's other nights, shows it at its neighbours' level: at most undecided (the nights
+/// dispute it), never certain. A real step the nights show too stays decided.
+#[test]
+fn an_outlier_run_the_machines_nights_contradict_is_no_step() {
+    let mut disputed = 0;
+    for seed in 0..40 {
+        let d = detect_runs(
+            nights_and_an_outlier_run(seed, 38, None),
+            &Options::default(),
+        );
+        assert!(d.points.is_empty(), "seed {seed}: {d:?}");
+        disputed += usize::from(d.undecided.iter().any(|u| u.why == Reason::Nights));
+    }
+    assert!(disputed >= 20, "disputed in {disputed} of 40");
+    let (mut decided, mut taken) = (0, 0);
+    for seed in 0..40 {
+        let d = detect_runs(
+            nights_and_an_outlier_run(seed, usize::MAX, Some(37)),
+            &Options::default(),
+        );
+        assert!(
+            d.points.iter().all(|c| c.last_before < 37 && 37 <= c.index),
+            "seed {seed}: {d:?}"
+        );
+        decided += usize::from(!d.points.is_empty());
+        taken += usize::from(d.undecided.iter().any(|u| u.why == Reason::Nights));
+    }
+    // One run a commit in the session: a few stay too few runs, as they were; the nights
+    // take at most one.
+    assert!(decided >= 32, "the real step decided in {decided} of 40");
+    assert!(
+        taken <= 1,
+        "the nights disputed the real step in {taken} of 40"
+    );
+}
