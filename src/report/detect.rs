@@ -122,8 +122,9 @@ pub struct Open {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub measure: Option<String>,
     /// What leaves it undecided: `few-runs`, `measured-apart` (no window of time holds runs of
-    /// both sides: the machine's state may explain the move), `one-run` (a side stands on one
-    /// run).
+    /// both sides: the machine's state may explain the move), `machines`, `one-run` (a side
+    /// stands on one run), `side-by-side`, `nights` (the machine's nights contradict the runs
+    /// taken side by side).
     pub why: stats::changepoint::Reason,
     /// Where the step may lie, as a change point's.
     pub span: Span,
