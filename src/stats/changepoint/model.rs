@@ -335,6 +335,11 @@ impl Model {
         self.night.get(w as usize).copied().flatten()
     }
 
+    /// Some window holds one build's runs only.
+    pub(super) fn has_nights(&self) -> bool {
+        self.night.iter().any(Option::is_some)
+    }
+
     /// Window `w` is a window of time with an effect of its own (not a machine's pool of runs
     /// each its own moment).
     pub(super) fn has_effect(&self, w: u32) -> bool {

@@ -27,6 +27,14 @@ impl Nights {
     /// that build's nights again: they are read once.
     pub(super) fn new(model: &Model) -> Nights {
         let m = model.len();
+        // Most series hold no such window (plain series, years of pooled cron rows): nothing
+        // to keep per commit.
+        if !model.has_nights() {
+            return Nights {
+                of: Vec::new(),
+                sd: Vec::new(),
+            };
+        }
         let mut machines: Vec<u64> = Vec::new();
         let mut of: Vec<Vec<(usize, f64)>> = vec![Vec::new(); m];
         let mut windows: Vec<(u32, Vec<f64>)> = Vec::new();
