@@ -457,6 +457,11 @@ impl History {
     /// paying nothing for choosing where the step is. A detector that must find the commit
     /// among all the others decides no more steps than it, bar chance.
     pub fn oracle(&self, at: usize, alpha: f64) -> bool {
+        self.oracle_p(at).is_some_and(|p| p < alpha)
+    }
+
+    /// The bound's p-value (`None`: no window across, or the step the wrong way).
+    pub fn oracle_p(&self, at: usize) -> Option<f64> {
         let mut by: std::collections::HashMap<(u8, u64), [f64; 5]> = Default::default();
         for (c, runs) in self.runs.iter().enumerate() {
             let x = if c >= at { 1.0 } else { 0.0 };
@@ -481,13 +486,13 @@ impl History {
             sxy += xy - sx * sy / n;
         }
         if sxx <= 1e-12 {
-            return false;
+            return None;
         }
         let step = sxy / sxx;
         let z = step * sxx.sqrt() / self.setup.cv;
         let p = statrs::function::erf::erfc(z.abs() / std::f64::consts::SQRT_2);
         let up = self.steps.first().is_some_and(|s| s.1 > 0.0);
-        p < alpha && (step > 0.0) == up
+        ((step > 0.0) == up).then_some(p)
     }
 }
 
@@ -693,7 +698,10 @@ pub fn judge(h: &History, rng: &mut Rng) -> Verdict {
                 v.oracle = h.oracle(s, changepoint::Options::default().alpha);
                 v.bracketed = h.bracketed(s);
                 if !v.decided {
-                    v.note += &format!("step at {s}: ");
+                    v.note += &format!(
+                        "step at {s} (bound p={:.1e}): ",
+                        h.oracle_p(s).unwrap_or(1.0)
+                    );
                     for c in &d.points {
                         v.note += &format!(
                             "certain {:+.1}% ({}, {}] p={:.1e}; ",

@@ -138,6 +138,10 @@ fn selection(n: usize) -> f64 {
 /// ever leaves a step undecided, and one outlier pair of runs against the nights beside it
 /// lies about there.
 const DISPUTE_CHI2: f64 = 6.63;
+/// A step the nights show themselves (one-sided, at 5 %) the same way is no step they
+/// contradict, whatever its size: nights read one commit a night, and two readings of a
+/// step lie apart as often as their spreads allow.
+const NIGHTS_SHOW_Z: f64 = 1.645;
 
 /// How much worse a boundary may fit than the best (twice the log-likelihood) and still be
 /// where the step lies: χ²₁ at 0.001, as strict as a step's own test (a boundary placed by
@@ -279,7 +283,10 @@ impl Ctx<'_> {
             .step((a, b, c), LEVEL_SPAN)
             .and_then(|(dn, vn)| {
                 let (d, v) = self.side_by_side(a, b, c)?;
-                Some((d - dn).powi(2) / (v + vn) > DISPUTE_CHI2)
+                Some(
+                    (d - dn).powi(2) / (v + vn) > DISPUTE_CHI2
+                        && dn * d.signum() < NIGHTS_SHOW_Z * vn.sqrt(),
+                )
             })
             .unwrap_or(false);
         Tested {
@@ -627,11 +634,12 @@ impl Ctx<'_> {
                 continue;
             }
             // Beside a decided step, a boundary is that step's blur, and so beside another
-            // undecided one, except where both were measured apart: a night at neither level,
-            // then the step after it, and the runs cannot tell which commit moved (silence
-            // would hide the step).
+            // undecided one of its kind, except where either was measured apart: a night at
+            // neither level, then the step after it, and the runs cannot tell which commit
+            // moved; or a step within a session beside the session's own edge, where another
+            // machine state begins (silence would hide the step the session shows).
             let blur =
-                |o: &(usize, Tested)| o.0 == b || (o.0.abs_diff(b) == 1 && !(t.apart && o.1.apart));
+                |o: &(usize, Tested)| o.0 == b || (o.0.abs_diff(b) == 1 && !t.apart && !o.1.apart);
             if kept.iter().any(|&k| k.abs_diff(b) <= 1) || out.iter().any(blur) {
                 continue;
             }

@@ -13,7 +13,7 @@
 
 use super::super::summary::median_in_place;
 use super::point::{Obs, Runs};
-use super::spread::{scaled_sigma, MIN_DIFFS};
+use super::spread::{self, scaled_sigma, MIN_DIFFS};
 use super::strata::Strata;
 
 /// Residuals beyond this many sd from a commit's median are clipped (outlier runs).
@@ -618,27 +618,22 @@ impl Model {
         // machine states: it is no jitter of commits measured together, whose levels are
         // compared within their stratum on the runs' noise alone.
         let mut across_states = false;
-        // (Each difference is scaled to the typical moments of the differences read, not of
-        // every commit: jitter adds the same to any level, and a difference of two levels
-        // measured at length scaled to a commit measured once would count it many times.)
-        let ((s_b, typical), diffs) = match self.window_pairs(&skip) {
-            Some(d) if d.len() >= MIN_DIFFS => {
-                let k = d.len();
-                (scaled_sigma(d), k)
-            }
+        let d: Vec<(f64, f64)> = match self.window_pairs(&skip) {
+            Some(d) if d.len() >= MIN_DIFFS => d,
             _ => {
                 across_states = !self.within_strata(&mut skip);
-                let d: Vec<(f64, f64)> = (1..self.len())
+                (1..self.len())
                     .filter(|&j| !skip[j])
                     .map(|j| {
                         let h = (inv_r[j] + inv_r[j - 1]) / 2.0;
                         (self.level[j] - self.level[j - 1], h)
                     })
-                    .collect();
-                let k = d.len().max(1);
-                (scaled_sigma(d), k)
+                    .collect()
             }
         };
+        // Without the runs' noise, the jitter is all the spread there is (a robust sd of the
+        // differences, each scaled to the typical moments of those read).
+        let (s_b, typical) = scaled_sigma(d.clone());
         // Degrees of freedom count each run once (a build's runs shown on k commits are one
         // build's: shares of 1/k), less one for each window effect estimated beyond one a stratum.
         let pairs: f64 = self
@@ -650,26 +645,11 @@ impl Model {
             - self.effect.len().saturating_sub(self.strata.windows.len()) as f64;
         let builds: f64 = self.share.iter().sum();
         let var: Vec<f64> = match (self.sigma, s_b) {
-            (Some(sw), sb) => {
+            (Some(sw), _) => {
                 // Fewer differences than MIN_DIFFS cannot tell jitter from the steps among
                 // them (three builds, two steps: the differences are the steps); the runs'
-                // noise alone then.
-                let sb = sb.filter(|_| diffs >= MIN_DIFFS).unwrap_or(0.0);
-                // Jitter counts only where the spread could not come from the runs' noise at
-                // 0.1 % (a jitter made up of a chance spread of few commits caps the weight of
-                // every commit measured at length, and side-by-side runs of a step stop
-                // deciding it): a MAD of k differences has the spread of a variance on
-                // 0.37 k degrees of freedom.
-                let clear = {
-                    use statrs::distribution::{ChiSquared, ContinuousCDF};
-                    let nu = (0.37 * diffs as f64).max(1.0);
-                    ChiSquared::new(nu).map_or(f64::INFINITY, |c| c.inverse_cdf(0.999) / nu)
-                };
-                self.tau2 = if sb * sb > clear * sw * sw * typical {
-                    sb * sb - sw * sw * typical
-                } else {
-                    0.0
-                };
+                // noise alone then (see `jitter`).
+                self.tau2 = spread::jitter(&d, sw);
                 // The commits of each stratum (one alone is compared across states only); the
                 // jitter read across states is set aside only where some stratum holds several.
                 let size = self.strata.sizes();

@@ -21,6 +21,55 @@ pub(super) fn scaled_sigma(d: Vec<(f64, f64)>) -> (Option<f64>, f64) {
     (sigma_of_diffs(d), typical)
 }
 
+/// Standardised differences beyond this many sd count as this many (heavy tails: an outlier
+/// run moves a mean of few runs far).
+const JITTER_CLIP: f64 = 3.0;
+/// E[min(z², 9)] for a standard normal z: the winsorised square's mean without jitter.
+const CLIPPED_SQUARE: f64 = 0.970_709;
+
+/// The jitter of builds, τ² (what a build's own level adds to the variance of its runs' mean),
+/// from differences of two levels `(difference, h)` whose runs' noise alone has variance
+/// 2 sw² h; 0 unless the differences clearly exceed that noise: their chi-square against it,
+/// each winsorised at [`JITTER_CLIP`] sd, beyond its 0.1 % point. Each difference counts by its
+/// precision: two commits measured at length side by side say more of the jitter than a
+/// chance spread of commits measured a few times, and a jitter made up of such a spread caps
+/// the weight of every commit measured at length (its side-by-side runs stop deciding a step).
+pub(super) fn jitter(d: &[(f64, f64)], sw: f64) -> f64 {
+    use statrs::distribution::{ChiSquared, ContinuousCDF};
+    let d: Vec<(f64, f64)> = d
+        .iter()
+        .copied()
+        .filter(|(x, h)| x.is_finite() && *h > 0.0)
+        .collect();
+    if d.len() < MIN_DIFFS || sw.is_nan() || sw <= 0.0 {
+        return 0.0;
+    }
+    // Neighbours' differences centre on the drift between them, if any (one degree of
+    // freedom).
+    let med = median_in_place(&mut d.iter().map(|x| x.0).collect::<Vec<_>>()).unwrap_or(0.0);
+    let noise = |h: f64| 2.0 * sw * sw * h;
+    let clipped = |x: f64, v: f64| ((x - med) * (x - med) / v).min(JITTER_CLIP * JITTER_CLIP);
+    let q: f64 = d.iter().map(|&(x, h)| clipped(x, noise(h))).sum();
+    let df = (d.len() - 1) as f64;
+    let clear = ChiSquared::new(df).map_or(f64::INFINITY, |c| c.inverse_cdf(0.999));
+    if q <= clear * CLIPPED_SQUARE {
+        return 0.0;
+    }
+    // Clear by a robust spread too (an outlier run in a mean of few runs is no jitter):
+    // the median absolute standardised difference, a MAD of k differences having the spread
+    // of a variance on 0.37 k degrees of freedom; the jitter is what it shows beyond the runs'
+    // noise at the typical moments read.
+    let (sb, typical) = scaled_sigma(d.clone());
+    let sb = sb.unwrap_or(0.0);
+    let nu = (0.37 * d.len() as f64).max(1.0);
+    let robust = ChiSquared::new(nu).map_or(f64::INFINITY, |c| c.inverse_cdf(0.999) / nu);
+    if sb * sb > robust * sw * sw * typical {
+        sb * sb - sw * sw * typical
+    } else {
+        0.0
+    }
+}
+
 /// Robust sd of one level from differences of two levels each (1.4826 MAD / √2, or the mean
 /// absolute deviation where most differences are equal); `None` when every difference is 0
 /// or there is none.
