@@ -138,10 +138,6 @@ fn selection(n: usize) -> f64 {
 /// ever leaves a step undecided, and one outlier pair of runs against the nights beside it
 /// lies about there.
 const DISPUTE_CHI2: f64 = 6.63;
-/// A step the nights show themselves (one-sided, at 5 %) the same way is no step they
-/// contradict, whatever its size: nights read one commit a night, and two readings of a
-/// step lie apart as often as their spreads allow.
-const NIGHTS_SHOW_Z: f64 = 1.645;
 
 /// How much worse a boundary may fit than the best (twice the log-likelihood) and still be
 /// where the step lies: χ²₁ at 0.001, as strict as a step's own test (a boundary placed by
@@ -283,10 +279,7 @@ impl Ctx<'_> {
             .step((a, b, c), LEVEL_SPAN)
             .and_then(|(dn, vn)| {
                 let (d, v) = self.side_by_side(a, b, c)?;
-                Some(
-                    (d - dn).powi(2) / (v + vn) > DISPUTE_CHI2
-                        && dn * d.signum() < NIGHTS_SHOW_Z * vn.sqrt(),
-                )
+                Some((d - dn).powi(2) / (v + vn) > DISPUTE_CHI2)
             })
             .unwrap_or(false);
         Tested {
