@@ -29,15 +29,15 @@ const CLIPPED_SQUARE: f64 = 0.970_709;
 
 /// The jitter of builds, τ² (what a build's own level adds to the variance of its runs' mean),
 /// from differences of two levels `(difference, h)` whose runs' noise alone has variance
-/// 2 sw² h: what their robust spread ([`scaled_sigma`]) shows beyond that noise, and 0 unless
-/// two tests at 0.1 % find the differences clearly wider than the noise. The robust one (an
+/// 2 sw² h: what their robust spread (`(sb, typical)`, [`scaled_sigma`] of them) shows beyond
+/// that noise, and 0 unless two tests at 0.1 % find the differences clearly wider than it. The robust one (an
 /// outlier run in a mean of few runs is no jitter), and their chi-square against the noise,
 /// each difference winsorised at [`JITTER_CLIP`] sd, in which each counts by its own
 /// precision: two commits measured at length side by side and found equal say more of the
 /// jitter than a chance spread of commits measured a few times, and a jitter made up of such a
 /// spread caps the weight of every commit measured at length (its side-by-side runs stop
 /// deciding a step).
-pub(super) fn jitter(d: &[(f64, f64)], sw: f64) -> f64 {
+pub(super) fn jitter(d: &[(f64, f64)], sw: f64, (sb, typical): (Option<f64>, f64)) -> f64 {
     use statrs::distribution::{ChiSquared, ContinuousCDF};
     let d: Vec<(f64, f64)> = d
         .iter()
@@ -61,7 +61,6 @@ pub(super) fn jitter(d: &[(f64, f64)], sw: f64) -> f64 {
     // The robust test: a MAD of k differences has the spread of a variance on 0.37 k degrees
     // of freedom; the jitter is what it shows beyond the runs' noise at the typical moments
     // read.
-    let (sb, typical) = scaled_sigma(d.clone());
     let sb = sb.unwrap_or(0.0);
     let nu = (0.37 * d.len() as f64).max(1.0);
     let robust = ChiSquared::new(nu).map_or(f64::INFINITY, |c| c.inverse_cdf(0.999) / nu);

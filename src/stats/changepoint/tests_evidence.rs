@@ -652,7 +652,7 @@ fn the_jitter_of_builds_is_no_chance_spread_of_few_commits() {
                 (level(n) - level(n), 1.0 / n as f64)
             })
             .collect();
-        spread::jitter(&d, sw)
+        spread::jitter(&d, sw, spread::scaled_sigma(d.clone()))
     };
     let none = (0..500).filter(|&s| family(0.0, s) > 0.0).count();
     assert!(none <= 5, "jitter read where none is in {none} of 500");
