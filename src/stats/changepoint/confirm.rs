@@ -134,9 +134,9 @@ fn selection(n: usize) -> f64 {
 }
 
 /// How far (χ²₁, at 0.01) the step the machines' nights show may lie from the step the
-/// runs taken side by side show before the two are said to disagree: a disagreement only
-/// ever leaves a step undecided, and one outlier pair of runs against the nights beside it
-/// lies about there.
+/// runs taken side by side show before the two are said to disagree (one outlier pair of
+/// runs against the nights beside it lies about there): the step is then judged on both
+/// ([`nights_judged`]), and undecided unless both together decide it.
 const DISPUTE_CHI2: f64 = 6.63;
 
 /// How much worse a boundary may fit than the best (twice the log-likelihood) and still be
@@ -147,6 +147,18 @@ const PLACE_CHI2: f64 = 10.83;
 /// measured alone: one reading at neither level (a run on a slow night, an outlier) moves its
 /// place by little.
 const PLACE_NU: f64 = 4.0;
+
+/// The step the runs taken side by side show (`d`, variance `v`) judged again beside the
+/// machines' nights that dispute it (`dn`, `vn`; `chi` their disagreement on χ²₁): the runs'
+/// variance widened by the disagreement (an outlier run, a session's state: they may be wrong
+/// by that much, the nights' medians are not), the two combined by their variances. The
+/// p-value of the combined step, `None` where it turns against the runs' own.
+fn nights_judged((d, v): (f64, f64), (dn, vn): (f64, f64), chi: f64, df: f64) -> Option<f64> {
+    let wide = v * chi;
+    let (wa, wb) = (1.0 / wide, 1.0 / vn);
+    let est = (d * wa + dn * wb) / (wa + wb);
+    (est * d > 0.0).then(|| two_sided(est * (wa + wb).sqrt(), df))
+}
 
 impl Ctx<'_> {
     fn back(&self, v: f64) -> f64 {
@@ -273,15 +285,22 @@ impl Ctx<'_> {
         };
         // The runs side by side against the machines' nights beside them: one outlier run in
         // a session, or a session's state, is no step the nights (each commit's own level,
-        // read against the machine's other nights) do not show.
-        let disputed = self
-            .nights
-            .step((a, b, c), LEVEL_SPAN)
-            .and_then(|(dn, vn)| {
-                let (d, v) = self.side_by_side(a, b, c)?;
-                Some((d - dn).powi(2) / (v + vn) > DISPUTE_CHI2)
-            })
-            .unwrap_or(false);
+        // read against the machine's other nights) do not show; a step the runs show by far
+        // more than the nights can doubt is one the nights' chance reading does not undo.
+        let positions = selection((c - a).saturating_sub(1));
+        let mut disputed = false;
+        if let Some((dn, vn)) = self.nights.step((a, b, c), LEVEL_SPAN) {
+            if let Some((d, v)) = self.side_by_side(a, b, c) {
+                let chi = (d - dn).powi(2) / (v + vn);
+                if chi > DISPUTE_CHI2 {
+                    let q = nights_judged((d, v), (dn, vn), chi, self.model.df);
+                    match q {
+                        Some(q) if q * positions < self.alpha => p = p.max(q),
+                        _ => disputed = true,
+                    }
+                }
+            }
+        }
         Tested {
             disputed,
             lone: lone(a..b, self.pre.mean(b, hi), !up) || lone(b..c, self.pre.mean(lo, b), up),
@@ -293,7 +312,7 @@ impl Ctx<'_> {
             apart: judged.apart,
             machines: judged.machines,
             p_runs,
-            positions: selection((c - a).saturating_sub(1)),
+            positions,
         }
     }
 
@@ -638,7 +657,14 @@ impl Ctx<'_> {
             }
             out.push((b, t));
         }
-        out.sort_by(|x, y| x.1.shown().total_cmp(&y.1.shown()));
+        // Steps the runs taken on one machine state show come first: more runs of the same
+        // kind decide them, and a move between states measured apart (which any run on one
+        // state settles) must not crowd them out.
+        out.sort_by(|x, y| {
+            (x.1.apart, x.1.shown())
+                .partial_cmp(&(y.1.apart, y.1.shown()))
+                .unwrap_or(std::cmp::Ordering::Equal)
+        });
         out.truncate(MAX_UNDECIDED);
         out.sort_by_key(|o| o.0);
         out.into_iter()

@@ -349,7 +349,12 @@ impl Model {
     /// The variance of one of commit `j`'s runs: σ², or its own spread where wider (over
     /// three moments or more).
     fn run_var(&self, j: usize, sw: f64) -> f64 {
-        let own = if self.n[j] >= 3 { self.spread[j] } else { 0.0 };
+        let own = match self.n[j] {
+            0 | 1 => 0.0,
+            // Two runs: their spread is too rough a variance, but for an outlier run.
+            2 => self.spread[j] * f64::from(self.outlier_widening(self.spread[j], 2.0) > 1.0),
+            _ => self.spread[j],
+        };
         (sw * sw).max(own)
     }
 
@@ -695,13 +700,14 @@ impl Model {
     /// or between commits of one build, as `skip` marks them), each with the mean inverse
     /// runs of its two means. `None` where no window holds two commits.
     fn window_pairs(&self, skip: &[bool]) -> Option<Vec<(f64, f64)>> {
-        // Per window: the last commit seen in it and its mean run there.
+        // Per window: the last commit seen in it, its mean run there and its runs there as
+        // moments (fewer where they spread clearly wider than the runs' noise).
         let mut last: Vec<Option<(usize, f64, f64)>> = vec![None; self.effect.len()];
         // Per pair of commits (once, however many windows hold both: a search measures a
         // parent and its culprit in window after window): the sum and count of its differences.
         let mut pairs: std::collections::BTreeMap<(usize, usize), (f64, f64, f64)> =
             Default::default();
-        let mut by: Vec<(u32, f64, f64)> = Vec::new();
+        let mut by: Vec<(u32, f64, f64, f64)> = Vec::new();
         // Where the last boundary or join lies up to each commit (a pair is kept when none
         // lies after its first commit).
         let mut cut_at = vec![0usize; skip.len()];
@@ -714,31 +720,54 @@ impl Model {
                 match by.iter_mut().find(|e| e.0 == w) {
                     Some(e) => {
                         e.1 += x;
-                        e.2 += 1.0;
+                        e.2 += x * x;
+                        e.3 += 1.0;
                     }
-                    None => by.push((w, x, 1.0)),
+                    None => by.push((w, x, x * x, 1.0)),
                 }
             }
-            for &(w, sum, n) in &by {
+            for &(w, sum, squares, n) in &by {
                 // A pool is no window of time: its runs were not taken side by side.
                 if self.pool[w as usize] {
                     continue;
                 }
                 let mean = sum / n;
+                let own = (squares - sum * mean) / (n - 1.0).max(1.0);
+                let moments = n / self.outlier_widening(own, n);
                 if let Some((i, other, m)) = last[w as usize] {
                     // Neighbours only: commits far apart may hold steps between them.
                     if cut_at[j] <= i && j - i <= PAIR_GAP {
                         let e = pairs.entry((i, j)).or_default();
                         e.0 += mean - other;
-                        e.1 += (1.0 / n + 1.0 / m) / 2.0;
+                        e.1 += (1.0 / moments + 1.0 / m) / 2.0;
                         e.2 += 1.0;
                     }
                 }
-                last[w as usize] = Some((j, mean, n));
+                last[w as usize] = Some((j, mean, moments));
             }
         }
         let d: Vec<(f64, f64)> = pairs.values().map(|(sum, h, n)| (sum / n, h / n)).collect();
         (!d.is_empty()).then_some(d)
+    }
+
+    /// How much wider than the runs' noise σ² a mean of `n` runs spreading `own` (their
+    /// sample variance) is to be read: by `own / σ²` where that lies beyond the 99 % point
+    /// of σ²'s own spread on n − 1 degrees of freedom (an outlier run among few: the jitter of
+    /// builds moves every run of a build alike, and never widens its runs), else 1.
+    fn outlier_widening(&self, own: f64, n: f64) -> f64 {
+        let Some(sw) = self.sigma.filter(|s| *s > 0.0) else {
+            return 1.0;
+        };
+        let ratio = own / (sw * sw);
+        // (Most means spread about as their noise does: no quantile to look up.)
+        if n < 2.0 || !ratio.is_finite() || ratio <= 1.0 {
+            return 1.0;
+        }
+        if ratio > wide_spread(n - 1.0) {
+            ratio
+        } else {
+            1.0
+        }
     }
 
     /// Leaves out (in `skip`) the differences of neighbouring levels of two strata where
@@ -977,6 +1006,22 @@ fn clipped_runs(r: &[(f64, u32)], effect: &[f64], sigma: Option<f64>) -> Vec<(f6
     r.iter()
         .map(|&(x, w)| ((x - eff(w)).clamp(lo, hi) + eff(w), w))
         .collect()
+}
+
+/// The 99 % point of a variance's ratio to its true value on `df` degrees of freedom
+/// (χ²₀.₉₉ / df), looked up for the few runs a mean usually holds.
+fn wide_spread(df: f64) -> f64 {
+    use statrs::distribution::{ChiSquared, ContinuousCDF};
+    const KNOWN: usize = 64;
+    static TABLE: std::sync::OnceLock<Vec<f64>> = std::sync::OnceLock::new();
+    let quantile =
+        |df: f64| ChiSquared::new(df).map_or(f64::INFINITY, |c| c.inverse_cdf(0.99) / df);
+    let k = df.round() as usize;
+    if (1..KNOWN).contains(&k) && df == k as f64 {
+        TABLE.get_or_init(|| (0..KNOWN).map(|k| quantile(k.max(1) as f64)).collect())[k]
+    } else {
+        quantile(df)
+    }
 }
 
 /// Windows that each hold one run of one build (entries of a CI benchmark history, CSV rows
