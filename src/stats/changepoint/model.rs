@@ -698,7 +698,8 @@ impl Model {
     /// The differences of the mean runs of commits next to each other in one window (each
     /// window's commits in commit order, at most [`PAIR_GAP`] apart; none across a boundary
     /// or between commits of one build, as `skip` marks them), each with the mean inverse
-    /// runs of its two means. `None` where no window holds two commits.
+    /// runs of its two means (a mean's runs fewer where they spread as an outlier run makes
+    /// them: [`Model::outlier_widening`]). `None` where no window holds two commits.
     fn window_pairs(&self, skip: &[bool]) -> Option<Vec<(f64, f64)>> {
         // Per window: the last commit seen in it, its mean run there and its runs there as
         // moments (fewer where they spread clearly wider than the runs' noise).
