@@ -654,7 +654,10 @@ impl Model {
                 // Fewer differences than MIN_DIFFS cannot tell jitter from the steps among
                 // them (three builds, two steps: the differences are the steps); the runs'
                 // noise alone then (see `jitter`).
-                self.tau2 = spread::jitter(&d, sw, (s_b, typical));
+                // Against the noise a mean of runs carries: the runs' mean square (an outlier
+                // run moves a mean of few as it moves that, not their robust spread).
+                let noise = self.pooled.map_or(sw, f64::sqrt);
+                self.tau2 = spread::jitter(&d, noise, (s_b, typical));
                 // The commits of each stratum (one alone is compared across states only); the
                 // jitter read across states is set aside only where some stratum holds several.
                 let size = self.strata.sizes();
