@@ -166,7 +166,7 @@ pub fn detect_runs(mut runs: Runs, opts: &Options) -> Detection {
     let Some(mut var) = model.variances(&cut) else {
         return fallback(&model);
     };
-    let (mut y, mut w, mut inflation) = weighed(&model, &var);
+    let (mut y, mut w, mut tails) = weighed(&model, &var);
     // Strata measured at other machine states: their levels put on one scale by what the
     // segmentation shows (twice: the boundaries move once the scale does).
     let passes = if model.alignable() { 0..3 } else { 0..0 };
@@ -184,7 +184,7 @@ pub fn detect_runs(mut runs: Runs, opts: &Options) -> Detection {
             return fallback(&model);
         };
         var = v;
-        (y, w, inflation) = weighed(&model, &var);
+        (y, w, tails) = weighed(&model, &var);
     }
     // A drift is told from a step only over enough commits: two levels are a step, or
     // nothing, never a slope.
@@ -211,7 +211,7 @@ pub fn detect_runs(mut runs: Runs, opts: &Options) -> Detection {
         alpha,
         threshold: opts.threshold,
         slope,
-        inflation: inflation.clone(),
+        tails: tails.clone(),
         paired: Default::default(),
     };
     let first = ctx(&w, &moments);
@@ -289,16 +289,20 @@ fn weigh(model: &Model, var: &[f64]) -> (Vec<f64>, Vec<f64>) {
 
 /// [`weigh`], and each level's inflation: how much wider than its variance the series' tails
 /// show it (a contrast of its runs carries it too).
-fn weighed(model: &Model, var: &[f64]) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+fn weighed(model: &Model, var: &[f64]) -> (Vec<f64>, Vec<f64>, spread::Tails) {
     let y = spread::clip_lone(&model.level, var, &model.n, 3.0);
     // Commits of one build differ by nothing: no difference to read tails from.
     let mut skip = model.joined.clone();
     skip.resize(y.len(), false);
     let mut own = skip.clone();
     let within = model.within_strata(&mut skip);
-    let inflate = spread::tail_inflation(&y, var, &skip);
-    let inflation: Vec<f64> = if within {
-        vec![inflate; y.len()]
+    let all = spread::tails(&y, var, &skip);
+    let tails = if within {
+        spread::Tails {
+            inner: vec![false; y.len()],
+            all: all.clone(),
+            own: all,
+        }
     } else {
         // Too few neighbours share a stratum: the tails read across strata hold their
         // machine states. Commits of a stratum holding several are compared within it, by
@@ -308,21 +312,25 @@ fn weighed(model: &Model, var: &[f64]) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
         for (j, s) in own.iter_mut().enumerate() {
             *s |= model.strata.switch(j);
         }
-        let inner = spread::tail_inflation(&y, var, &own);
         let size = model.strata.sizes();
-        model
-            .strata
-            .of
-            .iter()
-            .map(|&k| if size[k as usize] > 1 { inner } else { inflate })
-            .collect()
+        spread::Tails {
+            inner: model
+                .strata
+                .of
+                .iter()
+                .map(|&k| size[k as usize] > 1)
+                .collect(),
+            own: spread::tails(&y, var, &own),
+            all,
+        }
     };
+    let inflation: Vec<f64> = (0..y.len()).map(|j| tails.at(j, None)).collect();
     let w = var
         .iter()
         .zip(&inflation)
         .map(|(v, f)| 1.0 / (v * f))
         .collect();
-    (y, w, inflation)
+    (y, w, tails)
 }
 
 #[cfg(test)]

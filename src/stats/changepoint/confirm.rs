@@ -46,7 +46,7 @@ pub(super) struct Ctx<'a> {
     pub(super) sorted_deviation: Vec<f64>,
     /// Each level's inflation by the series' tails (see `weighed`): a contrast of its runs
     /// carries it too.
-    pub(super) inflation: Vec<f64>,
+    pub(super) tails: super::spread::Tails,
     /// [`Ctx::side_by_side`]'s answers so far.
     pub(super) paired: std::cell::RefCell<Paired>,
     /// The machines' nights, read against each other.
@@ -173,9 +173,36 @@ impl Ctx<'_> {
             .borrow_mut()
             .entry((a, b, c))
             .or_insert_with(|| {
-                super::side::side_by_side(self.model, (a, b, c), &self.inflation)
+                super::side::side_by_side(self.model, (a, b, c), &self.tails_at(a, b, c))
                     .filter(|x| x.1 > 0.0)
             })
+    }
+
+    /// Each level's tail inflation for the runs side by side at `b` between [a, b) and
+    /// [b, c): where two windows or more hold both sides, without the difference at `b`
+    /// (the step tested is no tail of the noise; one window's chance step keeps it).
+    fn tails_at(&self, a: usize, b: usize, c: usize) -> impl Fn(usize) -> f64 + '_ {
+        let without = (super::side::windows_across(self.model, (a, b, c)) >= 2).then_some(b);
+        move |j| self.tails.at(j, without)
+    }
+
+    /// Where the runs side by side (`d`) dispute the machines' nights: the weakest p-value
+    /// of the runs without any one window, each showing the step the same way (an outlier
+    /// run, a session's state, lies in one window: a step no one window makes is none of
+    /// theirs, and the nights' one difference beside it is the outlier); `None` where fewer
+    /// than two windows hold both sides.
+    fn firm_against_nights(&self, (a, b, c): (usize, usize, usize), d: f64) -> Option<f64> {
+        let views =
+            super::side::without_each_window(self.model, (a, b, c), &self.tails_at(a, b, c));
+        if views.is_empty() {
+            return None;
+        }
+        let mut worst: f64 = 0.0;
+        for view in views {
+            let (dk, vk) = view.filter(|x| x.1 > 0.0 && x.0 * d > 0.0)?;
+            worst = worst.max(two_sided(dk / vk.sqrt(), self.model.df));
+        }
+        Some(worst)
     }
 
     /// The step at `b` between [a, b) and [b, c) whose sides lie in several strata. Two kinds
@@ -293,7 +320,9 @@ impl Ctx<'_> {
             if let Some((d, v)) = self.side_by_side(a, b, c) {
                 let chi = (d - dn).powi(2) / (v + vn);
                 if chi > DISPUTE_CHI2 {
-                    let q = nights_judged((d, v), (dn, vn), chi, self.model.df);
+                    let q = self
+                        .firm_against_nights((a, b, c), d)
+                        .or_else(|| nights_judged((d, v), (dn, vn), chi, self.model.df));
                     match q {
                         Some(q) if q * positions < self.alpha => p = p.max(q),
                         _ => disputed = true,
@@ -328,7 +357,7 @@ impl Ctx<'_> {
         // Where windows hold runs of both sides, every split they fit nearly as well as the
         // best (a commit measured between the two levels) may be the step's.
         let paired = |t: usize| {
-            super::side::side_by_side(self.model, (a, t, c), &self.inflation)
+            super::side::side_by_side(self.model, (a, t, c), &|j| self.tails.at(j, None))
                 .map(|(d, v)| d * d / v)
                 .filter(|q| q.is_finite())
         };

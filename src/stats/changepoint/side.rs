@@ -25,13 +25,50 @@ struct Cell {
 pub(super) fn side_by_side(
     model: &Model,
     (a, b, c): (usize, usize, usize),
-    inflation: &[f64],
+    inflation: &dyn Fn(usize) -> f64,
 ) -> Option<(f64, f64)> {
     if !model.tied {
         return None;
     }
     let pooled = model.pooled()?;
     let windows = cells(model, (a, b, c))?;
+    estimate(model, &windows, pooled, inflation)
+}
+
+/// [`side_by_side`] once without each window holding both sides in turn (an outlier run, a
+/// session's own state: what one window alone shows); empty where fewer than two hold both.
+pub(super) fn without_each_window(
+    model: &Model,
+    (a, b, c): (usize, usize, usize),
+    inflation: &dyn Fn(usize) -> f64,
+) -> Vec<Option<(f64, f64)>> {
+    let (true, Some(pooled)) = (model.tied, model.pooled()) else {
+        return Vec::new();
+    };
+    let Some(mut windows) = cells(model, (a, b, c)) else {
+        return Vec::new();
+    };
+    if windows.len() < 2 {
+        return Vec::new();
+    }
+    (0..windows.len())
+        .map(|k| {
+            let out = windows.remove(k);
+            let e = estimate(model, &windows, pooled, inflation);
+            windows.insert(k, out);
+            e
+        })
+        .collect()
+}
+
+/// The least-squares step of the runs in `windows` (each window's state cancelling) and its
+/// variance (see [`side_by_side`]).
+fn estimate(
+    model: &Model,
+    windows: &[Vec<Cell>],
+    pooled: f64,
+    inflation: &dyn Fn(usize) -> f64,
+) -> Option<(f64, f64)> {
     let side = |e: &Cell| if e.after { 1.0 } else { 0.0 };
     // Per window the runs' mean side; each cell's share of the estimate is n (side - mean).
     let mean_side: Vec<f64> = windows
@@ -57,7 +94,7 @@ pub(super) fn side_by_side(
     for (cells, s) in windows.iter().zip(&mean_side) {
         for e in cells {
             let coef = e.n * (side(e) - s) / den;
-            let f = inflation.get(e.commit).copied().unwrap_or(1.0);
+            let f = inflation(e.commit);
             noise += coef * coef * f * model.contrast_run_var(e.commit, pooled) / e.n;
             *per_commit.entry(e.commit).or_default() += coef;
         }
@@ -65,6 +102,11 @@ pub(super) fn side_by_side(
     // (A commit in a window with another build lies in a stratum holding several.)
     let jitter: f64 = per_commit.values().map(|x| x * x).sum::<f64>() * model.tau2_together;
     Some((num / den, noise + jitter))
+}
+
+/// How many windows hold runs of both sides of `b` in [a, c).
+pub(super) fn windows_across(model: &Model, (a, b, c): (usize, usize, usize)) -> usize {
+    cells(model, (a, b, c)).map_or(0, |w| w.len())
 }
 
 /// The runs of [a, c) (clipped as the levels clip them) by window, in window order, in the

@@ -94,25 +94,59 @@ fn sigma_of_diffs(d: Vec<f64>) -> Option<f64> {
 /// and 1 where fewer than [`MIN_DIFFS`] differences are left (those few may be the steps).
 /// Heavy tails leave more spread than a MAD promises; the penalty must scale with the spread
 /// the segmentation sees.
-pub(super) fn tail_inflation(y: &[f64], var: &[f64], skip: &[bool]) -> f64 {
-    if y.len() < 3 {
-        return 1.0;
+///
+/// For each difference `j` (levels j − 1 and j), too, the inflation the others show without
+/// it (the same where it was skipped): a step tested is no tail of its own noise.
+pub(super) fn tails(y: &[f64], var: &[f64], skip: &[bool]) -> (f64, Vec<f64>) {
+    let m = y.len();
+    if m < 3 {
+        return (1.0, vec![1.0; m]);
     }
+    let mut term = vec![None; m];
     let (mut sum, mut count) = (0.0, 0usize);
-    for j in 1..y.len() {
+    for j in 1..m {
         if skip.get(j).copied().unwrap_or(false) {
             continue;
         }
-        sum += ((y[j] - y[j - 1]) / (var[j] + var[j - 1]).sqrt())
+        let t = ((y[j] - y[j - 1]) / (var[j] + var[j - 1]).sqrt())
             .clamp(-3.0, 3.0)
             .powi(2);
+        term[j] = Some(t);
+        sum += t;
         count += 1;
     }
-    let ms = sum / count.max(1) as f64;
-    if ms.is_finite() && count >= MIN_DIFFS {
-        ms.max(1.0)
-    } else {
-        1.0
+    let of = |sum: f64, count: usize| {
+        let ms = sum / count.max(1) as f64;
+        if ms.is_finite() && count >= MIN_DIFFS {
+            ms.max(1.0)
+        } else {
+            1.0
+        }
+    };
+    let all = of(sum, count);
+    let without = term
+        .iter()
+        .map(|t| t.map_or(all, |t| of(sum - t, count - 1)))
+        .collect();
+    (all, without)
+}
+
+/// Each level's inflation by the series' tails (see `weighed`), and what it would be
+/// without one difference of neighbouring levels.
+#[derive(Clone)]
+pub(super) struct Tails {
+    /// The level is compared within its stratum (by `own`), else across (by `all`).
+    pub(super) inner: Vec<bool>,
+    pub(super) own: (f64, Vec<f64>),
+    pub(super) all: (f64, Vec<f64>),
+}
+
+impl Tails {
+    /// Level `j`'s inflation, the difference between levels `without − 1` and `without`
+    /// left out.
+    pub(super) fn at(&self, j: usize, without: Option<usize>) -> f64 {
+        let t = if self.inner[j] { &self.own } else { &self.all };
+        without.and_then(|k| t.1.get(k).copied()).unwrap_or(t.0)
     }
 }
 
