@@ -211,7 +211,7 @@ pub fn detect_runs(mut runs: Runs, opts: &Options) -> Detection {
         alpha,
         threshold: opts.threshold,
         slope,
-        tails: tails.clone(),
+        tails: &tails,
         paired: Default::default(),
     };
     let first = ctx(&w, &moments);
@@ -300,8 +300,8 @@ fn weighed(model: &Model, var: &[f64]) -> (Vec<f64>, Vec<f64>, spread::Tails) {
     let tails = if within {
         spread::Tails {
             inner: vec![false; y.len()],
-            all: all.clone(),
-            own: all,
+            own: (all.0, Vec::new()),
+            all,
         }
     } else {
         // Too few neighbours share a stratum: the tails read across strata hold their

@@ -46,7 +46,7 @@ pub(super) struct Ctx<'a> {
     pub(super) sorted_deviation: Vec<f64>,
     /// Each level's inflation by the series' tails (see `weighed`): a contrast of its runs
     /// carries it too.
-    pub(super) tails: super::spread::Tails,
+    pub(super) tails: &'a super::spread::Tails,
     /// [`Ctx::side_by_side`]'s answers so far.
     pub(super) paired: std::cell::RefCell<Paired>,
     /// The machines' nights, read against each other.

@@ -133,9 +133,9 @@ pub(super) fn tails(y: &[f64], var: &[f64], skip: &[bool]) -> (f64, Vec<f64>) {
 
 /// Each level's inflation by the series' tails (see `weighed`), and what it would be
 /// without one difference of neighbouring levels.
-#[derive(Clone)]
 pub(super) struct Tails {
-    /// The level is compared within its stratum (by `own`), else across (by `all`).
+    /// The level is compared within its stratum (by `own`), else across (by `all`; every
+    /// level where the tails are read within strata).
     pub(super) inner: Vec<bool>,
     pub(super) own: (f64, Vec<f64>),
     pub(super) all: (f64, Vec<f64>),
