@@ -173,17 +173,9 @@ impl Ctx<'_> {
             .borrow_mut()
             .entry((a, b, c))
             .or_insert_with(|| {
-                super::side::side_by_side(self.model, (a, b, c), &self.tails_at(a, b, c))
+                super::side::side_by_side(self.model, (a, b, c), self.tails, true)
                     .filter(|x| x.1 > 0.0)
             })
-    }
-
-    /// Each level's tail inflation for the runs side by side at `b` between [a, b) and
-    /// [b, c): where two windows or more hold both sides, without the difference at `b`
-    /// (the step tested is no tail of the noise; one window's chance step keeps it).
-    fn tails_at(&self, a: usize, b: usize, c: usize) -> impl Fn(usize) -> f64 + '_ {
-        let without = (super::side::windows_across(self.model, (a, b, c)) >= 2).then_some(b);
-        move |j| self.tails.at(j, without)
     }
 
     /// Where the runs side by side (`d`) dispute the machines' nights: the weakest p-value
@@ -192,8 +184,7 @@ impl Ctx<'_> {
     /// theirs, and the nights' one difference beside it is the outlier); `None` where fewer
     /// than two windows hold both sides.
     fn firm_against_nights(&self, (a, b, c): (usize, usize, usize), d: f64) -> Option<f64> {
-        let views =
-            super::side::without_each_window(self.model, (a, b, c), &self.tails_at(a, b, c));
+        let views = super::side::without_each_window(self.model, (a, b, c), self.tails);
         if views.is_empty() {
             return None;
         }
@@ -357,7 +348,7 @@ impl Ctx<'_> {
         // Where windows hold runs of both sides, every split they fit nearly as well as the
         // best (a commit measured between the two levels) may be the step's.
         let paired = |t: usize| {
-            super::side::side_by_side(self.model, (a, t, c), &|j| self.tails.at(j, None))
+            super::side::side_by_side(self.model, (a, t, c), self.tails, false)
                 .map(|(d, v)| d * d / v)
                 .filter(|q| q.is_finite())
         };

@@ -5,6 +5,7 @@
 //! windows on the chain show: no effect estimated with free levels stands between them.
 
 use super::model::Model;
+use super::spread::Tails;
 
 /// One commit's runs in one window: its side of the step, their sum and count (moments).
 struct Cell {
@@ -18,21 +19,26 @@ struct Cell {
 /// runs of both sides show it (see the module): its estimate (analysis scale) and variance.
 /// Each run's noise is the pooled mean square of runs, or its commit's wider spread, over
 /// its moments; each commit's jitter of builds τ² counts once, however many windows hold
-/// it; each commit's term is widened by `inflation[j]` (the tails the series shows beyond
-/// its noise). Runs shown on several commits (one build's) count once, where first seen; a
+/// it; each commit's term is widened by its level's inflation in `tails` (the tails the
+/// series shows beyond its noise; for the step `tested` at `b`, without the difference at
+/// `b` where two windows or more hold both sides). Runs shown on several commits (one build's) count once, where first seen; a
 /// build on both sides counts nowhere. `None` where no window ties builds, without a
 /// pooled noise, or where no window holds both sides.
 pub(super) fn side_by_side(
     model: &Model,
     (a, b, c): (usize, usize, usize),
-    inflation: &dyn Fn(usize) -> f64,
+    tails: &Tails,
+    tested: bool,
 ) -> Option<(f64, f64)> {
     if !model.tied {
         return None;
     }
     let pooled = model.pooled()?;
     let windows = cells(model, (a, b, c))?;
-    estimate(model, &windows, pooled, inflation)
+    // The step tested is no tail of its own noise where two windows or more show it; one
+    // session's chance step, in a window alone, keeps its difference in the tails.
+    let without = (tested && windows.len() >= 2).then_some(b);
+    estimate(model, &windows, pooled, &|j| tails.at(j, without))
 }
 
 /// [`side_by_side`] once without each window holding both sides in turn (an outlier run, a
@@ -40,7 +46,7 @@ pub(super) fn side_by_side(
 pub(super) fn without_each_window(
     model: &Model,
     (a, b, c): (usize, usize, usize),
-    inflation: &dyn Fn(usize) -> f64,
+    tails: &Tails,
 ) -> Vec<Option<(f64, f64)>> {
     let (true, Some(pooled)) = (model.tied, model.pooled()) else {
         return Vec::new();
@@ -54,7 +60,7 @@ pub(super) fn without_each_window(
     (0..windows.len())
         .map(|k| {
             let out = windows.remove(k);
-            let e = estimate(model, &windows, pooled, inflation);
+            let e = estimate(model, &windows, pooled, &|j| tails.at(j, Some(b)));
             windows.insert(k, out);
             e
         })
@@ -102,11 +108,6 @@ fn estimate(
     // (A commit in a window with another build lies in a stratum holding several.)
     let jitter: f64 = per_commit.values().map(|x| x * x).sum::<f64>() * model.tau2_together;
     Some((num / den, noise + jitter))
-}
-
-/// How many windows hold runs of both sides of `b` in [a, c).
-pub(super) fn windows_across(model: &Model, (a, b, c): (usize, usize, usize)) -> usize {
-    cells(model, (a, b, c)).map_or(0, |w| w.len())
 }
 
 /// The runs of [a, c) (clipped as the levels clip them) by window, in window order, in the
