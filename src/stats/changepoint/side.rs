@@ -21,8 +21,8 @@ struct Cell {
 /// its moments; each commit's jitter of builds τ² counts once, however many windows hold
 /// it; each commit's term is widened by its level's inflation in `tails` (the tails the
 /// series shows beyond its noise; for the step `tested` at `b`, without the difference at
-/// `b` where two windows or more hold both sides). Runs shown on several commits (one build's) count once, where first seen; a
-/// build on both sides counts nowhere. `None` where no window ties builds, without a
+/// `b` where two windows or more hold both sides). Runs shown on several commits (one
+/// build's) count once, where first seen; a build on both sides counts nowhere. `None` where no window ties builds, without a
 /// pooled noise, or where no window holds both sides.
 pub(super) fn side_by_side(
     model: &Model,

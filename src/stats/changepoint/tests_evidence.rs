@@ -723,3 +723,30 @@ fn an_outlier_run_among_two_is_no_jitter_of_builds() {
         "decided {with} of 300 with outliers, {clean} without"
     );
 }
+
+/// [`spread::tails`]: a step among few neighbouring differences inflates the tails (it counts
+/// 9, winsorised, against about 1 each); read without its own difference, the noise's tails
+/// alone; a difference skipped leaves the inflation as it is.
+#[test]
+fn a_step_left_out_of_the_tails_leaves_the_noise_s_own() {
+    // Seven levels of unit variance: six noise differences of 1 sd (squares 1), one step.
+    let y = [0.0, 1.0, 0.0, 1.0, 11.0, 12.0, 11.0, 12.0];
+    let var = [0.5; 8];
+    let skip = [false; 8];
+    let (all, without) = spread::tails(&y, &var, &skip);
+    assert!((all - (6.0 + 9.0) / 7.0).abs() < 1e-12, "all: {all}");
+    assert!(
+        (without[4] - 1.0).abs() < 1e-12,
+        "without the step: {}",
+        without[4]
+    );
+    assert!(
+        (without[1] - (5.0 + 9.0) / 6.0).abs() < 1e-12,
+        "without noise: {}",
+        without[1]
+    );
+    let mut skipped = skip;
+    skipped[4] = true;
+    let (rest, again) = spread::tails(&y, &var, &skipped);
+    assert!((rest - 1.0).abs() < 1e-12 && (again[4] - rest).abs() < 1e-12);
+}
