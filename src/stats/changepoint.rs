@@ -68,6 +68,10 @@ pub const PENALTY: f64 = 2.5;
 const ONE_PASS_ABOVE: usize = 20_000;
 /// Fewest measured commits over which a linear drift is fitted.
 const DRIFT_MIN: usize = 10;
+/// How many times [`noise_cut`] doubles the penalty before it gives up the boundaries the
+/// runs' noise alone places (×8: a step of 4 % among commits of one session that spread as
+/// outlier runs make them still stands out).
+const NOISE_CUT_DOUBLINGS: usize = 3;
 
 /// Settings of [`detect`]. The defaults: α 0.001, no threshold.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -263,14 +267,27 @@ fn machine_free(runs: &Runs) -> bool {
 /// The first pass's boundaries, with those the runs' noise alone places (tails inflated as
 /// [`weigh`] does): a jitter estimated across a step blurs the step in the first pass, and
 /// the jitter read again over its segments would hold the step still. Where the noise alone
-/// places many boundaries (a tenth of the commits), the builds jitter: the first pass's alone.
+/// places many boundaries (a tenth of the commits), the strongest of them at a penalty
+/// doubled up to [`NOISE_CUT_DOUBLINGS`] times: a few commits that spread as outlier runs make
+/// them must not hide the step beside them (the jitter read across it blurs it); where even
+/// those are many, the builds jitter: the first pass's alone.
 fn noise_cut(model: &Model, cut: Vec<usize>, pen: f64, allowed: &[bool]) -> Vec<usize> {
     let Some(noise) = model.noise_variances() else {
         return cut;
     };
     let (y, w) = weigh(model, &noise);
-    let more = segment::optimal(&Prefix::new(&y, &w), pen, allowed).0;
-    if more.len() > cut.len() + (model.len() / 10).max(1) {
+    let pre = Prefix::new(&y, &w);
+    let few = cut.len() + (model.len() / 10).max(1);
+    let mut pen = pen;
+    let mut more = segment::optimal(&pre, pen, allowed).0;
+    for _ in 0..NOISE_CUT_DOUBLINGS {
+        if more.len() <= few {
+            break;
+        }
+        pen *= 2.0;
+        more = segment::optimal(&pre, pen, allowed).0;
+    }
+    if more.len() > few {
         return cut;
     }
     let mut all = cut;
