@@ -489,33 +489,35 @@ fn the_jitter_of_builds_is_read_at_the_scale_of_the_levels_that_show_it() {
     );
 }
 
+/// 40 commits at `level(i)` measured in one window, 5 runs each, 2 % noise: the fitted model.
+fn one_window(seed: u64, level: &dyn Fn(usize) -> f64) -> Model {
+    let mut rng = SplitMix64::new(seed);
+    let commits: Vec<Vec<(f64, u64)>> = (0..40)
+        .map(|i| {
+            let build = level(i);
+            (0..5)
+                .map(|_| (build * (1.0 + 0.02 * rng.normal()), 1))
+                .collect()
+        })
+        .collect();
+    let mut model = Model::new(runs(commits));
+    model.fit().expect("noise to test against");
+    model
+}
+
 /// [`noise_cut`]: the boundaries the runs' noise alone places join the first pass's (a step
 /// the first pass missed is no jitter of builds); over builds that jitter (5 % apart) it cuts
 /// at their largest moves only, and the jitter read over the rest still holds them: no change
 /// point. 40 commits in one window, 5 runs each, 2 % noise.
 #[test]
 fn the_runs_noise_alone_cuts_the_jitter_at_a_step_but_not_at_jittering_builds() {
-    let window = |seed: u64, level: &dyn Fn(usize) -> f64| {
-        let mut rng = SplitMix64::new(seed);
-        let commits: Vec<Vec<(f64, u64)>> = (0..40)
-            .map(|i| {
-                let build = level(i);
-                (0..5)
-                    .map(|_| (build * (1.0 + 0.02 * rng.normal()), 1))
-                    .collect()
-            })
-            .collect();
-        let mut model = Model::new(runs(commits));
-        model.fit().expect("noise to test against");
-        model
-    };
     let pen = PENALTY * 40f64.ln();
     let allowed = vec![true; 40];
     let mut at_step = 0;
     let mut jitter_left = 0;
     for seed in 0..40 {
         // A +4 % step at 20, the first pass given nothing.
-        let model = window(seed, &|i| if i >= 20 { 1040.0 } else { 1000.0 });
+        let model = one_window(seed, &|i| if i >= 20 { 1040.0 } else { 1000.0 });
         at_step += usize::from(noise_cut(&model, Vec::new(), pen, &allowed).contains(&20));
         // Builds 5 % apart each (no step): the noise alone cuts at their largest moves, and
         // the jitter read over the rest still holds them (no change point).
@@ -762,18 +764,14 @@ fn a_step_among_a_few_wild_commits_is_cut_from_the_jitter() {
     let wild = [4, 9, 27, 33, 36];
     let mut at_step = 0;
     for seed in 0..40 {
-        let mut rng = SplitMix64::new(seed);
-        let commits: Vec<Vec<(f64, u64)>> = (0..40)
-            .map(|i| {
-                let step = if i >= 20 { 1040.0 } else { 1000.0 };
-                let build = if wild.contains(&i) { step * 1.08 } else { step };
-                (0..5)
-                    .map(|_| (build * (1.0 + 0.02 * rng.normal()), 1))
-                    .collect()
-            })
-            .collect();
-        let mut model = Model::new(runs(commits));
-        model.fit().expect("noise to test against");
+        let model = one_window(seed, &|i| {
+            let step = if i >= 20 { 1040.0 } else { 1000.0 };
+            if wild.contains(&i) {
+                step * 1.08
+            } else {
+                step
+            }
+        });
         at_step += usize::from(noise_cut(&model, Vec::new(), pen, &allowed).contains(&20));
     }
     assert!(at_step >= 36, "the step cut in {at_step} of 40");
