@@ -44,6 +44,7 @@
 
 mod confirm;
 mod effects;
+mod fit;
 mod model;
 mod nights;
 mod plateau;
