@@ -105,7 +105,7 @@ fn from_store(g: &Global, args: &DetectArgs) -> anyhow::Result<Output> {
         .iter()
         .map(|u| {
             let mut o = Open::new(u, &names);
-            o.measure = measure_command(g, &ws, test, rows, u.index);
+            o.measure = measure_command(g, &ws, test, rows, (u.last_before, u.index));
             o
         })
         .collect();
@@ -135,17 +135,20 @@ fn warn_if_uneven(
     }
 }
 
-/// The `run` that tops up both sides of the undecided step at row `index`: over the builds
-/// on either side that hold the runs, when both have some.
+/// The `run` that tops up the undecided step whose span is rows `(last_before, index]`: from
+/// the last build at or before its old end that holds runs to the first at or after `index`,
+/// when both have some.
 fn measure_command(
     g: &Global,
     ws: &Workspace,
     test: &crate::config::Test,
     rows: &[crate::pipeline::rows::CommitRow<Observation>],
-    index: usize,
+    (last_before, index): (usize, usize),
 ) -> Option<String> {
     let own = |r: &&crate::pipeline::rows::CommitRow<Observation>| !r.own_values().is_empty();
-    let before = rows[..index].iter().rev().find(own);
+    // From the span's old end: a step the levels place among a few commits is measured over
+    // all of them.
+    let before = rows[..=last_before].iter().rev().find(own);
     let after = rows[index..].iter().find(own);
     if let (Some(b), Some(a)) = (before, after) {
         Some(format!(

@@ -100,3 +100,19 @@ fn the_wrong_commits_of_other_seeds_are_blamed_no_more() {
         );
     }
 }
+
+/// A step no window links to its neighbours that eb902e8 left silent (seed 1, imports #11,
+/// found over 1,000 histories a family): the levels as aligned showed the move (a machine's
+/// nights, two runs a night, +4 % at 21) while the evidence judging it, a session that read the
+/// step's commit low by chance, did not. It is now at least undecided (measured apart), with a
+/// span the levels place it in that holds the step's commit.
+#[test]
+fn a_step_with_no_link_the_levels_show_is_never_silent() {
+    let setup = Setup::default();
+    let (h, mut rng) = sim::history(Kind::Imports, Some(0.04), 1, 11, setup);
+    let v = sim::judge(&h, &mut rng);
+    let log = h.log.join("; ");
+    assert!(v.bracketed && !v.linked, "{log}");
+    assert_eq!(v.false_certain, 0, "{}\n{log}", v.note);
+    assert!(v.seen, "silent: {}\n{log}", v.note);
+}

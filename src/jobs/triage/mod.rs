@@ -379,14 +379,16 @@ impl<'a> Triage<'a> {
             // Steps the stored runs cannot decide (cron rounds each at its own moment, too few runs)
             // are searched as the confirmed ones are: `find`'s interleaved runs decide them. A
             // move seen only across named machines is theirs, not a commit's: never searched.
-            let steps = d.points.iter().map(|c| c.index).chain(
+            // An undecided step the levels place among a few commits is searched over its
+            // whole span (the gap below its last commit alone may miss it).
+            let steps = d.points.iter().map(|c| (c.index, c.index)).chain(
                 d.undecided
                     .iter()
                     .filter(|u| u.why != crate::stats::changepoint::Reason::Machines)
-                    .map(|u| u.index),
+                    .map(|u| (u.last_before + 1, u.index)),
             );
-            for index in steps {
-                let Some(from) = rows[..index].iter().rev().find(|r| !r.values.is_empty()) else {
+            for (start, index) in steps {
+                let Some(from) = rows[..start].iter().rev().find(|r| !r.values.is_empty()) else {
                     continue;
                 };
                 let to = &rows[index];

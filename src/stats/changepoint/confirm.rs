@@ -81,6 +81,13 @@ pub(super) struct Tested {
     /// The machines' nights beside the step contradict the runs taken side by side that
     /// show it ([`DISPUTE_CHI2`]): no statement of the commits either way.
     pub(super) disputed: bool,
+    /// The sides lie in several strata, and the level after the boundary as the levels beside
+    /// it show it (the machine states as aligned, not the evidence that judged it).
+    pub(super) strata: Option<f64>,
+    /// The segments' ends: the boundary stood between [a, b) and [b, c).
+    pub(super) ends: (usize, usize),
+    /// Undecided only as the levels show it ([`Ctx::undecided`]): placed by their span.
+    pub(super) loose: bool,
 }
 
 /// What [`Ctx::across`] found: the p-value, the change the deciding evidence shows (analysis
@@ -333,6 +340,9 @@ impl Ctx<'_> {
             machines: judged.machines,
             p_runs,
             positions,
+            strata: (!single).then(|| self.back(self.sizes.mean(b, hi) + self.slope * b as f64)),
+            ends: (a, c),
+            loose: false,
         }
     }
 
@@ -637,8 +647,10 @@ impl Ctx<'_> {
     }
 
     /// Steps the runs show but cannot decide yet: boundaries merged away that reached the
-    /// threshold at p < 5 % against the segments beside them, each with the runs a side its test needs (80 % power at α). A series whose
-    /// commits repeat one number each has none: more runs would say the same.
+    /// threshold at p < 5 % against the segments beside them (over several strata, the levels
+    /// as aligned at p < 5 % where the evidence judging it is weaker: measured apart), each
+    /// with the runs a side its test needs (80 % power at α). A series whose commits repeat
+    /// one number each has none: more runs would say the same.
     pub(super) fn undecided(
         &self,
         found: &[ChangePoint],
@@ -656,7 +668,30 @@ impl Ctx<'_> {
         // Each with its clearest test against the segments beside it while it stood (see
         // `confirm`): against the whole range any position would look like a step.
         // A step measured apart is one the runs alone would show (p < 5 %).
-        let mut cands: Vec<&(usize, Tested)> = dropped
+        // Over several strata, a step the levels as aligned show (p < 5 %) that the evidence
+        // judging it does not: measured apart, with the levels' move (silence would hide a
+        // step a machine's nights show that no session holds both sides of).
+        let loose = |t: &Tested| -> Option<Tested> {
+            let after = t.strata?;
+            (!t.apart
+                && !t.disputed
+                && t.p >= UNDECIDED_P
+                && t.p_runs < UNDECIDED_P
+                && self.threshold.reached(t.before, after)
+                && t.before != after)
+                .then_some(Tested {
+                    apart: true,
+                    after,
+                    reached: true,
+                    loose: true,
+                    ..*t
+                })
+        };
+        let widened: Vec<(usize, Tested)> = dropped
+            .iter()
+            .map(|&(b, t)| (b, loose(&t).unwrap_or(t)))
+            .collect();
+        let mut cands: Vec<&(usize, Tested)> = widened
             .iter()
             .filter(|(_, t)| t.reached && t.shown() < UNDECIDED_P && !t.passes(self.alpha))
             .collect();
@@ -702,9 +737,28 @@ impl Ctx<'_> {
                     let z_obs = norm_quantile(1.0 - t.p.max(1e-300) / 2.0).max(0.1);
                     ((n as f64 * (z_need / z_obs).powi(2)).ceil() as usize).clamp(n + 1, 1000)
                 };
+                // A step only the levels show is placed as the levels place it (every commit
+                // they fit nearly as well), not at the one boundary.
+                let (a, c) = t.ends;
+                let placed = (t.loose && b - a > 1 && c - b > 1)
+                    .then(|| self.span(a, b, c))
+                    .filter(|&(l, f)| {
+                        // A span of every position the levels could test is no placing: no
+                        // stratum beside it tells where (rounds each of their own moment).
+                        let lo = (a + 1).max(b.saturating_sub(LEVEL_SPAN));
+                        let hi = c.min(b + LEVEL_SPAN + 1);
+                        l + 1 > lo || f + 1 < hi
+                    });
+                let (last, first) = match placed {
+                    // (Within two commits of the boundary: levels on scales of their own
+                    // fit far positions alike, and a span of many says nothing. A side of
+                    // one commit places the step by itself.)
+                    Some((l, f)) => (l.max(b.saturating_sub(3)), f.min(b + 2)),
+                    None => (b - 1, b),
+                };
                 Undecided {
-                    index: self.model.pos[b],
-                    last_before: self.model.pos[b - 1],
+                    index: self.model.pos[first],
+                    last_before: self.model.pos[last],
                     why: if t.apart && t.machines {
                         Reason::Machines
                     } else if t.apart {
