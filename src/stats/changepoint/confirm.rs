@@ -750,9 +750,9 @@ impl Ctx<'_> {
                         l + 1 > lo || f + 1 < hi
                     });
                 let (last, first) = match placed {
-                    // (Within two commits of the boundary: levels on scales of their own
-                    // fit far positions alike, and a span of many says nothing. A side of
-                    // one commit places the step by itself.)
+                    // (Within three commits before the boundary and two after: levels on
+                    // scales of their own fit far positions alike, and a span of many says
+                    // nothing. A side of one commit places the step by itself.)
                     Some((l, f)) => (l.max(b.saturating_sub(3)), f.min(b + 2)),
                     None => (b - 1, b),
                 };
