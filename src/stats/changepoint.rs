@@ -47,6 +47,7 @@ mod effects;
 mod fit;
 mod model;
 mod nights;
+mod place;
 mod plateau;
 mod point;
 mod prefix;
