@@ -4,7 +4,8 @@
 # command at a machine speed of its own), with this build and with the build before the model
 # knew machine states (BASE, default e30e537), on the same seeded histories in one run.
 # Per family: false certain steps per history (certain where nothing moved) and the power
-# (real steps decided at their commit where runs link them to their neighbours).
+# (real steps decided at their commit where runs link them to their neighbours). The build
+# before runs `run --shard` as it did then: no top-up of a shard's own steps.
 #
 # Usage: scripts/bench-nights.sh [HISTORIES] (default 200 a family)
 # Env: BASE=REV the build to compare with; SCRATCH=DIR where its worktree goes
@@ -41,4 +42,4 @@ echo
 echo
 echo "### The build before ($base), the same histories"
 echo
-(cd "$scratch" && CARGO_TARGET_DIR="$scratch/target" cargo bench -q --bench nights -- "$histories" 2>/dev/null)
+(cd "$scratch" && NIGHTS_SHARD_TOP_UP=0 CARGO_TARGET_DIR="$scratch/target" cargo bench -q --bench nights -- "$histories" 2>/dev/null)

@@ -106,6 +106,9 @@ pub struct Setup {
     pub threshold: f64,
     pub repeats: usize,
     pub max_repeats: usize,
+    /// Whether `run --shard` tops up the steps its own commits leave undecided (as `run` does
+    /// since issue 56; the builds before measured a shard's commits and stopped).
+    pub shard_top_up: bool,
 }
 
 impl Default for Setup {
@@ -116,6 +119,8 @@ impl Default for Setup {
             threshold: 0.02,
             repeats: 5,
             max_repeats: 30,
+            // The benchmark runs the builds before as they were (NIGHTS_SHARD_TOP_UP=0).
+            shard_top_up: std::env::var("NIGHTS_SHARD_TOP_UP").map_or(true, |v| v != "0"),
         }
     }
 }
@@ -219,8 +224,9 @@ impl History {
     }
 
     /// `run` over `lo..=hi` (every commit, or shard `(i, n)`: every nth from the ith), at
-    /// `state`: one session of interleaved rounds, then (not for a shard) the top-up of the
-    /// steps left undecided over the range with its old end, as `run` does.
+    /// `state`: one session of interleaved rounds, then the top-up of the steps left
+    /// undecided over the range with its old end (a shard: over its own commits), as `run`
+    /// does.
     pub fn run(
         &mut self,
         lo: usize,
@@ -250,8 +256,12 @@ impl History {
             .filter(|x| x.1 > 0)
             .collect();
         self.rounds(&want, state);
-        if shard.is_none() {
-            self.top_up(lo.saturating_sub(1), hi, state);
+        // A shard tops up over its own commits (the simulation's shards hold their Nth
+        // commits only, not the range's ends).
+        match shard {
+            None => self.top_up(&(lo.saturating_sub(1)..=hi).collect::<Vec<_>>(), state),
+            Some(_) if self.setup.shard_top_up => self.top_up(&picked, state),
+            Some(_) => {}
         }
     }
 
@@ -273,12 +283,12 @@ impl History {
         }
     }
 
-    /// `run`'s top-up over the chain `lo..=hi`: the builds beside each undecided step measured
-    /// more, side by side, up to six passes.
-    fn top_up(&mut self, lo: usize, hi: usize, state: f64) {
+    /// `run`'s top-up over `chain` (commits, oldest first): the builds beside each undecided
+    /// step measured more, side by side, up to six passes.
+    fn top_up(&mut self, chain: &[usize], state: f64) {
         let s = self.setup;
         for _ in 0..6 {
-            let rows = self.rows(lo, hi);
+            let rows = self.rows_of(chain);
             let d = self.detect_rows(&rows);
             let mut want: std::collections::BTreeMap<usize, usize> = Default::default();
             for u in &d.undecided {
@@ -309,7 +319,7 @@ impl History {
                     continue;
                 }
                 for (j, more) in plan.into_iter().filter(|p| p.1 > 0) {
-                    let e = want.entry(lo + j).or_default();
+                    let e = want.entry(chain[j]).or_default();
                     *e = (*e).max(more);
                 }
             }
@@ -350,8 +360,14 @@ impl History {
 
     /// The rows of commits `lo..=hi` as the pipeline has them.
     pub fn rows(&self, lo: usize, hi: usize) -> Vec<CommitRow<SimRun>> {
-        (lo..=hi)
-            .map(|j| {
+        self.rows_of(&(lo..=hi).collect::<Vec<_>>())
+    }
+
+    /// The rows of `chain` (commits, oldest first), as [`History::rows`].
+    pub fn rows_of(&self, chain: &[usize]) -> Vec<CommitRow<SimRun>> {
+        chain
+            .iter()
+            .map(|&j| {
                 let records = self.runs[j].clone();
                 let values: Vec<f64> = records.iter().map(|r| r.value).collect();
                 let mut id = [0u8; 20];

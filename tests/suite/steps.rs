@@ -76,6 +76,33 @@ fn few_runs_of_identical_builds_never_hide_a_clear_step() {
 }
 
 #[test]
+fn a_shard_tops_up_a_step_between_its_own_commits() {
+    // 8 commits, a +2 % step at commit 5 at 1 % noise, 3 runs a commit. Shard 1/2 holds
+    // commits 1, 3, 5 and 7 of the range and its old end: the step lies between 3 and 5,
+    // and nine runs against six are too few to decide it. The shard's runner measures both
+    // more, side by side, as an unsharded `run` does, and the step is decided there.
+    let f = Fixture::new(
+        &specs(8, |i, c| {
+            c.metric = if i >= 5 { 1020.0 } else { 1000.0 };
+            c.noise_seed = 3;
+        }),
+        &value_config(3),
+    );
+    let range = f.range();
+    let out = f.run_json("value", &range, &["--shard", "1/2"]);
+    assert!(out["topped_up"].as_u64().unwrap() > 0, "{out}");
+    let j = f.json(&["detect", "value", &range, "--format", "json"]);
+    let steps = j["change_points"].as_array().unwrap();
+    assert_eq!(steps.len(), 1, "{j:#}");
+    assert_eq!(steps[0]["commit"], f.ids[5].as_str(), "{j:#}");
+    assert_eq!(
+        steps[0]["span"]["last_old_commit"],
+        f.ids[3].as_str(),
+        "{j:#}"
+    );
+}
+
+#[test]
 fn detect_says_a_step_is_undecided_when_its_runs_are_too_few_and_how_to_decide_it() {
     let f = Fixture::new(
         &specs(40, |i, c| c.metric = if i >= 21 { 1060.0 } else { 1000.0 }),

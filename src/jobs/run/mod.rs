@@ -323,10 +323,17 @@ impl<'a> Pass<'a> {
         bar.finish_and_clear();
         // Few runs never hide a step: where the numbers now show a step too few runs cannot decide,
         // both builds beside it are measured more, round by round, until it is decided or they
-        // reach `max_repeats`. (Not for a shard: it holds every Nth commit and sees no steps.)
-        if interleave && args.shard.is_none() && !crate::base::interrupt::requested() {
-            let mut chain: Vec<crate::git::CommitInfo> = self.range.base.iter().cloned().collect();
-            chain.extend(self.range.commits.iter().cloned());
+        // reach `max_repeats`. A shard reads its own commits (every Nth and the range's ends,
+        // measured side by side in this session): a step between two of them is one its own
+        // runs show, and the runner that measured them settles it while it holds them.
+        if interleave && !crate::base::interrupt::requested() {
+            let chain: Vec<crate::git::CommitInfo> = if args.shard.is_some() {
+                self.commits.clone()
+            } else {
+                let mut chain: Vec<_> = self.range.base.iter().cloned().collect();
+                chain.extend(self.range.commits.iter().cloned());
+                chain
+            };
             top_up(
                 ws,
                 tests,
