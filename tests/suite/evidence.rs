@@ -34,11 +34,16 @@ fn machine_fixture(step: Option<usize>) -> Fixture {
 }
 
 /// `find` with the machine at ×1.3, then every 4th commit by `run` at ×1.
-fn two_machine_states(f: &Fixture) {
-    let range = f.range();
+fn two_machine_states(f: &Fixture) -> String {
+    two_machine_states_over(f, &f.range())
+}
+
+/// [`two_machine_states`], the shard over `sharded` (`find` over the whole range); what the
+/// shard said.
+fn two_machine_states_over(f: &Fixture, sharded: &str) -> String {
     let out = f
         .cmd()
-        .args(["find", "value", &range, "--format", "json"])
+        .args(["find", "value", &f.range(), "--format", "json"])
         .env("FACTOR", "1.3")
         .output()
         .unwrap();
@@ -49,15 +54,13 @@ fn two_machine_states(f: &Fixture) {
     );
     let out = f
         .cmd()
-        .args(["run", "value", &range, "--shard", "4/4"])
+        .args(["run", "value", sharded, "--shard", "4/4"])
         .env("FACTOR", "1.0")
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let said = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{said}");
+    said
 }
 
 /// The commits `detect`'s JSON decides a step at.
@@ -73,7 +76,10 @@ fn decided(j: &serde_json::Value) -> Vec<String> {
 #[test]
 fn no_step_measured_at_two_machine_states_is_decided_nowhere() {
     let f = machine_fixture(None);
-    two_machine_states(&f);
+    // `find` measures the range's ends at ×1.3; the shard, over the commits between, holds
+    // neither (a shard tops up the steps its own commits show: one holding the ends would
+    // measure them again beside their neighbours, and the runs would settle the states).
+    two_machine_states_over(&f, &format!("{}..{}", f.ids[1], f.ids[38]));
     let range = f.range();
     for args in [
         vec!["detect", "value", "--format", "json"],
@@ -125,6 +131,30 @@ fn no_step_measured_at_two_machine_states_is_decided_nowhere() {
     let page = std::fs::read_to_string(site.join("value.html")).unwrap();
     assert!(page.contains("<h2>Undecided</h2>"), "{page}");
     assert!(!page.contains("SIGNIFICANT"), "{page}");
+}
+
+#[test]
+fn a_shard_holding_ends_another_state_measured_measures_them_again_beside_its_own() {
+    // Issue 48's shape: the ends by `find` at ×1.3, every 4th commit and both ends by a shard
+    // at ×1.0. The shard's runs show the ends apart from their neighbours; it measures both
+    // sides again, side by side, and the runs then say what the states hid: nothing moved.
+    let f = machine_fixture(None);
+    let said = two_machine_states(&f);
+    assert!(
+        said.contains("its sides were measured apart; measuring"),
+        "{said}"
+    );
+    for args in [
+        vec!["detect", "value", "--format", "json"],
+        vec!["detect", "value", &f.range(), "--format", "json"],
+    ] {
+        let j = f.json(&args);
+        assert!(decided(&j).is_empty(), "{args:?}: {j:#}");
+        assert!(
+            j["undecided"].as_array().unwrap().is_empty(),
+            "{args:?}: {j:#}"
+        );
+    }
 }
 
 #[test]
