@@ -109,6 +109,11 @@ pub struct Setup {
     /// Whether `run --shard` tops up the steps its own commits leave undecided (as `run` does
     /// since issue 56; the builds before measured a shard's commits and stopped).
     pub shard_top_up: bool,
+    /// Most runs a commit gets while `run`'s top-up still finds a step too few runs to decide:
+    /// the budget `find`, `step` and `compare` spend on an open decision, at its least (twice
+    /// `max_repeats`: a build as quick as 60 runs); `NIGHTS_TOP_UP_BUDGET=0`: `max_repeats`,
+    /// as `run` topped up before.
+    pub budget: usize,
 }
 
 impl Default for Setup {
@@ -121,6 +126,11 @@ impl Default for Setup {
             max_repeats: 30,
             // The benchmark runs the builds before as they were (NIGHTS_SHARD_TOP_UP=0).
             shard_top_up: std::env::var("NIGHTS_SHARD_TOP_UP").map_or(true, |v| v != "0"),
+            budget: if std::env::var("NIGHTS_TOP_UP_BUDGET").is_ok_and(|v| v == "0") {
+                30
+            } else {
+                2 * 30
+            },
         }
     }
 }
@@ -307,7 +317,7 @@ impl History {
                         let (room, seen) = if apart {
                             (s.max_repeats, 0)
                         } else {
-                            (s.max_repeats.saturating_sub(own), seen)
+                            (s.budget.saturating_sub(own), seen)
                         };
                         (
                             j,

@@ -141,7 +141,7 @@ pub const KEYS: &[Key] = &[
     ),
     value(
         "tests.NAME.max_runs",
-        "budget of runs per commit while a decision still straddles the threshold after `max_repeats` (`find`, `step`, `compare`; `--max-runs` overrides it): more decides more, at the runs' cost",
+        "budget of runs per commit while a decision still straddles the threshold after `max_repeats` (`find`, `step`, `compare`, and `run`'s top-up of an undecided step; `--max-runs` overrides it): more decides more, at the runs' cost",
         "as many as take the time of one build of the commit (at least `max_repeats`, at most 1000)",
     ),
     value(

@@ -294,7 +294,7 @@ fn measure_sides(
         if asked >= most {
             // `max_repeats` spent and the sides still straddle the threshold: on up to the
             // budget (the runs that take one build's time, or --max-runs).
-            budget = budget_of(ws, test, b, &got, most);
+            budget = budget_of(ws, test, b, &[&got[0], &got[1]], most);
             if asked >= budget || !straddles(test, &got, &stopped) {
                 break;
             }
@@ -348,16 +348,16 @@ fn worth_more(
 /// test's, or `--max-runs`), else the runs whose own wall time adds up to one build of B
 /// (from its manifest) at the pace of the runs `got` so far, twice `most` at least
 /// ([`crate::bisect::budget_of`]).
-fn budget_of(
+pub(crate) fn budget_of(
     ws: &Workspace,
     test: &crate::config::Test,
     b: &crate::git::CommitInfo,
-    got: &[Vec<Sample>; 2],
+    got: &[&[Sample]],
     most: usize,
 ) -> usize {
     let walls: Vec<f64> = got
         .iter()
-        .flatten()
+        .flat_map(|side| side.iter())
         .map(|s| s.wall)
         .filter(|w| *w > 0.0 && w.is_finite())
         .collect();

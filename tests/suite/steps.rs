@@ -103,6 +103,44 @@ fn a_shard_tops_up_a_step_between_its_own_commits() {
 }
 
 #[test]
+fn run_tops_up_an_undecided_step_past_max_repeats_up_to_the_budget() {
+    // The shard above (a +2 % step at commit 5 at 1 % noise, three runs a commit, shard 1/2
+    // holding commits 3 and 5 beside it), with `max_repeats = 4`: that caps a commit's runs
+    // in a search's first pass, but an open decision goes on to `max_runs` (the budget `find`
+    // and `compare` spend), and so does `run`'s top-up: the two builds beside the step get
+    // the runs it needs, side by side, and the step is decided at its commit. With a budget of
+    // four, the same shard leaves it undecided.
+    let outcome = |max_runs: usize| {
+        let config = value_config(3).replace(
+            "repeats = 3",
+            &format!("repeats = 3\nmax_repeats = 4\nmax_runs = {max_runs}"),
+        );
+        let f = Fixture::new(
+            &specs(8, |i, c| {
+                c.metric = if i >= 5 { 1020.0 } else { 1000.0 };
+                c.noise_seed = 3;
+            }),
+            &config,
+        );
+        let range = f.range();
+        let out = f.run_json("value", &range, &["--shard", "1/2"]);
+        assert!(out["topped_up"].as_u64().unwrap() > 0, "{out}");
+        let j = f.json(&["detect", "value", &range, "--format", "json"]);
+        let steps = j["change_points"].as_array().unwrap().clone();
+        let undecided = j["undecided"].as_array().map_or(0, |u| u.len());
+        (f, steps, undecided, j)
+    };
+    let (f, steps, _, j) = outcome(40);
+    assert_eq!(steps.len(), 1, "{j:#}");
+    assert_eq!(steps[0]["commit"], f.ids[5].as_str(), "{j:#}");
+    let (_, steps, undecided, j) = outcome(4);
+    assert!(
+        steps.is_empty() && undecided == 1,
+        "four runs a side decide nothing: {j:#}"
+    );
+}
+
+#[test]
 fn detect_says_a_step_is_undecided_when_its_runs_are_too_few_and_how_to_decide_it() {
     let f = Fixture::new(
         &specs(40, |i, c| c.metric = if i >= 21 { 1060.0 } else { 1000.0 }),

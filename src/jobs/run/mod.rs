@@ -740,6 +740,15 @@ fn top_up(
                 // runs each has, taken at other times, do not count, and one side alone
                 // decides nothing.
                 let apart = u.why == crate::stats::changepoint::Reason::MeasuredApart;
+                // A step too few runs to decide is a decision still open: its builds get
+                // runs up to the budget `find` and `compare` spend on one (the runs that
+                // take one build's time, twice `max_repeats` at least, or `max_runs`).
+                let budget = if apart {
+                    t.max_repeats
+                } else {
+                    let got = [rows[b].own_records(), rows[a].own_records()];
+                    crate::jobs::compare::budget_of(ws, t, &chain[a], &got, t.max_repeats)
+                };
                 let plan: Vec<(usize, usize)> = [(b, u.runs.0), (a, u.runs.1)]
                     .into_iter()
                     .map(|(j, seen)| {
@@ -747,7 +756,7 @@ fn top_up(
                         let (room, seen) = if apart {
                             (t.max_repeats, 0)
                         } else {
-                            (t.max_repeats.saturating_sub(own), seen)
+                            (budget.saturating_sub(own), seen)
                         };
                         let built = matches!(ws.build_state(&chain[j].id), State::Cached(_));
                         let more = u.runs_needed.saturating_sub(seen).max(t.repeats).min(room);
