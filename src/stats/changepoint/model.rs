@@ -314,6 +314,18 @@ impl Model {
         pooled.max(own)
     }
 
+    /// What level `j`'s inflation by the series' tails (`f`: how much wider its level spreads
+    /// than its variance on σ says) leaves to a contrast of its runs on
+    /// [`Model::contrast_run_var`]: σ is a median of pairs, robust to the outlier runs the
+    /// mean square holds, so the part of `f` that the wider variance per run already carries
+    /// is taken out (else a contrast of runs pays it twice); never below 1.
+    pub(super) fn contrast_inflation(&self, j: usize, pooled: f64, f: f64) -> f64 {
+        let Some(sw) = self.sigma.filter(|s| *s > 0.0) else {
+            return f;
+        };
+        (f * self.run_var(j, sw) / self.contrast_run_var(j, pooled)).max(1.0)
+    }
+
     /// Commit `j`'s runs are shown on other commits too (one build's).
     pub(super) fn shared(&self, j: usize) -> bool {
         self.share[j] < 1.0

@@ -100,7 +100,7 @@ fn estimate(
     for (cells, s) in windows.iter().zip(&mean_side) {
         for e in cells {
             let coef = e.n * (side(e) - s) / den;
-            let f = inflation(e.commit);
+            let f = model.contrast_inflation(e.commit, pooled, inflation(e.commit));
             noise += coef * coef * f * model.contrast_run_var(e.commit, pooled) / e.n;
             *per_commit.entry(e.commit).or_default() += coef;
         }
