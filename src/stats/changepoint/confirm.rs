@@ -146,6 +146,14 @@ fn selection(n: usize) -> f64 {
 /// ([`nights_judged`]), and undecided unless both together decide it.
 const DISPUTE_CHI2: f64 = 6.63;
 
+/// The nights a machine's reading of a step takes on each side ([`super::nights::Nights::step`]):
+/// one, the nights next to the step (a machine's state wanders, and where the step lies the
+/// nearest nights tell: a session's outlier run one commit early is disputed by them), and up
+/// to five (what the machine's nights say of the level around it: one session's chance step
+/// of a run a commit beside forty nights that show none is disputed by their mean, which
+/// one night's reading each side is too rough to do).
+const NIGHTS_READ: [usize; 2] = [1, 5];
+
 /// The step the runs taken side by side show (`d`, variance `v`) judged again beside the
 /// machines' nights that dispute it (`dn`, `vn`; `chi` their disagreement on χ²₁): the runs'
 /// variance widened by the disagreement (an outlier run, a session's state: they may be wrong
@@ -305,17 +313,24 @@ impl Ctx<'_> {
         // more than the nights can doubt is one the nights' chance reading does not undo.
         let positions = selection((c - a).saturating_sub(1));
         let mut disputed = false;
-        if let Some((dn, vn)) = self.nights.step((a, b, c), LEVEL_SPAN) {
-            if let Some((d, v)) = self.side_by_side(a, b, c) {
-                let chi = (d - dn).powi(2) / (v + vn);
-                if chi > DISPUTE_CHI2 {
-                    let q = self
-                        .firm_against_nights((a, b, c), d)
-                        .or_else(|| nights_judged((d, v), (dn, vn), chi, self.model.df));
-                    match q {
-                        Some(q) if q * positions < self.alpha => p = p.max(q),
-                        _ => disputed = true,
-                    }
+        // The nights read two ways (see [`NIGHTS_READ`]): the one further from the runs
+        // side by side is the dispute.
+        let against = self.side_by_side(a, b, c).and_then(|(d, v)| {
+            NIGHTS_READ
+                .into_iter()
+                .filter_map(|k| self.nights.step((a, b, c), LEVEL_SPAN, k))
+                .map(|(dn, vn)| ((d - dn).powi(2) / (v + vn), (dn, vn)))
+                .max_by(|x, y| x.0.total_cmp(&y.0))
+                .map(|(chi, n)| (chi, n, (d, v)))
+        });
+        if let Some((chi, (dn, vn), (d, v))) = against {
+            if chi > DISPUTE_CHI2 {
+                let q = self
+                    .firm_against_nights((a, b, c), d)
+                    .or_else(|| nights_judged((d, v), (dn, vn), chi, self.model.df));
+                match q {
+                    Some(q) if q * positions < self.alpha => p = p.max(q),
+                    _ => disputed = true,
                 }
             }
         }

@@ -103,22 +103,31 @@ impl Nights {
     }
 
     /// The step at `b` between [a, b) and [b, c) as each machine's nights beside it show it
-    /// (within `span` commits): per machine its first night after less its last night before
-    /// (a machine's state wanders from night to night: the nights next to each other differ
-    /// by the least), machines combined by their variances; its estimate and variance, `None`
-    /// where no machine has nights on both sides.
-    pub(super) fn step(&self, (a, b, c): (usize, usize, usize), span: usize) -> Option<(f64, f64)> {
+    /// (within `span` commits): per machine the mean of its first `k` nights after less that
+    /// of its last `k` before (a machine's state wanders from night to night: the nights next
+    /// to each other differ by the least; more of them hold a level better), machines
+    /// combined by their variances (each night's half the variance of two neighbours'
+    /// difference); its estimate and variance, `None` where no machine has nights on both
+    /// sides.
+    pub(super) fn step(
+        &self,
+        (a, b, c): (usize, usize, usize),
+        span: usize,
+        k: usize,
+    ) -> Option<(f64, f64)> {
         let (lo, hi) = (a.max(b.saturating_sub(span)), c.min(b + span));
         let (mut num, mut den) = (0.0, 0.0);
         for (slot, sd) in self.sd.iter().enumerate() {
             let Some(sd) = sd else { continue };
             let reading = |j: usize| self.of[j].iter().find(|e| e.0 == slot).map(|e| e.1);
-            let before = (lo..b).rev().find_map(reading);
-            let after = (b..hi).find_map(reading);
-            let (Some(x), Some(y)) = (before, after) else {
+            let before: Vec<f64> = (lo..b).rev().filter_map(reading).take(k).collect();
+            let after: Vec<f64> = (b..hi).filter_map(reading).take(k).collect();
+            if before.is_empty() || after.is_empty() {
                 continue;
-            };
-            let var = sd * sd;
+            }
+            let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+            let (x, y) = (mean(&before), mean(&after));
+            let var = sd * sd * (1.0 / before.len() as f64 + 1.0 / after.len() as f64) / 2.0;
             num += (y - x) / var;
             den += 1.0 / var;
         }
