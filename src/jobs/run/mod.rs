@@ -323,7 +323,7 @@ impl<'a> Pass<'a> {
         bar.finish_and_clear();
         // Few runs never hide a step: where the numbers now show a step too few runs cannot decide,
         // both builds beside it are measured more, round by round, until it is decided or they
-        // reach `max_repeats`. A shard reads its own commits (every Nth and the range's ends,
+        // reach the budget of an open decision. A shard reads its own commits (every Nth and the range's ends,
         // measured side by side in this session): a step between two of them is one its own
         // runs show, and the runner that measured them settles it while it holds them.
         if interleave && !crate::base::interrupt::requested() {
