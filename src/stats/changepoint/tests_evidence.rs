@@ -540,6 +540,39 @@ fn the_runs_noise_alone_cuts_the_jitter_at_a_step_but_not_at_jittering_builds() 
     );
 }
 
+/// 40 commits, each measured on one night of machine 1 (its own window 100 + i): `runs` runs
+/// at `level(i)` times the night's state (`scale` within `sd`), 2 % noise a run.
+fn machine_nights(
+    rng: &mut SplitMix64,
+    level: &dyn Fn(usize) -> f64,
+    (scale, sd): (f64, f64),
+    runs: usize,
+) -> Vec<Vec<Obs>> {
+    (0..40)
+        .map(|i| {
+            let night = scale * (1.0 + sd * rng.normal());
+            (0..runs)
+                .map(|_| Obs {
+                    value: level(i) * night * (1.0 + 0.02 * rng.normal()),
+                    window: 100 + i as u64,
+                    machine: 1,
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// `k` runs of a session's window `window` (unnamed machine) pushed onto `c`, each `value()`.
+fn session_runs(c: &mut Vec<Obs>, k: usize, window: u64, mut value: impl FnMut() -> f64) {
+    for _ in 0..k {
+        c.push(Obs {
+            value: value(),
+            window,
+            machine: 0,
+        });
+    }
+}
+
 /// A machine's nights (one commit a night, 4 runs, the night's state within 1 %), then a
 /// session over commits 34..=38 with one run each, and a top-up of 35 and 36 beside each
 /// other: commit `spike`'s one session run lies 15 % high (an outlier run). Its night says it
@@ -550,36 +583,13 @@ fn nights_and_an_outlier_run(seed: u64, spike: usize, step: Option<usize>) -> Ru
         Some(s) if i >= s => 1100.0,
         _ => 1000.0,
     };
-    let mut commits: Vec<Vec<Obs>> = vec![Vec::new(); 40];
-    for (i, c) in commits.iter_mut().enumerate() {
-        let night = 1.1 * (1.0 + 0.01 * rng.normal());
-        for _ in 0..4 {
-            let value = level(i) * night * (1.0 + 0.02 * rng.normal());
-            c.push(Obs {
-                value,
-                window: 100 + i as u64,
-                machine: 1,
-            });
-        }
-    }
+    let mut commits = machine_nights(&mut rng, &level, (1.1, 0.01), 4);
     for (i, c) in commits.iter_mut().enumerate().take(39).skip(34) {
         let outlier = if i == spike { 1.15 } else { 1.0 };
-        let value = level(i) * outlier * (1.0 + 0.02 * rng.normal());
-        c.push(Obs {
-            value,
-            window: 1,
-            machine: 0,
-        });
+        session_runs(c, 1, 1, || level(i) * outlier * (1.0 + 0.02 * rng.normal()));
     }
     for (i, c) in commits.iter_mut().enumerate().take(37).skip(35) {
-        for _ in 0..5 {
-            let value = level(i) * 0.98 * (1.0 + 0.02 * rng.normal());
-            c.push(Obs {
-                value,
-                window: 2,
-                machine: 0,
-            });
-        }
+        session_runs(c, 5, 2, || level(i) * 0.98 * (1.0 + 0.02 * rng.normal()));
     }
     Runs {
         commits,
@@ -785,34 +795,14 @@ fn a_step_among_a_few_wild_commits_is_cut_from_the_jitter() {
 fn nights_and_a_session_that_moved(seed: u64, moved: f64, step: bool) -> Runs {
     let mut rng = SplitMix64::new(seed + 4242);
     let level = |i: usize| if step && i >= 29 { 1040.0 } else { 1000.0 };
-    let mut commits: Vec<Vec<Obs>> = vec![Vec::new(); 40];
-    for (i, c) in commits.iter_mut().enumerate() {
-        let night = 1.0 + 0.005 * rng.normal();
-        for _ in 0..3 {
-            c.push(Obs {
-                value: level(i) * night * (1.0 + 0.02 * rng.normal()),
-                window: 100 + i as u64,
-                machine: 1,
-            });
-        }
-    }
+    let mut commits = machine_nights(&mut rng, &level, (1.0, 0.005), 3);
     for (i, c) in commits.iter_mut().enumerate().take(36).skip(22) {
         let state = 1.3 * if i >= 29 { 1.0 + moved } else { 1.0 };
-        c.push(Obs {
-            value: level(i) * state * (1.0 + 0.02 * rng.normal()),
-            window: 1,
-            machine: 0,
-        });
+        session_runs(c, 1, 1, || level(i) * state * (1.0 + 0.02 * rng.normal()));
     }
     for (i, c) in commits.iter_mut().enumerate().take(30).skip(28) {
         let state = 1.3 * if i >= 29 { 1.0 + moved / 2.0 } else { 1.0 };
-        for _ in 0..5 {
-            c.push(Obs {
-                value: level(i) * state * (1.0 + 0.02 * rng.normal()),
-                window: 2,
-                machine: 0,
-            });
-        }
+        session_runs(c, 5, 2, || level(i) * state * (1.0 + 0.02 * rng.normal()));
     }
     Runs {
         commits,
