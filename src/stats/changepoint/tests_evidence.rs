@@ -790,8 +790,8 @@ fn a_step_among_a_few_wild_commits_is_cut_from_the_jitter() {
 /// A machine's nights (one commit a night, 3 runs, the night's state within 0.5 %, every
 /// commit), then a session over commits 22..=35 at ×1.30, one run a commit, whose own state
 /// moves `moved` (relative) from commit 29 on (another job started on the machine), and a
-/// top-up of 28 and 29 side by side, five runs each, that moved halfway. `step`: a real +4 %
-/// step at 29 that every run shows.
+/// top-up of 28 and 29 side by side, five runs each, interleaved (one state). `step`: a real
+/// +4 % step at 29 that every run shows.
 fn nights_and_a_session_that_moved(seed: u64, moved: f64, step: bool) -> Runs {
     let mut rng = SplitMix64::new(seed + 4242);
     let level = |i: usize| if step && i >= 29 { 1040.0 } else { 1000.0 };
@@ -801,8 +801,7 @@ fn nights_and_a_session_that_moved(seed: u64, moved: f64, step: bool) -> Runs {
         session_runs(c, 1, 1, || level(i) * state * (1.0 + 0.02 * rng.normal()));
     }
     for (i, c) in commits.iter_mut().enumerate().take(30).skip(28) {
-        let state = 1.3 * if i >= 29 { 1.0 + moved / 2.0 } else { 1.0 };
-        session_runs(c, 5, 2, || level(i) * state * (1.0 + 0.02 * rng.normal()));
+        session_runs(c, 5, 2, || level(i) * 1.3 * (1.0 + 0.02 * rng.normal()));
     }
     Runs {
         commits,
@@ -811,24 +810,21 @@ fn nights_and_a_session_that_moved(seed: u64, moved: f64, step: bool) -> Runs {
 }
 
 /// A session whose state moved 4 % halfway, beside forty nights of a machine that show
-/// nothing: the mean of five nights on each side disputes what the one night next to it each
-/// side is too rough a reading to. Not every time: over these 40 seeds the move is certain in
-/// 2 (6 with the one night alone), the rest undecided or nothing; a session's state is
-/// assumed steady (`guide noise`), and one that moves this much midway is a step the runs
-/// side by side cannot tell from a commit's. A real step every run shows is never certain
-/// anywhere else; with one top-up of five runs a side it is seen (decided, or undecided with
-/// a span that holds it) in 35 of these 40 (decided in 16: `run` tops it up further).
+/// nothing and a top-up that shows 28 and 29 equal: never certain. The mean of five nights
+/// on each side disputes it where the one night next to it each side is too rough a reading
+/// (that alone left it certain in 3 of these 40), and the session, one window alone, does
+/// not outweigh the dispute. A real step every run shows is never certain anywhere else;
+/// with one top-up of five runs a side it is seen (decided, or undecided with a span that
+/// holds it) in 35 of these 40 (`run` tops it up further).
 #[test]
-fn a_session_that_moved_beside_nights_that_show_nothing_is_rarely_a_step() {
-    let mut certain = 0;
+fn a_session_that_moved_beside_nights_that_show_nothing_is_no_step() {
     for seed in 0..40 {
         let d = detect_runs(
             nights_and_a_session_that_moved(seed, 0.04, false),
             &Options::default(),
         );
-        certain += usize::from(!d.points.is_empty());
+        assert!(d.points.is_empty(), "seed {seed}: {d:?}");
     }
-    assert!(certain <= 2, "certain in {certain} of 40");
     let mut seen = 0;
     for seed in 0..40 {
         let d = detect_runs(
