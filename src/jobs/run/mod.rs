@@ -321,11 +321,12 @@ impl<'a> Pass<'a> {
             self.back_to_back(samples, &mut appenders, summary, &bar)?;
         }
         bar.finish_and_clear();
-        // Few runs never hide a step: where the numbers now show a step too few runs cannot decide,
-        // both builds beside it are measured more, round by round, until it is decided or they
-        // reach the budget of an open decision. A shard reads its own commits (every Nth and the range's ends,
-        // measured side by side in this session): a step between two of them is one its own
-        // runs show, and the runner that measured them settles it while it holds them.
+        // Few runs never hide a step: where the numbers now show a step too few runs cannot
+        // decide, both builds beside it are measured more, round by round, until it is decided
+        // or they reach the budget of an open decision. A shard reads its own commits (every
+        // Nth and the range's ends, measured side by side in this session): a step between two
+        // of them is one its own runs show, and the runner that measured them settles it while
+        // it holds them.
         if interleave && !crate::base::interrupt::requested() {
             let chain: Vec<crate::git::CommitInfo> = if args.shard.is_some() {
                 self.commits.clone()

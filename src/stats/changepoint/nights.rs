@@ -120,14 +120,17 @@ impl Nights {
         for (slot, sd) in self.sd.iter().enumerate() {
             let Some(sd) = sd else { continue };
             let reading = |j: usize| self.of[j].iter().find(|e| e.0 == slot).map(|e| e.1);
-            let before: Vec<f64> = (lo..b).rev().filter_map(reading).take(k).collect();
-            let after: Vec<f64> = (b..hi).filter_map(reading).take(k).collect();
-            if before.is_empty() || after.is_empty() {
+            // (Sums and counts, no buffers: every boundary's test reads these.)
+            let sum = |it: &mut dyn Iterator<Item = f64>| {
+                it.take(k).fold((0.0, 0usize), |(s, n), x| (s + x, n + 1))
+            };
+            let (sb, nb) = sum(&mut (lo..b).rev().filter_map(reading));
+            let (sa, na) = sum(&mut (b..hi).filter_map(reading));
+            if nb == 0 || na == 0 {
                 continue;
             }
-            let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
-            let (x, y) = (mean(&before), mean(&after));
-            let var = sd * sd * (1.0 / before.len() as f64 + 1.0 / after.len() as f64) / 2.0;
+            let (x, y) = (sb / nb as f64, sa / na as f64);
+            let var = sd * sd * (1.0 / nb as f64 + 1.0 / na as f64) / 2.0;
             num += (y - x) / var;
             den += 1.0 / var;
         }
