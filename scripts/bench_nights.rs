@@ -72,8 +72,8 @@ fn main() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(1);
     let started = std::time::Instant::now();
-    println!("| schedules | step | histories | false certain (per history) | histories with one | linked: decided at its commit | linked: the bound (told the commit) decides | of those, decided | no link: seen | undecided elsewhere (per history) |");
-    println!("|---|---|---|---|---|---|---|---|---|---|");
+    println!("| schedules | step | histories | false certain (per history) | histories with one | linked: decided at its commit | linked: the bound (told the commit) decides | of those, decided | no link: seen | of those, the runs show the move | of those, seen | undecided elsewhere (per history) |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     for (kind, name) in [
         (Kind::Commands, "commands"),
         (Kind::Imports, "imports + commands"),
@@ -92,7 +92,7 @@ fn main() {
                 }
             };
             println!(
-                "| {name} | {} | {} | {} ({:.3}) | {} | {} | {} | {} | {} | {:.2} |",
+                "| {name} | {} | {} | {} ({:.3}) | {} | {} | {} | {} | {} | {} | {} | {:.2} |",
                 step.map_or("none".to_string(), |s| format!("+{:.0} %", 100.0 * s)),
                 t.histories,
                 t.false_certain,
@@ -102,6 +102,8 @@ fn main() {
                 pct(t.oracle_decided, t.linked),
                 pct(t.both_decided, t.oracle_decided),
                 pct(t.unlinked_seen, t.unlinked),
+                pct(t.unlinked_shown, t.unlinked),
+                pct(t.shown_seen, t.unlinked_shown),
                 t.false_undecided as f64 / t.histories as f64,
             );
             if std::env::var_os("NIGHTS_EXAMPLES").is_some() {

@@ -476,6 +476,25 @@ impl History {
         root(&mut parent, a) == root(&mut parent, b)
     }
 
+    /// Whether the runs show a step at `at` with no link: the last commit measured before it
+    /// against the first measured from it on, every run of each (their machine states and
+    /// all), move by the threshold the step's way at p < 5 % (Welch's t test of the
+    /// logarithms). Otherwise the machine states or the noise hid the step: these runs show
+    /// no move, and no detector could name one from them.
+    pub fn apart_shown(&self, at: usize) -> bool {
+        let has = |j: &usize| !self.runs[*j].is_empty();
+        let (Some(b), Some(a)) = ((0..at).rev().find(has), (at..self.len()).find(has)) else {
+            return false;
+        };
+        let logs = |j: usize| -> Vec<f64> { self.runs[j].iter().map(|r| r.value.ln()).collect() };
+        let (lb, la) = (logs(b), logs(a));
+        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+        let rel = (mean(&la) - mean(&lb)).exp() - 1.0;
+        let up = self.steps.first().is_some_and(|s| s.1 > 0.0);
+        let p = perfbisect::stats::compare::welch_t(&la, &lb).map_or(1.0, |t| t.p_value);
+        (rel > 0.0) == up && rel.abs() >= self.setup.threshold * (1.0 - 1e-9) && p < 0.05
+    }
+
     /// The bound on any detector's power at a step at `at` (issue 56): a test that is told
     /// the step's commit, and reads every window (a session, an imported round) holding runs
     /// on both sides of it, where the window's machine state cancels: the least-squares step
@@ -678,6 +697,9 @@ pub struct Verdict {
     pub bracketed: bool,
     /// Undecided with a span holding it, or decided.
     pub seen: bool,
+    /// With no link: the runs across the step show it ([`History::apart_shown`]); else the
+    /// machine states or the noise hid it.
+    pub shown: bool,
     pub note: String,
 }
 
@@ -723,6 +745,7 @@ pub fn judge(h: &History, rng: &mut Rng) -> Verdict {
                 v.linked = h.linked(s);
                 v.oracle = h.oracle(s, changepoint::Options::default().alpha);
                 v.bracketed = h.bracketed(s);
+                v.shown = h.apart_shown(s);
                 if !v.decided {
                     v.note += &format!(
                         "step at {s} (bound p={:.1e}): ",
@@ -768,10 +791,13 @@ pub struct Tally {
     pub both_decided: usize,
     pub unlinked: usize,
     pub unlinked_seen: usize,
+    /// Of `unlinked`, those whose runs show the move ([`Verdict::shown`]), and those seen.
+    pub unlinked_shown: usize,
+    pub shown_seen: usize,
     pub examples: Vec<String>,
     /// Histories whose linked step was not decided at its commit.
     pub misses: Vec<String>,
-    /// Histories whose step with no link was not seen.
+    /// Histories whose step with no link was not seen, where the runs show it.
     pub unseen: Vec<String>,
 }
 
@@ -800,7 +826,9 @@ impl Tally {
             } else if v.bracketed {
                 self.unlinked += 1;
                 self.unlinked_seen += usize::from(v.seen);
-                if !v.seen && self.unseen.len() < 8 {
+                self.unlinked_shown += usize::from(v.shown);
+                self.shown_seen += usize::from(v.shown && v.seen);
+                if !v.seen && v.shown && self.unseen.len() < 8 {
                     self.unseen
                         .push(format!("{} || {}", log.join("; "), v.note));
                 }

@@ -241,6 +241,8 @@ pub fn detect_runs(mut runs: Runs, opts: &Options) -> Detection {
     let mut undecided = ctx.undecided(&points, &dropped);
     undecided.extend(ctx.machine_moves(&points));
     undecided.extend(ctx.absorbed(&points, &undecided));
+    let apart = ctx.neighbours_apart(&points, &undecided);
+    undecided.extend(apart);
     undecided.sort_by_key(|u| u.index);
     undecided.dedup_by_key(|u| u.index);
     Detection { undecided, points }
@@ -354,5 +356,7 @@ fn weighed(model: &Model, var: &[f64]) -> (Vec<f64>, Vec<f64>, spread::Tails) {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_apart;
 #[cfg(test)]
 mod tests_evidence;

@@ -720,6 +720,65 @@ impl Ctx<'_> {
         out
     }
 
+    /// Where two commits next to each other in the order were measured on machine states no
+    /// window links (different strata), this machine's at least on one side, and their runs
+    /// differ by the threshold at p < 5 % (Welch's test of the two commits' runs, each
+    /// commit's states and all), with nothing found or undecided beside them: undecided,
+    /// measured apart, with the move as measured. Nothing can tell such a move from the
+    /// states' own, and silence would hide a step no link shows (issue 56: "at least
+    /// undecided, never silent"); `run`'s top-up then measures the two side by side. Nights
+    /// of named machines on both sides are left to their series ([`Ctx::test`]'s units) and
+    /// to [`Ctx::machine_moves`]: a night's draw is no step of its own. The largest moves
+    /// first, as many as the undecided steps a detection names.
+    pub(super) fn neighbours_apart(
+        &self,
+        found: &[ChangePoint],
+        known: &[Undecided],
+    ) -> Vec<Undecided> {
+        let model = self.model;
+        let strata = &model.strata;
+        let of = &strata.of;
+        let near = |i: usize| {
+            found
+                .iter()
+                .map(|c| c.index)
+                .chain(known.iter().map(|u| u.index))
+                .any(|x| x.abs_diff(model.pos[i]) <= 1)
+        };
+        let named = |j: usize| strata.machine[of[j] as usize] != 0;
+        let runs = |j: usize| -> Vec<f64> { model.runs_of(j).iter().map(|x| x.0).collect() };
+        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+        let mut out: Vec<Undecided> = Vec::new();
+        for j in 1..self.y.len() {
+            if of[j] == of[j - 1] || (named(j) && named(j - 1)) || near(j) {
+                continue;
+            }
+            let (l, r) = (runs(j - 1), runs(j));
+            let Some(t) = super::super::compare::welch_t(&r, &l) else {
+                continue;
+            };
+            let (before, after) = (self.back(mean(&l)), self.back(mean(&r)));
+            if t.p_value >= UNDECIDED_P || !self.threshold.reached(before, after) {
+                continue;
+            }
+            out.push(Undecided {
+                index: model.pos[j],
+                last_before: model.pos[j - 1],
+                why: Reason::MeasuredApart,
+                before,
+                after,
+                rel_change: rel_change(before, after),
+                p_value: 1.0,
+                runs: (l.len(), r.len()),
+                runs_needed: crate::stats::step::RANK_RUNS,
+                interval: None,
+            });
+        }
+        out.sort_by(|x, y| y.rel_change.abs().total_cmp(&x.rel_change.abs()));
+        out.truncate(MAX_UNDECIDED);
+        out
+    }
+
     /// Where the commits in order pass between named machines whose offset only a handover
     /// shows (at most two crossings: nothing but the commits beside it tells the machines'
     /// difference from a step), and the levels there move by the threshold: undecided, the
