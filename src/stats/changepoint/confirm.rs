@@ -646,6 +646,38 @@ impl Ctx<'_> {
 }
 
 impl Ctx<'_> {
+    /// Whether a step found or listed lies within a commit of position `i`.
+    fn beside(&self, found: &[ChangePoint], known: &[Undecided], i: usize) -> bool {
+        found
+            .iter()
+            .map(|c| c.index)
+            .chain(known.iter().map(|u| u.index))
+            .any(|x| x.abs_diff(self.model.pos[i]) <= 1)
+    }
+
+    /// An undecided step at position `j` that no p-value judges (the machine may explain it):
+    /// its move as measured, and the runs a side a rank test needs at least.
+    fn moved(
+        &self,
+        j: usize,
+        why: Reason,
+        (before, after): (f64, f64),
+        runs: (usize, usize),
+    ) -> Undecided {
+        Undecided {
+            index: self.model.pos[j],
+            last_before: self.model.pos[j - 1],
+            why,
+            before,
+            after,
+            rel_change: rel_change(before, after),
+            p_value: 1.0,
+            runs,
+            runs_needed: crate::stats::step::RANK_RUNS,
+            interval: None,
+        }
+    }
+
     /// Where the commits in order pass from one stratum to another that meets it at most
     /// twice (a session, a block of nights: nothing but the commits beside the switch tells
     /// their machine states apart) and the levels as measured move there by the threshold,
@@ -665,13 +697,7 @@ impl Ctx<'_> {
                     .or_default() += 1;
             }
         }
-        let near = |i: usize| {
-            found
-                .iter()
-                .map(|c| c.index)
-                .chain(known.iter().map(|u| u.index))
-                .any(|x| x.abs_diff(model.pos[i]) <= 1)
-        };
+        let near = |i: usize| self.beside(found, known, i);
         let mut out: Vec<Undecided> = Vec::new();
         for j in 1..m {
             let (s, t) = (of[j - 1], of[j]);
@@ -701,23 +727,14 @@ impl Ctx<'_> {
             }
             let runs =
                 |r: std::ops::Range<usize>| self.sizes.weight(r.start, r.end).round() as usize;
-            out.push(Undecided {
-                index: model.pos[j],
-                last_before: model.pos[j - 1],
-                why: Reason::MeasuredApart,
-                before,
-                after,
-                rel_change: rel_change(before, after),
-                p_value: 1.0,
-                runs: (runs(j - nb..j), runs(j..j + na)),
-                runs_needed: crate::stats::step::RANK_RUNS,
-                interval: None,
-            });
+            out.push(self.moved(
+                j,
+                Reason::MeasuredApart,
+                (before, after),
+                (runs(j - nb..j), runs(j..j + na)),
+            ));
         }
-        // The largest moves first, as many as the undecided steps a detection names.
-        out.sort_by(|x, y| y.rel_change.abs().total_cmp(&x.rel_change.abs()));
-        out.truncate(MAX_UNDECIDED);
-        out
+        largest_first(out)
     }
 
     /// Where two commits next to each other in the order were measured on machine states no
@@ -738,13 +755,7 @@ impl Ctx<'_> {
         let model = self.model;
         let strata = &model.strata;
         let of = &strata.of;
-        let near = |i: usize| {
-            found
-                .iter()
-                .map(|c| c.index)
-                .chain(known.iter().map(|u| u.index))
-                .any(|x| x.abs_diff(model.pos[i]) <= 1)
-        };
+        let near = |i: usize| self.beside(found, known, i);
         let named = |j: usize| strata.machine[of[j] as usize] != 0;
         let runs = |j: usize| -> Vec<f64> { model.runs_of(j).iter().map(|x| x.0).collect() };
         let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
@@ -761,22 +772,14 @@ impl Ctx<'_> {
             if t.p_value >= UNDECIDED_P || !self.threshold.reached(before, after) {
                 continue;
             }
-            out.push(Undecided {
-                index: model.pos[j],
-                last_before: model.pos[j - 1],
-                why: Reason::MeasuredApart,
-                before,
-                after,
-                rel_change: rel_change(before, after),
-                p_value: 1.0,
-                runs: (l.len(), r.len()),
-                runs_needed: crate::stats::step::RANK_RUNS,
-                interval: None,
-            });
+            out.push(self.moved(
+                j,
+                Reason::MeasuredApart,
+                (before, after),
+                (l.len(), r.len()),
+            ));
         }
-        out.sort_by(|x, y| y.rel_change.abs().total_cmp(&x.rel_change.abs()));
-        out.truncate(MAX_UNDECIDED);
-        out
+        largest_first(out)
     }
 
     /// Where the commits in order pass between named machines whose offset only a handover
@@ -808,25 +811,22 @@ impl Ctx<'_> {
                 if !self.threshold.reached(before, after) || before == after {
                     continue;
                 }
-                out.push(Undecided {
-                    index: model.pos[j],
-                    last_before: model.pos[j - 1],
-                    why: Reason::Machines,
-                    before,
-                    after,
-                    rel_change: rel_change(before, after),
-                    p_value: 1.0,
-                    runs: (
-                        self.sizes.weight(j.saturating_sub(LEVEL_SPAN), j).round() as usize,
-                        self.sizes.weight(j, (j + LEVEL_SPAN).min(m)).round() as usize,
-                    ),
-                    runs_needed: crate::stats::step::RANK_RUNS,
-                    interval: None,
-                });
+                let runs = (
+                    self.sizes.weight(j.saturating_sub(LEVEL_SPAN), j).round() as usize,
+                    self.sizes.weight(j, (j + LEVEL_SPAN).min(m)).round() as usize,
+                );
+                out.push(self.moved(j, Reason::Machines, (before, after), runs));
             }
         }
         out
     }
+}
+
+/// The largest moves first, as many as the undecided steps a detection names.
+fn largest_first(mut out: Vec<Undecided>) -> Vec<Undecided> {
+    out.sort_by(|x, y| y.rel_change.abs().total_cmp(&x.rel_change.abs()));
+    out.truncate(MAX_UNDECIDED);
+    out
 }
 
 /// Two-sided p of a t statistic with `df` degrees of freedom (the normal from 1000 on).
