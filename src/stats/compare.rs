@@ -215,7 +215,8 @@ fn mann_whitney_from_ranks(
     }
 }
 
-fn mean_var(x: &[f64]) -> (f64, f64) {
+/// The mean and the sample variance of `x` (NaN variance for fewer than two).
+pub(crate) fn mean_var(x: &[f64]) -> (f64, f64) {
     let n = x.len() as f64;
     let m = x.iter().sum::<f64>() / n;
     let v = x.iter().map(|v| (v - m) * (v - m)).sum::<f64>() / (n - 1.0);

@@ -757,27 +757,26 @@ impl Ctx<'_> {
         let of = &strata.of;
         let near = |i: usize| self.beside(found, known, i);
         let named = |j: usize| strata.machine[of[j] as usize] != 0;
-        let runs = |j: usize| -> Vec<f64> { model.runs_of(j).iter().map(|x| x.0).collect() };
-        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+        // Each commit's runs, their mean and variance, and its independent moments.
+        let side = |j: usize| {
+            let v: Vec<f64> = model.runs_of(j).iter().map(|x| x.0).collect();
+            let (mean, var) = crate::stats::compare::mean_var(&v);
+            (mean, var, self.sizes.weight(j, j + 1).min(v.len() as f64))
+        };
         let mut out: Vec<Undecided> = Vec::new();
         for j in 1..self.y.len() {
             if of[j] == of[j - 1] || (named(j) && named(j - 1)) || near(j) {
                 continue;
             }
-            let (l, r) = (runs(j - 1), runs(j));
-            let Some(t) = super::super::compare::welch_t(&r, &l) else {
-                continue;
-            };
-            let (before, after) = (self.back(mean(&l)), self.back(mean(&r)));
-            if t.p_value >= UNDECIDED_P || !self.threshold.reached(before, after) {
+            let (l, r) = (side(j - 1), side(j));
+            let (before, after) = (self.back(l.0), self.back(r.0));
+            if !self.threshold.reached(before, after)
+                || moments_welch(l, r).is_none_or(|p| p >= UNDECIDED_P)
+            {
                 continue;
             }
-            out.push(self.moved(
-                j,
-                Reason::MeasuredApart,
-                (before, after),
-                (l.len(), r.len()),
-            ));
+            let runs = (l.2.round() as usize, r.2.round() as usize);
+            out.push(self.moved(j, Reason::MeasuredApart, (before, after), runs));
         }
         largest_first(out)
     }
@@ -820,6 +819,22 @@ impl Ctx<'_> {
         }
         out
     }
+}
+
+/// Welch's test of two sides given as (mean, variance of a run, independent moments): each
+/// side's mean counts its moments, not its runs (runs taken back to back are one moment, and
+/// their spread says nothing of the next moment's); `None` where a side has fewer than two.
+fn moments_welch((ml, vl, nl): (f64, f64, f64), (mr, vr, nr): (f64, f64, f64)) -> Option<f64> {
+    if nl < 2.0 || nr < 2.0 {
+        return None;
+    }
+    let (sl, sr) = (vl / nl, vr / nr);
+    let d = mr - ml;
+    if sl + sr <= 0.0 {
+        return Some(if d == 0.0 { 1.0 } else { 0.0 });
+    }
+    let df = (sl + sr).powi(2) / (sl * sl / (nl - 1.0) + sr * sr / (nr - 1.0));
+    Some(two_sided(d / (sl + sr).sqrt(), df))
 }
 
 /// The largest moves first, as many as the undecided steps a detection names.
